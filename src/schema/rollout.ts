@@ -1,0 +1,88 @@
+import { z } from 'zod';
+
+/**
+ * Types that cross the workflow boundary. They carry references into the trajectory store and
+ * scalars only (DESIGN.md, claim-check rule), and are plain JSON so continue-as-new keeps their shape.
+ */
+
+/** A key in the trajectory store. */
+export const StoreRefSchema = z.object({ key: z.string() });
+export type StoreRef = z.infer<typeof StoreRefSchema>;
+
+/** Retry and timeout settings of one workflow step, in milliseconds. */
+export const StepOptionsSchema = z.object({
+  startToCloseTimeoutMs: z.number().int().positive(),
+  heartbeatTimeoutMs: z.number().int().positive().optional(),
+  initialIntervalMs: z.number().int().positive(),
+  backoffCoefficient: z.number().min(1),
+  maximumIntervalMs: z.number().int().positive(),
+  maximumAttempts: z.number().int().min(0),
+});
+export type StepOptions = z.infer<typeof StepOptionsSchema>;
+
+export const STEP_NAMES = ['prepare', 'generate', 'step', 'parse', 'score', 'teacher', 'assemble', 'deliver'] as const;
+export type StepName = (typeof STEP_NAMES)[number];
+export type StepOptionsTable = Record<StepName, StepOptions>;
+
+/** Why a group was not delivered. Every drop is counted under one of these. */
+export const DROP_REASONS = ['scores_all_equal', 'too_long', 'wrong_group_size', 'stale'] as const;
+export type DropReason = (typeof DROP_REASONS)[number];
+
+/** Everything a rollout-group workflow needs, fixed when the env-run starts it. */
+export interface RolloutGroupInput {
+  runId: string;
+  environment: string;
+  itemIndex: number;
+  groupSize: number;
+  /** Turns of generate ↔ step at most (1 = single-turn). */
+  maxTurns: number;
+  /** Tokens a trajectory may hold before it stops taking turns. */
+  maxTokenLength: number;
+  ensureScoresAreNotSame: boolean;
+  teacherEnabled: boolean;
+  steps: StepOptionsTable;
+}
+
+/** The small result of a rollout group: a reference to the full group plus what the driver counts. */
+export interface RolloutGroupResult {
+  itemIndex: number;
+  status: 'scored' | 'dropped';
+  dropReason?: DropReason;
+  group?: StoreRef;
+  scores: number[];
+  meanScore: number;
+  groupSize: number;
+  tokens: number;
+  turns: number;
+}
+
+/** Where an env-run hands its finished groups. */
+export type GroupSink =
+  | { kind: 'jsonl'; path: string }
+  | { kind: 'batcher'; workflowId: string; envId: number | null }
+  | { kind: 'none' };
+
+export interface EnvRunInput {
+  runId: string;
+  environment: string;
+  /** Groups to produce; items are 0 … totalGroups-1 (the environment maps an index to its data). */
+  totalGroups: number;
+  maxInFlight: number;
+  sink: GroupSink;
+  group: Omit<RolloutGroupInput, 'runId' | 'environment' | 'itemIndex'>;
+  /** Progress carried across continue-as-new. */
+  progress?: EnvRunProgress;
+}
+
+export interface EnvRunProgress {
+  nextItem: number;
+  completed: number;
+  delivered: number;
+  failed: number;
+  dropped: Partial<Record<DropReason, number>>;
+  failures: { itemIndex: number; message: string }[];
+  scoreSum: number;
+  scoredGroups: number;
+}
+
+export type EnvRunResult = EnvRunProgress;
