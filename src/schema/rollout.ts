@@ -28,6 +28,18 @@ export type StepOptionsTable = Record<StepName, StepOptions>;
 export const DROP_REASONS = ['scores_all_equal', 'too_long', 'wrong_group_size', 'stale'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
 
+/** Task queues of the activities (DESIGN.md "Task queues"); workflows run on the queue they were started on. */
+export interface TaskQueues {
+  llm: string;
+  env: string;
+}
+
+/** Sampling of training rollouts; in the workflow input so every rollout shows how it was sampled. */
+export interface Sampling {
+  temperature: number;
+  topP: number;
+}
+
 /** Everything a rollout-group workflow needs, fixed when the env-run starts it. */
 export interface RolloutGroupInput {
   runId: string;
@@ -36,11 +48,16 @@ export interface RolloutGroupInput {
   groupSize: number;
   /** Turns of generate ↔ step at most (1 = single-turn). */
   maxTurns: number;
-  /** Tokens a trajectory may hold before it stops taking turns. */
+  /** Completion tokens a trajectory may generate over all its turns (Atropos's max_token_length). */
   maxTokenLength: number;
+  sampling: Sampling;
   ensureScoresAreNotSame: boolean;
-  teacherEnabled: boolean;
+  /** Top-k of teacher logprobs; null when the teacher step is off. */
+  teacherTopK: number | null;
+  taskQueues: TaskQueues;
   steps: StepOptionsTable;
+  /** Whether the server has Clotho's search attributes (a foreign cluster may not). */
+  searchAttributes: boolean;
 }
 
 /** The small result of a rollout group: a reference to the full group plus what the driver counts. */

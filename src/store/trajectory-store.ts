@@ -9,6 +9,8 @@ import type { StoreRef } from '../schema/rollout.js';
 export interface TrajectoryStore {
   put(key: string, value: unknown): Promise<StoreRef>;
   get<T = unknown>(ref: StoreRef | string): Promise<T>;
+  /** The value under a key, or undefined when nothing was written there (a checkpoint not yet taken). */
+  tryGet<T = unknown>(key: string): Promise<T | undefined>;
   delete(key: string): Promise<void>;
 }
 
@@ -49,12 +51,16 @@ export class FileSystemStore implements TrajectoryStore {
 
   async get<T = unknown>(ref: StoreRef | string): Promise<T> {
     const key = typeof ref === 'string' ? ref : ref.key;
+    const value = await this.tryGet<T>(key);
+    if (value === undefined) throw new Error(`trajectory store has no entry "${key}" under ${this.root}`);
+    return value;
+  }
+
+  async tryGet<T = unknown>(key: string): Promise<T | undefined> {
     try {
       return JSON.parse(await readFile(this.path(key), 'utf8')) as T;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        throw new Error(`trajectory store has no entry "${key}" under ${this.root}`);
-      }
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw error;
     }
   }

@@ -1,0 +1,119 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { mkdir, open, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { StoreRef } from '../schema/rollout.js';
+import { ScoredDataGroupSchema, type ScoredDataGroup } from '../schema/scored-data.js';
+import type { TrajectoryStore } from '../store/trajectory-store.js';
+import { groupKey, type GroupAddress, type GroupState } from './group-state.js';
+import type { TeacherOutput } from './teacher.js';
+
+export interface AssembleInput extends GroupAddress {
+  state: StoreRef;
+  scores: number[];
+  teacher: StoreRef | null;
+  generationParams: Record<string, unknown>;
+}
+
+export interface AssembleResult {
+  group: StoreRef;
+  /** Tokens over all sequences of the group. */
+  tokens: number;
+  longestSequence: number;
+}
+
+export interface DeliverToJsonlInput {
+  path: string;
+  /** Line number (0-based) the first group goes to; makes a retried delivery a no-op. */
+  firstLine: number;
+  groups: StoreRef[];
+}
+
+/** Activities that turn trajectories into Atropos groups and hand them on (clotho-env queue). */
+export function createTrajectoryActivities({ store }: { store: TrajectoryStore }) {
+  return {
+    /** Builds the ScoredDataGroup (Atropos's exact fields) and writes it to the store. */
+    async assembleGroup(input: AssembleInput): Promise<AssembleResult> {
+      const state = await store.get<GroupState>(input.state);
+      const teacher = input.teacher ? await store.get<TeacherOutput>(input.teacher) : null;
+      const group: ScoredDataGroup = ScoredDataGroupSchema.parse({
+        tokens: state.trajectories.map((t) => t.tokens),
+        masks: state.trajectories.map((t) => t.masks),
+        scores: input.scores,
+        messages: state.trajectories.map((t) => t.messages),
+        generation_params: input.generationParams,
+        inference_logprobs: state.trajectories.map((t) => t.logprobs),
+        distill_token_ids: teacher?.distill_token_ids ?? null,
+        distill_logprobs: teacher?.distill_logprobs ?? null,
+      });
+      const ref = await store.put(groupKey(input, 'group'), group);
+      const lengths = group.tokens.map((t) => t.length);
+      return { group: ref, tokens: lengths.reduce((a, b) => a + b, 0), longestSequence: Math.max(0, ...lengths) };
+    },
+
+    /**
+     * Appends groups to a JSONL file so that each lands exactly once: the workflow numbers the lines, and a
+     * retry finds the lines an earlier attempt already wrote (a torn last line is cut off first).
+     */
+    async deliverToJsonl(input: DeliverToJsonlInput): Promise<number> {
+      await mkdir(dirname(input.path), { recursive: true });
+      const lines = await completeLines(input.path);
+      if (lines < input.firstLine) {
+        throw ApplicationFailure.nonRetryable(
+          `${input.path} has ${lines} groups but delivery expected ${input.firstLine}: the file was changed during the run`,
+          'SinkCorrupted',
+        );
+      }
+      const pending = input.groups.slice(lines - input.firstLine);
+      if (pending.length === 0) return 0;
+      const text = (await Promise.all(pending.map(async (ref) => `${JSON.stringify(await store.get(ref))}\n`))).join('');
+      const file = await open(input.path, 'a');
+      try {
+        await file.write(text);
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      knownLines.set(input.path, { size: (await stat(input.path)).size, lines: lines + pending.length });
+      return pending.length;
+    },
+  };
+}
+
+export type TrajectoryActivities = ReturnType<typeof createTrajectoryActivities>;
+
+/** Line counts of files this process wrote, valid while the file size is unchanged. */
+const knownLines = new Map<string, { size: number; lines: number }>();
+
+/** Counts complete lines, truncating a torn last line left by a crash mid-write. */
+async function completeLines(path: string): Promise<number> {
+  let file;
+  try {
+    file = await open(path, 'r+');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw error;
+  }
+  try {
+    const { size } = await file.stat();
+    const known = knownLines.get(path);
+    if (known && known.size === size) return known.lines;
+    let lines = 0;
+    let lastNewline = -1;
+    const chunk = Buffer.alloc(1 << 20);
+    for (let offset = 0; offset < size; ) {
+      const { bytesRead } = await file.read(chunk, 0, chunk.length, offset);
+      for (let i = 0; i < bytesRead; i++) {
+        if (chunk[i] === 0x0a) {
+          lines++;
+          lastNewline = offset + i;
+        }
+      }
+      offset += bytesRead;
+    }
+    if (lastNewline + 1 < size) await file.truncate(lastNewline + 1);
+    knownLines.set(path, { size: lastNewline + 1, lines });
+    return lines;
+  } finally {
+    await file.close();
+  }
+}

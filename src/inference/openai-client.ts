@@ -1,0 +1,186 @@
+import OpenAI from 'openai';
+import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { z } from 'zod';
+import type { ServerConfig } from '../schema/config.js';
+import { MASKED, MASKED_LOGPROB } from '../schema/scored-data.js';
+import { classifyError, InferenceError } from './errors.js';
+import {
+  GenerateRequestSchema,
+  ToolCallSchema,
+  type Completion,
+  type GeneratedTokens,
+  type GenerateOptions,
+  type GenerateRequest,
+  type InferenceClient,
+  type TrainingSequence,
+} from './types.js';
+
+const ints = z.array(z.number().int());
+
+/** The parts of a (vLLM-extended) chat-completion response this client relies on. */
+const ChatResponseSchema = z.looseObject({
+  choices: z.array(z.looseObject({
+    index: z.number().int(),
+    message: z.looseObject({
+      role: z.string(),
+      content: z.string().nullish(),
+      tool_calls: z.array(ToolCallSchema).nullish(),
+    }),
+    finish_reason: z.string().nullish(),
+    logprobs: z.looseObject({
+      content: z.array(z.looseObject({ logprob: z.number() })).nullish(),
+    }).nullish(),
+    /** vLLM with `return_token_ids`: the generated token ids. */
+    token_ids: ints.nullish(),
+  })),
+  /** vLLM with `return_token_ids`: the rendered prompt's token ids. */
+  prompt_token_ids: ints.nullish(),
+});
+type ChatChoice = z.infer<typeof ChatResponseSchema>['choices'][number];
+
+/** Options of {@link createOpenAIClient}. */
+export interface OpenAIClientOptions {
+  /** How often `onProgress` fires while a call is in flight. @default 5000 */
+  progressIntervalMs?: number;
+}
+
+/**
+ * An {@link InferenceClient} for any OpenAI-compatible chat endpoint. It asks for logprobs and
+ * vLLM's token ids; servers that ignore `return_token_ids` yield completions with null token fields.
+ * It never retries: Temporal's retry policy on the generate activity does.
+ */
+export function createOpenAIClient(config: ServerConfig, options: OpenAIClientOptions = {}): InferenceClient {
+  const timeoutMs = Math.ceil(config.timeout * 1000);
+  const client = new OpenAI({ baseURL: config.base_url, apiKey: config.api_key || 'EMPTY', maxRetries: 0, timeout: timeoutMs });
+  const progressIntervalMs = options.progressIntervalMs ?? 5000;
+
+  return {
+    async generate(request: GenerateRequest, { signal, onProgress }: GenerateOptions = {}): Promise<Completion[]> {
+      const parsed = GenerateRequestSchema.safeParse(request);
+      if (!parsed.success) throw new InferenceError('InvalidRequest', z.prettifyError(parsed.error));
+      // One deadline for headers and body alike; the SDK's own timeout stops at the headers.
+      const deadline = AbortSignal.timeout(timeoutMs);
+      const timer = onProgress ? setInterval(onProgress, progressIntervalMs) : undefined;
+      try {
+        const response = await client.chat.completions
+          .create(requestBody(config.model_name, parsed.data), { signal: signal ? AbortSignal.any([signal, deadline]) : deadline })
+          .asResponse();
+        return parseCompletions(await response.text(), parsed.data.n);
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason;
+        if (deadline.aborted) throw new InferenceError('Timeout', `no answer within ${config.timeout} s`, { cause: err });
+        throw classifyError(err);
+      } finally {
+        clearInterval(timer);
+      }
+    },
+  };
+}
+
+function requestBody(model: string, request: GenerateRequest): ChatCompletionCreateParamsNonStreaming {
+  const body: ChatCompletionCreateParamsNonStreaming & { return_token_ids: boolean } = {
+    model,
+    messages: request.messages as ChatCompletionMessageParam[],
+    n: request.n,
+    max_tokens: request.maxTokens,
+    temperature: request.temperature,
+    top_p: request.topP,
+    ...(request.stop ? { stop: request.stop } : {}),
+    ...(request.seed !== undefined ? { seed: request.seed } : {}),
+    ...(request.tools ? { tools: request.tools as ChatCompletionCreateParamsNonStreaming['tools'] } : {}),
+    logprobs: true,
+    top_logprobs: 0,
+    return_token_ids: true,
+  };
+  return body;
+}
+
+/** Parses and checks a response body; throws `MalformedResponse` or `WrongChoiceCount`. */
+export function parseCompletions(text: string, n: number): Completion[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new InferenceError('MalformedResponse', `response is not JSON: ${text.slice(0, 200)}`, { cause: err });
+  }
+  const parsed = ChatResponseSchema.safeParse(json);
+  if (!parsed.success) throw new InferenceError('MalformedResponse', `malformed response: ${z.prettifyError(parsed.error)}`);
+  const { choices, prompt_token_ids } = parsed.data;
+  if (choices.length !== n) {
+    throw new InferenceError('WrongChoiceCount', `asked for ${n} choices, the server returned ${choices.length}`);
+  }
+  return [...choices].sort((a, b) => a.index - b.index).map((choice) => toCompletion(choice, prompt_token_ids ?? null));
+}
+
+function toCompletion(choice: ChatChoice, promptTokenIds: number[] | null): Completion {
+  const { role, content, tool_calls } = choice.message;
+  const tokenIds = choice.token_ids ?? null;
+  const logprobs = choice.logprobs?.content?.map((entry) => entry.logprob) ?? null;
+  if (tokenIds && logprobs && tokenIds.length !== logprobs.length) {
+    throw new InferenceError('MalformedResponse',
+      `choice ${choice.index}: ${tokenIds.length} token ids but ${logprobs.length} logprobs`);
+  }
+  return {
+    text: content ?? '',
+    message: { role, content: content ?? null, ...(tool_calls?.length ? { tool_calls } : {}) },
+    finishReason: choice.finish_reason ?? null,
+    promptTokenIds,
+    tokenIds,
+    logprobs,
+  };
+}
+
+/**
+ * A single-turn trajectory in the trainer's layout (ATROPOS-API.md §2.4): prompt positions masked,
+ * generated positions carry their token id and sampling logprob.
+ */
+export function buildTrainingSequence(promptTokenIds: number[], completion: GeneratedTokens): TrainingSequence {
+  return appendCompletion(
+    { tokens: [...promptTokenIds], masks: promptTokenIds.map(() => MASKED), inferenceLogprobs: promptTokenIds.map(() => MASKED_LOGPROB) },
+    completion,
+  );
+}
+
+/** Thrown when a later turn's prompt does not begin with the trajectory so far. */
+export class TokenizationDriftError extends Error {
+  override readonly name = 'TokenizationDriftError';
+}
+
+/**
+ * Continues a multi-turn trajectory: `newPromptTokenIds` (the whole conversation rendered again)
+ * must begin with `previous.tokens`, whose masks and logprobs are kept; the rest of the prompt
+ * (tool or user turn, generation prompt) is masked; the new completion is trained on.
+ */
+export function extendTrainingSequence(
+  previous: TrainingSequence,
+  newPromptTokenIds: number[],
+  completion: GeneratedTokens,
+): TrainingSequence {
+  const length = previous.tokens.length;
+  const at = previous.tokens.findIndex((token, i) => newPromptTokenIds[i] !== token);
+  // A shorter prompt differs too: its missing positions read as undefined.
+  if (at !== -1) {
+    throw new TokenizationDriftError(
+      `re-tokenization drift: the new prompt (${newPromptTokenIds.length} tokens) does not start with the ` +
+      `previous sequence (${length} tokens); first difference at position ${at}: ` +
+      `expected ${previous.tokens[at]}, got ${newPromptTokenIds[at]}`,
+    );
+  }
+  const suffix = newPromptTokenIds.slice(length);
+  return appendCompletion({
+    tokens: [...previous.tokens, ...suffix],
+    masks: [...previous.masks, ...suffix.map(() => MASKED)],
+    inferenceLogprobs: [...previous.inferenceLogprobs, ...suffix.map(() => MASKED_LOGPROB)],
+  }, completion);
+}
+
+function appendCompletion(sequence: TrainingSequence, { tokenIds, logprobs }: GeneratedTokens): TrainingSequence {
+  if (tokenIds.length !== logprobs.length) {
+    throw new Error(`completion has ${tokenIds.length} token ids but ${logprobs.length} logprobs`);
+  }
+  return {
+    tokens: [...sequence.tokens, ...tokenIds],
+    masks: [...sequence.masks, ...tokenIds],
+    inferenceLogprobs: [...sequence.inferenceLogprobs, ...logprobs],
+  };
+}

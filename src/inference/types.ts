@@ -1,0 +1,73 @@
+import { z } from 'zod';
+import { MessageSchema } from '../schema/scored-data.js';
+
+const ints = z.array(z.number().int());
+const floats = z.array(z.number());
+
+/** What the generate step asks of an inference server: `n` samples of one conversation. */
+export const GenerateRequestSchema = z.strictObject({
+  messages: z.array(MessageSchema).min(1),
+  n: z.number().int().positive(),
+  maxTokens: z.number().int().positive(),
+  temperature: z.number().min(0),
+  topP: z.number().gt(0).max(1),
+  stop: z.array(z.string()).optional(),
+  seed: z.number().int().optional(),
+  /** OpenAI-format tool definitions, passed through unchanged. */
+  tools: z.array(z.unknown()).optional(),
+});
+export type GenerateRequest = z.infer<typeof GenerateRequestSchema>;
+
+/** One OpenAI-format tool call of an assistant message. */
+export const ToolCallSchema = z.looseObject({
+  id: z.string(),
+  type: z.string(),
+  function: z.looseObject({ name: z.string(), arguments: z.string() }),
+});
+export type ToolCall = z.infer<typeof ToolCallSchema>;
+
+/**
+ * One sampled answer. Token fields are null when the server does not return token ids (a plain
+ * OpenAI endpoint); a later layer tokenizes locally then.
+ */
+export const CompletionSchema = z.object({
+  text: z.string(),
+  /** The assistant message as the server returned it, ready to append to the conversation. */
+  message: MessageSchema,
+  finishReason: z.string().nullable(),
+  promptTokenIds: ints.nullable(),
+  tokenIds: ints.nullable(),
+  /** Log-probability of each generated token under the sampling policy, aligned with `tokenIds`. */
+  logprobs: floats.nullable(),
+});
+export type Completion = z.infer<typeof CompletionSchema>;
+
+/** Per-call options of {@link InferenceClient.generate}. */
+export interface GenerateOptions {
+  /** Cancels the HTTP call; the promise then rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Called periodically while the call is in flight, so an activity can heartbeat. */
+  onProgress?: () => void;
+}
+
+/** A chat-completion backend. */
+export interface InferenceClient {
+  /** Resolves with exactly `request.n` completions, or rejects with an `InferenceError`. */
+  generate(request: GenerateRequest, options?: GenerateOptions): Promise<Completion[]>;
+}
+
+/** One trajectory as the trainer receives it (ATROPOS-API.md §2.4): equal-length arrays. */
+export const TrainingSequenceSchema = z.object({
+  tokens: ints,
+  /** `MASKED` on untrained positions, the token id on generated ones. */
+  masks: ints,
+  /** `MASKED_LOGPROB` on untrained positions, the sampling logprob on generated ones. */
+  inferenceLogprobs: floats,
+});
+export type TrainingSequence = z.infer<typeof TrainingSequenceSchema>;
+
+/** The generated part of a completion, with token ids known. */
+export interface GeneratedTokens {
+  tokenIds: number[];
+  logprobs: number[];
+}

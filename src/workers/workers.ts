@@ -1,0 +1,95 @@
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
+import { createEnvironmentActivities } from '../activities/environment.js';
+import { createInferenceActivities } from '../activities/inference.js';
+import { createTeacherActivities, type TeacherClient } from '../activities/teacher.js';
+import { createTrajectoryActivities } from '../activities/trajectories.js';
+import type { LoadedEnvironment } from '../env/loaded.js';
+import type { InferenceClient } from '../inference/types.js';
+import type { TrajectoryStore } from '../store/trajectory-store.js';
+import { workflowBundle } from './bundle.js';
+
+/** Default task queue names (DESIGN.md "Task queues"). */
+export const DEFAULT_TASK_QUEUES = { workflows: 'clotho-workflows', llm: 'clotho-llm', env: 'clotho-env' } as const;
+export type WorkerTaskQueues = { workflows: string; llm: string; env: string };
+
+export interface WorkerSetup {
+  address: string;
+  namespace: string;
+  taskQueues: WorkerTaskQueues;
+  environments: Record<string, LoadedEnvironment>;
+  inference: (environment: string) => InferenceClient;
+  teacher?: (environment: string) => TeacherClient | undefined;
+  store: TrajectoryStore;
+  /** Concurrent inference activities (each may hold several requests). */
+  llmConcurrency?: number;
+  /** Concurrent environment activities (parse, score, step: CPU-bound). */
+  envConcurrency?: number;
+  /** Lets tests observe or perturb activities without mocking them. */
+  wrapActivities?: <T extends Record<string, (...args: never[]) => Promise<unknown>>>(activities: T) => T;
+}
+
+export interface RunningWorkers {
+  /** Settles when all workers have stopped; rejects if one crashed. */
+  done: Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+let runtimeInstalled = false;
+
+/** Worker logs at WARN unless CLOTHO_LOG_LEVEL says otherwise: progress is the CLI's job, not the SDK's. */
+function installRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  const level = (process.env.CLOTHO_LOG_LEVEL?.toUpperCase() ?? 'WARN') as LogLevel;
+  Runtime.install({ logger: new DefaultLogger(level) });
+}
+
+/** Starts the workflow, LLM and environment workers of one process. */
+export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> {
+  installRuntime();
+  const connection = await NativeConnection.connect({ address: setup.address });
+  const wrap = setup.wrapActivities ?? ((a) => a);
+  const { store } = setup;
+  const common = { connection, namespace: setup.namespace };
+  const workers = await Promise.all([
+    Worker.create({
+      ...common,
+      taskQueue: setup.taskQueues.workflows,
+      workflowBundle: await workflowBundle(),
+      maxConcurrentWorkflowTaskExecutions: 40,
+    }),
+    Worker.create({
+      ...common,
+      taskQueue: setup.taskQueues.llm,
+      activities: wrap({
+        ...createInferenceActivities({ inference: setup.inference, store }),
+        ...createTeacherActivities({ teacher: setup.teacher ?? (() => undefined), store }),
+      }),
+      maxConcurrentActivityTaskExecutions: setup.llmConcurrency ?? 64,
+    }),
+    Worker.create({
+      ...common,
+      taskQueue: setup.taskQueues.env,
+      activities: wrap({
+        ...createEnvironmentActivities({ environments: setup.environments, store }),
+        ...createTrajectoryActivities({ store }),
+      }),
+      maxConcurrentActivityTaskExecutions: setup.envConcurrency ?? 16,
+    }),
+  ]);
+  const done = Promise.all(workers.map((w) => w.run())).then(
+    () => connection.close(),
+    async (error) => {
+      workers.forEach((w) => w.getState() === 'RUNNING' && w.shutdown());
+      await connection.close();
+      throw error;
+    },
+  );
+  return {
+    done,
+    async shutdown() {
+      for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+      await done;
+    },
+  };
+}

@@ -1,0 +1,28 @@
+import type { EnvRunProgress, RolloutGroupResult } from '../schema/rollout.js';
+
+/** Failures kept in the progress (the rest are counted); the Temporal UI has every one. */
+const FAILURES_KEPT = 20;
+
+export function initialProgress(): EnvRunProgress {
+  return { nextItem: 0, completed: 0, delivered: 0, failed: 0, dropped: {}, failures: [], scoreSum: 0, scoredGroups: 0 };
+}
+
+/** Records a finished group; returns whether it is to be delivered. */
+export function recordResult(progress: EnvRunProgress, result: RolloutGroupResult): boolean {
+  progress.completed++;
+  progress.scoreSum += result.meanScore;
+  progress.scoredGroups++;
+  if (result.status === 'dropped') {
+    const reason = result.dropReason ?? 'scores_all_equal';
+    progress.dropped[reason] = (progress.dropped[reason] ?? 0) + 1;
+    return false;
+  }
+  return true;
+}
+
+/** Records a group whose workflow failed (inference or environment gave up); it is never a reward. */
+export function recordFailure(progress: EnvRunProgress, itemIndex: number, message: string): void {
+  progress.completed++;
+  progress.failed++;
+  if (progress.failures.length < FAILURES_KEPT) progress.failures.push({ itemIndex, message });
+}

@@ -1,0 +1,100 @@
+import {
+  ParentClosePolicy,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  defineQuery,
+  proxyActivities,
+  setHandler,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { TrajectoryActivities } from '../activities/trajectories.js';
+import type { EnvRunInput, EnvRunProgress, EnvRunResult, RolloutGroupResult, StoreRef } from '../schema/rollout.js';
+import { activityOptions } from './activity-options.js';
+import { initialProgress, recordFailure, recordResult } from './env-run-state.js';
+import { rolloutGroup } from './rollout-group.js';
+import { ENVIRONMENT, ITEM_INDEX, RUN_ID, STATUS } from './search-attributes.js';
+
+export interface EnvRunStatus extends EnvRunProgress {
+  total: number;
+  inFlight: number;
+}
+
+export const envRunStatusQuery = defineQuery<EnvRunStatus>('envRunStatus');
+
+/** Workflow id of item i's rollout group: starting the same item twice is refused by Temporal. */
+export function rolloutGroupId(runId: string, environment: string, itemIndex: number): string {
+  return `clotho/${runId}/${environment}/item-${itemIndex}`;
+}
+
+/**
+ * Drives one environment through a run: a durable item cursor, at most `maxInFlight` groups at once, finished
+ * groups handed to the sink in order of completion. Continues as new when Temporal suggests it, after letting
+ * the groups in flight finish, so every item is started exactly once.
+ */
+export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
+  const progress = input.progress ?? initialProgress();
+  const { group, sink } = input;
+  const { deliverToJsonl } = proxyActivities<TrajectoryActivities>(activityOptions(group.steps.deliver, group.taskQueues.env));
+  const inFlight = new Set<number>();
+  const finished: RolloutGroupResult[] = [];
+  setHandler(envRunStatusQuery, () => ({ ...progress, total: input.totalGroups, inFlight: inFlight.size }));
+
+  const launch = async (itemIndex: number) => {
+    inFlight.add(itemIndex);
+    try {
+      const child = await startChild(rolloutGroup, {
+        workflowId: rolloutGroupId(input.runId, input.environment, itemIndex),
+        args: [{ ...group, runId: input.runId, environment: input.environment, itemIndex }],
+        parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+        typedSearchAttributes: group.searchAttributes
+          ? [
+              { key: ENVIRONMENT, value: input.environment },
+              { key: RUN_ID, value: input.runId },
+              { key: ITEM_INDEX, value: itemIndex },
+              { key: STATUS, value: 'running' },
+            ]
+          : undefined,
+      });
+      finished.push(await child.result());
+    } catch (error) {
+      recordFailure(progress, itemIndex, causeOf(error));
+    } finally {
+      inFlight.delete(itemIndex);
+    }
+  };
+
+  const deliver = async () => {
+    const refs: StoreRef[] = [];
+    for (const result of finished.splice(0)) {
+      if (recordResult(progress, result) && result.group) refs.push(result.group);
+    }
+    if (refs.length === 0) return;
+    if (sink.kind === 'jsonl') await deliverToJsonl({ path: sink.path, firstLine: progress.delivered, groups: refs });
+    progress.delivered += refs.length;
+  };
+
+  const draining = () => workflowInfo().continueAsNewSuggested;
+  for (;;) {
+    while (!draining() && progress.nextItem < input.totalGroups && inFlight.size < input.maxInFlight) {
+      void launch(progress.nextItem++);
+    }
+    await condition(() => finished.length > 0 || inFlight.size === 0);
+    await deliver();
+    if (inFlight.size === 0 && (draining() || progress.nextItem >= input.totalGroups)) break;
+  }
+
+  if (progress.nextItem < input.totalGroups) {
+    await condition(allHandlersFinished);
+    return continueAsNew<typeof envRun>({ ...input, progress });
+  }
+  return progress;
+}
+
+/** The innermost cause of a child's failure: what went wrong, not the wrapping "child workflow failed". */
+function causeOf(error: unknown): string {
+  let current = error as { message?: string; cause?: unknown } | undefined;
+  while (current?.cause) current = current.cause as typeof current;
+  return current?.message ?? String(error);
+}

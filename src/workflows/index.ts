@@ -1,0 +1,3 @@
+/** Every workflow Clotho runs; the only `workflowsPath` of its workers. */
+export { envRun, envRunStatusQuery } from './env-run.js';
+export { rolloutGroup } from './rollout-group.js';

@@ -1,0 +1,8 @@
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+/** Search attributes that let the Temporal UI filter rollouts (registered by temporal-dev/). */
+export const ENVIRONMENT = defineSearchAttributeKey('ClothoEnvironment', SearchAttributeType.KEYWORD);
+export const RUN_ID = defineSearchAttributeKey('ClothoRunId', SearchAttributeType.KEYWORD);
+export const ITEM_INDEX = defineSearchAttributeKey('ClothoItemIndex', SearchAttributeType.INT);
+export const STATUS = defineSearchAttributeKey('ClothoStatus', SearchAttributeType.KEYWORD);
+export const MEAN_SCORE = defineSearchAttributeKey('ClothoMeanScore', SearchAttributeType.DOUBLE);

@@ -1,0 +1,107 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AnyEnvironment } from '../../src/env/define.js';
+import { loadEnvironmentData } from '../../src/env/loaded.js';
+import { defaultStepConfigs, toStepOptions } from '../../src/env/steps.js';
+import { createOpenAIClient } from '../../src/inference/openai-client.js';
+import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/schema/config.js';
+import type { RolloutGroupInput, StepOptionsTable } from '../../src/schema/rollout.js';
+import { FileSystemStore } from '../../src/store/trajectory-store.js';
+import { startWorkers, type RunningWorkers, type WorkerSetup } from '../../src/workers/workers.js';
+import { startScriptedOpenAI, type Responder, type ScriptedOpenAI } from './scripted-openai.js';
+import { testConnection, uniqueId, uniqueTaskQueue, type TestTemporal } from './temporal.js';
+
+/** Step options for tests: the defaults, with retries that back off in milliseconds rather than seconds. */
+export function fastSteps(): StepOptionsTable {
+  const table = toStepOptions(defaultStepConfigs({ generate: 30, teacher: 30 }));
+  for (const step of Object.values(table)) {
+    step.initialIntervalMs = 20;
+    step.maximumIntervalMs = 100;
+  }
+  return table;
+}
+
+/** Counts activity calls by name; `wrap` plugs into the workers. */
+export function activityCounter() {
+  const calls: Record<string, number> = {};
+  const wrap: NonNullable<WorkerSetup['wrapActivities']> = (activities) =>
+    Object.fromEntries(
+      Object.entries(activities).map(([name, fn]) => [
+        name,
+        (...args: never[]) => {
+          calls[name] = (calls[name] ?? 0) + 1;
+          return fn(...args);
+        },
+      ]),
+    ) as typeof activities;
+  return { calls, wrap };
+}
+
+export interface Harness {
+  temporal: TestTemporal;
+  queues: { workflows: string; llm: string; env: string };
+  store: FileSystemStore;
+  scripted: ScriptedOpenAI;
+  workers: RunningWorkers;
+  runId: string;
+  /** A rollout-group input for item `itemIndex` with test defaults. */
+  groupInput(itemIndex: number, overrides?: Partial<RolloutGroupInput>): RolloutGroupInput;
+  close(): Promise<void>;
+}
+
+/** Real workers on the suite's dev server, a scripted model over HTTP, a temporary store. */
+export async function startHarness(options: {
+  environment: AnyEnvironment;
+  envConfig?: Record<string, unknown>;
+  responder: Responder;
+  wrapActivities?: WorkerSetup['wrapActivities'];
+}): Promise<Harness> {
+  const temporal = await testConnection();
+  const queues = { workflows: uniqueTaskQueue('wf'), llm: uniqueTaskQueue('llm'), env: uniqueTaskQueue('env') };
+  const root = await mkdtemp(join(tmpdir(), 'clotho-store-'));
+  const store = new FileSystemStore(root);
+  const scripted = await startScriptedOpenAI({ responder: options.responder });
+  const schema = BaseEnvConfigSchema.extend(options.environment.config);
+  const config = schema.parse({ ...options.environment.defaults, ...options.envConfig }) as Parameters<typeof loadEnvironmentData>[1];
+  const loaded = await loadEnvironmentData(options.environment, config);
+  const client = createOpenAIClient(ServerConfigSchema.parse({ base_url: scripted.baseUrl, timeout: 30 }));
+  const workers = await startWorkers({
+    address: temporal.address,
+    namespace: temporal.namespace,
+    taskQueues: queues,
+    environments: { [options.environment.name]: loaded },
+    inference: () => client,
+    store,
+    wrapActivities: options.wrapActivities,
+  });
+  const runId = uniqueId('run');
+  return {
+    temporal,
+    queues,
+    store,
+    scripted,
+    workers,
+    runId,
+    groupInput: (itemIndex, overrides = {}) => ({
+      runId,
+      environment: options.environment.name,
+      itemIndex,
+      groupSize: config.group_size,
+      maxTurns: 1,
+      maxTokenLength: config.max_token_length,
+      sampling: { temperature: 1, topP: 1 },
+      ensureScoresAreNotSame: false,
+      teacherTopK: null,
+      taskQueues: { llm: queues.llm, env: queues.env },
+      steps: fastSteps(),
+      searchAttributes: true,
+      ...overrides,
+    }),
+    async close() {
+      await workers.shutdown();
+      await scripted.close();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,133 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { GroupState } from '../../src/activities/group-state.js';
+import { MASKED, MASKED_LOGPROB, SCORED_DATA_FIELDS, type ScoredDataGroup } from '../../src/schema/scored-data.js';
+import { rolloutGroup } from '../../src/workflows/rollout-group.js';
+import { guessNumber } from '../support/environments.js';
+import { activityCounter, startHarness, type Harness } from '../support/harness.js';
+import { defaultLogprob, encodeChat, encodeCompletion, openAIError } from '../support/scripted-openai.js';
+import { uniqueId } from '../support/temporal.js';
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+const run = (h: Harness, input: ReturnType<Harness['groupInput']>) =>
+  h.temporal.client.workflow.execute(rolloutGroup, { taskQueue: h.queues.workflows, workflowId: uniqueId('rg'), args: [input] });
+
+describe('rolloutGroup on a real dev server', () => {
+  it('retries a step that fails twice alone, and every other step runs once', async () => {
+    const counter = activityCounter();
+    let generateCalls = 0;
+    harness = await startHarness({
+      environment: guessNumber,
+      envConfig: { group_size: 2 },
+      wrapActivities: counter.wrap,
+      responder: (body) => {
+        generateCalls++;
+        if (generateCalls <= 2) return { status: 503, body: openAIError('overloaded', 503) };
+        return { choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: i === 0 ? '40' : '7' })) };
+      },
+    });
+    const result = await run(harness, harness.groupInput(0));
+    expect(result.status).toBe('scored');
+    expect(result.scores).toEqual([1, -1]);
+    expect(counter.calls).toEqual({ prepareGroup: 1, generateTurn: 3, parseGroup: 1, scoreGroup: 1, assembleGroup: 1 });
+    expect(generateCalls).toBe(3);
+  });
+
+  it('plays a multi-turn episode, growing each sequence token by token with only model tokens unmasked', async () => {
+    // Sample 0 guesses 50, then 45 (right for item 5: secret 45); sample 1 always says 10.
+    harness = await startHarness({
+      environment: guessNumber,
+      envConfig: { group_size: 2 },
+      responder: (body) => {
+        const messages = ('messages' in body ? body.messages : []) as { role: string; content?: unknown }[];
+        const turns = messages.filter((m) => m.role === 'assistant').length;
+        const first = String(messages.find((m) => m.role === 'assistant')?.content ?? '');
+        const n = body.n ?? 1;
+        if (turns === 0) return { choices: Array.from({ length: n }, (_, i) => ({ text: i === 0 ? '50' : '10' })) };
+        return { choices: [{ text: first === '50' ? '45' : '10' }] };
+      },
+    });
+    const result = await run(harness, harness.groupInput(5, { maxTurns: 4 }));
+    expect(result.status).toBe('scored');
+    expect(result.scores).toEqual([1, -1]);
+    expect(result.turns).toBe(4);
+
+    const group = await harness.store.get<ScoredDataGroup>(result.group!);
+    const conversation = group.messages![0]!.map((m) => ({ role: m.role, content: m.content }));
+    expect(conversation.map((m) => `${m.role}:${m.content}`)).toEqual([
+      'user:Guess my number between 0 and 100. Answer with a number.',
+      'assistant:50',
+      'user:lower',
+      'assistant:45',
+    ]);
+    // The whole conversation, tokenized as the server does, is the sequence; only the assistant's tokens train.
+    expect(group.tokens[0]).toEqual(encodeChat(conversation, false));
+    const trained = group.masks[0]!.flatMap((m, i) => (m === MASKED ? [] : [group.tokens[0]![i]]));
+    expect(trained).toEqual([...encodeCompletion('50'), ...encodeCompletion('45')]);
+    group.masks[0]!.forEach((m, i) => {
+      expect(group.inference_logprobs![0]![i]).toBe(m === MASKED ? MASKED_LOGPROB : defaultLogprob(m));
+      if (m !== MASKED) expect(m).toBe(group.tokens[0]![i]);
+    });
+    // Sample 1 never guesses right: it takes every turn it is allowed.
+    expect(group.messages![1]!.filter((m) => m.role === 'assistant')).toHaveLength(4);
+  });
+
+  it('fails the group visibly when inference is rejected, and never scores it', async () => {
+    const counter = activityCounter();
+    harness = await startHarness({
+      environment: guessNumber,
+      envConfig: { group_size: 2 },
+      wrapActivities: counter.wrap,
+      responder: () => ({ status: 400, body: openAIError('max_tokens is too large for this model', 400) }),
+    });
+    const error = await run(harness, harness.groupInput(0)).catch((e: unknown) => e as Error);
+    expect(error).toBeInstanceOf(Error);
+    let cause: unknown = error;
+    const messages: string[] = [];
+    while (cause instanceof Error) {
+      messages.push(cause.message);
+      cause = (cause as { cause?: unknown }).cause;
+    }
+    expect(messages.join(' | ')).toContain('max_tokens is too large for this model');
+    expect(counter.calls.generateTurn).toBe(1);
+    expect(counter.calls.scoreGroup).toBeUndefined();
+  });
+
+  it('carries 16 sequences × 32,768 tokens with logprobs through the store, not through Temporal', async () => {
+    const length = 32_768;
+    harness = await startHarness({
+      environment: guessNumber,
+      envConfig: { group_size: 16, max_token_length: length + 16 },
+      responder: (body) => ({
+        choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({
+          text: String(40 + i),
+          tokenIds: Array.from({ length }, (_, t) => 100 + ((t * 7 + i) % 5000)),
+          logprobs: Array.from({ length }, (_, t) => -((t % 97) + 1) / 64),
+        })),
+      }),
+    });
+    const workflowId = uniqueId('rg-big');
+    const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: harness.queues.workflows,
+      workflowId,
+      args: [harness.groupInput(0, { groupSize: 16, maxTokenLength: length + 16 })],
+    });
+    expect(result.status).toBe('scored');
+    const group = await harness.store.get<ScoredDataGroup>(result.group!);
+    expect(Object.keys(group)).toEqual(SCORED_DATA_FIELDS);
+    expect(group.tokens).toHaveLength(16);
+    for (const [i, tokens] of group.tokens.entries()) {
+      expect(tokens.length).toBeGreaterThan(length);
+      expect(group.inference_logprobs![i]).toHaveLength(tokens.length);
+    }
+    const description = await harness.temporal.client.workflow.getHandle(workflowId).describe();
+    // ~1M numbers went through the workflow; its whole history stays tiny because only references travel.
+    expect(description.historySize).toBeLessThan(64 * 1024);
+    const state = await harness.store.get<GroupState>(`${harness.runId}/guess-number/item-0/turn-0/generated`);
+    expect(state.trajectories[15]!.completionTokens).toBe(length);
+  });
+});
