@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import { Hono, type Context } from 'hono';
+import { cors } from 'hono/cors';
+import { z } from 'zod';
+import {
+  BatchAckSchema,
+  BatchQuerySchema,
+  EMPTY_EXAMPLE,
+  EnvIdSchema,
+  RegisterEnvSchema,
+  RegistrationSchema,
+  ScoredDataListPostSchema,
+  ScoredDataPostSchema,
+} from '../schema/api.js';
+import { bearerAuth } from './auth.js';
+import { gzipResponses } from './gzip.js';
+import { ingest, summarise, toIngestGroup } from './ingest.js';
+import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from './metrics.js';
+import { readJson, unprocessable, validate } from './request.js';
+import { UnknownEnvError, type TrajectoryService } from './service.js';
+
+/** 64 MiB: far above any real group (Atropos envs gzip bodies), low enough to stop a gzip bomb. */
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+/** Options of {@link createApi}. */
+export interface ApiOptions {
+  /** When set, every request needs `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Largest request body, before and after gzip decompression. @default DEFAULT_MAX_BODY_BYTES */
+  maxBodyBytes?: number;
+}
+
+/** A uuid4 as Python's `uuid.uuid4().int`: a 128-bit integer in decimal digits. */
+const uuid4Digits = () => BigInt(`0x${randomUUID().replaceAll('-', '')}`).toString();
+
+const NOT_REGISTERED = { status: 'error', message: 'Trainer not registered. Call /register first.', batch: [] };
+
+/**
+ * The Atropos-compatible trajectory API (ATROPOS-API.md §1) in front of a {@link TrajectoryService}.
+ * It holds no state: every request is one or two service calls.
+ */
+export function createApi({ service, options = {} }: { service: TrajectoryService; options?: ApiOptions }): Hono {
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const app = new Hono();
+
+  /** Reads and validates a JSON body; a Response means the request was refused. */
+  const body = async <S extends z.ZodType>(c: Context, schema: S): Promise<{ data: z.output<S> } | Response> => {
+    const read = await readJson(c, maxBodyBytes);
+    return read instanceof Response ? read : validate(c, schema, read.value);
+  };
+
+  app.use(gzipResponses(1000));
+  // Atropos allows every origin with credentials; echoing the origin is what makes that legal.
+  app.use(cors({ origin: (origin) => origin || '*', credentials: true }));
+  if (options.token !== undefined) app.use(bearerAuth(options.token));
+  app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
+  app.onError((error, c) => {
+    console.error('clotho api:', error);
+    return c.text('Internal Server Error', 500);
+  });
+
+  app.get('/', (c) => c.json({ message: 'AtroposLib API' }));
+
+  app.post('/register', async (c) => {
+    const req = await body(c, RegistrationSchema);
+    if (req instanceof Response) return req;
+    const uuid = uuid4Digits();
+    await service.register(req.data, uuid);
+    // Raw digits: a JS number would round the 128-bit integer Atropos returns.
+    return c.body(`{"uuid":${uuid}}`, 200, { 'Content-Type': 'application/json' });
+  });
+
+  app.post('/register-env', async (c) => {
+    const req = await body(c, RegisterEnvSchema);
+    return req instanceof Response ? req : c.json(await service.registerEnv(req.data));
+  });
+
+  app.post('/disconnect-env', async (c) => {
+    const req = await body(c, EnvIdSchema);
+    return req instanceof Response ? req : c.json(await service.disconnectEnv(req.data.env_id));
+  });
+
+  app.get('/wandb_info', async (c) => c.json(await service.wandbInfo()));
+  app.get('/info', async (c) => c.json(await service.info()));
+  app.get('/status', async (c) => c.json(await service.status()));
+  app.get('/latest_example', async (c) => c.json((await service.latestExample()) ?? EMPTY_EXAMPLE));
+  app.get('/metrics', async (c) =>
+    c.body(renderPrometheus(await service.metrics()), 200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE }),
+  );
+
+  app.get('/reset_data', async (c) => {
+    await service.reset();
+    return c.text('Reset successful');
+  });
+
+  app.get('/batch', async (c) => {
+    const query = validate(c, BatchQuerySchema, c.req.query(), ['query']);
+    if (query instanceof Response) return query;
+    const leaseSeconds = query.data.lease_seconds;
+    const taken = await service.takeBatch(leaseSeconds === undefined ? {} : { leaseSeconds });
+    if (taken.status === 'not_registered') return c.json(NOT_REGISTERED);
+    if (taken.status === 'empty') return c.json({ batch: null });
+    if (taken.leaseExpiresAt === null) return c.json({ batch: taken.batch });
+    return c.json({ batch: taken.batch, batch_id: taken.batchId, lease_expires_at: taken.leaseExpiresAt });
+  });
+
+  app.post('/batch/ack', async (c) => {
+    const req = await body(c, BatchAckSchema);
+    if (req instanceof Response) return req;
+    const outcome = await service.ackBatch(req.data.batch_id);
+    if (outcome === 'acked') return c.json({ status: 'success' });
+    if (outcome === 'expired') return c.json({ status: 'failure', error: 'lease expired before the ack' }, 409);
+    return c.json({ status: 'failure', error: `unknown batch_id ${req.data.batch_id}` }, 404);
+  });
+
+  app.get('/batch/:id', async (c) => {
+    const batchId = c.req.param('id');
+    const batch = await service.getBatchById(batchId);
+    return batch ? c.json({ batch, batch_id: batchId }) : c.json({ detail: 'Batch not found' }, 404);
+  });
+
+  app.post('/scored_data', async (c) => {
+    const req = await body(c, ScoredDataPostSchema);
+    if (req instanceof Response) return req;
+    const results = await ingest(c, service, [toIngestGroup(req.data, c.req.header('Idempotency-Key'))], true);
+    return results instanceof Response ? results : c.json(results[0]);
+  });
+
+  app.post('/scored_data_list', async (c) => {
+    const req = await body(c, ScoredDataListPostSchema);
+    if (req instanceof Response) return req;
+    const groups = req.data.map((post) => toIngestGroup(post));
+    const results = groups.length > 0 ? await ingest(c, service, groups, false) : [];
+    return results instanceof Response ? results : c.json(summarise(results));
+  });
+
+  // Atropos's env client sends the env id as a JSON body on a GET; `?env_id=` serves everyone else.
+  app.get('/status-env', async (c) => {
+    const read = await readJson(c, maxBodyBytes);
+    if (read instanceof Response) return read;
+    const fromQuery = read.value === undefined && c.req.query('env_id') !== undefined;
+    const where = fromQuery ? 'query' : 'body';
+    const req = fromQuery
+      ? validate(c, z.object({ env_id: z.coerce.number().int() }), c.req.query(), ['query'])
+      : validate(c, EnvIdSchema, read.value);
+    if (req instanceof Response) return req;
+    try {
+      return c.json(await service.statusEnv(req.data.env_id));
+    } catch (error) {
+      if (!(error instanceof UnknownEnvError)) throw error;
+      return unprocessable(c, [{ loc: [where, 'env_id'], msg: error.message, type: 'value_error' }]);
+    }
+  });
+
+  return app;
+}

@@ -1,0 +1,48 @@
+import type { MetricsSnapshot } from '../schema/api.js';
+
+/** `Content-Type` of the Prometheus text exposition format. */
+export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+type Labels = Record<string, string>;
+type Sample = [labels: Labels, value: number];
+
+const escapeLabel = (value: string) => value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+
+function family(name: string, type: 'counter' | 'gauge', help: string, samples: Sample[]): string {
+  const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`];
+  for (const [labels, value] of samples) {
+    const pairs = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`);
+    lines.push(`${name}${pairs.length > 0 ? `{${pairs.join(',')}}` : ''} ${value}`);
+  }
+  return lines.join('\n');
+}
+
+const byReason = (dropped: Record<string, number>, labels: Labels = {}): Sample[] =>
+  Object.entries(dropped).map(([reason, n]) => [{ ...labels, reason }, n]);
+
+/**
+ * Renders a metrics snapshot in the Prometheus text format. Totals and per-environment series are
+ * separate families (`clotho_*` and `clotho_env_*`), so summing a family never counts a group twice.
+ */
+export function renderPrometheus(m: MetricsSnapshot): string {
+  const perEnv = (pick: (e: MetricsSnapshot['envs'][number]) => number): Sample[] =>
+    m.envs.map((e) => [{ env: e.env }, pick(e)]);
+  return [
+    family('clotho_current_step', 'gauge', 'Batches formed so far (the trainer step).', [[{}, m.currentStep]]),
+    family('clotho_groups_received_total', 'counter', 'Scored groups posted.', [[{}, m.groupsReceived]]),
+    family('clotho_groups_buffered_total', 'counter', 'Groups held back to merge to the group size.', [[{}, m.groupsBuffered]]),
+    family('clotho_groups_dropped_total', 'counter', 'Groups not delivered, by reason.', byReason(m.groupsDropped)),
+    family('clotho_batches_formed_total', 'counter', 'Batches formed.', [[{}, m.batchesFormed]]),
+    family('clotho_batches_served_total', 'counter', 'Batches handed to trainers.', [[{}, m.batchesServed]]),
+    family('clotho_queue_depth', 'gauge', 'Groups waiting in the queue.', [[{}, m.queueDepth]]),
+    family('clotho_env_groups_received_total', 'counter', 'Scored groups posted, per environment.', perEnv((e) => e.groupsReceived)),
+    family('clotho_env_groups_buffered_total', 'counter', 'Groups held back, per environment.', perEnv((e) => e.groupsBuffered)),
+    family(
+      'clotho_env_groups_dropped_total',
+      'counter',
+      'Groups not delivered, per environment and reason.',
+      m.envs.flatMap((e) => byReason(e.groupsDropped, { env: e.env })),
+    ),
+    family('clotho_env_queue_depth', 'gauge', 'Groups waiting in the queue, per environment.', perEnv((e) => e.queueDepth)),
+  ].join('\n') + '\n';
+}

@@ -1,0 +1,81 @@
+import type {
+  DisconnectEnvResponse,
+  Info,
+  IngestResult,
+  MetricsSnapshot,
+  RegisterEnv,
+  RegisterEnvResponse,
+  Registration,
+  Status,
+  StatusEnv,
+  WandbInfo,
+} from '../schema/api.js';
+import type { ScoredDataGroup } from '../schema/scored-data.js';
+
+/** One posted group with Clotho's optional additions taken out of the wire body. */
+export interface IngestGroup {
+  /** The group exactly as Atropos stores it (14 keys). */
+  group: ScoredDataGroup;
+  /** A key seen before makes the group a duplicate: acknowledged, not queued again. */
+  idempotencyKey?: string;
+  /** The policy (trainer step) that generated the group. */
+  policyVersion?: number;
+}
+
+/** What `GET /batch` found. */
+export type TakeBatchResult =
+  | { status: 'not_registered' }
+  | { status: 'empty' }
+  | {
+      status: 'batch';
+      batchId: string;
+      batch: ScoredDataGroup[];
+      /** Seconds since the Unix epoch when an unacked lease returns the batch to the queue; null without a lease. */
+      leaseExpiresAt: number | null;
+    };
+
+/** Outcome of `POST /batch/ack`: `expired` means the lease ran out before the ack. */
+export type AckResult = 'acked' | 'unknown' | 'expired';
+
+/**
+ * Thrown by {@link TrajectoryService} when a request names an `env_id` that was never registered
+ * (or was forgotten by a reset); the API answers 422.
+ */
+export class UnknownEnvError extends Error {
+  constructor(readonly envIds: number[]) {
+    super(`unknown env_id ${envIds.join(', ')}: register the environment with /register-env first`);
+    this.name = 'UnknownEnvError';
+  }
+}
+
+/**
+ * Everything the HTTP API asks of the batcher. The API process holds no state of its own: an
+ * implementation forwards each call to the batcher workflow and the trajectory store. Payloads the
+ * wire returns unchanged use the wire's field names; the rest the API shapes itself.
+ */
+export interface TrajectoryService {
+  /** A trainer registers; `requester` is the uuid (as decimal digits) the API hands back to it. */
+  register(registration: Registration, requester: string): Promise<void>;
+  registerEnv(env: RegisterEnv): Promise<RegisterEnvResponse>;
+  disconnectEnv(envId: number): Promise<DisconnectEnvResponse>;
+  wandbInfo(): Promise<WandbInfo>;
+  info(): Promise<Info>;
+  /** Forms or hands out the next batch; with `leaseSeconds`, the batch must be acked within that time. */
+  takeBatch(options: { leaseSeconds?: number }): Promise<TakeBatchResult>;
+  ackBatch(batchId: string): Promise<AckResult>;
+  /** A batch already formed, by id, for trainer workers; null when unknown. */
+  getBatchById(batchId: string): Promise<ScoredDataGroup[] | null>;
+  /** The last group queued, or null if none ever was. */
+  latestExample(): Promise<ScoredDataGroup | null>;
+  /**
+   * Ingests groups in order, one result per group. Throws {@link UnknownEnvError}, ingesting
+   * nothing, when any group names an unregistered `env_id`.
+   */
+  ingestGroups(groups: IngestGroup[]): Promise<IngestResult[]>;
+  status(): Promise<Status>;
+  /** Backpressure figures for one environment; throws {@link UnknownEnvError} for an unknown id. */
+  statusEnv(envId: number): Promise<StatusEnv>;
+  /** Forgets the trainer, environments, queue and buffers (`GET /reset_data`). */
+  reset(): Promise<void>;
+  metrics(): Promise<MetricsSnapshot>;
+}

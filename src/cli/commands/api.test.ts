@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { FakeTrajectoryService } from '../../api/fake-service.js';
+import type { RunningApiServer } from '../../api/server.js';
+import { apiCommand, isLoopback, type ApiCommandDeps } from './api.js';
+
+/** Runs the command with collected output; `whileServing` runs against the live server, then stops it. */
+async function run(args: string[], env: Record<string, string> = {}, whileServing?: (s: RunningApiServer) => Promise<void>) {
+  const out: string[] = [];
+  const err: string[] = [];
+  let closed = false;
+  const deps: ApiCommandDeps = {
+    createService: async () => ({ service: new FakeTrajectoryService(), close: async () => void (closed = true) }),
+    io: { out: (l) => out.push(l), err: (l) => err.push(l) },
+    env,
+    untilStopped: async (server) => whileServing?.(server),
+  };
+  const code = await apiCommand(args, deps);
+  return { code, out: out.join('\n'), err: err.join('\n'), closed };
+}
+
+describe('clotho api', () => {
+  it('serves on the given host and port, then stops and closes the service', async () => {
+    let body: unknown;
+    const r = await run(['--host', '127.0.0.1', '--port', '0'], {}, async (s) => {
+      body = await (await fetch(`${s.url}/info`)).json();
+    });
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+/);
+    expect(body).toEqual({ batch_size: -1, max_token_len: -1 });
+    expect(r.closed).toBe(true);
+  });
+
+  it('refuses a non-loopback host without a token, naming --token', async () => {
+    const r = await run(['--host', '0.0.0.0', '--port', '0']);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('--token');
+  });
+
+  it('takes the token from CLOTHO_API_TOKEN and requires it', async () => {
+    const statuses: number[] = [];
+    const r = await run(['--port', '0'], { CLOTHO_API_TOKEN: 'tok' }, async (s) => {
+      statuses.push((await fetch(`${s.url}/`)).status);
+      statuses.push((await fetch(`${s.url}/`, { headers: { Authorization: 'Bearer tok' } })).status);
+    });
+    expect(r.code).toBe(0);
+    expect(statuses).toEqual([401, 200]);
+  });
+
+  it('applies --max-body-mb', async () => {
+    let status = 0;
+    await run(['--port', '0', '--max-body-mb', '0.001'], {}, async (s) => {
+      status = (await fetch(`${s.url}/scored_data`, { method: 'POST', body: 'x'.repeat(2000) })).status;
+    });
+    expect(status).toBe(413);
+  });
+
+  it('reports bad flags with their name and prints help', async () => {
+    expect(await run(['--port', 'abc'])).toMatchObject({ code: 2, err: expect.stringContaining('--port') });
+    expect(await run(['--nope'])).toMatchObject({ code: 2, err: expect.stringContaining('--nope') });
+    expect(await run(['--help'])).toMatchObject({ code: 0, out: expect.stringContaining('Usage: clotho api') });
+  });
+
+  it('knows loopback addresses', () => {
+    expect(['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]'].every(isLoopback)).toBe(true);
+    expect(['0.0.0.0', '10.0.0.1', '::', 'example.com'].some(isLoopback)).toBe(false);
+  });
+});

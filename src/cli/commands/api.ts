@@ -1,0 +1,96 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { createApi } from '../../api/app.js';
+import { startApiServer, type RunningApiServer } from '../../api/server.js';
+import type { TrajectoryService } from '../../api/service.js';
+
+/** What `clotho api` needs from its caller; tests pass their own. */
+export interface ApiCommandDeps {
+  /** Builds the service the API fronts (in production, the Temporal-backed batcher client). */
+  createService(): Promise<{ service: TrajectoryService; close?: () => Promise<void> }>;
+  /** Where the command writes. @default process stdout / stderr */
+  io?: { out(line: string): void; err(line: string): void };
+  /** Environment variables, read for `CLOTHO_API_TOKEN`. @default process.env */
+  env?: Record<string, string | undefined>;
+  /** Resolves when the server should stop. @default the first SIGINT or SIGTERM */
+  untilStopped?: (server: RunningApiServer) => Promise<void>;
+}
+
+const HELP = `Usage: clotho api [options]
+
+Serves the Atropos-compatible trajectory API (the endpoints of Atropos's run-api) in front of
+the batcher workflow. Atropos environments and trainers point their rollout_server_url here.
+
+Options:
+  --host <addr>        address to listen on (default 127.0.0.1); any other than loopback needs --token
+  --port <n>           port (default 8000; 0 picks a free one)
+  --token <secret>     require "Authorization: Bearer <secret>" (default $CLOTHO_API_TOKEN)
+  --max-body-mb <n>    largest request body in MiB, also after gzip decompression (default 64)
+  -h, --help           show this help`;
+
+const OPTIONS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  token: { type: 'string' },
+  'max-body-mb': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const FlagsSchema = z.strictObject({
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.coerce.number().int().min(0).max(65535).default(8000),
+  token: z.string().min(1).optional(),
+  'max-body-mb': z.coerce.number().positive().finite().default(64),
+  help: z.boolean().optional(),
+});
+
+/** Loopback addresses, reachable only from this machine, so serving them without a token is safe. */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+const untilSignal = () =>
+  new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+
+/** `clotho api`: serves until stopped; returns the exit code. */
+export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<number> {
+  const io = deps.io ?? { out: (l: string) => console.log(l), err: (l: string) => console.error(l) };
+  let values: unknown;
+  try {
+    values = parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    io.err(`clotho api: ${(error as Error).message}`);
+    return 2;
+  }
+  const flags = FlagsSchema.safeParse(values);
+  if (!flags.success) {
+    for (const issue of flags.error.issues) io.err(`clotho api: --${issue.path.join('.')}: ${issue.message}`);
+    return 2;
+  }
+  if (flags.data.help) {
+    io.out(HELP);
+    return 0;
+  }
+  const { host, port } = flags.data;
+  const token = flags.data.token ?? ((deps.env ?? process.env).CLOTHO_API_TOKEN || undefined);
+  if (!isLoopback(host) && token === undefined) {
+    io.err(`clotho api: --host ${host} is reachable from other machines; set --token (or CLOTHO_API_TOKEN) to require a bearer token`);
+    return 2;
+  }
+  const { service, close } = await deps.createService();
+  const maxBodyBytes = Math.floor(flags.data['max-body-mb'] * 1024 * 1024);
+  const app = createApi({ service, options: { maxBodyBytes, ...(token === undefined ? {} : { token }) } });
+  try {
+    const server = await startApiServer({ app, host, port });
+    io.out(`clotho api listening on ${server.url}${token === undefined ? '' : ' (bearer token required)'}`);
+    await (deps.untilStopped ?? untilSignal)(server);
+    await server.close();
+  } finally {
+    await close?.();
+  }
+  return 0;
+}
