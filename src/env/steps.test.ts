@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { StepOptionsSchema, STEP_NAMES } from '../schema/rollout.js';
+import { defaultStepConfigs, toStepOption, toStepOptions } from './steps.js';
+
+describe('defaultStepConfigs', () => {
+  const table = defaultStepConfigs({ generate: 1200, teacher: 300 });
+
+  it('gives the LLM steps the server timeout, a heartbeat and long retries', () => {
+    expect(table.generate).toEqual({
+      start_to_close_timeout: 1200, heartbeat_timeout: 30, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 60, maximum_attempts: 10,
+    });
+    expect(table.teacher).toMatchObject({ start_to_close_timeout: 300, heartbeat_timeout: 30, maximum_attempts: 10 });
+  });
+
+  it('gives every other step a short timeout and few attempts', () => {
+    for (const name of STEP_NAMES.filter((n) => n !== 'generate' && n !== 'teacher')) {
+      expect(table[name]).toEqual({ start_to_close_timeout: 60, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5 });
+    }
+  });
+
+  it('returns fresh objects, so one caller cannot change another’s defaults', () => {
+    table.score.maximum_attempts = 99;
+    expect(defaultStepConfigs({ generate: 1, teacher: 1 }).score.maximum_attempts).toBe(5);
+    expect(table.parse.maximum_attempts).toBe(5);
+  });
+});
+
+describe('toStepOptions', () => {
+  it('converts seconds to whole milliseconds, keeping counts and coefficients', () => {
+    expect(toStepOption({
+      start_to_close_timeout: 1.5, heartbeat_timeout: 0.0004, initial_interval: 2, backoff_coefficient: 1.5, maximum_interval: 60, maximum_attempts: 0,
+    })).toEqual({
+      startToCloseTimeoutMs: 1500, heartbeatTimeoutMs: 1, initialIntervalMs: 2000, backoffCoefficient: 1.5, maximumIntervalMs: 60_000, maximumAttempts: 0,
+    });
+  });
+
+  it('leaves the heartbeat out when a step has none', () => {
+    expect(toStepOption(defaultStepConfigs({ generate: 1, teacher: 1 }).parse)).not.toHaveProperty('heartbeatTimeoutMs');
+  });
+
+  it('converts a whole table into valid workflow options', () => {
+    const options = toStepOptions(defaultStepConfigs({ generate: 1200, teacher: 1200 }));
+    expect(Object.keys(options).sort()).toEqual([...STEP_NAMES].sort());
+    for (const name of STEP_NAMES) expect(StepOptionsSchema.parse(options[name])).toEqual(options[name]);
+    expect(options.generate.startToCloseTimeoutMs).toBe(1_200_000);
+  });
+});

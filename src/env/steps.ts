@@ -1,0 +1,50 @@
+import { StepConfigSchema, type StepConfig } from '../schema/config.js';
+import { STEP_NAMES, type StepName, type StepOptions, type StepOptionsTable } from '../schema/rollout.js';
+
+/** Step configs of a run, in seconds, as config files and flags speak them. */
+export type StepConfigTable = Record<StepName, StepConfig>;
+
+/** Seconds the model servers may take per request; the LLM steps' timeouts follow them. */
+export interface StepTimeouts {
+  /** The policy servers' request timeout (`--openai.timeout`). */
+  generate: number;
+  /** The teacher servers' request timeout; the policy's when no teacher is configured. */
+  teacher: number;
+}
+
+// LLM calls are slow and their servers flaky: heartbeat so a dead worker is noticed, retry long.
+const llmStep = (timeout: number): StepConfig =>
+  StepConfigSchema.parse({ start_to_close_timeout: timeout, heartbeat_timeout: 30, maximum_attempts: 10, maximum_interval: 60 });
+
+// Local work (parse, score, store writes) either finishes fast or is broken: fail early.
+const localStep: StepConfig = StepConfigSchema.parse({ start_to_close_timeout: 60, maximum_attempts: 5, maximum_interval: 30 });
+
+/** Default retry policy and timeouts of every workflow step, in seconds. */
+export function defaultStepConfigs(timeouts: StepTimeouts): StepConfigTable {
+  const table = {} as StepConfigTable;
+  for (const name of STEP_NAMES) table[name] = { ...localStep };
+  table.generate = llmStep(timeouts.generate);
+  table.teacher = llmStep(timeouts.teacher);
+  return table;
+}
+
+const ms = (seconds: number): number => Math.max(1, Math.round(seconds * 1000));
+
+/** Converts one step's config (seconds) into the workflow's options (milliseconds). */
+export function toStepOption(config: StepConfig): StepOptions {
+  return {
+    startToCloseTimeoutMs: ms(config.start_to_close_timeout),
+    ...(config.heartbeat_timeout === undefined ? {} : { heartbeatTimeoutMs: ms(config.heartbeat_timeout) }),
+    initialIntervalMs: ms(config.initial_interval),
+    backoffCoefficient: config.backoff_coefficient,
+    maximumIntervalMs: ms(config.maximum_interval),
+    maximumAttempts: config.maximum_attempts,
+  };
+}
+
+/** Converts a whole table of step configs (seconds) into the workflow's `StepOptionsTable` (milliseconds). */
+export function toStepOptions(table: StepConfigTable): StepOptionsTable {
+  const options = {} as StepOptionsTable;
+  for (const name of STEP_NAMES) options[name] = toStepOption(table[name]);
+  return options;
+}

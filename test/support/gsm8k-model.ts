@@ -1,0 +1,35 @@
+import { readFileSync } from 'node:fs';
+import { goldAnswer } from '../../environments/gsm8k/answer.js';
+import type { Responder } from './scripted-openai.js';
+
+/** The GSM8K test split the tests read (shared data, loaded by path). */
+export const GSM8K_TEST = new URL('../../../shared/datasets/gsm8k/test.jsonl', import.meta.url).pathname;
+
+/** Questions of the test split, in file order, with their gold answers. */
+export function gsm8kItems(): { question: string; answer: number }[] {
+  return readFileSync(GSM8K_TEST, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim())
+    .map((line) => JSON.parse(line) as { question: string; answer: string })
+    .map((row) => ({ question: row.question, answer: goldAnswer(row.answer)! }));
+}
+
+/**
+ * A scripted model for GSM8K: for each question, `correct(itemIndex, sample)` decides whether that sample
+ * boxes the gold answer or a wrong one.
+ */
+export function gsm8kResponder(correct: (itemIndex: number, sample: number) => boolean, delayMs = 0): Responder {
+  const items = gsm8kItems();
+  const indexOf = new Map(items.map((item, i) => [item.question, i]));
+  return (body) => {
+    const messages = ('messages' in body ? body.messages : []) as { role: string; content?: unknown }[];
+    const question = String(messages.find((m) => m.role === 'user')?.content ?? '');
+    const index = indexOf.get(question);
+    if (index === undefined) return { status: 400, body: { error: { message: `unknown question: ${question.slice(0, 40)}` } } };
+    const gold = items[index]!.answer;
+    const choices = Array.from({ length: body.n ?? 1 }, (_, sample) => ({
+      text: correct(index, sample) ? `Let me work it out. The answer is \\boxed{${gold}}.` : `I think it is \\boxed{${gold + 1}}.`,
+    }));
+    return { choices, delayMs };
+  };
+}

@@ -1,0 +1,65 @@
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import gsm8k from '../../environments/gsm8k/index.js';
+import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
+import { MASKED, MASKED_LOGPROB, SCORED_DATA_FIELDS } from '../../src/schema/scored-data.js';
+import { envRun } from '../../src/workflows/env-run.js';
+import { GSM8K_TEST, gsm8kItems, gsm8kResponder } from '../support/gsm8k-model.js';
+import { startHarness, type Harness } from '../support/harness.js';
+import { encodeChat } from '../support/scripted-openai.js';
+import { uniqueId } from '../support/temporal.js';
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+describe('envRun with GSM8K on a real dev server', () => {
+  it('runs every item once, drops all-equal groups with their reason, and writes the rest as Atropos groups', async () => {
+    // Items 1 and 4 are answered right by every sample: equal scores, dropped when ensure_scores_are_not_same is on.
+    const allRight = new Set([1, 4]);
+    harness = await startHarness({
+      environment: gsm8k,
+      envConfig: { data_path: GSM8K_TEST, group_size: 4 },
+      responder: gsm8kResponder((item, sample) => allRight.has(item) || sample % 2 === 0),
+    });
+    const path = join(await mkdtemp(join(tmpdir(), 'clotho-jsonl-')), 'groups.jsonl');
+    const result = await harness.temporal.client.workflow.execute(envRun, {
+      taskQueue: harness.queues.workflows,
+      workflowId: uniqueId('env-run'),
+      args: [
+        {
+          runId: harness.runId,
+          environment: 'gsm8k',
+          totalGroups: 8,
+          maxInFlight: 3,
+          sink: { kind: 'jsonl', path },
+          group: { ...harness.groupInput(0, { groupSize: 4, ensureScoresAreNotSame: true }) },
+        },
+      ],
+    });
+    expect(result).toMatchObject({ nextItem: 8, completed: 8, delivered: 6, failed: 0, dropped: { scores_all_equal: 2 } });
+
+    const lines = (await readFile(path, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as ScoredDataGroup);
+    expect(lines).toHaveLength(6);
+    const items = gsm8kItems();
+    const delivered = lines.map((g) => items.findIndex((item) => item.question === g.messages![0]![1]!.content));
+    expect(delivered.sort()).toEqual([0, 2, 3, 5, 6, 7]);
+    for (const group of lines) {
+      expect(Object.keys(group)).toEqual(SCORED_DATA_FIELDS);
+      expect(group.scores).toEqual([1, -1, 1, -1]);
+      const prompt = encodeChat(group.messages![0]!.slice(0, 2).map((m) => ({ role: m.role, content: m.content })));
+      for (const [i, tokens] of group.tokens.entries()) {
+        expect(tokens.slice(0, prompt.length)).toEqual(prompt);
+        expect(group.masks[i]!.slice(0, prompt.length).every((m) => m === MASKED)).toBe(true);
+        expect(group.masks[i]!.slice(prompt.length)).toEqual(tokens.slice(prompt.length));
+        expect(group.inference_logprobs![i]!.slice(0, prompt.length).every((l) => l === MASKED_LOGPROB)).toBe(true);
+        expect(group.inference_logprobs![i]!.slice(prompt.length).every((l) => l < 0)).toBe(true);
+      }
+      expect(group.generation_params).toMatchObject({ temperature: 1, top_p: 1 });
+    }
+  });
+});
