@@ -82,7 +82,8 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     }
     await condition(() => finished.length > 0 || inFlight.size === 0);
     await deliver();
-    if (inFlight.size === 0 && (draining() || progress.nextItem >= input.totalGroups)) break;
+    // Groups that finished while the last delivery ran are still waiting in `finished`.
+    if (inFlight.size === 0 && finished.length === 0 && (draining() || progress.nextItem >= input.totalGroups)) break;
   }
 
   if (progress.nextItem < input.totalGroups) {

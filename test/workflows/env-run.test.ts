@@ -62,4 +62,34 @@ describe('envRun with GSM8K on a real dev server', () => {
       expect(group.generation_params).toMatchObject({ temperature: 1, top_p: 1 });
     }
   });
+
+  it('delivers groups that finish while an earlier delivery is still being written', async () => {
+    // A slow sink: every group finishes during some delivery, the case where a finished group could be left behind.
+    const slowSink: Parameters<typeof startHarness>[0]['wrapActivities'] = (activities) =>
+      Object.fromEntries(
+        Object.entries(activities).map(([name, fn]) => [
+          name,
+          name === 'deliverToJsonl'
+            ? async (...args: never[]) => {
+                await new Promise((resolve) => setTimeout(resolve, 300));
+                return fn(...args);
+              }
+            : fn,
+        ]),
+      ) as typeof activities;
+    harness = await startHarness({
+      environment: gsm8k,
+      envConfig: { data_path: GSM8K_TEST, group_size: 2 },
+      responder: gsm8kResponder((_, sample) => sample === 0),
+      wrapActivities: slowSink,
+    });
+    const path = join(await mkdtemp(join(tmpdir(), 'clotho-jsonl-')), 'groups.jsonl');
+    const result = await harness.temporal.client.workflow.execute(envRun, {
+      taskQueue: harness.queues.workflows,
+      workflowId: uniqueId('env-run'),
+      args: [{ runId: harness.runId, environment: 'gsm8k', totalGroups: 12, maxInFlight: 12, sink: { kind: 'jsonl', path }, group: harness.groupInput(0) }],
+    });
+    expect(result).toMatchObject({ completed: 12, delivered: 12, failed: 0 });
+    expect((await readFile(path, 'utf8')).trim().split('\n')).toHaveLength(12);
+  });
 });
