@@ -41,7 +41,13 @@ function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.CLOTHO_LOG_LEVEL?.toUpperCase() ?? 'WARN') as LogLevel;
-  Runtime.install({ logger: new DefaultLogger(level) });
+  const fallback = new DefaultLogger(level);
+  // One worker per task queue is the design, so "no workflows/activities registered" is expected, not news.
+  const logger = new DefaultLogger(level, (entry) => {
+    if (/^No (activities|workflows) registered/.test(entry.message)) return;
+    fallback.log(entry.level, entry.message, entry.meta);
+  });
+  Runtime.install({ logger });
 }
 
 /** Starts the workflow, LLM and environment workers of one process. */

@@ -1,0 +1,111 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
+import { envRun, envRunStatusQuery } from '../../workflows/env-run.js';
+import type { CommandIo } from '../io.js';
+import { interruption } from '../interrupt.js';
+import { progressLine } from '../progress.js';
+import { writeGroupsHtml } from '../report-html.js';
+import { envRunSettings, inferenceClientFor, planRun, startRunWorkers, type RunPlan } from '../run.js';
+import { openTemporal, runTaskQueues, type TemporalRuntime } from '../runtime.js';
+import { rolloutsUiUrl } from '../ui.js';
+
+export const PROCESS_USAGE = `Usage: clotho process <environment> [--env.<field> v] [--openai.<field> v] [--config file.yaml]
+
+Runs total_steps rollout groups of an environment and writes them, Atropos-shaped, to
+--env.data_path_to_save_groups (default data/<environment>.jsonl) with an HTML page beside it.`;
+
+/** Workflow id of a run's env-run: resuming a run attaches to it. */
+export function envRunId(runId: string, environment: string): string {
+  return `clotho/${runId}/${environment}`;
+}
+
+/** `clotho process`: runs an environment's groups durably and writes them to JSONL and HTML. */
+export async function processCommand(argv: string[], io: CommandIo): Promise<number> {
+  // Atropos's `process` defaults: keep every group and its messages (YAML and flags still win).
+  const plan = await planRun(argv, { defaults: { ensure_scores_are_not_same: false, include_messages: true } });
+  const env = plan.config.env;
+  const resumed = env.run_id !== null;
+  const path = jsonlPath(env.data_path_to_save_groups ?? `data/${plan.definition.name}.jsonl`, resumed);
+  const totalGroups = env.total_steps;
+  if (totalGroups <= 0) throw new Error(`--env.total_steps: expected a positive number of groups to process, got ${totalGroups}`);
+  const inference = inferenceClientFor(plan);
+
+  const temporal = await openTemporal();
+  const stop = interruption();
+  try {
+    const { workers } = await startRunWorkers(plan, temporal, inference);
+    try {
+      const input: EnvRunInput = { ...envRunSettings(plan, temporal.searchAttributes), totalGroups, sink: { kind: 'jsonl', path } };
+      io.out(`run ${plan.runId}: ${totalGroups} groups of ${plan.definition.name} → ${path}`);
+      const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
+      if (ui) io.out(`Temporal UI: ${ui}`);
+      const result = await Promise.race([runToEnd(plan, temporal, input, io), workers.done.then(never), stop.promise]);
+      io.status?.('');
+      io.out(progressLine({ ...result, total: totalGroups, inFlight: 0 }, 1, result.completed).replace(/ · [\d.]+ groups\/s/, ''));
+      if (existsSync(path)) {
+        const html = path.replace(/\.jsonl$/, '') + '.html';
+        await writeGroupsHtml(path, html, `${plan.definition.name} · ${plan.runId}`);
+        io.out(`wrote ${result.delivered} groups to ${path} and ${html}`);
+      }
+      for (const failure of result.failures) io.err(`item ${failure.itemIndex} failed: ${failure.message}`);
+      return result.failed > 0 ? 1 : 0;
+    } finally {
+      await workers.shutdown();
+    }
+  } finally {
+    stop.dispose();
+    await temporal.close();
+  }
+}
+
+/** Starts the run's env-run (or attaches to it when resuming) and shows progress until it ends. */
+async function runToEnd(plan: RunPlan, temporal: TemporalRuntime, input: EnvRunInput, io: CommandIo): Promise<EnvRunResult> {
+  const workflowId = envRunId(plan.runId, plan.definition.name);
+  let handle;
+  try {
+    handle = await temporal.client.workflow.start(envRun, {
+      workflowId,
+      taskQueue: runTaskQueues(plan.runId).workflows,
+      args: [input],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    });
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    io.out(`run ${plan.runId} has already finished; showing its result`);
+    handle = temporal.client.workflow.getHandle<typeof envRun>(workflowId);
+  }
+  const started = Date.now();
+  let completedAtStart: number | undefined;
+  // One query at a time, awaited before returning: the connection must not close under a query's retry.
+  let polling: Promise<void> = Promise.resolve();
+  const poll = async () => {
+    const status = await handle.query(envRunStatusQuery).catch(() => undefined);
+    if (!status) return;
+    completedAtStart ??= status.completed;
+    const line = progressLine(status, Date.now() - started, completedAtStart);
+    if (io.status) io.status(line);
+    else if ((Date.now() - started) % 10_000 < 1_000) io.out(line);
+  };
+  const timer = setInterval(() => (polling = polling.then(poll)), 1_000);
+  try {
+    return await handle.result();
+  } finally {
+    clearInterval(timer);
+    await polling;
+  }
+}
+
+/** Atropos's rule: a new run never overwrites a file; it takes the first free `_1`, `_2`, … suffix. */
+function jsonlPath(requested: string, resumed: boolean): string {
+  const path = resolve(requested);
+  if (resumed || !existsSync(path)) return path;
+  const stem = path.replace(/\.jsonl$/, '');
+  for (let n = 1; ; n++) if (!existsSync(`${stem}_${n}.jsonl`)) return `${stem}_${n}.jsonl`;
+}
+
+function never(): never {
+  throw new Error('the workers stopped before the run finished');
+}

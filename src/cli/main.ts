@@ -1,0 +1,76 @@
+import { ConfigError } from '../env/config.js';
+import { processCommand, PROCESS_USAGE } from './commands/process.js';
+import { temporalCommand } from './commands/temporal.js';
+import { workerCommand, WORKER_USAGE } from './commands/worker.js';
+import { processIo, type CommandIo } from './io.js';
+import { environmentHelp } from './help.js';
+import { InterruptedError } from './interrupt.js';
+
+interface Command {
+  summary: string;
+  run(args: string[], io: CommandIo): Promise<number>;
+  /** Help for `clotho <command> --help`; commands that parse their own flags print their own. */
+  help?(args: string[]): Promise<string>;
+}
+
+/** Every command of `clotho`, declared in one place. */
+const COMMANDS: Record<string, Command> = {
+  process: {
+    summary: 'run an environment durably and write scored groups to JSONL + HTML',
+    run: processCommand,
+    help: (args) => environmentHelp(PROCESS_USAGE, args),
+  },
+  worker: {
+    summary: "run a run's workers (scale out, or resume after a crash) against TEMPORAL_ADDRESS",
+    run: workerCommand,
+    help: (args) => environmentHelp(WORKER_USAGE, args),
+  },
+  temporal: { summary: 'start | stop | status of the local Temporal dev server', run: temporalCommand },
+};
+
+function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const rows = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return [
+    'Usage: clotho <command> [options]',
+    '',
+    'Durable RL environments for LLMs on Temporal, wire-compatible with Atropos.',
+    '',
+    'Commands:',
+    ...rows,
+    '',
+    'Run `clotho <command> --help` for its flags; `clotho process <environment> --help` lists the environment\'s.',
+  ].join('\n');
+}
+
+/** The `clotho` entry point; returns the exit code (only bin/clotho.js sets it). */
+export async function main(argv: string[], io: CommandIo = processIo): Promise<number> {
+  const [name, ...args] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    io.out(usage());
+    return name ? 0 : 2;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    io.err(`clotho: unknown command "${name}"\n\n${usage()}`);
+    return 2;
+  }
+  if (command.help && (args.includes('--help') || args.includes('-h'))) {
+    io.out(await command.help(args.filter((a) => a !== '--help' && a !== '-h')));
+    return 0;
+  }
+  try {
+    return await command.run(args, io);
+  } catch (error) {
+    if (error instanceof InterruptedError) {
+      io.err(`clotho ${name}: interrupted; the run is kept in Temporal and resumes with the same --env.run_id`);
+      return 130;
+    }
+    if (error instanceof ConfigError) {
+      for (const problem of error.problems) io.err(`clotho ${name}: ${problem}`);
+      return 2;
+    }
+    io.err(`clotho ${name}: ${(error as Error).message}`);
+    return 1;
+  }
+}

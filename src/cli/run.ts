@@ -1,0 +1,101 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { AnyEnvironment } from '../env/define.js';
+import { resolveConfig, type ResolvedConfig } from '../env/config.js';
+import { loadEnvironmentData, type LoadedEnvironment } from '../env/loaded.js';
+import { loadEnvironment } from '../env/registry.js';
+import { createOpenAIClient } from '../inference/openai-client.js';
+import type { InferenceClient } from '../inference/types.js';
+import type { BaseEnvConfig } from '../schema/config.js';
+import type { EnvRunInput } from '../schema/rollout.js';
+import { clothoHome } from '../store/paths.js';
+import { FileSystemStore } from '../store/trajectory-store.js';
+import { startWorkers, type RunningWorkers } from '../workers/workers.js';
+import { runTaskQueues, type TemporalRuntime } from './runtime.js';
+
+/** Flags every rollout command takes besides the `--env.*`, `--openai.*`, `--teacher.*` and `--steps.*` namespaces. */
+export const RUN_FLAGS = {
+  store: z.string().min(1).optional().describe('trajectory store directory (default $CLOTHO_HOME/store)'),
+};
+
+/** One environment's run as the command line describes it. */
+export interface RunPlan {
+  runId: string;
+  definition: AnyEnvironment;
+  config: ResolvedConfig<z.ZodRawShape, typeof RUN_FLAGS>;
+  store: FileSystemStore;
+}
+
+export interface PlanOptions {
+  commandFlags?: z.ZodRawShape;
+  /** The command's own defaults, below the environment's YAML and flags (Atropos's `process` keeps all groups). */
+  defaults?: Partial<BaseEnvConfig>;
+}
+
+/** Resolves `<environment> [flags]` into a run plan; throws ConfigError naming every bad flag. */
+export async function planRun(argv: string[], options: PlanOptions = {}): Promise<RunPlan & { args: string[] }> {
+  const [name, ...rest] = argv;
+  if (!name || name.startsWith('-')) throw new Error('missing <environment> (for example: gsm8k)');
+  const loaded = await loadEnvironment(name);
+  const definition = { ...loaded, defaults: { ...loaded.defaults, ...options.defaults } };
+  const config = resolveConfig({ argv: rest, environment: definition, commandFlags: { ...RUN_FLAGS, ...options.commandFlags } });
+  const runId = config.env.run_id ?? newRunId(definition.name);
+  const store = new FileSystemStore(config.rest.flags.store ?? join(clothoHome(), 'store'));
+  return { runId, definition, config: config as RunPlan['config'], store, args: config.rest.args };
+}
+
+/** `gsm8k-20261121-121500-a1b2`: sortable, unique enough, readable in the Temporal UI. */
+function newRunId(environment: string): string {
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `${environment}-${stamp}-${randomBytes(2).toString('hex')}`;
+}
+
+/** The env-run workflow's input for a plan (everything but the sink and the number of groups). */
+export function envRunSettings(plan: RunPlan, searchAttributes: boolean): Omit<EnvRunInput, 'sink' | 'totalGroups'> {
+  const { env, steps } = plan.config;
+  const teacherTopK = env.teacher_enabled && env.teacher_top_k > -1 ? env.teacher_top_k : null;
+  return {
+    runId: plan.runId,
+    environment: plan.definition.name,
+    maxInFlight: env.max_groups_in_flight,
+    group: {
+      groupSize: env.group_size,
+      maxTurns: plan.definition.step ? env.max_turns : 1,
+      maxTokenLength: env.max_token_length,
+      sampling: { temperature: env.temperature, topP: env.top_p },
+      ensureScoresAreNotSame: env.ensure_scores_are_not_same,
+      teacherTopK,
+      taskQueues: runTaskQueues(plan.runId),
+      steps,
+      searchAttributes,
+    },
+  };
+}
+
+/** Starts the workers of a run in this process, with its environment loaded and its inference client. */
+export async function startRunWorkers(
+  plan: RunPlan,
+  temporal: TemporalRuntime,
+  inference: InferenceClient,
+  options: { wrapActivities?: Parameters<typeof startWorkers>[0]['wrapActivities'] } = {},
+): Promise<{ workers: RunningWorkers; environment: LoadedEnvironment }> {
+  const environment = await loadEnvironmentData(plan.definition, plan.config.env);
+  const workers = await startWorkers({
+    address: temporal.endpoint.address,
+    namespace: temporal.endpoint.namespace,
+    taskQueues: runTaskQueues(plan.runId),
+    environments: { [plan.definition.name]: environment },
+    inference: () => inference,
+    store: plan.store,
+    ...options,
+  });
+  return { workers, environment };
+}
+
+/** The inference client of a run's first server (the server manager of the inference issue replaces this). */
+export function inferenceClientFor(plan: RunPlan): InferenceClient {
+  const server = plan.config.servers[0];
+  if (!server?.base_url) throw new Error('--openai.base_url: no inference server given');
+  return createOpenAIClient(server);
+}

@@ -1,0 +1,76 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
+import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
+import { GSM8K_TEST, gsm8kItems, gsm8kResponder } from '../support/gsm8k-model.js';
+import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
+import { uniqueId } from '../support/temporal.js';
+
+let model: ScriptedOpenAI;
+let dir: string;
+const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
+
+beforeAll(async () => {
+  // 60 ms per call so that a run of a dozen groups is still going when the crash test kills it.
+  model = await startScriptedOpenAI({ responder: gsm8kResponder((_, sample) => sample === 0, 60) });
+  dir = await mkdtemp(join(tmpdir(), 'clotho-process-'));
+});
+afterAll(() => model.close());
+
+const readGroups = async (path: string) =>
+  (await readFile(path, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as ScoredDataGroup);
+
+const questionIndex = () => new Map(gsm8kItems().map((item, i) => [item.question, i]));
+
+describe('clotho process', () => {
+  it('writes Atropos-shaped groups to JSONL and an HTML page beside it', async () => {
+    const out = join(dir, 'gsm8k.jsonl');
+    const { code, stdout, stderr } = await runClotho(
+      ['process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '5', '--env.group_size', '3',
+        '--openai.base_url', model.baseUrl, '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
+      env(),
+    );
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toContain('groups 5/5');
+    const groups = await readGroups(out);
+    expect(groups).toHaveLength(5);
+    for (const group of groups) expect(group.scores).toEqual([1, -1, -1]);
+    const html = await readFile(join(dir, 'gsm8k.html'), 'utf8');
+    expect(html).toContain('5 groups');
+    expect(html).toContain(gsm8kItems()[0]!.question.slice(0, 30).replace(/'/g, '&#39;').slice(0, 20));
+  });
+
+  it('names the flag that is wrong, and what it expected', async () => {
+    const { code, stderr } = await runClotho(['process', 'gsm8k', '--env.group_size', 'x', '--env.grup_size', '3'], env());
+    expect(code).toBe(2);
+    expect(stderr).toContain('--env.group_size');
+    expect(stderr).toMatch(/--env\.grup_size.*did you mean --env\.group_size/);
+  });
+
+  it('delivers every item exactly once when the process is killed -9 mid-run and started again', async () => {
+    const runId = uniqueId('crash');
+    const out = join(dir, `${runId}.jsonl`);
+    const args = ['process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '16', '--env.group_size', '2',
+      '--env.max_groups_in_flight', '2', '--steps.generate.heartbeat_timeout', '5', '--env.run_id', runId, '--openai.base_url', model.baseUrl,
+      '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')];
+    const first = spawnClotho(args, env());
+    await waitFor(async () => existsSync(out) && (await readGroups(out)).length >= 3, 60_000, 'the first groups');
+    first.child.kill('SIGKILL');
+    expect(await first.exited).toBe('SIGKILL');
+    const before = (await readGroups(out)).length;
+    expect(before).toBeLessThan(16);
+
+    const second = await runClotho(args, env());
+    expect(second.stderr).toBe('');
+    expect(second.code).toBe(0);
+    const index = questionIndex();
+    const delivered = (await readGroups(out)).map((g) => index.get(String(g.messages![0]![1]!.content)));
+    expect(delivered).toHaveLength(16);
+    expect(new Set(delivered).size).toBe(16);
+    expect([...delivered].sort((a, b) => a! - b!)).toEqual(Array.from({ length: 16 }, (_, i) => i));
+  });
+});

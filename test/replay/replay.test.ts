@@ -1,0 +1,58 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { Worker } from '@temporalio/worker';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ensureTemporalCli } from '../../temporal-dev/index.js';
+import { rolloutGroup } from '../../src/workflows/rollout-group.js';
+import { workflowBundle } from '../../src/workers/bundle.js';
+import { guessNumber } from '../support/environments.js';
+import { startHarness, type Harness } from '../support/harness.js';
+import { openAIError } from '../support/scripted-openai.js';
+import { uniqueId } from '../support/temporal.js';
+
+/**
+ * Determinism guard: committed histories of real runs must replay against today's workflow code. A change
+ * that would break running workflows fails here; record anew (CLOTHO_RECORD_HISTORIES=1) only for a change
+ * that is meant to be incompatible, before any run depends on the old code.
+ */
+const HISTORIES = new URL('./histories/', import.meta.url);
+const recording = process.env.CLOTHO_RECORD_HISTORIES === '1';
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+describe('replay of recorded histories', () => {
+  it.runIf(recording)('records a multi-turn rollout group with a retried generate step', async () => {
+    let calls = 0;
+    harness = await startHarness({
+      environment: guessNumber,
+      envConfig: { group_size: 2 },
+      responder: (body) => {
+        calls++;
+        if (calls === 1) return { status: 500, body: openAIError('boom', 500) };
+        return { choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: String(calls % 2 === 0 ? 41 + i : 40) })) };
+      },
+    });
+    const workflowId = uniqueId('replay-rollout');
+    await harness.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: harness.queues.workflows,
+      workflowId,
+      args: [harness.groupInput(0, { maxTurns: 3 })],
+    });
+    // The CLI's JSON is the format Temporal's tools exchange histories in (the UI's download too).
+    const { stdout } = await promisify(execFile)(await ensureTemporalCli(), [
+      'workflow', 'show', '--workflow-id', workflowId, '--address', harness.temporal.address, '--output', 'json',
+    ], { maxBuffer: 64 << 20 });
+    await writeFile(new URL('rollout-group.json', HISTORIES), stdout);
+  });
+
+  it('replays the rollout-group history against the current workflow code', async () => {
+    const history = JSON.parse(await readFile(new URL('rollout-group.json', HISTORIES), 'utf8')) as { events: unknown[] };
+    expect(history.events.length).toBeGreaterThan(10);
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, 'replay-rollout');
+  });
+});
