@@ -1,0 +1,57 @@
+import { Connection } from '@temporalio/client';
+import { ensureSearchAttributes } from './search-attributes.js';
+import { DEFAULT_TEMPORAL_PORT, isServerListening, startDevServer, type DevServerOptions } from './server.js';
+import { status } from './detached.js';
+
+/** A Temporal server to use, whether this process started it or not. */
+export interface TemporalEndpoint {
+  address: string;
+  namespace: string;
+  /** Known when this process started the server or found it in the state dir's pid file. */
+  uiUrl?: string;
+  /** Whether this call started the server (and `stop()` will stop it). */
+  started: boolean;
+  /** Stops the server if this call started it; otherwise does nothing. */
+  stop(): Promise<void>;
+}
+
+export interface EnsureDevServerOptions extends DevServerOptions {
+  /** Read for `TEMPORAL_ADDRESS` and `TEMPORAL_NAMESPACE`. @default process.env */
+  env?: NodeJS.ProcessEnv;
+}
+
+const nothingToStop = async () => undefined;
+
+/**
+ * Finds or starts a server: `TEMPORAL_ADDRESS` if set (used as is); else a server already answering
+ * on `<ip>:<port>` (Clotho's search attributes are added to it if missing); else a new dev server.
+ */
+export async function ensureDevServer(options: EnsureDevServerOptions = {}): Promise<TemporalEndpoint> {
+  const env = options.env ?? process.env;
+  if (env.TEMPORAL_ADDRESS) {
+    return { address: env.TEMPORAL_ADDRESS, namespace: env.TEMPORAL_NAMESPACE || options.namespace || 'default', started: false, stop: nothingToStop };
+  }
+  const namespace = options.namespace ?? 'default';
+  const address = `${options.ip ?? '127.0.0.1'}:${options.port ?? DEFAULT_TEMPORAL_PORT}`;
+  if (await isServerListening(address)) return reuse(address, namespace, options.stateDir);
+  try {
+    const server = await startDevServer(options);
+    return { address: server.address, namespace, ...(server.uiUrl ? { uiUrl: server.uiUrl } : {}), started: true, stop: () => server.stop() };
+  } catch (error) {
+    // Another process may have started one on the same port between the check and the start.
+    if (await isServerListening(address)) return reuse(address, namespace, options.stateDir);
+    throw error;
+  }
+}
+
+async function reuse(address: string, namespace: string, stateDir: string | undefined): Promise<TemporalEndpoint> {
+  const connection = await Connection.connect({ address });
+  try {
+    await ensureSearchAttributes(connection, namespace);
+  } finally {
+    await connection.close();
+  }
+  const recorded = (await status({ stateDir })).server;
+  const uiUrl = recorded?.address === address ? recorded.uiUrl : undefined;
+  return { address, namespace, ...(uiUrl ? { uiUrl } : {}), started: false, stop: nothingToStop };
+}
