@@ -1,0 +1,169 @@
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  defineUpdate,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { BatcherActivities } from '../activities/batcher.js';
+import type { TrainerActivities } from '../activities/trainer.js';
+import type { StoreRef } from '../schema/rollout.js';
+import { computeEnvStatus, disconnectEnv, envAt, registerEnv, type EnvRegistration, type EnvStatus } from './batcher-envs.js';
+import {
+  ackBatch,
+  batcherMetrics,
+  createBatcherState,
+  expireLeases,
+  ingestGroups,
+  registerTrainer,
+  resetData,
+  takeBatch,
+  type BatcherMetrics,
+  type BatcherOptions,
+  type BatcherState,
+  type GroupRef,
+  type IngestResult,
+  type TakeResult,
+  type TrainerRegistration,
+} from './batcher-state.js';
+
+/** How formed batches reach the trainer: pulled over HTTP (`GET /batch`), or pushed as `trainStep` activities. */
+export type TrainerMode = { kind: 'http' } | { kind: 'temporal'; taskQueue: string };
+
+export interface BatcherInput {
+  options?: Partial<BatcherOptions>;
+  trainer: TrainerMode;
+  /** State carried through continue-as-new: inline when small, through the store when large. */
+  state?: BatcherState;
+  stateRef?: StoreRef;
+}
+
+/** What a reading of the batcher answers, from one query (the API's GET endpoints). */
+export interface BatcherView {
+  registered: boolean;
+  info: { batch_size: number; max_token_len: number };
+  wandb: { group: string | null; project: string | null };
+  status: { current_step: number; queue_size: number };
+  latest: GroupRef | null;
+  metrics: BatcherMetrics;
+  envs: { envId: number; name: string; connected: boolean }[];
+}
+
+export const ingestGroupsSignal = defineSignal<[GroupRef[]]>('ingestGroups');
+export const ingestGroupsUpdate = defineUpdate<IngestResult[], [GroupRef[]]>('ingestGroups');
+export const registerTrainerUpdate = defineUpdate<{ initialised: boolean }, [TrainerRegistration]>('registerTrainer');
+export const registerEnvUpdate = defineUpdate<ReturnType<typeof registerEnv>, [EnvRegistration]>('registerEnv');
+export const disconnectEnvUpdate = defineUpdate<ReturnType<typeof disconnectEnv>, [number]>('disconnectEnv');
+export const takeBatchUpdate = defineUpdate<TakeResult, [{ leaseMs?: number }]>('takeBatch');
+export const ackBatchUpdate = defineUpdate<boolean, [string]>('ackBatch');
+export const resetUpdate = defineUpdate<number, []>('reset');
+export const batcherViewQuery = defineQuery<BatcherView>('batcherView');
+export const statusEnvQuery = defineQuery<EnvStatus | null, [number]>('statusEnv');
+/** The groups of a formed or leased batch, by id (trainer workers fetch batch data with it). */
+export const batchQuery = defineQuery<GroupRef[] | null, [string]>('batch');
+
+/** Inline state above this size goes through the store on continue-as-new (payloads error at 2 MiB). */
+const INLINE_STATE_LIMIT = 512 * 1024;
+/** Signals and updates per run before continuing as new (Temporal allows 2,000 updates and 10,000 signals). */
+const CHANGES_PER_RUN = 1_000;
+/** A trainStep holds its batch until it completes, however long the trainer takes. */
+const TRAINER_LEASE_MS = 365 * 24 * 3600 * 1000;
+
+/**
+ * The batcher of one training run: Atropos's queue, buffers, batches, step counter and env registry, as
+ * a thin shell around the pure state module. Envs' groups arrive as signals (from env-runs) or updates
+ * (from the HTTP API, which must answer Atropos's status); readings are queries.
+ */
+export async function batcher(input: BatcherInput): Promise<void> {
+  const { saveBatcherState, loadBatcherState } = proxyActivities<BatcherActivities>({
+    startToCloseTimeout: '1 minute',
+    retry: { maximumInterval: '10 seconds' },
+  });
+  const state = input.state ?? (input.stateRef ? await loadBatcherState(input.stateRef) : createBatcherState(input.options));
+  // Handled signals and updates (and trainer steps): each adds to the run's history and its per-run limits.
+  let changes = 0;
+  const changed = <T>(result: T): T => {
+    changes++;
+    return result;
+  };
+  const temporalTrainer = input.trainer.kind === 'temporal';
+  const knownEnvs = (groups: GroupRef[]) => {
+    const unknown = groups.filter((g) => g.envId !== null && !envAt(state, g.envId)).map((g) => g.envId);
+    if (unknown.length > 0) throw new Error(`unknown env_id ${[...new Set(unknown)].join(', ')}`);
+  };
+
+  setHandler(ingestGroupsSignal, (groups) => changed(void ingestGroups(state, groups)));
+  setHandler(ingestGroupsUpdate, (groups) => changed(ingestGroups(state, groups).results), { validator: knownEnvs });
+  setHandler(registerTrainerUpdate, (registration) => changed(registerTrainer(state, registration)));
+  setHandler(registerEnvUpdate, (env) => changed(registerEnv(state, env, Date.now())));
+  setHandler(disconnectEnvUpdate, (envId) => changed(disconnectEnv(state, envId)));
+  setHandler(
+    takeBatchUpdate,
+    ({ leaseMs }) => {
+      expireLeases(state, Date.now());
+      return changed(takeBatch(state, leaseMs ? { now: Date.now(), durationMs: leaseMs } : undefined));
+    },
+    {
+    validator: (_request) => {
+        if (temporalTrainer) throw new Error('batches go to the trainer task queue (--trainer temporal), not to GET /batch');
+      },
+    },
+  );
+  setHandler(ackBatchUpdate, (batchId) => changed(ackBatch(state, batchId)));
+  setHandler(resetUpdate, () => changed(resetData(state).length));
+  setHandler(statusEnvQuery, (envId) => computeEnvStatus(state, envId)?.status ?? null);
+  setHandler(batchQuery, (batchId) => [...state.formed, ...state.leases].find((b) => b.batchId === batchId)?.groups ?? null);
+  setHandler(batcherViewQuery, () => view(state));
+
+  const continueSuggested = () => workflowInfo().continueAsNewSuggested || changes >= CHANGES_PER_RUN;
+  if (input.trainer.kind === 'temporal') {
+    await feedTrainer(state, input.trainer.taskQueue, () => changes, continueSuggested);
+  } else {
+    await condition(continueSuggested);
+  }
+
+  await condition(allHandlersFinished);
+  const size = JSON.stringify(state).length;
+  const next: BatcherInput = { trainer: input.trainer };
+  if (size > INLINE_STATE_LIMIT) next.stateRef = await saveBatcherState(state, workflowInfo().runId);
+  else next.state = state;
+  await continueAsNew<typeof batcher>(next);
+}
+
+/**
+ * `--trainer temporal`: every formed batch becomes a `trainStep` activity on the trainer's task queue, one at a
+ * time in step order, retried until a trainer completes it; its completion is the ack.
+ */
+async function feedTrainer(state: BatcherState, taskQueue: string, changes: () => number, stop: () => boolean): Promise<void> {
+  const { trainStep } = proxyActivities<TrainerActivities>({
+    taskQueue,
+    startToCloseTimeout: '2 hours',
+    retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 0 },
+  });
+  let seen = -1;
+  while (!stop()) {
+    await condition(() => changes() !== seen || stop());
+    seen = changes();
+    const batch = takeBatch(state, { now: Date.now(), durationMs: TRAINER_LEASE_MS }, 'oldest');
+    if (batch.status !== 'batch') continue;
+    await trainStep({ batchId: batch.batchId, step: batch.step, groups: batch.groups.map((g) => g.ref) });
+    ackBatch(state, batch.batchId);
+    seen = -1;
+  }
+}
+
+function view(state: BatcherState): BatcherView {
+  return {
+    registered: state.registered,
+    info: { batch_size: state.batchSize, max_token_len: state.maxTokenLen },
+    wandb: { group: state.wandbGroup, project: state.wandbProject },
+    status: state.registered ? { current_step: state.step, queue_size: state.queue.length } : { current_step: 0, queue_size: 0 },
+    latest: state.latest,
+    metrics: batcherMetrics(state),
+    envs: state.envs.map((e) => ({ envId: e.registered_id, name: e.real_name, connected: e.connected })),
+  };
+}
