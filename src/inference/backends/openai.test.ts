@@ -1,0 +1,95 @@
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ServerConfigSchema } from '../../schema/config.js';
+import {
+  encodeChat,
+  encodeCompletion,
+  startScriptedOpenAI,
+  type ScriptedOpenAI,
+  type ScriptedOpenAIOptions,
+} from '../../../test/support/scripted-openai.js';
+import { InferenceError } from '../errors.js';
+import { loadTokenizer, type Tokenizer } from '../tokenizer.js';
+import type { GenerateRequest } from '../types.js';
+import { createOpenAIBackend, NO_LOGPROBS_MESSAGE } from './openai.js';
+
+let qwen: Tokenizer;
+beforeAll(async () => {
+  qwen = await loadTokenizer('qwen3');
+});
+const servers: ScriptedOpenAI[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+async function serve(options: ScriptedOpenAIOptions = {}): Promise<ScriptedOpenAI> {
+  const server = await startScriptedOpenAI(options);
+  servers.push(server);
+  return server;
+}
+
+const request: GenerateRequest = { messages: [{ role: 'user', content: 'Say hello.' }], n: 1, maxTokens: 32, temperature: 1, topP: 1 };
+const backendFor = (server: ScriptedOpenAI, loads: string[] = []) =>
+  createOpenAIBackend(
+    ServerConfigSchema.parse({ base_url: server.baseUrl, model_name: 'Qwen/Qwen3-0.6B', tokenizer_name: 'qwen3', timeout: 10 }),
+    { loadTokenizer: async (source) => { loads.push(source); return qwen; } },
+  );
+
+async function failure(promise: Promise<unknown>): Promise<InferenceError> {
+  const err = await promise.then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(InferenceError);
+  return err as InferenceError;
+}
+
+describe('createOpenAIBackend', () => {
+  it('keeps the server\'s token ids and never loads a tokenizer when the server returns them', async () => {
+    const loads: string[] = [];
+    const [completion] = await backendFor(await serve(), loads).generate(request);
+    expect(completion!.tokenIds).toEqual(encodeCompletion('choice 0'));
+    expect(completion!.promptTokenIds).toEqual(encodeChat(request.messages as never));
+    expect(loads).toEqual([]);
+  });
+
+  it('tokenizes locally with tokenizer_name when the server returns no ids, appending EOS on stop', async () => {
+    const answer = [...qwen.encode('Hello there!', { addSpecialTokens: false }), qwen.eos!.id];
+    const logprobs = answer.map((_, i) => -(i + 1) / 8);
+    const server = await serve({ tokenIds: false, responder: () => ({ choices: [{ text: 'Hello there!', tokenIds: answer, logprobs }] }) });
+    const loads: string[] = [];
+    const [completion] = await backendFor(server, loads).generate(request);
+    expect(loads).toEqual(['qwen3']);
+    expect(completion).toMatchObject({
+      text: 'Hello there!',
+      finishReason: 'stop',
+      tokenIds: answer,
+      logprobs,
+      promptTokenIds: qwen.encodeChat(request.messages as never, { addGenerationPrompt: true }),
+    });
+    expect(qwen.decode(completion!.promptTokenIds!)).toBe('<|im_start|>user\nSay hello.<|im_end|>\n<|im_start|>assistant\n');
+  });
+
+  it('fails as MalformedResponse when the logprobs do not line up with the local tokens', async () => {
+    const server = await serve({ tokenIds: false, responder: () => ({ choices: [{ text: 'Hello there!', tokenIds: [1, 2], logprobs: [-1, -2] }] }) });
+    const err = await failure(backendFor(server).generate(request));
+    expect(err.type).toBe('MalformedResponse');
+    expect(err.message).toMatch(/tokenizer does not match/);
+  });
+
+  it('fails non-retryably, naming --openai.server_type, when the server sends no logprobs', async () => {
+    const body = {
+      id: 'x', object: 'chat.completion', created: 0, model: 'm',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop', logprobs: null }],
+    };
+    const server = await serve({ tokenIds: false, responder: () => ({ status: 200, body }) });
+    const err = await failure(backendFor(server).generate(request));
+    expect(err).toMatchObject({ type: 'InvalidRequest', kind: 'request', message: NO_LOGPROBS_MESSAGE });
+    expect(err.message).toContain('--openai.server_type');
+  });
+
+  it('probes health with GET /models and fails the probe when the server is gone', async () => {
+    const server = await serve();
+    const backend = backendFor(server);
+    await backend.checkHealth(AbortSignal.timeout(5000));
+    expect(server.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v1/models']);
+    await server.close();
+    servers.splice(0);
+    expect((await failure(backend.checkHealth(AbortSignal.timeout(5000)))).type).toBe('ConnectionError');
+  });
+});

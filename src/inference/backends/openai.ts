@@ -1,0 +1,67 @@
+import type { ServerConfig } from '../../schema/config.js';
+import { InferenceError } from '../errors.js';
+import { createOpenAIClient } from '../openai-client.js';
+import { loadTokenizer, type Tokenizer } from '../tokenizer.js';
+import type { Completion, GenerateOptions, GenerateRequest } from '../types.js';
+import { callJson, lazyTokenizer, type Backend, type BackendOptions } from './backend.js';
+
+/**
+ * The message of the error a completion without logprobs fails with: a trajectory needs the
+ * sampling policy's logprob of every generated token (`inference_logprobs`), and only the server
+ * can tell them.
+ */
+export const NO_LOGPROBS_MESSAGE =
+  'the inference server returned no logprobs, so the trajectory cannot carry inference_logprobs; ' +
+  'use a server that returns them (--openai.server_type vllm, sglang or llama)';
+
+/**
+ * A backend for any OpenAI-compatible chat endpoint. Token ids come from the server when it returns
+ * them (vLLM's `return_token_ids`); otherwise the model's tokenizer (`tokenizer_name`, or `model_name`
+ * when that is "none") renders the prompt and encodes the answer, and the server's
+ * `logprobs.content` must have exactly one entry per encoded token: a mismatch fails as
+ * `MalformedResponse` rather than inventing numbers. Its health probe is `GET {base_url}/models`,
+ * which every OpenAI-compatible server has and which costs no tokens.
+ */
+export function createOpenAIBackend(config: ServerConfig, options: BackendOptions = {}): Backend {
+  const client = createOpenAIClient(config);
+  const tokenizer = lazyTokenizer(config, options.loadTokenizer ?? loadTokenizer);
+  const timeoutMs = Math.ceil(config.timeout * 1000);
+  return {
+    config,
+    async generate(request: GenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
+      const completions = await client.generate(request, callOptions);
+      if (completions.every((c) => c.tokenIds && c.promptTokenIds && c.logprobs)) return completions;
+      const loaded = await tokenizer();
+      return completions.map((c) => tokenizeLocally(c, request, loaded));
+    },
+    async checkHealth(signal: AbortSignal): Promise<void> {
+      await callJson(`${config.base_url.replace(/\/+$/, '')}/models`, { method: 'GET', apiKey: config.api_key, timeoutMs, signal });
+    },
+  };
+}
+
+/** Fills a completion's missing token fields with the local tokenizer (see {@link createOpenAIBackend}). */
+export function tokenizeLocally(completion: Completion, request: GenerateRequest, tokenizer: Tokenizer): Completion {
+  const { logprobs } = completion;
+  if (!logprobs) throw new InferenceError('InvalidRequest', NO_LOGPROBS_MESSAGE);
+  let tokenIds = completion.tokenIds;
+  if (!tokenIds) {
+    // Tool calls arrive parsed; their raw tokens cannot be rebuilt from the JSON faithfully.
+    if (Array.isArray(completion.message.tool_calls) && completion.message.tool_calls.length > 0) {
+      throw new InferenceError('InvalidRequest',
+        'the server returned tool calls without token ids; they cannot be tokenized locally (--openai.server_type vllm)');
+    }
+    const eos = completion.finishReason === 'stop' && tokenizer.eos ? [tokenizer.eos.id] : [];
+    tokenIds = [...tokenizer.encode(completion.text, { addSpecialTokens: false }), ...eos];
+  }
+  if (tokenIds.length !== logprobs.length) {
+    throw new InferenceError('MalformedResponse',
+      `the local tokenizer ${tokenizer.name} gives ${tokenIds.length} tokens for the answer but the server sent ` +
+      `${logprobs.length} logprobs; the tokenizer does not match the served model`);
+  }
+  const promptTokenIds = completion.promptTokenIds ?? tokenizer.encodeChat(request.messages, {
+    addGenerationPrompt: true,
+    ...(request.tools ? { tools: request.tools as Record<string, unknown>[] } : {}),
+  });
+  return { ...completion, promptTokenIds, tokenIds };
+}
