@@ -1,0 +1,85 @@
+import { z } from 'zod';
+
+/*
+ * Request bodies of the OpenAI-compatible routes. Objects are not strict: OpenAI clients send
+ * fields this server does not use (user, frequency_penalty, ...), and vLLM likewise ignores them.
+ * Fields whose meaning the server cannot honour (stream: true) are rejected instead.
+ */
+
+const TextPartSchema = z.object({ type: z.literal('text'), text: z.string() });
+
+const ToolCallSchema = z.object({
+  id: z.string().optional(),
+  type: z.literal('function').optional(),
+  function: z.object({ name: z.string(), arguments: z.union([z.string(), z.record(z.string(), z.unknown())]) }),
+});
+
+/** One chat message; content parts are joined into one string because chat templates expect text. */
+export const ChatMessageSchema = z.object({
+  role: z.enum(['system', 'user', 'assistant', 'tool', 'developer']),
+  content: z.union([z.string(), z.array(TextPartSchema), z.null()]).optional()
+    .transform((c) => (Array.isArray(c) ? c.map((p) => p.text).join('') : (c ?? ''))),
+  name: z.string().optional(),
+  tool_calls: z.array(ToolCallSchema).optional(),
+  tool_call_id: z.string().optional(),
+  reasoning_content: z.string().optional(),
+});
+
+const SamplingFields = {
+  model: z.string().optional(),
+  n: z.number().int().min(1).max(64).default(1),
+  temperature: z.number().min(0).max(2).default(1),
+  top_p: z.number().gt(0).max(1).default(1),
+  seed: z.number().int().optional(),
+  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(16)]).optional()
+    .transform((s) => (s === undefined ? [] : typeof s === 'string' ? [s] : s)),
+  /** vLLM extension: the prompt's token ids at the top level and each choice's `token_ids`. */
+  return_token_ids: z.boolean().default(false),
+  stream: z.literal(false, { message: 'streaming is not supported' }).optional(),
+};
+
+/** `/v1/chat/completions` body. */
+export const ChatCompletionRequestSchema = z.object({
+  ...SamplingFields,
+  messages: z.array(ChatMessageSchema).min(1),
+  max_tokens: z.number().int().positive().optional(),
+  max_completion_tokens: z.number().int().positive().optional(),
+  logprobs: z.boolean().default(false),
+  top_logprobs: z.number().int().min(0).max(20).optional(),
+  tools: z.array(z.object({ type: z.literal('function'), function: z.record(z.string(), z.unknown()) })).optional(),
+  tool_choice: z.unknown().optional(),
+  /** vLLM extensions for prompts that end mid-turn and for template switches such as enable_thinking. */
+  add_generation_prompt: z.boolean().default(true),
+  chat_template_kwargs: z.record(z.string(), z.unknown()).optional(),
+}).refine((r) => r.top_logprobs === undefined || r.top_logprobs === 0 || r.logprobs, {
+  message: 'top_logprobs requires logprobs: true',
+  path: ['top_logprobs'],
+});
+export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
+
+/** `/v1/completions` body: one prompt, as text or token ids. */
+export const CompletionRequestSchema = z.object({
+  ...SamplingFields,
+  prompt: z.union([z.string(), z.array(z.number().int().nonnegative()).min(1)]),
+  /** OpenAI's legacy default. */
+  max_tokens: z.number().int().positive().default(16),
+  /** Legacy format: the number of alternatives per position (0 = only the sampled token's). */
+  logprobs: z.number().int().min(0).max(20).optional(),
+  /** vLLM extension: top-k logprobs at every prompt position, the first entry null. */
+  prompt_logprobs: z.number().int().min(0).max(20).optional(),
+  echo: z.literal(false, { message: 'echo is not supported' }).optional(),
+});
+export type CompletionRequest = z.infer<typeof CompletionRequestSchema>;
+
+/** OpenAI's error body. */
+export interface OpenAiError {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+/** A 400 body naming the first offending field, every problem listed in the message. */
+export function invalidRequest(error: z.ZodError): OpenAiError {
+  const first = error.issues[0];
+  const param = first && first.path.length > 0 ? first.path.join('.') : null;
+  const message = error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ');
+  return { error: { message, type: 'invalid_request_error', param, code: null } };
+}

