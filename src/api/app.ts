@@ -55,7 +55,10 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
   if (options.token !== undefined) app.use(bearerAuth(options.token));
   app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
   app.onError((error, c) => {
-    console.error('clotho api:', error);
+    // One line per failure: the message and its innermost cause (Temporal wraps the server's reason).
+    let cause: unknown = error;
+    while (cause instanceof Error && cause.cause instanceof Error) cause = cause.cause;
+    console.error(`clotho api: ${c.req.method} ${c.req.path}: ${error.message}${cause === error ? '' : `: ${(cause as Error).message}`}`);
     return c.text('Internal Server Error', 500);
   });
 

@@ -1,4 +1,7 @@
 import { ConfigError } from '../env/config.js';
+import { createBatcherService } from './api-service.js';
+import { apiCommand } from './commands/api.js';
+import { inferenceCommand } from './commands/inference.js';
 import { processCommand, PROCESS_USAGE } from './commands/process.js';
 import { temporalCommand } from './commands/temporal.js';
 import { workerCommand, WORKER_USAGE } from './commands/worker.js';
@@ -25,6 +28,11 @@ const COMMANDS: Record<string, Command> = {
     run: workerCommand,
     help: (args) => environmentHelp(WORKER_USAGE, args),
   },
+  api: {
+    summary: 'serve the Atropos-compatible trajectory API in front of the batcher workflow',
+    run: (args, io) => apiCommand(args, { io, createService: createBatcherService }),
+  },
+  inference: { summary: 'serve a GGUF model (or a generated one) with an OpenAI-compatible API on CPU', run: (args) => inferenceCommand(args) },
   temporal: { summary: 'start | stop | status of the local Temporal dev server', run: temporalCommand },
 };
 

@@ -1,4 +1,5 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
+import { createBatcherActivities } from '../activities/batcher.js';
 import { createEnvironmentActivities } from '../activities/environment.js';
 import { createInferenceActivities } from '../activities/inference.js';
 import { createTeacherActivities, type TeacherClient } from '../activities/teacher.js';
@@ -95,6 +96,35 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
     done,
     async shutdown() {
       for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+      await done;
+    },
+  };
+}
+
+/** Task queue of the batcher workflow and its state activities (the API process runs its worker). */
+export const BATCHER_TASK_QUEUE = 'clotho-workflows';
+
+/** Starts the worker of the batcher workflow: the workflow bundle plus the batcher's store activities. */
+export async function startBatcherWorker(setup: {
+  address: string;
+  namespace: string;
+  store: TrajectoryStore;
+  taskQueue?: string;
+}): Promise<RunningWorkers> {
+  installRuntime();
+  const connection = await NativeConnection.connect({ address: setup.address });
+  const worker = await Worker.create({
+    connection,
+    namespace: setup.namespace,
+    taskQueue: setup.taskQueue ?? BATCHER_TASK_QUEUE,
+    workflowBundle: await workflowBundle(),
+    activities: createBatcherActivities({ store: setup.store }),
+  });
+  const done = worker.run().finally(() => connection.close());
+  return {
+    done,
+    async shutdown() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;
     },
   };

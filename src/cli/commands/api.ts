@@ -4,10 +4,19 @@ import { createApi } from '../../api/app.js';
 import { startApiServer, type RunningApiServer } from '../../api/server.js';
 import type { TrajectoryService } from '../../api/service.js';
 
+/** The flags that shape the service behind the API. */
+export interface ServiceFlags {
+  trainer: 'http' | 'temporal';
+  trainerTaskQueue: string;
+  batcherId: string;
+  store?: string;
+  maxStaleness?: number;
+}
+
 /** What `clotho api` needs from its caller; tests pass their own. */
 export interface ApiCommandDeps {
   /** Builds the service the API fronts (in production, the Temporal-backed batcher client). */
-  createService(): Promise<{ service: TrajectoryService; close?: () => Promise<void> }>;
+  createService(flags: ServiceFlags): Promise<{ service: TrajectoryService; close?: () => Promise<void> }>;
   /** Where the command writes. @default process stdout / stderr */
   io?: { out(line: string): void; err(line: string): void };
   /** Environment variables, read for `CLOTHO_API_TOKEN`. @default process.env */
@@ -26,6 +35,12 @@ Options:
   --port <n>           port (default 8000; 0 picks a free one)
   --token <secret>     require "Authorization: Bearer <secret>" (default $CLOTHO_API_TOKEN)
   --max-body-mb <n>    largest request body in MiB, also after gzip decompression (default 64)
+  --trainer <mode>     http: trainers pull GET /batch (Atropos); temporal: every batch becomes a trainStep
+                       activity on the trainer task queue, in step order (default http)
+  --trainer-task-queue <q>  task queue of trainStep activities (default clotho-trainer)
+  --batcher-id <id>    workflow id of the batcher (default clotho/batcher/default)
+  --max-staleness <n>  drop groups whose policy_version is more than n steps old (default: keep all)
+  --store <dir>        trajectory store directory (default $CLOTHO_HOME/store)
   -h, --help           show this help`;
 
 const OPTIONS = {
@@ -33,6 +48,11 @@ const OPTIONS = {
   port: { type: 'string' },
   token: { type: 'string' },
   'max-body-mb': { type: 'string' },
+  trainer: { type: 'string' },
+  'trainer-task-queue': { type: 'string' },
+  'batcher-id': { type: 'string' },
+  'max-staleness': { type: 'string' },
+  store: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -41,6 +61,11 @@ const FlagsSchema = z.strictObject({
   port: z.coerce.number().int().min(0).max(65535).default(8000),
   token: z.string().min(1).optional(),
   'max-body-mb': z.coerce.number().positive().finite().default(64),
+  trainer: z.enum(['http', 'temporal']).default('http'),
+  'trainer-task-queue': z.string().min(1).default('clotho-trainer'),
+  'batcher-id': z.string().min(1).default('clotho/batcher/default'),
+  'max-staleness': z.coerce.number().int().nonnegative().optional(),
+  store: z.string().min(1).optional(),
   help: z.boolean().optional(),
 });
 
@@ -81,7 +106,13 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
     io.err(`clotho api: --host ${host} is reachable from other machines; set --token (or CLOTHO_API_TOKEN) to require a bearer token`);
     return 2;
   }
-  const { service, close } = await deps.createService();
+  const { service, close } = await deps.createService({
+    trainer: flags.data.trainer,
+    trainerTaskQueue: flags.data['trainer-task-queue'],
+    batcherId: flags.data['batcher-id'],
+    ...(flags.data.store === undefined ? {} : { store: flags.data.store }),
+    ...(flags.data['max-staleness'] === undefined ? {} : { maxStaleness: flags.data['max-staleness'] }),
+  });
   const maxBodyBytes = Math.floor(flags.data['max-body-mb'] * 1024 * 1024);
   const app = createApi({ service, options: { maxBodyBytes, ...(token === undefined ? {} : { token }) } });
   try {

@@ -1,0 +1,183 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
+import type { IngestResult, MetricsSnapshot } from '../schema/api.js';
+import type { ScoredDataGroup } from '../schema/scored-data.js';
+import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
+import type { GroupRef, IngestResult as BatcherIngestResult } from '../workflows/batcher-state.js';
+import {
+  ackBatchUpdate,
+  batchQuery,
+  batcherViewQuery,
+  disconnectEnvUpdate,
+  ingestGroupsUpdate,
+  registerEnvUpdate,
+  registerTrainerUpdate,
+  resetUpdate,
+  statusEnvQuery,
+  takeBatchUpdate,
+  type BatcherView,
+  type batcher,
+} from '../workflows/batcher.js';
+import { UnknownEnvError, type IngestGroup, type TrajectoryService } from './service.js';
+
+export interface TemporalServiceOptions {
+  client: Client;
+  store: TrajectoryStore;
+  /** Workflow id of the batcher this API fronts. */
+  batcherId: string;
+}
+
+/**
+ * The trajectory API's service backed by the batcher workflow: every call is an update or a query on it,
+ * group data goes through the trajectory store. Nothing lives in this process but requests in flight.
+ */
+export function createTemporalTrajectoryService({ client, store, batcherId }: TemporalServiceOptions): TrajectoryService {
+  const handle = (): WorkflowHandle<typeof batcher> => client.workflow.getHandle(batcherId);
+  const view = () => handle().query(batcherViewQuery);
+  const readGroups = (refs: GroupRef[]) =>
+    Promise.all(
+      refs.map(async (ref) => {
+        const group = await store.get<ScoredDataGroup>(ref.ref);
+        return ref.envId !== null && group.env_id === null ? { ...group, env_id: ref.envId } : group;
+      }),
+    );
+  const ingest = coalesced(async (refs: GroupRef[]) => handle().executeUpdate(ingestGroupsUpdate, { args: [refs] }));
+
+  return {
+    async register(registration) {
+      await handle().executeUpdate(registerTrainerUpdate, { args: [registration] });
+    },
+    registerEnv: (env) => handle().executeUpdate(registerEnvUpdate, { args: [env] }),
+    disconnectEnv: (envId) => handle().executeUpdate(disconnectEnvUpdate, { args: [envId] }),
+    wandbInfo: async () => (await view()).wandb,
+    info: async () => (await view()).info,
+    status: async () => (await view()).status,
+
+    async takeBatch({ leaseSeconds }) {
+      const leaseMs = leaseSeconds === undefined ? undefined : Math.round(leaseSeconds * 1000);
+      const taken = await handle().executeUpdate(takeBatchUpdate, { args: [leaseMs === undefined ? {} : { leaseMs }] });
+      if (taken.status !== 'batch') return { status: taken.status };
+      const leaseExpiresAt = taken.leaseExpiresAt === null ? null : taken.leaseExpiresAt / 1000;
+      return { status: 'batch', batchId: taken.batchId, batch: await readGroups(taken.groups), leaseExpiresAt };
+    },
+    ackBatch: async (batchId) => ((await handle().executeUpdate(ackBatchUpdate, { args: [batchId] })) ? 'acked' : 'unknown'),
+    async getBatchById(batchId) {
+      const refs = await handle().query(batchQuery, batchId);
+      return refs ? readGroups(refs) : null;
+    },
+    async latestExample() {
+      const { latest } = await view();
+      return latest ? (await readGroups([latest]))[0]! : null;
+    },
+
+    async ingestGroups(groups) {
+      const { envs } = await view();
+      const known = new Set(envs.map((e) => e.envId));
+      const unknown = [...new Set(groups.flatMap((g) => (g.group.env_id !== null && !known.has(g.group.env_id) ? [g.group.env_id] : [])))];
+      if (unknown.length > 0) throw new UnknownEnvError(unknown);
+      const refs = await Promise.all(groups.map((g) => storeGroup(store, g)));
+      try {
+        return (await ingest(refs)).map(toWire);
+      } catch (error) {
+        // The batcher's validator has the last word on env ids (a reset may have raced the check above).
+        if (error instanceof WorkflowUpdateFailedError && /unknown env_id/.test(String(error.cause?.message))) throw new UnknownEnvError(unknown);
+        throw error;
+      }
+    },
+    async statusEnv(envId) {
+      const status = await handle().query(statusEnvQuery, envId);
+      if (!status) throw new UnknownEnvError([envId]);
+      return status;
+    },
+    async reset() {
+      await handle().executeUpdate(resetUpdate, { args: [] });
+    },
+    metrics: async () => toMetrics(await view()),
+  };
+}
+
+/** Writes a posted group to the store; its key derives from the idempotency key when there is one. */
+async function storeGroup(store: TrajectoryStore, posted: IngestGroup): Promise<GroupRef> {
+  const id = posted.idempotencyKey ?? `api-${randomUUID()}`;
+  const key = storeKey('api', createHash('sha256').update(id).digest('hex'));
+  await store.put(key, posted.group);
+  return {
+    id,
+    ref: key,
+    envId: posted.group.env_id,
+    size: posted.group.tokens.length,
+    policyVersion: posted.policyVersion ?? null,
+    receivedAt: Date.now(),
+  };
+}
+
+function toWire(result: BatcherIngestResult): IngestResult {
+  switch (result.outcome) {
+    case 'duplicate':
+      return { status: 'received', duplicate: true };
+    case 'stale':
+    case 'empty':
+      return { status: 'dropped', reason: result.outcome };
+    default:
+      return result.response;
+  }
+}
+
+function toMetrics({ metrics, envs }: BatcherView): MetricsSnapshot {
+  const all = Object.values(metrics.counters.perEnv);
+  const dropped: Record<string, number> = {};
+  for (const counters of all) for (const [reason, n] of Object.entries(counters.dropped)) dropped[reason] = (dropped[reason] ?? 0) + (n ?? 0);
+  return {
+    currentStep: metrics.step,
+    groupsReceived: all.reduce((sum, c) => sum + c.received, 0),
+    groupsBuffered: all.reduce((sum, c) => sum + c.buffered, 0),
+    groupsDropped: dropped,
+    batchesFormed: metrics.counters.batchesFormed,
+    batchesServed: metrics.counters.batchesServed,
+    queueDepth: metrics.queueGroups,
+    envs: envs.map((env) => {
+      const counters = metrics.counters.perEnv[String(env.envId)];
+      return {
+        env: env.name,
+        envId: env.envId,
+        groupsReceived: counters?.received ?? 0,
+        groupsBuffered: counters?.buffered ?? 0,
+        groupsDropped: Object.fromEntries(Object.entries(counters?.dropped ?? {}).map(([k, v]) => [k, v ?? 0])),
+        queueDepth: metrics.waiting[String(env.envId)]?.queued ?? 0,
+      };
+    }),
+  };
+}
+
+/**
+ * Joins concurrent calls into one: while a call is in flight, later arguments queue up and go together in
+ * the next call, each caller receiving its own slice of the results. Keeps the batcher far below Temporal's
+ * limit of 10 updates in flight, however many environments post at once.
+ */
+function coalesced<T, R>(call: (items: T[]) => Promise<R[]>): (items: T[]) => Promise<R[]> {
+  let pending: { items: T[]; resolve: (r: R[]) => void; reject: (e: unknown) => void }[] = [];
+  let running = false;
+  const drain = async () => {
+    running = true;
+    while (pending.length > 0) {
+      const batch = pending;
+      pending = [];
+      try {
+        const results = await call(batch.flatMap((p) => p.items));
+        let offset = 0;
+        for (const p of batch) {
+          p.resolve(results.slice(offset, offset + p.items.length));
+          offset += p.items.length;
+        }
+      } catch (error) {
+        for (const p of batch) p.reject(error);
+      }
+    }
+    running = false;
+  };
+  return (items) =>
+    new Promise<R[]>((resolve, reject) => {
+      pending.push({ items, resolve, reject });
+      if (!running) void drain();
+    });
+}

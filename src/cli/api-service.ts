@@ -1,0 +1,34 @@
+import { join } from 'node:path';
+import { createTemporalTrajectoryService } from '../api/temporal-service.js';
+import { clothoHome } from '../store/paths.js';
+import { FileSystemStore } from '../store/trajectory-store.js';
+import { startBatcherWorker } from '../workers/workers.js';
+import { ensureBatcher } from './batcher.js';
+import type { ServiceFlags } from './commands/api.js';
+import { openTemporal } from './runtime.js';
+
+/**
+ * The service behind `clotho api`: the batcher workflow (started if it is not running, its worker run here)
+ * and the trajectory store. Killing this process loses nothing; the batcher's state is in Temporal.
+ */
+export async function createBatcherService(flags: ServiceFlags) {
+  const temporal = await openTemporal();
+  try {
+    const store = new FileSystemStore(flags.store ?? join(clothoHome(), 'store'));
+    const worker = await startBatcherWorker({ address: temporal.endpoint.address, namespace: temporal.endpoint.namespace, store });
+    await ensureBatcher(temporal.client, flags.batcherId, {
+      trainer: flags.trainer === 'temporal' ? { kind: 'temporal', taskQueue: flags.trainerTaskQueue } : { kind: 'http' },
+      options: flags.maxStaleness === undefined ? {} : { maxStaleness: flags.maxStaleness },
+    });
+    return {
+      service: createTemporalTrajectoryService({ client: temporal.client, store, batcherId: flags.batcherId }),
+      async close() {
+        await worker.shutdown();
+        await temporal.close();
+      },
+    };
+  } catch (error) {
+    await temporal.close();
+    throw error;
+  }
+}

@@ -1,0 +1,95 @@
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { apiClient, group, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
+
+let api: ApiProcess;
+let http: ReturnType<typeof apiClient>;
+
+beforeAll(async () => {
+  api = await startApiProcess({ temporalAddress: inject('temporalAddress') });
+  http = apiClient(api.url);
+});
+afterAll(() => api?.stop());
+
+const firstTokens = (batch: { tokens: number[][] }[]) => batch.map((g) => g.tokens[0]![0]);
+
+describe('clotho api, black box: the calls an Atropos environment and trainer make', () => {
+  it('serves the whole sequence with Atropos shapes', async () => {
+    expect((await http.get('/reset_data')).text).toBe('Reset successful');
+    expect((await http.get('/')).json).toEqual({ message: 'AtroposLib API' });
+    expect((await http.get('/info')).json).toEqual({ batch_size: -1, max_token_len: -1 });
+    expect((await http.get('/batch')).json).toEqual({ status: 'error', message: 'Trainer not registered. Call /register first.', batch: [] });
+
+    const registered = await http.post('/register', TRAINER);
+    expect(registered.text).toMatch(/^\{"uuid":\d+\}$/);
+    expect((await http.get('/info')).json).toEqual({ batch_size: 4, max_token_len: 2048 });
+    expect((await http.get('/wandb_info')).json).toEqual({ group: 'g', project: 'p' });
+
+    const env = { max_token_length: 2048, desired_name: 'gsm8k', weight: 1, group_size: 2 };
+    expect((await http.post('/register-env', env)).json).toEqual({ status: 'wait for trainer to start' });
+    expect((await http.get('/batch')).json).toEqual({ batch: null });
+    expect((await http.post('/register-env', env)).json).toEqual({
+      status: 'success', env_id: 0, wandb_name: 'gsm8k_0', checkpoint_dir: 'ckpt', starting_step: 0, checkpoint_interval: 10, num_steps: 100,
+    });
+
+    expect((await http.post('/scored_data', group(1))).json).toEqual({ status: 'received' });
+    expect((await http.post('/scored_data_list', [group(2), group(3)])).json).toEqual({ status: 'received', groups_processed: 2 });
+    const gzipped = gzipSync(JSON.stringify(group(4)));
+    expect((await http.post('/scored_data', gzipped, { 'content-encoding': 'gzip' })).json).toEqual({ status: 'received' });
+    // A group smaller than the env's group size waits in the env's buffer.
+    expect((await http.post('/scored_data', group(5, 1))).json).toEqual({ status: 'buffered', buffer_size: 1 });
+
+    expect((await http.get('/status')).json).toEqual({ current_step: 0, queue_size: 4 });
+    const statusEnv = await http.getWithBody('/status-env', { env_id: 0 });
+    expect(statusEnv.json).toEqual({
+      current_step: 0, queue_size: 4, unallocated_fraction: 1, self_queue_size: 4, max_group_size: 2, env_weight: 1,
+    });
+    expect((await http.get('/status-env?env_id=0')).json).toEqual(statusEnv.json);
+    expect((await http.get('/latest_example')).json.tokens[0][0]).toBe(4);
+
+    // Two batches of 4 sequences form at once; Atropos serves the newest first and counts the step at formation.
+    const first = (await http.get('/batch')).json;
+    expect(Object.keys(first)).toEqual(['batch']);
+    expect(firstTokens(first.batch)).toEqual([3, 4]);
+    expect(Object.keys(first.batch[0]).length).toBe(14);
+    expect((await http.get('/status')).json).toEqual({ current_step: 2, queue_size: 0 });
+    expect(firstTokens((await http.get('/batch')).json.batch)).toEqual([1, 2]);
+    expect((await http.get('/batch')).json).toEqual({ batch: null });
+    expect((await http.post('/disconnect-env', { env_id: 0 })).json).toEqual({ status: 'success' });
+  });
+
+  it('rejects bad input with the field that is wrong, and never queues it', async () => {
+    await http.get('/reset_data');
+    await http.post('/register', TRAINER);
+    const before = (await http.get('/status')).json;
+    const noRole = { ...group(9), messages: [[{ content: 'hi' }], [{ role: 'user', content: 'x' }]] };
+    const cases: [unknown, string][] = [
+      [noRole, 'messages'],
+      [{ ...group(9), masks: [[-100, 1]] }, 'masks'],
+      [{ ...group(9), scores: ['high', 1] }, 'scores'],
+      [{ ...group(9), inference_logprobs: [[1, 1], [1, 1, 1]] }, 'inference_logprobs'],
+      [{ ...group(9), env_id: 42 }, 'env_id'],
+    ];
+    for (const [body, field] of cases) {
+      const response = await http.post('/scored_data', body);
+      expect(response.status, field).toBe(422);
+      expect(JSON.stringify(response.json.detail), field).toContain(field);
+    }
+    const badGzip = await http.post('/scored_data', 'not gzip at all', { 'content-encoding': 'gzip' });
+    expect([badGzip.status, badGzip.text]).toEqual([400, 'Invalid gzip payload']);
+    expect((await http.post('/scored_data', '{"tokens": [')).status).toBe(422);
+    expect((await http.get('/status')).json).toEqual(before);
+  });
+
+  it('queues a retried post with the same idempotency key once', async () => {
+    await http.get('/reset_data');
+    await http.post('/register', { ...TRAINER, batch_size: 2 });
+    const received = async () => Number((await http.get('/metrics')).text.match(/^clotho_groups_received_total (\d+)$/m)![1]);
+    const before = await received();
+    const post = () => http.post('/scored_data', { ...group(7, 2, null), idempotency_key: 'retry-me' });
+    expect((await post()).json).toEqual({ status: 'received' });
+    expect((await post()).json).toEqual({ status: 'received', duplicate: true });
+    expect((await http.get('/status')).json.queue_size).toBe(1);
+    expect(await received()).toBe(before + 1);
+  });
+});
