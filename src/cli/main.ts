@@ -3,6 +3,7 @@ import { createBatcherService } from './api-service.js';
 import { apiCommand } from './commands/api.js';
 import { inferenceCommand } from './commands/inference.js';
 import { processCommand, PROCESS_USAGE } from './commands/process.js';
+import { serveCommand, SERVE_USAGE } from './commands/serve.js';
 import { temporalCommand } from './commands/temporal.js';
 import { workerCommand, WORKER_USAGE } from './commands/worker.js';
 import { processIo, type CommandIo } from './io.js';
@@ -22,6 +23,11 @@ const COMMANDS: Record<string, Command> = {
     summary: 'run an environment durably and write scored groups to JSONL + HTML',
     run: processCommand,
     help: (args) => environmentHelp(PROCESS_USAGE, args),
+  },
+  serve: {
+    summary: "feed a running `clotho api`'s trainer, as an Atropos environment in serve mode",
+    run: serveCommand,
+    help: (args) => environmentHelp(SERVE_USAGE, args),
   },
   worker: {
     summary: "run a run's workers (scale out, or resume after a crash) against TEMPORAL_ADDRESS",

@@ -1,4 +1,7 @@
-import type { EnvRunStatus } from '../workflows/env-run.js';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { EnvRunResult } from '../schema/rollout.js';
+import { envRunStatusQuery, type envRun, type EnvRunStatus } from '../workflows/env-run.js';
+import type { CommandIo } from './io.js';
 
 /** One line of run progress: done of total, rate, mean score, failures, drops by reason. */
 export function progressLine(status: EnvRunStatus, elapsedMs: number, completedAtStart: number): string {
@@ -11,4 +14,31 @@ export function progressLine(status: EnvRunStatus, elapsedMs: number, completedA
     `groups ${status.completed}/${status.total} · ${status.inFlight} in flight · ${rate.toFixed(2)} groups/s · ` +
     `mean score ${mean} · failed ${status.failed} · dropped ${dropped}${reasons}`
   );
+}
+
+/** Shows an env-run's progress once a second (a status line on a terminal, a line every 10 s otherwise) until it ends. */
+export async function watchProgress(handle: WorkflowHandle<typeof envRun>, io: CommandIo): Promise<EnvRunResult> {
+  const started = Date.now();
+  let completedAtStart: number | undefined;
+  let lastLine = 0;
+  // One query at a time, awaited before returning: the connection must not close under a query's retry.
+  let polling: Promise<void> = Promise.resolve();
+  const poll = async () => {
+    const status = await handle.query(envRunStatusQuery).catch(() => undefined);
+    if (!status) return;
+    completedAtStart ??= status.completed;
+    const line = progressLine(status, Date.now() - started, completedAtStart);
+    if (io.status) io.status(line);
+    else if (Date.now() - lastLine >= 10_000) {
+      lastLine = Date.now();
+      io.out(line);
+    }
+  };
+  const timer = setInterval(() => (polling = polling.then(poll)), 1_000);
+  try {
+    return await handle.result();
+  } finally {
+    clearInterval(timer);
+    await polling;
+  }
 }

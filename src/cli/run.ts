@@ -78,7 +78,7 @@ export async function startRunWorkers(
   plan: RunPlan,
   temporal: TemporalRuntime,
   inference: InferenceClient,
-  options: { wrapActivities?: Parameters<typeof startWorkers>[0]['wrapActivities'] } = {},
+  options: Pick<Parameters<typeof startWorkers>[0], 'wrapActivities' | 'batcherClient'> = {},
 ): Promise<{ workers: RunningWorkers; environment: LoadedEnvironment }> {
   const environment = await loadEnvironmentData(plan.definition, plan.config.env);
   const workers = await startWorkers({

@@ -76,7 +76,15 @@ export interface RolloutGroupResult {
 /** Where an env-run hands its finished groups. */
 export type GroupSink =
   | { kind: 'jsonl'; path: string }
-  | { kind: 'batcher'; workflowId: string; envId: number | null }
+  | {
+      kind: 'batcher';
+      workflowId: string;
+      envId: number;
+      /** Groups wait in the batcher for at most this many batches (Atropos's max_batches_offpolicy). */
+      maxBatchesOffpolicy: number;
+      /** New groups stop once the trainer reaches this step (its num_steps). */
+      stopAtStep: number;
+    }
   | { kind: 'none' };
 
 export interface EnvRunInput {

@@ -1,5 +1,6 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
-import { createBatcherActivities } from '../activities/batcher.js';
+import type { Client } from '@temporalio/client';
+import { createBatcherActivities, createBatcherClientActivities } from '../activities/batcher.js';
 import { createEnvironmentActivities } from '../activities/environment.js';
 import { createInferenceActivities } from '../activities/inference.js';
 import { createTeacherActivities, type TeacherClient } from '../activities/teacher.js';
@@ -25,6 +26,8 @@ export interface WorkerSetup {
   llmConcurrency?: number;
   /** Concurrent environment activities (parse, score, step: CPU-bound). */
   envConcurrency?: number;
+  /** A client for activities that read the batcher (env-runs feeding one, `clotho serve`). */
+  batcherClient?: Client;
   /** Lets tests observe or perturb activities without mocking them. */
   wrapActivities?: <T extends Record<string, (...args: never[]) => Promise<unknown>>>(activities: T) => T;
 }
@@ -80,6 +83,7 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
       activities: wrap({
         ...createEnvironmentActivities({ environments: setup.environments, store }),
         ...createTrajectoryActivities({ store }),
+        ...(setup.batcherClient ? createBatcherClientActivities({ client: setup.batcherClient }) : {}),
       }),
       maxConcurrentActivityTaskExecutions: setup.envConcurrency ?? 16,
     }),

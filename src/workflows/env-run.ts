@@ -4,15 +4,19 @@ import {
   condition,
   continueAsNew,
   defineQuery,
+  getExternalWorkflowHandle,
   proxyActivities,
   setHandler,
+  sleep,
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { BatcherClientActivities } from '../activities/batcher.js';
 import type { TrajectoryActivities } from '../activities/trajectories.js';
 import type { EnvRunInput, EnvRunProgress, EnvRunResult, RolloutGroupResult, StoreRef } from '../schema/rollout.js';
 import { activityOptions } from './activity-options.js';
 import { initialProgress, recordFailure, recordResult } from './env-run-state.js';
+import { ingestGroupsSignal } from './batcher.js';
 import { rolloutGroup } from './rollout-group.js';
 import { ENVIRONMENT, ITEM_INDEX, RUN_ID, STATUS } from './search-attributes.js';
 
@@ -37,6 +41,7 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
   const progress = input.progress ?? initialProgress();
   const { group, sink } = input;
   const { deliverToJsonl } = proxyActivities<TrajectoryActivities>(activityOptions(group.steps.deliver, group.taskQueues.env));
+  const { batcherRoom } = proxyActivities<BatcherClientActivities>(activityOptions(group.steps.deliver, group.taskQueues.env));
   const inFlight = new Set<number>();
   const finished: RolloutGroupResult[] = [];
   setHandler(envRunStatusQuery, () => ({ ...progress, total: input.totalGroups, inFlight: inFlight.size }));
@@ -72,21 +77,47 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     }
     if (refs.length === 0) return;
     if (sink.kind === 'jsonl') await deliverToJsonl({ path: sink.path, firstLine: progress.delivered, groups: refs });
+    if (sink.kind === 'batcher') {
+      // A signal is durable once sent: the batcher has the groups, and its idempotency keys ignore a repeat.
+      const groups = refs.map((ref) => ({ id: ref.key, ref: ref.key, envId: sink.envId, size: group.groupSize, policyVersion, receivedAt: Date.now() }));
+      await getExternalWorkflowHandle(sink.workflowId).signal(ingestGroupsSignal, groups);
+    }
     progress.delivered += refs.length;
   };
 
+  // Feeding a batcher, new groups wait while the env's groups in flight and queued would exceed
+  // max_batches_offpolicy batches (Atropos's backpressure), and stop at the trainer's last step.
+  let policyVersion = 0;
+  let stopped = false;
+  const room = async (): Promise<number> => {
+    if (sink.kind !== 'batcher') return Infinity;
+    const { currentStep, batchSize, queuedGroups, receivedGroups } = await batcherRoom({ workflowId: sink.workflowId, envId: sink.envId });
+    policyVersion = currentStep;
+    if (currentStep >= sink.stopAtStep) stopped = true;
+    // A query may not yet see the last signals: groups delivered but not yet received count as queued, and so
+    // do groups finished while this activity ran and not yet delivered.
+    const inTransit = Math.max(0, progress.delivered - receivedGroups);
+    const limit = Math.floor((sink.maxBatchesOffpolicy * Math.max(batchSize, group.groupSize)) / group.groupSize);
+    return Math.max(0, limit - queuedGroups - inTransit - finished.length - inFlight.size);
+  };
+
   const draining = () => workflowInfo().continueAsNewSuggested;
+  const more = () => !draining() && !stopped && progress.nextItem < input.totalGroups;
   for (;;) {
-    while (!draining() && progress.nextItem < input.totalGroups && inFlight.size < input.maxInFlight) {
-      void launch(progress.nextItem++);
+    let free = more() && inFlight.size < input.maxInFlight ? await room() : 0;
+    while (more() && free-- > 0 && inFlight.size < input.maxInFlight) void launch(progress.nextItem++);
+    if (inFlight.size === 0 && finished.length === 0) {
+      if (!more()) break;
+      await sleep('1 second');
+      continue;
     }
     await condition(() => finished.length > 0 || inFlight.size === 0);
     await deliver();
     // Groups that finished while the last delivery ran are still waiting in `finished`.
-    if (inFlight.size === 0 && finished.length === 0 && (draining() || progress.nextItem >= input.totalGroups)) break;
+    if (inFlight.size === 0 && finished.length === 0 && !more()) break;
   }
 
-  if (progress.nextItem < input.totalGroups) {
+  if (progress.nextItem < input.totalGroups && !stopped) {
     await condition(allHandlersFinished);
     return continueAsNew<typeof envRun>({ ...input, progress });
   }

@@ -10,6 +10,8 @@ import { uniqueId } from './temporal.js';
 export interface ApiProcess {
   url: string;
   batcherId: string;
+  /** The trajectory store directory; processes feeding this API must share it. */
+  store: string;
   run: CliRun;
   /** Starts the process again with the same port, batcher and store (after a kill). */
   restart(): Promise<void>;
@@ -31,6 +33,7 @@ export async function startApiProcess(options: { temporalAddress: string; args?:
   const api: ApiProcess = {
     url: `http://127.0.0.1:${port}`,
     batcherId,
+    store,
     run: await launch(),
     async restart() {
       api.run = await launch();
@@ -51,7 +54,7 @@ export function apiClient(base: string) {
     const response = await fetch(`${base}${path}`, {
       method,
       headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-      body: body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? (body as BodyInit) : JSON.stringify(body),
+      body: body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? (body as string) : JSON.stringify(body),
     });
     const text = await response.text();
     let json: unknown;

@@ -2,10 +2,10 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
-import { envRun, envRunStatusQuery } from '../../workflows/env-run.js';
+import { envRun } from '../../workflows/env-run.js';
 import type { CommandIo } from '../io.js';
 import { interruption } from '../interrupt.js';
-import { progressLine } from '../progress.js';
+import { progressLine, watchProgress } from '../progress.js';
 import { writeGroupsHtml } from '../report-html.js';
 import { envRunSettings, inferenceClientFor, planRun, startRunWorkers, type RunPlan } from '../run.js';
 import { openTemporal, runTaskQueues, type TemporalRuntime } from '../runtime.js';
@@ -77,25 +77,7 @@ async function runToEnd(plan: RunPlan, temporal: TemporalRuntime, input: EnvRunI
     io.out(`run ${plan.runId} has already finished; showing its result`);
     handle = temporal.client.workflow.getHandle<typeof envRun>(workflowId);
   }
-  const started = Date.now();
-  let completedAtStart: number | undefined;
-  // One query at a time, awaited before returning: the connection must not close under a query's retry.
-  let polling: Promise<void> = Promise.resolve();
-  const poll = async () => {
-    const status = await handle.query(envRunStatusQuery).catch(() => undefined);
-    if (!status) return;
-    completedAtStart ??= status.completed;
-    const line = progressLine(status, Date.now() - started, completedAtStart);
-    if (io.status) io.status(line);
-    else if ((Date.now() - started) % 10_000 < 1_000) io.out(line);
-  };
-  const timer = setInterval(() => (polling = polling.then(poll)), 1_000);
-  try {
-    return await handle.result();
-  } finally {
-    clearInterval(timer);
-    await polling;
-  }
+  return watchProgress(handle, io);
 }
 
 /** Atropos's rule: a new run never overwrites a file; it takes the first free `_1`, `_2`, … suffix. */

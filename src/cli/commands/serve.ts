@@ -1,0 +1,102 @@
+import { z } from 'zod';
+import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
+import type { EnvRegistration } from '../../workflows/batcher-envs.js';
+import { registerEnvUpdate, type batcher } from '../../workflows/batcher.js';
+import { envRun } from '../../workflows/env-run.js';
+import { DEFAULT_BATCHER_ID } from '../batcher.js';
+import type { CommandIo } from '../io.js';
+import { interruption } from '../interrupt.js';
+import { envRunSettings, inferenceClientFor, planRun, startRunWorkers } from '../run.js';
+import { openTemporal, runTaskQueues, type TemporalRuntime } from '../runtime.js';
+import { rolloutsUiUrl } from '../ui.js';
+import { watchProgress } from '../progress.js';
+import { envRunId } from './process.js';
+
+export const SERVE_USAGE = `Usage: clotho serve <environment> [--batcher-id id] [--env.<field> v] [--openai.<field> v]
+
+Feeds the trainer of a running \`clotho api\`, as an Atropos environment in serve mode: registers with the
+batcher, keeps at most max_batches_offpolicy batches of its groups waiting, and hands every finished group
+to the batcher directly (a Temporal signal, no HTTP). Stops at the trainer's last step or on Ctrl-C.`;
+
+const SERVE_FLAGS = {
+  'batcher-id': z.string().min(1).default(DEFAULT_BATCHER_ID).describe('workflow id of the batcher behind `clotho api`'),
+};
+
+/** Registers the environment with the batcher, waiting while the trainer has not started (Atropos's rule). */
+async function registerWithBatcher(
+  temporal: TemporalRuntime,
+  batcherId: string,
+  registration: EnvRegistration,
+  io: CommandIo,
+  stop: Promise<never>,
+) {
+  const handle = temporal.client.workflow.getHandle<typeof batcher>(batcherId);
+  let told = false;
+  for (;;) {
+    const answer = await Promise.race([handle.executeUpdate(registerEnvUpdate, { args: [registration] }), stop]);
+    if (answer.status === 'success') return answer;
+    if (!told) io.out('waiting for the trainer to start (its first GET /batch)');
+    told = true;
+    await Promise.race([new Promise((resolve) => setTimeout(resolve, 2_000)), stop]);
+  }
+}
+
+/** `clotho serve`: runs an environment's rollouts into the batcher until the trainer's last step. */
+export async function serveCommand(argv: string[], io: CommandIo): Promise<number> {
+  const plan = await planRun(argv, { commandFlags: SERVE_FLAGS });
+  const batcherId = (plan.config.rest.flags as { 'batcher-id': string })['batcher-id'];
+  const env = plan.config.env;
+  const inference = inferenceClientFor(plan);
+  const temporal = await openTemporal();
+  const stop = interruption();
+  try {
+    const registered = await registerWithBatcher(
+      temporal,
+      batcherId,
+      {
+        max_token_length: env.max_token_length,
+        desired_name: env.wandb_name ?? plan.definition.name,
+        weight: env.inference_weight,
+        group_size: env.group_size,
+        min_batch_allocation: env.min_batch_allocation,
+      },
+      io,
+      stop.promise,
+    );
+    io.out(`registered as ${registered.wandb_name} (env_id ${registered.env_id}) at step ${registered.starting_step}`);
+    const { workers } = await startRunWorkers(plan, temporal, inference, { batcherClient: temporal.client });
+    try {
+      const input: EnvRunInput = {
+        ...envRunSettings(plan, temporal.searchAttributes),
+        totalGroups: Number.MAX_SAFE_INTEGER,
+        sink: {
+          kind: 'batcher',
+          workflowId: batcherId,
+          envId: registered.env_id,
+          maxBatchesOffpolicy: env.max_batches_offpolicy,
+          // The trainer's last step, or total_steps when that comes first (-1: the trainer's).
+          stopAtStep: Math.min(
+            env.total_steps > 0 ? env.total_steps : Number.MAX_SAFE_INTEGER,
+            registered.num_steps > 0 ? registered.num_steps : Number.MAX_SAFE_INTEGER,
+          ),
+        },
+      };
+      const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
+      if (ui) io.out(`Temporal UI: ${ui}`);
+      const handle = await temporal.client.workflow.start(envRun, {
+        workflowId: envRunId(plan.runId, plan.definition.name),
+        taskQueue: runTaskQueues(plan.runId).workflows,
+        args: [input],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      });
+      const result: EnvRunResult = await Promise.race([watchProgress(handle, io), workers.done.then(() => Promise.reject(new Error('the workers stopped'))), stop.promise]);
+      io.out(`delivered ${result.delivered} groups; failed ${result.failed}`);
+      return result.failed > 0 ? 1 : 0;
+    } finally {
+      await workers.shutdown();
+    }
+  } finally {
+    stop.dispose();
+    await temporal.close();
+  }
+}
