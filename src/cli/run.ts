@@ -5,18 +5,18 @@ import type { AnyEnvironment } from '../env/define.js';
 import { resolveConfig, type ResolvedConfig } from '../env/config.js';
 import { loadEnvironmentData, type LoadedEnvironment } from '../env/loaded.js';
 import { loadEnvironment } from '../env/registry.js';
-import { createOpenAIClient } from '../inference/openai-client.js';
-import type { InferenceClient } from '../inference/types.js';
 import type { BaseEnvConfig } from '../schema/config.js';
 import type { EnvRunInput } from '../schema/rollout.js';
 import { clothoHome } from '../store/paths.js';
 import { FileSystemStore } from '../store/trajectory-store.js';
 import { startWorkers, type RunningWorkers } from '../workers/workers.js';
+import { INFERENCE_FLAGS, type RunInference } from './inference-setup.js';
 import { runTaskQueues, type TemporalRuntime } from './runtime.js';
 
 /** Flags every rollout command takes besides the `--env.*`, `--openai.*`, `--teacher.*` and `--steps.*` namespaces. */
 export const RUN_FLAGS = {
   store: z.string().min(1).optional().describe('trajectory store directory (default $CLOTHO_HOME/store)'),
+  ...INFERENCE_FLAGS,
 };
 
 /** One environment's run as the command line describes it. */
@@ -77,7 +77,7 @@ export function envRunSettings(plan: RunPlan, searchAttributes: boolean): Omit<E
 export async function startRunWorkers(
   plan: RunPlan,
   temporal: TemporalRuntime,
-  inference: InferenceClient,
+  inference: RunInference,
   options: Pick<Parameters<typeof startWorkers>[0], 'wrapActivities' | 'batcherClient'> = {},
 ): Promise<{ workers: RunningWorkers; environment: LoadedEnvironment }> {
   const environment = await loadEnvironmentData(plan.definition, plan.config.env);
@@ -86,16 +86,10 @@ export async function startRunWorkers(
     namespace: temporal.endpoint.namespace,
     taskQueues: runTaskQueues(plan.runId),
     environments: { [plan.definition.name]: environment },
-    inference: () => inference,
+    inference: () => inference.policy,
+    teacher: () => inference.teacher,
     store: plan.store,
     ...options,
   });
   return { workers, environment };
-}
-
-/** The inference client of a run's first server (the server manager of the inference issue replaces this). */
-export function inferenceClientFor(plan: RunPlan): InferenceClient {
-  const server = plan.config.servers[0];
-  if (!server?.base_url) throw new Error('--openai.base_url: no inference server given');
-  return createOpenAIClient(server);
 }

@@ -73,4 +73,27 @@ describe('clotho process', () => {
     expect(new Set(delivered).size).toBe(16);
     expect([...delivered].sort((a, b) => a! - b!)).toEqual(Array.from({ length: 16 }, (_, i) => i));
   });
+
+  it('runs on embedded defaults: with no --openai.base_url it starts the local engine and stops it at the end', async () => {
+    const out = join(dir, 'embedded.jsonl');
+    const { code, stdout, stderr } = await runClotho(
+      ['process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '2', '--env.group_size', '2',
+        '--env.max_token_length', '24', '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
+      env(),
+    );
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toContain('groups 2/2');
+    for (const group of await readGroups(out)) {
+      for (const [i, tokens] of group.tokens.entries()) {
+        const generated = group.masks[i]!.filter((m) => m !== -100);
+        expect(generated.length).toBeGreaterThan(0);
+        expect(generated.length).toBeLessThanOrEqual(24);
+        // The Qwen chat template's generation prompt ends with "<|im_start|>assistant\n" before the first trained token.
+        const first = group.masks[i]!.findIndex((m) => m !== -100);
+        expect(tokens.slice(first - 3, first)).toEqual([151644, 77091, 198]);
+        expect(group.inference_logprobs![i]!.slice(first).every((l) => l <= 0)).toBe(true);
+      }
+    }
+  });
 });

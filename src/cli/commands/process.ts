@@ -7,7 +7,8 @@ import type { CommandIo } from '../io.js';
 import { interruption } from '../interrupt.js';
 import { progressLine, watchProgress } from '../progress.js';
 import { writeGroupsHtml } from '../report-html.js';
-import { envRunSettings, inferenceClientFor, planRun, startRunWorkers, type RunPlan } from '../run.js';
+import { envRunSettings, planRun, startRunWorkers, type RunPlan } from '../run.js';
+import { openInference } from '../inference-setup.js';
 import { openTemporal, runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
 
@@ -30,9 +31,12 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
   const path = jsonlPath(env.data_path_to_save_groups ?? `data/${plan.definition.name}.jsonl`, resumed);
   const totalGroups = env.total_steps;
   if (totalGroups <= 0) throw new Error(`--env.total_steps: expected a positive number of groups to process, got ${totalGroups}`);
-  const inference = inferenceClientFor(plan);
+  const inference = await openInference(plan, (plan.config.rest.flags as { model: string }).model);
 
-  const temporal = await openTemporal();
+  const temporal = await openTemporal().catch(async (error: unknown) => {
+    await inference.close();
+    throw error;
+  });
   const stop = interruption();
   try {
     const { workers } = await startRunWorkers(plan, temporal, inference);
@@ -57,6 +61,7 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
   } finally {
     stop.dispose();
     await temporal.close();
+    await inference.close();
   }
 }
 

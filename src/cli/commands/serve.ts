@@ -6,7 +6,8 @@ import { envRun } from '../../workflows/env-run.js';
 import { DEFAULT_BATCHER_ID } from '../batcher.js';
 import type { CommandIo } from '../io.js';
 import { interruption } from '../interrupt.js';
-import { envRunSettings, inferenceClientFor, planRun, startRunWorkers } from '../run.js';
+import { envRunSettings, planRun, startRunWorkers } from '../run.js';
+import { openInference } from '../inference-setup.js';
 import { openTemporal, runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
 import { watchProgress } from '../progress.js';
@@ -44,10 +45,13 @@ async function registerWithBatcher(
 /** `clotho serve`: runs an environment's rollouts into the batcher until the trainer's last step. */
 export async function serveCommand(argv: string[], io: CommandIo): Promise<number> {
   const plan = await planRun(argv, { commandFlags: SERVE_FLAGS });
-  const batcherId = (plan.config.rest.flags as { 'batcher-id': string })['batcher-id'];
+  const batcherId = (plan.config.rest.flags as unknown as { 'batcher-id': string })['batcher-id'];
   const env = plan.config.env;
-  const inference = inferenceClientFor(plan);
-  const temporal = await openTemporal();
+  const inference = await openInference(plan, (plan.config.rest.flags as { model: string }).model);
+  const temporal = await openTemporal().catch(async (error: unknown) => {
+    await inference.close();
+    throw error;
+  });
   const stop = interruption();
   try {
     const registered = await registerWithBatcher(
@@ -98,5 +102,6 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
   } finally {
     stop.dispose();
     await temporal.close();
+    await inference.close();
   }
 }

@@ -1,6 +1,7 @@
 import type { CommandIo } from '../io.js';
 import { interruption } from '../interrupt.js';
-import { inferenceClientFor, planRun, startRunWorkers } from '../run.js';
+import { planRun, startRunWorkers } from '../run.js';
+import { openInference } from '../inference-setup.js';
 import { openTemporal, runTaskQueues } from '../runtime.js';
 
 export const WORKER_USAGE = `Usage: clotho worker <environment> --env.run_id <id> [--env.<field> v] [--openai.<field> v]
@@ -12,8 +13,11 @@ workers of a run whose process died (its workflows resume where they were).`;
 export async function workerCommand(argv: string[], io: CommandIo): Promise<number> {
   const plan = await planRun(argv);
   if (plan.config.env.run_id === null) throw new Error('--env.run_id: required, to name the run whose workers these are');
-  const inference = inferenceClientFor(plan);
-  const temporal = await openTemporal();
+  const inference = await openInference(plan, (plan.config.rest.flags as { model: string }).model);
+  const temporal = await openTemporal().catch(async (error: unknown) => {
+    await inference.close();
+    throw error;
+  });
   const stop = interruption();
   try {
     const { workers } = await startRunWorkers(plan, temporal, inference);
@@ -29,5 +33,6 @@ export async function workerCommand(argv: string[], io: CommandIo): Promise<numb
   } finally {
     stop.dispose();
     await temporal.close();
+    await inference.close();
   }
 }
