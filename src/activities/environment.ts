@@ -45,6 +45,7 @@ export function createEnvironmentActivities({ environments, store }: Environment
       const messages = env.definition.prompt(item, env.config);
       const state: GroupState = {
         itemIndex: input.itemIndex,
+        groupOverrides: env.definition.groupOverrides?.(item, env.config) ?? null,
         trajectories: Array.from({ length: input.groupSize }, () => ({
           messages: structuredClone(messages),
           tokens: [],

@@ -19,6 +19,8 @@ export interface Trajectory {
 export interface GroupState {
   itemIndex: number;
   trajectories: Trajectory[];
+  /** The environment's `group_overrides` for this group, if any. */
+  groupOverrides: Record<string, unknown> | null;
 }
 
 /** Identifies a group's place in the store; every key derives from it. */

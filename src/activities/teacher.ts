@@ -33,7 +33,12 @@ export interface TeacherActivityDeps {
 /** The teacher-logprob step (clotho-llm queue). */
 export function createTeacherActivities({ teacher, store }: TeacherActivityDeps) {
   return {
-    async teacherLogprobs(input: TeacherInput): Promise<StoreRef> {
+    /** Null when the group's overrides skip the teacher (`skip_teacher_top_k`, or `teacher_top_k` of -1 or less). */
+    async teacherLogprobs(input: TeacherInput): Promise<StoreRef | null> {
+      const state = await store.get<GroupState>(input.state);
+      const overrides = state.groupOverrides ?? {};
+      const topK = typeof overrides.teacher_top_k === 'number' ? overrides.teacher_top_k : input.topK;
+      if (overrides.skip_teacher_top_k === true || topK <= -1) return null;
       const client = teacher(input.environment);
       if (!client) {
         throw ApplicationFailure.nonRetryable(
@@ -42,11 +47,10 @@ export function createTeacherActivities({ teacher, store }: TeacherActivityDeps)
         );
       }
       const context = Context.current();
-      const state = await store.get<GroupState>(input.state);
       const results = await Promise.all(
         state.trajectories.map(async (t) => {
           try {
-            return await client.promptLogprobs(t.tokens, input.topK, {
+            return await client.promptLogprobs(t.tokens, topK, {
               signal: context.cancellationSignal,
               onProgress: () => context.heartbeat(),
             });

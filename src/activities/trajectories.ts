@@ -41,6 +41,7 @@ export function createTrajectoryActivities({ store }: { store: TrajectoryStore }
         scores: input.scores,
         messages: state.trajectories.map((t) => t.messages),
         generation_params: input.generationParams,
+        group_overrides: state.groupOverrides,
         inference_logprobs: state.trajectories.map((t) => t.logprobs),
         distill_token_ids: teacher?.distill_token_ids ?? null,
         distill_logprobs: teacher?.distill_logprobs ?? null,

@@ -66,6 +66,11 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
   parse(completion: string, item: Item): Parsed;
   score(context: ScoreContext<Item, Parsed>): number | ScoreResult;
   step?(context: StepContext<Item>, config: EnvConfig<Extra>): Promise<StepResult> | StepResult;
+  /**
+   * Atropos's `group_overrides` for an item's group, passed to the trainer and read by Clotho's own steps
+   * (`teacher_top_k`, `skip_teacher_top_k`).
+   */
+  groupOverrides?(item: Item, config: EnvConfig<Extra>): Record<string, unknown>;
   evaluate?(context: EvaluateContext<EnvConfig<Extra>>): Promise<EvaluationMetrics>;
 }
 

@@ -9,7 +9,9 @@ import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/schema/config
 import type { RolloutGroupInput, StepOptionsTable } from '../../src/schema/rollout.js';
 import { FileSystemStore } from '../../src/store/trajectory-store.js';
 import { startWorkers, type RunningWorkers, type WorkerSetup } from '../../src/workers/workers.js';
-import { startScriptedOpenAI, type Responder, type ScriptedOpenAI } from './scripted-openai.js';
+import type { TeacherClient } from '../../src/activities/teacher.js';
+import type { InferenceClient } from '../../src/inference/types.js';
+import { defaultResponder, startScriptedOpenAI, type Responder, type ScriptedOpenAI } from './scripted-openai.js';
 import { testConnection, uniqueId, uniqueTaskQueue, type TestTemporal } from './temporal.js';
 
 /** Step options for tests: the defaults, with retries that back off in milliseconds rather than seconds. */
@@ -54,24 +56,28 @@ export interface Harness {
 export async function startHarness(options: {
   environment: AnyEnvironment;
   envConfig?: Record<string, unknown>;
-  responder: Responder;
+  responder?: Responder;
+  /** Inference other than the scripted model (the embedded engine, say). */
+  inference?: InferenceClient;
+  teacher?: TeacherClient;
   wrapActivities?: WorkerSetup['wrapActivities'];
 }): Promise<Harness> {
   const temporal = await testConnection();
   const queues = { workflows: uniqueTaskQueue('wf'), llm: uniqueTaskQueue('llm'), env: uniqueTaskQueue('env') };
   const root = await mkdtemp(join(tmpdir(), 'clotho-store-'));
   const store = new FileSystemStore(root);
-  const scripted = await startScriptedOpenAI({ responder: options.responder });
+  const scripted = await startScriptedOpenAI({ responder: options.responder ?? defaultResponder });
   const schema = BaseEnvConfigSchema.extend(options.environment.config);
   const config = schema.parse({ ...options.environment.defaults, ...options.envConfig }) as Parameters<typeof loadEnvironmentData>[1];
   const loaded = await loadEnvironmentData(options.environment, config);
-  const client = createOpenAIClient(ServerConfigSchema.parse({ base_url: scripted.baseUrl, timeout: 30 }));
+  const client = options.inference ?? createOpenAIClient(ServerConfigSchema.parse({ base_url: scripted.baseUrl, timeout: 30 }));
   const workers = await startWorkers({
     address: temporal.address,
     namespace: temporal.namespace,
     taskQueues: queues,
     environments: { [options.environment.name]: loaded },
     inference: () => client,
+    teacher: () => options.teacher,
     store,
     wrapActivities: options.wrapActivities,
   });

@@ -1,0 +1,80 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalEngine, type RunningLocalEngine } from '../../src/cli/commands/inference.js';
+import { defineEnvironment } from '../../src/env/define.js';
+import { createServerManager, type ServerManager } from '../../src/inference/server-manager.js';
+import { ServerConfigSchema } from '../../src/schema/config.js';
+import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
+import { rolloutGroup } from '../../src/workflows/rollout-group.js';
+import { startHarness, type Harness } from '../support/harness.js';
+import { uniqueId } from '../support/temporal.js';
+
+let engine: RunningLocalEngine;
+let student: ServerManager;
+let teacher: ServerManager;
+let harness: Harness | undefined;
+
+beforeAll(async () => {
+  engine = await startLocalEngine({ model: 'generate:tiny', slots: 4 });
+  const server = (server_type: 'openai' | 'vllm') =>
+    ServerConfigSchema.parse({ base_url: engine.baseUrl, model_name: engine.modelName, server_type, health_check: false });
+  student = createServerManager({ servers: [server('openai')] });
+  teacher = createServerManager({ servers: [server('vllm')] });
+});
+afterAll(async () => {
+  student?.stop();
+  teacher?.stop();
+  await engine?.close();
+});
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+/** A one-turn environment whose groups may ask to skip the teacher. */
+const echo = (skip: boolean) =>
+  defineEnvironment({
+    name: 'echo',
+    description: 'say something; every answer scores by its length',
+    config: {},
+    load: async () => ({ size: 4, get: (i: number) => ({ i }) }),
+    prompt: (item) => [{ role: 'user', content: `Say something about the number ${item.i}.` }],
+    parse: (completion) => completion.length,
+    score: ({ parsed, item }) => (parsed % 2 === item.i % 2 ? 1 : -1),
+    groupOverrides: () => (skip ? { skip_teacher_top_k: true } : { teacher_top_k: 3 }),
+  });
+
+const run = (h: Harness) =>
+  h.temporal.client.workflow.execute(rolloutGroup, {
+    taskQueue: h.queues.workflows,
+    workflowId: uniqueId('teacher'),
+    args: [h.groupInput(1, { groupSize: 2, maxTokenLength: 12, teacherTopK: 5 })],
+  });
+
+describe('teacher logprobs on the embedded engine', () => {
+  it("adds the teacher's top-k at every position of every sequence, with the group's own top_k", async () => {
+    harness = await startHarness({ environment: echo(false), inference: student, teacher });
+    const result = await run(harness);
+    const group = await harness.store.get<ScoredDataGroup>(result.group!);
+    expect(group.group_overrides).toEqual({ teacher_top_k: 3 });
+    for (const [i, tokens] of group.tokens.entries()) {
+      const ids = group.distill_token_ids![i]!;
+      const logprobs = group.distill_logprobs![i]!;
+      expect(ids).toHaveLength(tokens.length);
+      expect(logprobs).toHaveLength(tokens.length);
+      // vLLM's convention: nothing before the first token; then k alternatives, most likely first.
+      expect(ids[0]).toEqual([]);
+      for (let p = 1; p < tokens.length; p++) {
+        expect(ids[p]).toHaveLength(3);
+        expect(logprobs[p]!.every((l, k) => l <= 0 && (k === 0 || l <= logprobs[p]![k - 1]!))).toBe(true);
+      }
+    }
+  });
+
+  it('skips the teacher for a group whose overrides say so', async () => {
+    harness = await startHarness({ environment: echo(true), inference: student, teacher });
+    const result = await run(harness);
+    const group = await harness.store.get<ScoredDataGroup>(result.group!);
+    expect(group.distill_token_ids).toBeNull();
+    expect(group.distill_logprobs).toBeNull();
+  });
+});
