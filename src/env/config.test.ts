@@ -109,9 +109,9 @@ describe('resolveConfig', () => {
     const { steps } = resolve(['--config', config, '--steps.generate.maximum_attempts', '3', '--openai.timeout', '300']);
     expect(steps.generate).toEqual({
       startToCloseTimeoutMs: 300_000, heartbeatTimeoutMs: 30_000, initialIntervalMs: 1000, backoffCoefficient: 2,
-      maximumIntervalMs: 60_000, maximumAttempts: 3,
+      maximumIntervalMs: 60_000, maximumAttempts: 3, local: false,
     });
-    expect(steps.score).toMatchObject({ startToCloseTimeoutMs: 5000, maximumAttempts: 5 });
+    expect(steps.score).toMatchObject({ startToCloseTimeoutMs: 5000, maximumAttempts: 5, local: true });
   });
 
   it('reports every problem at once, naming the flag and what it expected', () => {

@@ -326,6 +326,7 @@ const DESCRIPTIONS: Record<string, string> = {
   start_to_close_timeout: 'seconds one attempt may take', heartbeat_timeout: 'seconds between heartbeats before a retry',
   initial_interval: 'seconds before the first retry', backoff_coefficient: 'growth of the retry interval',
   maximum_interval: 'longest retry interval in seconds', maximum_attempts: 'attempts at most (0: unlimited)',
+  local: 'run as a local activity in the workflow worker (no task-queue round trip)',
 };
 
 const shown = (value: unknown): string => (value === undefined ? '' : value === null ? 'None' : typeof value === 'string' ? value : JSON.stringify(value));

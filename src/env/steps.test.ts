@@ -7,15 +7,20 @@ describe('defaultStepConfigs', () => {
 
   it('gives the LLM steps the server timeout, a heartbeat and long retries', () => {
     expect(table.generate).toEqual({
-      start_to_close_timeout: 1200, heartbeat_timeout: 30, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 60, maximum_attempts: 10,
+      start_to_close_timeout: 1200, heartbeat_timeout: 30, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 60, maximum_attempts: 10, local: false,
     });
     expect(table.teacher).toMatchObject({ start_to_close_timeout: 300, heartbeat_timeout: 30, maximum_attempts: 10 });
   });
 
   it('gives every other step a short timeout and few attempts', () => {
     for (const name of STEP_NAMES.filter((n) => n !== 'generate' && n !== 'teacher')) {
-      expect(table[name]).toEqual({ start_to_close_timeout: 60, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5 });
+      expect(table[name]).toEqual({ start_to_close_timeout: 60, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5, local: name !== 'step' });
     }
+  });
+
+  it('runs the cheap steps as local activities and the LLM and multi-turn steps on their task queues', () => {
+    const defaults = defaultStepConfigs({ generate: 1, teacher: 1 });
+    expect(STEP_NAMES.filter((name) => defaults[name].local)).toEqual(['prepare', 'parse', 'score', 'assemble', 'deliver']);
   });
 
   it('returns fresh objects, so one caller cannot change another’s defaults', () => {
@@ -28,9 +33,9 @@ describe('defaultStepConfigs', () => {
 describe('toStepOptions', () => {
   it('converts seconds to whole milliseconds, keeping counts and coefficients', () => {
     expect(toStepOption({
-      start_to_close_timeout: 1.5, heartbeat_timeout: 0.0004, initial_interval: 2, backoff_coefficient: 1.5, maximum_interval: 60, maximum_attempts: 0,
+      start_to_close_timeout: 1.5, heartbeat_timeout: 0.0004, initial_interval: 2, backoff_coefficient: 1.5, maximum_interval: 60, maximum_attempts: 0, local: true,
     })).toEqual({
-      startToCloseTimeoutMs: 1500, heartbeatTimeoutMs: 1, initialIntervalMs: 2000, backoffCoefficient: 1.5, maximumIntervalMs: 60_000, maximumAttempts: 0,
+      startToCloseTimeoutMs: 1500, heartbeatTimeoutMs: 1, initialIntervalMs: 2000, backoffCoefficient: 1.5, maximumIntervalMs: 60_000, maximumAttempts: 0, local: true,
     });
   });
 

@@ -19,10 +19,16 @@ const llmStep = (timeout: number): StepConfig =>
 // Local work (parse, score, store writes) either finishes fast or is broken: fail early.
 const localStep: StepConfig = StepConfigSchema.parse({ start_to_close_timeout: 60, maximum_attempts: 5, maximum_interval: 30 });
 
+/**
+ * Steps that run as local activities by default: cheap, CPU-light work whose task-queue round trips would
+ * cost more than the work (`npm run bench` measures it). Multi-turn `step` may run tools, so it keeps its queue.
+ */
+const LOCAL_BY_DEFAULT: readonly StepName[] = ['prepare', 'parse', 'score', 'assemble', 'deliver'];
+
 /** Default retry policy and timeouts of every workflow step, in seconds. */
 export function defaultStepConfigs(timeouts: StepTimeouts): StepConfigTable {
   const table = {} as StepConfigTable;
-  for (const name of STEP_NAMES) table[name] = { ...localStep };
+  for (const name of STEP_NAMES) table[name] = { ...localStep, local: LOCAL_BY_DEFAULT.includes(name) };
   table.generate = llmStep(timeouts.generate);
   table.teacher = llmStep(timeouts.teacher);
   return table;
@@ -39,6 +45,7 @@ export function toStepOption(config: StepConfig): StepOptions {
     backoffCoefficient: config.backoff_coefficient,
     maximumIntervalMs: ms(config.maximum_interval),
     maximumAttempts: config.maximum_attempts,
+    local: config.local,
   };
 }
 

@@ -78,5 +78,10 @@ export const StepConfigSchema = z.strictObject({
   maximum_interval: z.number().positive().default(60),
   /** 0 = unlimited, Temporal's convention. */
   maximum_attempts: z.number().int().min(0).default(0),
+  /**
+   * Run as a local activity in the worker that runs the workflow, skipping the task-queue round trip: for
+   * cheap steps (prepare, parse, score, assemble, deliver). Heavy or remote work keeps its own task queue.
+   */
+  local: z.boolean().default(false),
 });
 export type StepConfig = z.infer<typeof StepConfigSchema>;

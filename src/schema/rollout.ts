@@ -17,6 +17,8 @@ export const StepOptionsSchema = z.object({
   backoffCoefficient: z.number().min(1),
   maximumIntervalMs: z.number().int().positive(),
   maximumAttempts: z.number().int().min(0),
+  /** Run as a local activity in the workflow's worker: no task-queue round trip, for cheap steps. */
+  local: z.boolean(),
 });
 export type StepOptions = z.infer<typeof StepOptionsSchema>;
 

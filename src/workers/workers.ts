@@ -61,12 +61,20 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
   const wrap = setup.wrapActivities ?? ((a) => a);
   const { store } = setup;
   const common = { connection, namespace: setup.namespace };
+  // Environment-side activities run on the env queue, and in the workflow worker for steps configured local.
+  const envActivities = wrap({
+    ...createEnvironmentActivities({ environments: setup.environments, store }),
+    ...createTrajectoryActivities({ store }),
+    ...(setup.batcherClient ? createBatcherClientActivities({ client: setup.batcherClient }) : {}),
+  });
   const workers = await Promise.all([
     Worker.create({
       ...common,
       taskQueue: setup.taskQueues.workflows,
       workflowBundle: await workflowBundle(),
       maxConcurrentWorkflowTaskExecutions: 40,
+      activities: envActivities,
+      maxConcurrentLocalActivityExecutions: setup.envConcurrency ?? 64,
     }),
     Worker.create({
       ...common,
@@ -80,12 +88,8 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
     Worker.create({
       ...common,
       taskQueue: setup.taskQueues.env,
-      activities: wrap({
-        ...createEnvironmentActivities({ environments: setup.environments, store }),
-        ...createTrajectoryActivities({ store }),
-        ...(setup.batcherClient ? createBatcherClientActivities({ client: setup.batcherClient }) : {}),
-      }),
-      maxConcurrentActivityTaskExecutions: setup.envConcurrency ?? 16,
+      activities: envActivities,
+      maxConcurrentActivityTaskExecutions: setup.envConcurrency ?? 64,
     }),
   ]);
   const done = Promise.all(workers.map((w) => w.run())).then(

@@ -1,4 +1,4 @@
-import type { ActivityOptions } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, type ActivityInterfaceFor, type ActivityOptions } from '@temporalio/workflow';
 import type { StepOptions } from '../schema/rollout.js';
 
 /** Temporal activity options for one step, from its configured retry policy and timeouts. */
@@ -7,11 +7,24 @@ export function activityOptions(step: StepOptions, taskQueue: string): ActivityO
     taskQueue,
     startToCloseTimeout: step.startToCloseTimeoutMs,
     heartbeatTimeout: step.heartbeatTimeoutMs,
-    retry: {
-      initialInterval: step.initialIntervalMs,
-      backoffCoefficient: step.backoffCoefficient,
-      maximumInterval: step.maximumIntervalMs,
-      maximumAttempts: step.maximumAttempts,
-    },
+    retry: retryPolicy(step),
   };
+}
+
+function retryPolicy(step: StepOptions) {
+  return {
+    initialInterval: step.initialIntervalMs,
+    backoffCoefficient: step.backoffCoefficient,
+    maximumInterval: step.maximumIntervalMs,
+    maximumAttempts: step.maximumAttempts,
+  };
+}
+
+/**
+ * The activities of one step: on `taskQueue`, or as local activities in this workflow's worker when the step
+ * is configured `local` (same retry policy and timeout, no task-queue round trip).
+ */
+export function stepActivities<A extends object>(step: StepOptions, taskQueue: string): ActivityInterfaceFor<A> {
+  if (!step.local) return proxyActivities<A>(activityOptions(step, taskQueue));
+  return proxyLocalActivities<A>({ startToCloseTimeout: step.startToCloseTimeoutMs, retry: retryPolicy(step) });
 }

@@ -5,7 +5,6 @@ import {
   continueAsNew,
   defineQuery,
   getExternalWorkflowHandle,
-  proxyActivities,
   setHandler,
   sleep,
   startChild,
@@ -14,7 +13,7 @@ import {
 import type { BatcherClientActivities } from '../activities/batcher.js';
 import type { TrajectoryActivities } from '../activities/trajectories.js';
 import type { EnvRunInput, EnvRunProgress, EnvRunResult, RolloutGroupResult, StoreRef } from '../schema/rollout.js';
-import { activityOptions } from './activity-options.js';
+import { stepActivities } from './activity-options.js';
 import { initialProgress, recordFailure, recordResult } from './env-run-state.js';
 import { ingestGroupsSignal } from './batcher.js';
 import { rolloutGroup } from './rollout-group.js';
@@ -40,8 +39,8 @@ export function rolloutGroupId(runId: string, environment: string, itemIndex: nu
 export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
   const progress = input.progress ?? initialProgress();
   const { group, sink } = input;
-  const { deliverToJsonl } = proxyActivities<TrajectoryActivities>(activityOptions(group.steps.deliver, group.taskQueues.env));
-  const { batcherRoom } = proxyActivities<BatcherClientActivities>(activityOptions(group.steps.deliver, group.taskQueues.env));
+  const { deliverToJsonl } = stepActivities<TrajectoryActivities>(group.steps.deliver, group.taskQueues.env);
+  const { batcherRoom } = stepActivities<BatcherClientActivities>(group.steps.deliver, group.taskQueues.env);
   const inFlight = new Set<number>();
   const finished: RolloutGroupResult[] = [];
   setHandler(envRunStatusQuery, () => ({ ...progress, total: input.totalGroups, inFlight: inFlight.size }));
@@ -103,19 +102,32 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
 
   const draining = () => workflowInfo().continueAsNewSuggested;
   const more = () => !draining() && !stopped && progress.nextItem < input.totalGroups;
-  for (;;) {
-    let free = more() && inFlight.size < input.maxInFlight ? await room() : 0;
-    while (more() && free-- > 0 && inFlight.size < input.maxInFlight) void launch(progress.nextItem++);
-    if (inFlight.size === 0 && finished.length === 0) {
-      if (!more()) break;
-      await sleep('1 second');
-      continue;
+
+  // Deliveries run beside launching, so a slow sink never holds back new groups.
+  let launching = true;
+  const deliveries = (async () => {
+    for (;;) {
+      await condition(() => finished.length > 0 || !launching);
+      if (finished.length === 0) return;
+      await deliver();
     }
-    await condition(() => finished.length > 0 || inFlight.size === 0);
-    await deliver();
-    // Groups that finished while the last delivery ran are still waiting in `finished`.
-    if (inFlight.size === 0 && finished.length === 0 && !more()) break;
+  })();
+
+  for (;;) {
+    const free = more() && inFlight.size < input.maxInFlight ? await room() : 0;
+    let launched = 0;
+    while (more() && launched < free && inFlight.size < input.maxInFlight) {
+      void launch(progress.nextItem++);
+      launched++;
+    }
+    if (!more() && inFlight.size === 0) break;
+    // Wait for a free slot; with nothing in flight and no room in the batcher, look again in a second.
+    const running = inFlight.size;
+    if (running === 0) await sleep('1 second');
+    else await condition(() => inFlight.size < running);
   }
+  launching = false;
+  await deliveries;
 
   if (progress.nextItem < input.totalGroups && !stopped) {
     await condition(allHandlersFinished);

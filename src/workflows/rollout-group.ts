@@ -1,10 +1,10 @@
-import { log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { log, upsertSearchAttributes } from '@temporalio/workflow';
 import type { EnvironmentActivities } from '../activities/environment.js';
 import type { InferenceActivities } from '../activities/inference.js';
 import type { TeacherActivities } from '../activities/teacher.js';
 import type { TrajectoryActivities } from '../activities/trajectories.js';
 import type { RolloutGroupInput, RolloutGroupResult, StoreRef } from '../schema/rollout.js';
-import { activityOptions } from './activity-options.js';
+import { stepActivities } from './activity-options.js';
 import { MEAN_SCORE, STATUS } from './search-attributes.js';
 
 /**
@@ -14,14 +14,14 @@ import { MEAN_SCORE, STATUS } from './search-attributes.js';
  */
 export async function rolloutGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
   const { steps, taskQueues } = input;
-  const env = (step: keyof typeof steps) => proxyActivities<EnvironmentActivities>(activityOptions(steps[step], taskQueues.env));
+  const env = (step: keyof typeof steps) => stepActivities<EnvironmentActivities>(steps[step], taskQueues.env);
   const { prepareGroup } = env('prepare');
   const { stepTurn } = env('step');
   const { parseGroup } = env('parse');
   const { scoreGroup } = env('score');
-  const { generateTurn } = proxyActivities<InferenceActivities>(activityOptions(steps.generate, taskQueues.llm));
-  const { teacherLogprobs } = proxyActivities<TeacherActivities>(activityOptions(steps.teacher, taskQueues.llm));
-  const { assembleGroup } = proxyActivities<TrajectoryActivities>(activityOptions(steps.assemble, taskQueues.env));
+  const { generateTurn } = stepActivities<InferenceActivities>(steps.generate, taskQueues.llm);
+  const { teacherLogprobs } = stepActivities<TeacherActivities>(steps.teacher, taskQueues.llm);
+  const { assembleGroup } = stepActivities<TrajectoryActivities>(steps.assemble, taskQueues.env);
 
   const address = { runId: input.runId, environment: input.environment, itemIndex: input.itemIndex };
   const multiTurn = input.maxTurns > 1;
