@@ -46,6 +46,8 @@ export function createEnvironmentActivities({ environments, store }: Environment
       const state: GroupState = {
         itemIndex: input.itemIndex,
         groupOverrides: env.definition.groupOverrides?.(item, env.config) ?? null,
+        tools: env.definition.tools?.(item, env.config) ?? null,
+        stop: env.definition.stop ?? null,
         trajectories: Array.from({ length: input.groupSize }, () => ({
           messages: structuredClone(messages),
           tokens: [],

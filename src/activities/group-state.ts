@@ -21,6 +21,9 @@ export interface GroupState {
   trajectories: Trajectory[];
   /** The environment's `group_overrides` for this group, if any. */
   groupOverrides: Record<string, unknown> | null;
+  /** Tools offered to the model, the same on every turn; null when none. */
+  tools: Record<string, unknown>[] | null;
+  stop: string[] | null;
 }
 
 /** Identifies a group's place in the store; every key derives from it. */

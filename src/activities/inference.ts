@@ -52,10 +52,15 @@ export function createInferenceActivities({ inference, continuation, store }: In
           maxTokens: Math.max(1, input.maxTokenLength - trajectory.completionTokens),
           temperature: input.sampling.temperature,
           topP: input.sampling.topP,
+          ...(state.stop ? { stop: state.stop } : {}),
         };
         const options = { signal: context.cancellationSignal, onProgress: () => context.heartbeat() };
-        if (!tokenIn) return asFailure(() => inference(input.environment).generate({ messages: trajectory.messages, ...sampling }, options));
-        const promptTokenIds = nonRetryableDrift(() => continuePrompt(tokenIn.tokenizer, trajectory, trajectory.messages));
+        if (!tokenIn) {
+          const request = { messages: trajectory.messages, ...sampling, ...(state.tools ? { tools: state.tools } : {}) };
+          return asFailure(() => inference(input.environment).generate(request, options));
+        }
+        const promptTokenIds = nonRetryableDrift(() =>
+          continuePrompt(tokenIn.tokenizer, trajectory, trajectory.messages, state.tools ?? undefined));
         const completions = await asFailure(() => tokenIn.client.generateTokens({ promptTokenIds, ...sampling }, options));
         return completions.map((c, j) => ({
           ...c,

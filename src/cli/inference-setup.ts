@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { startLocalEngine, type RunningLocalEngine } from './commands/inference.js';
 import { createServerManager, type ServerManager } from '../inference/server-manager.js';
+import type { Continuation } from '../inference/continuation.js';
 import { loadTokenizer } from '../inference/tokenizer.js';
 import type { ServerConfig } from '../schema/config.js';
 import type { RunPlan } from './run.js';
@@ -16,6 +17,8 @@ const EMBEDDED_TOKENIZER = 'qwen3';
 
 export interface RunInference {
   policy: ServerManager;
+  /** Token-in generation, when the model's tokenizer is known: the embedded engine's, or `--openai.tokenizer_name`. */
+  continuation?: Continuation;
   /** Present when `--env.teacher_enabled`. */
   teacher?: ServerManager;
   /** The embedded engine, when this command started it. */
@@ -25,7 +28,9 @@ export interface RunInference {
 
 /**
  * The run's inference: a server manager over `--openai` servers, or over an embedded engine started here when
- * none is given; and the teacher's servers when distillation is on, checked to share the student's tokenizer.
+ * none is given; token-in generation when the model's tokenizer is known (Atropos's ManagedServer: prompts
+ * rendered here, sent as token ids, earlier turns never re-tokenized); and the teacher's servers when
+ * distillation is on, checked to share the student's tokenizer.
  */
 export async function openInference(plan: RunPlan, model: string): Promise<RunInference> {
   const { env } = plan.config;
@@ -37,6 +42,9 @@ export async function openInference(plan: RunPlan, model: string): Promise<RunIn
   }
   try {
     const policy = createServerManager({ servers });
+    const tokenizerSource = servers[0]!.tokenizer_name;
+    const continuation: Continuation | undefined =
+      tokenizerSource !== 'none' ? { tokenizer: await loadTokenizer(tokenizerSource), client: policy, toolParser: 'hermes' } : undefined;
     let teacher: ServerManager | undefined;
     if (env.teacher_enabled) {
       if (plan.config.teacher.length === 0) throw new Error('--teacher.base_url: --env.teacher_enabled needs a teacher server');
@@ -45,6 +53,7 @@ export async function openInference(plan: RunPlan, model: string): Promise<RunIn
     }
     return {
       policy,
+      ...(continuation ? { continuation } : {}),
       ...(teacher ? { teacher } : {}),
       ...(engine ? { engine } : {}),
       async close() {

@@ -87,6 +87,7 @@ export async function startRunWorkers(
     taskQueues: runTaskQueues(plan.runId),
     environments: { [plan.definition.name]: environment },
     inference: () => inference.policy,
+    continuation: () => inference.continuation,
     teacher: () => inference.teacher,
     store: plan.store,
     ...options,

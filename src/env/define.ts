@@ -63,6 +63,10 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
   /** Loads the data; called once per worker process. */
   load(config: EnvConfig<Extra>): Promise<ItemSource<Item>>;
   prompt(item: Item, config: EnvConfig<Extra>): Message[];
+  /** OpenAI-format tool definitions offered to the model for this item (rendered by the chat template). */
+  tools?(item: Item, config: EnvConfig<Extra>): Record<string, unknown>[];
+  /** Strings that end a generation (an environment's turn markers, say). */
+  stop?: string[];
   parse(completion: string, item: Item): Parsed;
   score(context: ScoreContext<Item, Parsed>): number | ScoreResult;
   step?(context: StepContext<Item>, config: EnvConfig<Extra>): Promise<StepResult> | StepResult;

@@ -38,8 +38,13 @@ const PROTECTED = [['<think>', '\u0000clotho:think\u0000'], ['</think>', '\u0000
  * the rendering must start with the decoded sequence so far; otherwise a `TokenizationDriftError`
  * names where they part. Only the suffix is tokenized, without added special tokens.
  */
-export function continuePrompt(tokenizer: Tokenizer, previous: SequenceSoFar, messages: readonly Message[]): number[] {
-  const rendered = renderWithRawTurns(tokenizer, previous, messages);
+export function continuePrompt(
+  tokenizer: Tokenizer,
+  previous: SequenceSoFar,
+  messages: readonly Message[],
+  tools?: readonly Record<string, unknown>[],
+): number[] {
+  const rendered = renderWithRawTurns(tokenizer, previous, messages, tools);
   const prefix = tokenizer.decode(previous.tokens);
   if (!rendered.startsWith(prefix)) throw driftError(tokenizer, previous.tokens, prefix, rendered);
   const suffix = rendered.slice(prefix.length);
@@ -60,7 +65,12 @@ export function generatedTexts(tokenizer: Tokenizer, previous: SequenceSoFar): s
   return runs.map((run) => tokenizer.decode(run.at(-1) === tokenizer.eos?.id ? run.slice(0, -1) : run));
 }
 
-function renderWithRawTurns(tokenizer: Tokenizer, previous: SequenceSoFar, messages: readonly Message[]): string {
+function renderWithRawTurns(
+  tokenizer: Tokenizer,
+  previous: SequenceSoFar,
+  messages: readonly Message[],
+  tools: readonly Record<string, unknown>[] | undefined,
+): string {
   const raw = generatedTexts(tokenizer, previous);
   const assistants = messages.flatMap((m, i) => (m.role === 'assistant' ? [i] : []));
   if (assistants.length < raw.length) {
@@ -73,7 +83,10 @@ function renderWithRawTurns(tokenizer: Tokenizer, previous: SequenceSoFar, messa
     const text = generated.get(i);
     return text === undefined ? m : { role: 'assistant', content: PROTECTED.reduce((t, [mark, stand]) => t.replaceAll(mark, stand), text) };
   });
-  const rendered = tokenizer.applyChatTemplate(chat, { addGenerationPrompt: messages.at(-1)?.role !== 'assistant' });
+  const rendered = tokenizer.applyChatTemplate(chat, {
+    addGenerationPrompt: messages.at(-1)?.role !== 'assistant',
+    ...(tools ? { tools: [...tools] } : {}),
+  });
   return PROTECTED.reduce((t, [mark, stand]) => t.replaceAll(stand, mark), rendered);
 }
 

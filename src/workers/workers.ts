@@ -2,7 +2,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from 
 import type { Client } from '@temporalio/client';
 import { createBatcherActivities, createBatcherClientActivities } from '../activities/batcher.js';
 import { createEnvironmentActivities } from '../activities/environment.js';
-import { createInferenceActivities } from '../activities/inference.js';
+import { createInferenceActivities, type InferenceActivityDeps } from '../activities/inference.js';
 import { createTeacherActivities, type TeacherClient } from '../activities/teacher.js';
 import { createTrajectoryActivities } from '../activities/trajectories.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
@@ -20,6 +20,8 @@ export interface WorkerSetup {
   taskQueues: WorkerTaskQueues;
   environments: Record<string, LoadedEnvironment>;
   inference: (environment: string) => InferenceClient;
+  /** Token-in generation (prompts rendered here, sent as ids) for environments that have a tokenizer. */
+  continuation?: InferenceActivityDeps['continuation'];
   teacher?: (environment: string) => TeacherClient | undefined;
   store: TrajectoryStore;
   /** Concurrent inference activities (each may hold several requests). */
@@ -80,7 +82,7 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
       ...common,
       taskQueue: setup.taskQueues.llm,
       activities: wrap({
-        ...createInferenceActivities({ inference: setup.inference, store }),
+        ...createInferenceActivities({ inference: setup.inference, continuation: setup.continuation, store }),
         ...createTeacherActivities({ teacher: setup.teacher ?? (() => undefined), store }),
       }),
       maxConcurrentActivityTaskExecutions: setup.llmConcurrency ?? 64,

@@ -83,6 +83,27 @@ describe('createOpenAIBackend', () => {
     expect(err.message).toContain('--openai.server_type');
   });
 
+  it('continues a prompt given as token ids through /completions, keeping the ids it sent', async () => {
+    const server = await serve({ responder: (body) => ({ choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: `t${i}` })) }) });
+    const prompt = [5, 6, 7];
+    const completions = await backendFor(server).generateTokens!({ promptTokenIds: prompt, n: 2, maxTokens: 8, temperature: 1, topP: 1, stop: ['\n'] });
+    expect(completions.map((c) => [c.text, c.tokenIds, c.promptTokenIds])).toEqual([
+      ['t0', encodeCompletion('t0'), prompt],
+      ['t1', encodeCompletion('t1'), prompt],
+    ]);
+    for (const c of completions) expect(c.logprobs).toHaveLength(c.tokenIds!.length);
+    const sent = server.requests.at(-1)!;
+    expect(sent.path).toBe('/v1/completions');
+    expect(sent.body).toMatchObject({ prompt, n: 2, max_tokens: 8, logprobs: 0, return_token_ids: true, stop: ['\n'] });
+  });
+
+  it('fails non-retryably when a token-id prompt comes back without token ids', async () => {
+    const server = await serve({ tokenIds: false });
+    const err = await failure(backendFor(server).generateTokens!({ promptTokenIds: [1, 2], n: 1, maxTokens: 4, temperature: 1, topP: 1 }));
+    expect(err.kind).toBe('request');
+    expect(err.message).toMatch(/return_token_ids/);
+  });
+
   it('probes health with GET /models and fails the probe when the server is gone', async () => {
     const server = await serve();
     const backend = backendFor(server);

@@ -3,7 +3,28 @@ import { InferenceError } from '../errors.js';
 import { createOpenAIClient } from '../openai-client.js';
 import { loadTokenizer, type Tokenizer } from '../tokenizer.js';
 import type { Completion, GenerateOptions, GenerateRequest } from '../types.js';
-import { callJson, lazyTokenizer, type Backend, type BackendOptions } from './backend.js';
+import { z } from 'zod';
+import {
+  callJson,
+  checkAligned,
+  lazyTokenizer,
+  parseRequest,
+  parseResponse,
+  TokenGenerateRequestSchema,
+  type Backend,
+  type BackendOptions,
+  type TokenGenerateRequest,
+} from './backend.js';
+
+// `/v1/completions` with a token-id prompt, as vLLM's OpenAI server and the embedded engine answer it.
+const CompletionsResponseSchema = z.looseObject({
+  choices: z.array(z.looseObject({
+    text: z.string(),
+    finish_reason: z.string().nullable(),
+    token_ids: z.array(z.number().int()).nullish(),
+    logprobs: z.looseObject({ token_logprobs: z.array(z.number()) }).nullish(),
+  })),
+});
 
 /**
  * The message of the error a completion without logprobs fails with: a trajectory needs the
@@ -36,6 +57,40 @@ export function createOpenAIBackend(config: ServerConfig, options: BackendOption
     },
     async checkHealth(signal: AbortSignal): Promise<void> {
       await callJson(`${config.base_url.replace(/\/+$/, '')}/models`, { method: 'GET', apiKey: config.api_key, timeoutMs, signal });
+    },
+    /** A prompt given as token ids, through `/completions` (an OpenAI prompt may be a list of ids). */
+    async generateTokens(request: TokenGenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
+      const r = parseRequest(TokenGenerateRequestSchema, request);
+      const body = {
+        model: config.model_name,
+        prompt: r.promptTokenIds,
+        n: r.n,
+        max_tokens: r.maxTokens,
+        temperature: r.temperature,
+        top_p: r.topP,
+        logprobs: 0,
+        return_token_ids: true,
+        ...(r.stop ? { stop: r.stop } : {}),
+        ...(r.seed !== undefined ? { seed: r.seed } : {}),
+      };
+      const url = `${config.base_url.replace(/\/+$/, '')}/completions`;
+      const call = { body, apiKey: config.api_key, timeoutMs, signal: callOptions?.signal, onProgress: callOptions?.onProgress };
+      const json = parseResponse(CompletionsResponseSchema, await callJson(url, call), 'completions');
+      if (json.choices.length !== r.n) throw new InferenceError('WrongChoiceCount', `asked for ${r.n} completions, got ${json.choices.length}`);
+      return json.choices.map((choice, i) => {
+        if (!choice.token_ids || !choice.logprobs) {
+          throw new InferenceError('InvalidRequest', `${url} returned no token ids or logprobs for a token-id prompt; it needs vLLM's return_token_ids`);
+        }
+        checkAligned(choice.token_ids, choice.logprobs.token_logprobs, `completion ${i}`);
+        return {
+          text: choice.text,
+          message: { role: 'assistant', content: choice.text },
+          finishReason: choice.finish_reason,
+          promptTokenIds: r.promptTokenIds,
+          tokenIds: choice.token_ids,
+          logprobs: choice.logprobs.token_logprobs,
+        };
+      });
     },
   };
 }
