@@ -1,0 +1,35 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * Workflow code runs in Temporal's sandbox: an import of a Node built-in or of activity code by value passes
+ * the compiler and then crash-loops the worker. Workflow files may import @temporalio/workflow and
+ * @temporalio/common, other workflow files, and anything else only as types.
+ */
+const folder = new URL('./', import.meta.url);
+
+function valueImports(source: string): string[] {
+  const imports = [...source.matchAll(/^import\s+(type\s+)?[^'"]*?from\s+'([^']+)';/gms)];
+  return imports
+    .filter(([statement, typeOnly]) => !typeOnly && !/^import\s+\{\s*(type\s+\w+\s*,?\s*)+\}/.test(statement!))
+    .map(([, , specifier]) => specifier!);
+}
+
+describe('workflow files', () => {
+  it('import only the workflow API, Temporal common types, and other workflow files by value', async () => {
+    const files = (await readdir(folder)).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
+    expect(files).toContain('rollout-group.ts');
+    const offences: string[] = [];
+    for (const file of files) {
+      for (const specifier of valueImports(await readFile(new URL(file, folder), 'utf8'))) {
+        const allowed = specifier === '@temporalio/workflow' || specifier === '@temporalio/common' || /^\.\/[\w-]+\.js$/.test(specifier);
+        if (!allowed) offences.push(`${file}: ${specifier}`);
+      }
+    }
+    expect(offences).toEqual([]);
+  });
+
+  it('the check sees value imports for what they are', () => {
+    expect(valueImports("import { readFile } from 'node:fs';\nimport type { X } from '../activities/a.js';")).toEqual(['node:fs']);
+  });
+});
