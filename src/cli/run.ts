@@ -10,8 +10,9 @@ import type { EnvRunInput } from '../schema/rollout.js';
 import { clothoHome } from '../store/paths.js';
 import { FileSystemStore } from '../store/trajectory-store.js';
 import { startWorkers, type RunningWorkers } from '../workers/workers.js';
-import { INFERENCE_FLAGS, type RunInference } from './inference-setup.js';
-import { runTaskQueues, type TemporalRuntime } from './runtime.js';
+import { INFERENCE_FLAGS, openInference, type RunInference } from './inference-setup.js';
+import { interruption } from './interrupt.js';
+import { openTemporal, runTaskQueues, type TemporalRuntime } from './runtime.js';
 
 /** Flags every rollout command takes besides the `--env.*`, `--openai.*`, `--teacher.*` and `--steps.*` namespaces. */
 export const RUN_FLAGS = {
@@ -93,4 +94,43 @@ export async function startRunWorkers(
     ...options,
   });
   return { workers, environment };
+}
+
+/** What a rollout command holds while it runs. */
+export interface RunSession {
+  inference: RunInference;
+  temporal: TemporalRuntime;
+  workers: RunningWorkers;
+  /** Rejects on Ctrl-C or SIGTERM. */
+  interrupted: Promise<never>;
+}
+
+/**
+ * Opens a run's inference (starting the embedded engine if no server is given), its Temporal connection
+ * (starting a dev server if none runs) and its workers; runs `body`; then closes all of it in reverse order,
+ * also when `body` throws or the user presses Ctrl-C.
+ */
+export async function withRunSession<T>(
+  plan: RunPlan,
+  options: { feedsBatcher?: boolean },
+  body: (session: RunSession) => Promise<T>,
+): Promise<T> {
+  const inference = await openInference(plan, plan.config.rest.flags.model);
+  try {
+    const temporal = await openTemporal();
+    const stop = interruption();
+    try {
+      const { workers } = await startRunWorkers(plan, temporal, inference, options.feedsBatcher ? { batcherClient: temporal.client } : {});
+      try {
+        return await body({ inference, temporal, workers, interrupted: stop.promise });
+      } finally {
+        await workers.shutdown();
+      }
+    } finally {
+      stop.dispose();
+      await temporal.close();
+    }
+  } finally {
+    await inference.close();
+  }
 }

@@ -69,12 +69,14 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     }
   };
 
+  let delivering = 0;
   const deliver = async () => {
     const refs: StoreRef[] = [];
     for (const result of finished.splice(0)) {
       if (recordResult(progress, result) && result.group) refs.push(result.group);
     }
     if (refs.length === 0) return;
+    delivering = refs.length;
     if (sink.kind === 'jsonl') await deliverToJsonl({ path: sink.path, firstLine: progress.delivered, groups: refs });
     if (sink.kind === 'batcher') {
       // A signal is durable once sent: the batcher has the groups, and its idempotency keys ignore a repeat.
@@ -82,6 +84,7 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
       await getExternalWorkflowHandle(sink.workflowId).signal(ingestGroupsSignal, groups);
     }
     progress.delivered += refs.length;
+    delivering = 0;
   };
 
   // Feeding a batcher, new groups wait while the env's groups in flight and queued would exceed
@@ -94,10 +97,10 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     policyVersion = currentStep;
     if (currentStep >= sink.stopAtStep) stopped = true;
     // A query may not yet see the last signals: groups delivered but not yet received count as queued, and so
-    // do groups finished while this activity ran and not yet delivered.
+    // do groups being delivered and groups finished while this activity ran.
     const inTransit = Math.max(0, progress.delivered - receivedGroups);
     const limit = Math.floor((sink.maxBatchesOffpolicy * Math.max(batchSize, group.groupSize)) / group.groupSize);
-    return Math.max(0, limit - queuedGroups - inTransit - finished.length - inFlight.size);
+    return Math.max(0, limit - queuedGroups - inTransit - delivering - finished.length - inFlight.size);
   };
 
   const draining = () => workflowInfo().continueAsNewSuggested;

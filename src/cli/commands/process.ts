@@ -4,12 +4,10 @@ import { resolve } from 'node:path';
 import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
 import { envRun } from '../../workflows/env-run.js';
 import type { CommandIo } from '../io.js';
-import { interruption } from '../interrupt.js';
 import { progressLine, watchProgress } from '../progress.js';
 import { writeGroupsHtml } from '../report-html.js';
-import { envRunSettings, planRun, startRunWorkers, type RunPlan } from '../run.js';
-import { openInference } from '../inference-setup.js';
-import { openTemporal, runTaskQueues, type TemporalRuntime } from '../runtime.js';
+import { envRunSettings, planRun, withRunSession, type RunPlan } from '../run.js';
+import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
 
 export const PROCESS_USAGE = `Usage: clotho process <environment> [--env.<field> v] [--openai.<field> v] [--config file.yaml]
@@ -31,38 +29,22 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
   const path = jsonlPath(env.data_path_to_save_groups ?? `data/${plan.definition.name}.jsonl`, resumed);
   const totalGroups = env.total_steps;
   if (totalGroups <= 0) throw new Error(`--env.total_steps: expected a positive number of groups to process, got ${totalGroups}`);
-  const inference = await openInference(plan, (plan.config.rest.flags as { model: string }).model);
-
-  const temporal = await openTemporal().catch(async (error: unknown) => {
-    await inference.close();
-    throw error;
-  });
-  const stop = interruption();
-  try {
-    const { workers } = await startRunWorkers(plan, temporal, inference);
-    try {
-      const input: EnvRunInput = { ...envRunSettings(plan, temporal.searchAttributes), totalGroups, sink: { kind: 'jsonl', path } };
-      io.out(`run ${plan.runId}: ${totalGroups} groups of ${plan.definition.name} → ${path}`);
-      const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
-      if (ui) io.out(`Temporal UI: ${ui}`);
-      const result = await Promise.race([runToEnd(plan, temporal, input, io), workers.done.then(never), stop.promise]);
-      io.status?.('');
-      io.out(progressLine({ ...result, total: totalGroups, inFlight: 0 }, 1, result.completed).replace(/ · [\d.]+ groups\/s/, ''));
-      if (existsSync(path)) {
-        const html = path.replace(/\.jsonl$/, '') + '.html';
-        await writeGroupsHtml(path, html, `${plan.definition.name} · ${plan.runId}`);
-        io.out(`wrote ${result.delivered} groups to ${path} and ${html}`);
-      }
-      for (const failure of result.failures) io.err(`item ${failure.itemIndex} failed: ${failure.message}`);
-      return result.failed > 0 ? 1 : 0;
-    } finally {
-      await workers.shutdown();
+  return withRunSession(plan, {}, async ({ temporal, workers, interrupted }) => {
+    const input: EnvRunInput = { ...envRunSettings(plan, temporal.searchAttributes), totalGroups, sink: { kind: 'jsonl', path } };
+    io.out(`run ${plan.runId}: ${totalGroups} groups of ${plan.definition.name} → ${path}`);
+    const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
+    if (ui) io.out(`Temporal UI: ${ui}`);
+    const result = await Promise.race([runToEnd(plan, temporal, input, io), workers.done.then(never), interrupted]);
+    io.status?.('');
+    io.out(progressLine({ ...result, total: totalGroups, inFlight: 0 }, 1, result.completed).replace(/ · [\d.]+ groups\/s/, ''));
+    if (existsSync(path)) {
+      const html = path.replace(/\.jsonl$/, '') + '.html';
+      await writeGroupsHtml(path, html, `${plan.definition.name} · ${plan.runId}`);
+      io.out(`wrote ${result.delivered} groups to ${path} and ${html}`);
     }
-  } finally {
-    stop.dispose();
-    await temporal.close();
-    await inference.close();
-  }
+    for (const failure of result.failures) io.err(`item ${failure.itemIndex} failed: ${failure.message}`);
+    return result.failed > 0 ? 1 : 0;
+  });
 }
 
 /** Starts the run's env-run (or attaches to it when resuming) and shows progress until it ends. */

@@ -5,10 +5,8 @@ import { registerEnvUpdate, type batcher } from '../../workflows/batcher.js';
 import { envRun } from '../../workflows/env-run.js';
 import { DEFAULT_BATCHER_ID } from '../batcher.js';
 import type { CommandIo } from '../io.js';
-import { interruption } from '../interrupt.js';
-import { envRunSettings, planRun, startRunWorkers } from '../run.js';
-import { openInference } from '../inference-setup.js';
-import { openTemporal, runTaskQueues, type TemporalRuntime } from '../runtime.js';
+import { envRunSettings, planRun, withRunSession } from '../run.js';
+import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
 import { watchProgress } from '../progress.js';
 import { envRunId } from './process.js';
@@ -47,61 +45,42 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
   const plan = await planRun(argv, { commandFlags: SERVE_FLAGS });
   const batcherId = (plan.config.rest.flags as unknown as { 'batcher-id': string })['batcher-id'];
   const env = plan.config.env;
-  const inference = await openInference(plan, (plan.config.rest.flags as { model: string }).model);
-  const temporal = await openTemporal().catch(async (error: unknown) => {
-    await inference.close();
-    throw error;
-  });
-  const stop = interruption();
-  try {
-    const registered = await registerWithBatcher(
-      temporal,
-      batcherId,
-      {
-        max_token_length: env.max_token_length,
-        desired_name: env.wandb_name ?? plan.definition.name,
-        weight: env.inference_weight,
-        group_size: env.group_size,
-        min_batch_allocation: env.min_batch_allocation,
-      },
-      io,
-      stop.promise,
-    );
+  return withRunSession(plan, { feedsBatcher: true }, async ({ temporal, workers, interrupted }) => {
+    const registration = {
+      max_token_length: env.max_token_length,
+      desired_name: env.wandb_name ?? plan.definition.name,
+      weight: env.inference_weight,
+      group_size: env.group_size,
+      min_batch_allocation: env.min_batch_allocation,
+    };
+    const registered = await registerWithBatcher(temporal, batcherId, registration, io, interrupted);
     io.out(`registered as ${registered.wandb_name} (env_id ${registered.env_id}) at step ${registered.starting_step}`);
-    const { workers } = await startRunWorkers(plan, temporal, inference, { batcherClient: temporal.client });
-    try {
-      const input: EnvRunInput = {
-        ...envRunSettings(plan, temporal.searchAttributes),
-        totalGroups: Number.MAX_SAFE_INTEGER,
-        sink: {
-          kind: 'batcher',
-          workflowId: batcherId,
-          envId: registered.env_id,
-          maxBatchesOffpolicy: env.max_batches_offpolicy,
-          // The trainer's last step, or total_steps when that comes first (-1: the trainer's).
-          stopAtStep: Math.min(
-            env.total_steps > 0 ? env.total_steps : Number.MAX_SAFE_INTEGER,
-            registered.num_steps > 0 ? registered.num_steps : Number.MAX_SAFE_INTEGER,
-          ),
-        },
-      };
-      const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
-      if (ui) io.out(`Temporal UI: ${ui}`);
-      const handle = await temporal.client.workflow.start(envRun, {
-        workflowId: envRunId(plan.runId, plan.definition.name),
-        taskQueue: runTaskQueues(plan.runId).workflows,
-        args: [input],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      });
-      const result: EnvRunResult = await Promise.race([watchProgress(handle, io), workers.done.then(() => Promise.reject(new Error('the workers stopped'))), stop.promise]);
-      io.out(`delivered ${result.delivered} groups; failed ${result.failed}`);
-      return result.failed > 0 ? 1 : 0;
-    } finally {
-      await workers.shutdown();
-    }
-  } finally {
-    stop.dispose();
-    await temporal.close();
-    await inference.close();
-  }
+    const input: EnvRunInput = {
+      ...envRunSettings(plan, temporal.searchAttributes),
+      totalGroups: Number.MAX_SAFE_INTEGER,
+      sink: {
+        kind: 'batcher',
+        workflowId: batcherId,
+        envId: registered.env_id,
+        maxBatchesOffpolicy: env.max_batches_offpolicy,
+        // The trainer's last step, or total_steps when that comes first (-1: the trainer's).
+        stopAtStep: Math.min(
+          env.total_steps > 0 ? env.total_steps : Number.MAX_SAFE_INTEGER,
+          registered.num_steps > 0 ? registered.num_steps : Number.MAX_SAFE_INTEGER,
+        ),
+      },
+    };
+    const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
+    if (ui) io.out(`Temporal UI: ${ui}`);
+    const handle = await temporal.client.workflow.start(envRun, {
+      workflowId: envRunId(plan.runId, plan.definition.name),
+      taskQueue: runTaskQueues(plan.runId).workflows,
+      args: [input],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+    const stopped = workers.done.then(() => Promise.reject(new Error('the workers stopped')));
+    const result: EnvRunResult = await Promise.race([watchProgress(handle, io), stopped, interrupted]);
+    io.out(`delivered ${result.delivered} groups; failed ${result.failed}`);
+    return result.failed > 0 ? 1 : 0;
+  });
 }

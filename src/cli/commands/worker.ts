@@ -1,8 +1,6 @@
 import type { CommandIo } from '../io.js';
-import { interruption } from '../interrupt.js';
-import { planRun, startRunWorkers } from '../run.js';
-import { openInference } from '../inference-setup.js';
-import { openTemporal, runTaskQueues } from '../runtime.js';
+import { planRun, withRunSession } from '../run.js';
+import { runTaskQueues } from '../runtime.js';
 
 export const WORKER_USAGE = `Usage: clotho worker <environment> --env.run_id <id> [--env.<field> v] [--openai.<field> v]
 
@@ -13,26 +11,9 @@ workers of a run whose process died (its workflows resume where they were).`;
 export async function workerCommand(argv: string[], io: CommandIo): Promise<number> {
   const plan = await planRun(argv);
   if (plan.config.env.run_id === null) throw new Error('--env.run_id: required, to name the run whose workers these are');
-  const inference = await openInference(plan, (plan.config.rest.flags as { model: string }).model);
-  const temporal = await openTemporal().catch(async (error: unknown) => {
-    await inference.close();
-    throw error;
-  });
-  const stop = interruption();
-  try {
-    const { workers } = await startRunWorkers(plan, temporal, inference);
+  return withRunSession(plan, {}, async ({ workers, interrupted }) => {
     io.out(`workers of run ${plan.runId} polling ${Object.values(runTaskQueues(plan.runId)).join(', ')}`);
-    try {
-      await Promise.race([workers.done, stop.promise]);
-    } catch (error) {
-      io.out(`${(error as Error).message}: stopping workers`);
-    } finally {
-      await workers.shutdown();
-    }
+    await Promise.race([workers.done, interrupted]).catch((error: unknown) => io.out(`${(error as Error).message}: stopping workers`));
     return 0;
-  } finally {
-    stop.dispose();
-    await temporal.close();
-    await inference.close();
-  }
+  });
 }
