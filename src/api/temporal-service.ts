@@ -106,6 +106,7 @@ async function storeGroup(store: TrajectoryStore, posted: IngestGroup): Promise<
     ref: key,
     envId: posted.group.env_id,
     size: posted.group.tokens.length,
+    longestSequence: Math.max(0, ...posted.group.tokens.map((t) => t.length)),
     policyVersion: posted.policyVersion ?? null,
     receivedAt: Date.now(),
   };
@@ -117,6 +118,7 @@ function toWire(result: BatcherIngestResult): IngestResult {
       return { status: 'received', duplicate: true };
     case 'stale':
     case 'empty':
+    case 'too_long':
       return { status: 'dropped', reason: result.outcome };
     default:
       return result.response;

@@ -72,6 +72,8 @@ export interface RolloutGroupResult {
   meanScore: number;
   groupSize: number;
   tokens: number;
+  /** Tokens of the longest sequence (the trainer drops groups at or above its max_token_len). */
+  longestSequence?: number;
   turns: number;
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { info, registerEnv, status, wandbInfo } from './batcher-envs.js';
 import {
+  recordDrops,
   ackBatch,
   batcherMetrics,
   createBatcherState,
@@ -123,6 +124,24 @@ describe('ingest', () => {
     expect(ingestGroup(state, group(0, 1)).outcome).toBe('empty');
     expect(state.queue).toEqual([]);
     expect(state.counters.perEnv['1']?.dropped).toEqual({ empty: 1 });
+  });
+});
+
+describe('drops counted by reason', () => {
+  it("drops a group whose longest sequence reaches the trainer's max_token_len, as Atropos's envs do", () => {
+    const state = batcher(4);
+    const maxTokenLen = state.maxTokenLen;
+    expect(ingestGroup(state, group(2, null, { longestSequence: maxTokenLen }))).toMatchObject({ outcome: 'too_long' });
+    expect(ingestGroup(state, group(2, null, { longestSequence: maxTokenLen - 1 }))).toMatchObject({ outcome: 'queued' });
+    expect(state.queue).toHaveLength(1);
+    expect(state.counters.perEnv.none!.dropped).toEqual({ too_long: 1 });
+  });
+
+  it('adds the drops an env-run reports to its env\'s counters', () => {
+    const state = batcher(4);
+    recordDrops(state, 0, { scores_all_equal: 2 });
+    recordDrops(state, 0, { scores_all_equal: 1, too_long: 1 });
+    expect(state.counters.perEnv['0']!.dropped).toEqual({ scores_all_equal: 3, too_long: 1 });
   });
 });
 

@@ -1,3 +1,4 @@
+import type { DropReason } from '../schema/rollout.js';
 import { envAt, type EnvRecord } from './batcher-envs.js';
 import { findGroupsSummingToTarget, formBatches } from './batcher-packing.js';
 
@@ -20,6 +21,8 @@ export interface GroupRef {
   size: number;
   /** Trainer step of the policy that generated the group, when known. */
   policyVersion?: number | null;
+  /** Tokens of the group's longest sequence, when known: one at or above the trainer's max_token_len is dropped. */
+  longestSequence?: number;
   receivedAt?: number;
 }
 
@@ -49,8 +52,11 @@ export interface Lease extends FormedBatch {
   leaseExpiresAt: number;
 }
 
-/** Why the batcher discarded a group without serving it: too old, reset away, or with no sequences. */
-export type BatcherDropReason = 'stale' | 'reset' | 'empty';
+/**
+ * Why a group was not served: too old, reset away, with no sequences, too long for the trainer, or dropped
+ * by the env-run that produced it (reported with `recordDrops`).
+ */
+export type BatcherDropReason = 'stale' | 'reset' | 'empty' | DropReason;
 
 /** Monotonic counters of one environment (`none` for groups without an env id). */
 export interface EnvCounters {
@@ -216,7 +222,7 @@ function isStale(state: BatcherState, group: GroupRef): boolean {
 export type ScoredDataResponse = { status: 'received' } | { status: 'buffered'; buffer_size: number };
 
 /** What became of one posted group. */
-export type IngestOutcome = 'queued' | 'oversize' | 'buffered' | 'duplicate' | 'stale' | 'empty';
+export type IngestOutcome = 'queued' | 'oversize' | 'buffered' | 'duplicate' | 'stale' | 'empty' | 'too_long';
 
 export interface IngestResult {
   response: ScoredDataResponse;
@@ -246,7 +252,8 @@ export function ingestGroup(state: BatcherState, group: GroupRef): IngestResult 
   remember(state, group.id);
   counters.received++;
   // Atropos queues an empty group, where it can never be packed; here it is at least counted.
-  const drop = group.size < 1 ? 'empty' : isStale(state, group) ? 'stale' : null;
+  const tooLong = state.maxTokenLen > 0 && (group.longestSequence ?? 0) >= state.maxTokenLen;
+  const drop = group.size < 1 ? 'empty' : isStale(state, group) ? 'stale' : tooLong ? 'too_long' : null;
   if (drop) {
     countDrop(state, group, drop);
     return { response: received, outcome: drop, released: 0 };
@@ -269,6 +276,12 @@ export function ingestGroup(state: BatcherState, group: GroupRef): IngestResult 
   counters.queued++;
   if (env && group.size > env.group_size) counters.oversize++;
   return { response: received, outcome: env && group.size > env.group_size ? 'oversize' : 'queued', released: 0 };
+}
+
+/** Counts groups an env-run dropped before delivery (equal scores, say), so that metrics show every drop. */
+export function recordDrops(state: BatcherState, envId: number | null, dropped: Partial<Record<DropReason, number>>): void {
+  const counters = countersOf(state, envId).dropped;
+  for (const [reason, n] of Object.entries(dropped) as [DropReason, number][]) counters[reason] = (counters[reason] ?? 0) + n;
 }
 
 /** What `POST /scored_data_list` answers. */

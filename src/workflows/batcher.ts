@@ -11,7 +11,7 @@ import {
 } from '@temporalio/workflow';
 import type { BatcherActivities } from '../activities/batcher.js';
 import type { TrainerActivities } from '../activities/trainer.js';
-import type { StoreRef } from '../schema/rollout.js';
+import type { DropReason, StoreRef } from '../schema/rollout.js';
 import { computeEnvStatus, disconnectEnv, envAt, registerEnv, type EnvRegistration, type EnvStatus } from './batcher-envs.js';
 import {
   ackBatch,
@@ -19,6 +19,7 @@ import {
   createBatcherState,
   expireLeases,
   ingestGroups,
+  recordDrops,
   registerTrainer,
   resetData,
   takeBatch,
@@ -54,6 +55,8 @@ export interface BatcherView {
 }
 
 export const ingestGroupsSignal = defineSignal<[GroupRef[]]>('ingestGroups');
+/** Groups an env-run dropped before delivery, counted in the batcher's metrics. */
+export const recordDropsSignal = defineSignal<[{ envId: number; dropped: Partial<Record<DropReason, number>> }]>('recordDrops');
 export const ingestGroupsUpdate = defineUpdate<IngestResult[], [GroupRef[]]>('ingestGroups');
 export const registerTrainerUpdate = defineUpdate<{ initialised: boolean }, [TrainerRegistration]>('registerTrainer');
 export const registerEnvUpdate = defineUpdate<ReturnType<typeof registerEnv>, [EnvRegistration]>('registerEnv');
@@ -97,6 +100,7 @@ export async function batcher(input: BatcherInput): Promise<void> {
   };
 
   setHandler(ingestGroupsSignal, (groups) => changed(void ingestGroups(state, groups)));
+  setHandler(recordDropsSignal, ({ envId, dropped }) => changed(recordDrops(state, envId, dropped)));
   setHandler(ingestGroupsUpdate, (groups) => changed(ingestGroups(state, groups).results), { validator: knownEnvs });
   setHandler(registerTrainerUpdate, (registration) => changed(registerTrainer(state, registration)));
   setHandler(registerEnvUpdate, (env) => changed(registerEnv(state, env, Date.now())));

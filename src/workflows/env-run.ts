@@ -12,10 +12,10 @@ import {
 } from '@temporalio/workflow';
 import type { BatcherClientActivities } from '../activities/batcher.js';
 import type { TrajectoryActivities } from '../activities/trajectories.js';
-import type { EnvRunInput, EnvRunProgress, EnvRunResult, RolloutGroupResult, StoreRef } from '../schema/rollout.js';
+import type { DropReason, EnvRunInput, EnvRunProgress, EnvRunResult, RolloutGroupResult } from '../schema/rollout.js';
 import { stepActivities } from './activity-options.js';
 import { initialProgress, recordFailure, recordResult } from './env-run-state.js';
-import { ingestGroupsSignal } from './batcher.js';
+import { ingestGroupsSignal, recordDropsSignal } from './batcher.js';
 import { rolloutGroup } from './rollout-group.js';
 import { ENVIRONMENT, ITEM_INDEX, RUN_ID, STATUS } from './search-attributes.js';
 
@@ -71,17 +71,32 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
 
   let delivering = 0;
   const deliver = async () => {
-    const refs: StoreRef[] = [];
+    const kept: RolloutGroupResult[] = [];
+    const dropped: Partial<Record<DropReason, number>> = {};
     for (const result of finished.splice(0)) {
-      if (recordResult(progress, result) && result.group) refs.push(result.group);
+      if (recordResult(progress, result) && result.group) kept.push(result);
+      else if (result.dropReason) dropped[result.dropReason] = (dropped[result.dropReason] ?? 0) + 1;
     }
-    if (refs.length === 0) return;
-    delivering = refs.length;
+    const batcher = sink.kind === 'batcher' ? getExternalWorkflowHandle(sink.workflowId) : undefined;
+    if (batcher && sink.kind === 'batcher' && Object.keys(dropped).length > 0) {
+      await batcher.signal(recordDropsSignal, { envId: sink.envId, dropped });
+    }
+    if (kept.length === 0) return;
+    delivering = kept.length;
+    const refs = kept.map((result) => result.group!);
     if (sink.kind === 'jsonl') await deliverToJsonl({ path: sink.path, firstLine: progress.delivered, groups: refs });
-    if (sink.kind === 'batcher') {
+    if (batcher && sink.kind === 'batcher') {
       // A signal is durable once sent: the batcher has the groups, and its idempotency keys ignore a repeat.
-      const groups = refs.map((ref) => ({ id: ref.key, ref: ref.key, envId: sink.envId, size: group.groupSize, policyVersion, receivedAt: Date.now() }));
-      await getExternalWorkflowHandle(sink.workflowId).signal(ingestGroupsSignal, groups);
+      const groups = kept.map((result) => ({
+        id: result.group!.key,
+        ref: result.group!.key,
+        envId: sink.envId,
+        size: result.groupSize,
+        policyVersion,
+        receivedAt: Date.now(),
+        ...(result.longestSequence === undefined ? {} : { longestSequence: result.longestSequence }),
+      }));
+      await batcher.signal(ingestGroupsSignal, groups);
     }
     progress.delivered += refs.length;
     delivering = 0;

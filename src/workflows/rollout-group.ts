@@ -67,7 +67,7 @@ export async function rolloutGroup(input: RolloutGroupInput): Promise<RolloutGro
     generationParams: { temperature: input.sampling.temperature, top_p: input.sampling.topP, max_tokens: input.maxTokenLength },
   });
   setStatus(input, 'scored', meanScore);
-  return { ...base, status: 'scored', group: assembled.group, tokens: assembled.tokens };
+  return { ...base, status: 'scored', group: assembled.group, tokens: assembled.tokens, longestSequence: assembled.longestSequence };
 }
 
 function setStatus(input: RolloutGroupInput, status: string, meanScore: number): void {

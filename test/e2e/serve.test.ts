@@ -18,7 +18,8 @@ describe('clotho serve', () => {
   it('feeds the trainer beside an HTTP environment, holds back at max_batches_offpolicy, and stops at the last step', async () => {
     const address = inject('temporalAddress');
     api = await startApiProcess({ temporalAddress: address });
-    model = await startScriptedOpenAI({ responder: gsm8kResponder((_, sample) => sample === 0) });
+    // Every sample answers item 0 right: equal scores, a group dropped before delivery and counted by the batcher.
+    model = await startScriptedOpenAI({ responder: gsm8kResponder((item, sample) => item === 0 || sample === 0) });
     const http = apiClient(api.url);
     await http.post('/register', { ...TRAINER, batch_size: 4, num_steps: 3 });
     expect((await http.get('/batch')).json).toEqual({ batch: null });
@@ -43,7 +44,8 @@ describe('clotho serve', () => {
       const connection = await Connection.connect({ address });
       const status = await new Client({ connection }).workflow.getHandle(`clotho/${runId}/gsm8k`).query(envRunStatusQuery);
       await connection.close();
-      expect(status.nextItem).toBe(4);
+      expect(status.dropped).toEqual({ scores_all_equal: 1 });
+      expect(status.nextItem).toBe(5);
       expect(await queued()).toBe(4);
 
       await http.post('/scored_data_list', [group(901, 2, registered.env_id), group(902, 2, registered.env_id)]);
@@ -59,6 +61,9 @@ describe('clotho serve', () => {
       const fromServe = all.filter((g) => g.env_id === serveEnvId);
       expect(fromServe.length).toBe(4);
       for (const g of fromServe) expect(g.messages).not.toBeNull();
+
+      const metrics = (await http.get('/metrics')).text;
+      expect(metrics).toContain('clotho_env_groups_dropped_total{env="gsm8k_0",reason="scores_all_equal"} 1');
 
       // The trainer reached num_steps: serve stops launching, finishes what is in flight, and exits.
       expect(await serve.exited).toBe(0);
