@@ -7,22 +7,11 @@
  *
  * Run: npm run bench   (or: node --import tsx bench/orchestration/index.ts [--groups 200] [--concurrency 32])
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
-import { startDevServer } from '../../temporal-dev/index.js';
-import { defineEnvironment } from '../../src/env/define.js';
-import { loadEnvironmentData } from '../../src/env/loaded.js';
-import { defaultStepConfigs, toStepOptions } from '../../src/env/steps.js';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
-import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/schema/config.js';
-import type { EnvRunInput } from '../../src/schema/rollout.js';
-import { FileSystemStore } from '../../src/store/trajectory-store.js';
-import { envRun } from '../../src/workflows/env-run.js';
-import { startWorkers } from '../../src/workers/workers.js';
+import { ServerConfigSchema } from '../../src/schema/config.js';
 import { startScriptedOpenAI, type Responder } from '../../test/support/scripted-openai.js';
+import { runGroups as runBenchGroups, startBenchTemporal, type BenchTemporal } from '../support.js';
 
 const { values } = parseArgs({
   options: { groups: { type: 'string', default: '200' }, concurrency: { type: 'string', default: '32' }, slow: { type: 'string', default: '32' } },
@@ -32,16 +21,6 @@ const CONCURRENCY = Number(values.concurrency);
 const SLOW_GROUPS = Number(values.slow);
 const SAMPLES = 8;
 const TOKENS = 256;
-
-const benchEnv = defineEnvironment({
-  name: 'bench',
-  description: 'a fixed prompt and a constant reward: nothing but orchestration',
-  config: {},
-  load: async () => ({ size: 1_000_000, get: (i: number) => ({ i }) }),
-  prompt: (item) => [{ role: 'user', content: `item ${item.i}: say something` }],
-  parse: (completion) => completion.length,
-  score: ({ parsed }) => (parsed > 0 ? 1 : -1),
-});
 
 const answer = (delayMs: number): Responder => (body) => ({
   delayMs,
@@ -53,10 +32,7 @@ const answer = (delayMs: number): Responder => (body) => ({
 });
 
 async function main(): Promise<void> {
-  const state = await mkdtemp(join(tmpdir(), 'clotho-bench-'));
-  const server = await startDevServer({ stateDir: state, port: 0, dbFilename: null, headless: true });
-  const connection = await Connection.connect({ address: server.address });
-  const client = new Client({ connection });
+  const bench = await startBenchTemporal();
   try {
     const fast = await startScriptedOpenAI({ responder: answer(0) });
     const inference = createOpenAIClient(ServerConfigSchema.parse({ base_url: fast.baseUrl }));
@@ -72,11 +48,11 @@ async function main(): Promise<void> {
     );
     const directRate = GROUPS / ((performance.now() - directStart) / 1000);
 
-    const clothoRate = GROUPS / ((await runGroups(client, server.address, state, fast.baseUrl, GROUPS)) / 1000);
+    const clothoRate = GROUPS / ((await runGroups(bench, fast.baseUrl, GROUPS)) / 1000);
     await fast.close();
 
     const slow = await startScriptedOpenAI({ responder: answer(2000) });
-    const slowWallMs = await runGroups(client, server.address, state, slow.baseUrl, SLOW_GROUPS);
+    const slowWallMs = await runGroups(bench, slow.baseUrl, SLOW_GROUPS);
     await slow.close();
     // Each group makes one 2 s call; with all groups in flight at once, inference alone would take 2 s per wave.
     const waves = Math.ceil(SLOW_GROUPS / CONCURRENCY);
@@ -89,54 +65,16 @@ async function main(): Promise<void> {
     console.log(`2 s inference, ${SLOW_GROUPS} groups: wall ${(slowWallMs / 1000).toFixed(2)} s for ${waves} × 2 s of inference`);
     console.log(`share of wall time outside inference: ${(outside * 100).toFixed(1)} %`);
   } finally {
-    await connection.close();
-    await server.stop();
-    await rm(state, { recursive: true, force: true });
+    await bench.close();
   }
 }
 
 /** Runs `groups` groups of the bench environment through envRun; returns the wall time in ms. */
-async function runGroups(client: Client, address: string, state: string, baseUrl: string, groups: number): Promise<number> {
-  const runId = `bench-${Date.now()}`;
-  const queues = { workflows: `wf-${runId}`, llm: `llm-${runId}`, env: `env-${runId}` };
-  const config = BaseEnvConfigSchema.parse({ group_size: SAMPLES, max_token_length: TOKENS });
-  const environment = await loadEnvironmentData(benchEnv, config);
-  const inference = createOpenAIClient(ServerConfigSchema.parse({ base_url: baseUrl }));
-  const workers = await startWorkers({
-    address,
-    namespace: 'default',
-    taskQueues: queues,
-    environments: { bench: environment },
-    inference: () => inference,
-    store: new FileSystemStore(join(state, 'store')),
-    llmConcurrency: CONCURRENCY * 2,
+async function runGroups(bench: BenchTemporal, baseUrl: string, groups: number): Promise<number> {
+  const { wallMs } = await runBenchGroups(bench, {
+    baseUrl, groups, groupSize: SAMPLES, tokens: TOKENS, maxInFlight: CONCURRENCY, llmConcurrency: CONCURRENCY * 2,
   });
-  const input: EnvRunInput = {
-    runId,
-    environment: 'bench',
-    totalGroups: groups,
-    maxInFlight: CONCURRENCY,
-    sink: { kind: 'jsonl', path: join(state, `${runId}.jsonl`) },
-    group: {
-      groupSize: SAMPLES,
-      maxTurns: 1,
-      maxTokenLength: TOKENS,
-      sampling: { temperature: 1, topP: 1 },
-      ensureScoresAreNotSame: false,
-      teacherTopK: null,
-      taskQueues: { llm: queues.llm, env: queues.env },
-      steps: toStepOptions(defaultStepConfigs({ generate: 60, teacher: 60 })),
-      searchAttributes: true,
-    },
-  };
-  try {
-    const start = performance.now();
-    const result = await client.workflow.execute(envRun, { taskQueue: queues.workflows, workflowId: runId, args: [input] });
-    if (result.delivered !== groups) throw new Error(`delivered ${result.delivered} of ${groups} groups: ${JSON.stringify(result)}`);
-    return performance.now() - start;
-  } finally {
-    await workers.shutdown();
-  }
+  return wallMs;
 }
 
 await main();

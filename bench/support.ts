@@ -1,0 +1,145 @@
+/**
+ * What the benchmarks share: a Temporal dev server, an environment that does nothing but ask for a completion,
+ * and env-runs of it through real workers.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { startDevServer } from '../temporal-dev/index.js';
+import { defineEnvironment } from '../src/env/define.js';
+import { loadEnvironmentData } from '../src/env/loaded.js';
+import { defaultStepConfigs, toStepOptions } from '../src/env/steps.js';
+import { createOpenAIClient } from '../src/inference/openai-client.js';
+import { BaseEnvConfigSchema, ServerConfigSchema } from '../src/schema/config.js';
+import type { EnvRunInput } from '../src/schema/rollout.js';
+import { FileSystemStore } from '../src/store/trajectory-store.js';
+import { envRun } from '../src/workflows/env-run.js';
+import { startWorkers } from '../src/workers/workers.js';
+
+/** The prompt of item i, for env-runs and for the direct baselines that must send the same. */
+export const benchMessages = (i: number) => [{ role: 'user', content: `item ${i}: say something` }];
+
+/** A fixed prompt per item and a constant reward: nothing but orchestration around inference. */
+export const benchEnv = defineEnvironment({
+  name: 'bench',
+  description: 'a fixed prompt and a constant reward: nothing but orchestration',
+  config: {},
+  load: async () => ({ size: 1_000_000, get: (i: number) => ({ i }) }),
+  prompt: (item) => benchMessages(item.i),
+  parse: (completion) => completion.length,
+  score: ({ parsed }) => (parsed > 0 ? 1 : -1),
+});
+
+/** A dev server in a temporary state directory, with a client; `close` removes it all. */
+export interface BenchTemporal {
+  client: Client;
+  address: string;
+  state: string;
+  close(): Promise<void>;
+}
+
+/** Starts a headless dev server with no database file: benchmarks keep nothing. */
+export async function startBenchTemporal(): Promise<BenchTemporal> {
+  const state = await mkdtemp(join(tmpdir(), 'clotho-bench-'));
+  const server = await startDevServer({ stateDir: state, port: 0, dbFilename: null, headless: true });
+  const connection = await Connection.connect({ address: server.address });
+  return {
+    client: new Client({ connection }),
+    address: server.address,
+    state,
+    async close() {
+      await connection.close();
+      await server.stop();
+      await rm(state, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Options of {@link startBenchWorkers}: the inference server and the shape of every group. */
+export interface BenchWorkerOptions {
+  baseUrl: string;
+  /** @default "default" */
+  modelName?: string;
+  groupSize: number;
+  /** max_token_length of every group. */
+  tokens: number;
+  /** Concurrent generate activities. */
+  llmConcurrency: number;
+  /** Start-to-close timeout of one generate call, in seconds. @default 60 */
+  generateTimeoutS?: number;
+}
+
+/** Workers of {@link benchEnv}; each `run` is a new env-run on them. */
+export interface BenchWorkers {
+  /**
+   * Runs `groups` groups, `maxInFlight` at once, and checks they were all delivered. Returns the wall time of
+   * the env-run alone and the JSONL file it wrote.
+   */
+  run(groups: number, maxInFlight: number): Promise<{ wallMs: number; sinkPath: string }>;
+  shutdown(): Promise<void>;
+}
+
+let runs = 0;
+
+/** Starts workflow, LLM and environment workers for {@link benchEnv} on task queues of their own. */
+export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOptions): Promise<BenchWorkers> {
+  const id = `bench-${Date.now()}-${++runs}`;
+  const queues = { workflows: `wf-${id}`, llm: `llm-${id}`, env: `env-${id}` };
+  const config = BaseEnvConfigSchema.parse({ group_size: o.groupSize, max_token_length: o.tokens });
+  const environment = await loadEnvironmentData(benchEnv, config);
+  const inference = createOpenAIClient(ServerConfigSchema.parse({ base_url: o.baseUrl, model_name: o.modelName ?? 'default' }));
+  const workers = await startWorkers({
+    address: bench.address,
+    namespace: 'default',
+    taskQueues: queues,
+    environments: { bench: environment },
+    inference: () => inference,
+    store: new FileSystemStore(join(bench.state, 'store')),
+    llmConcurrency: o.llmConcurrency,
+  });
+  const timeout = o.generateTimeoutS ?? 60;
+  const steps = toStepOptions(defaultStepConfigs({ generate: timeout, teacher: timeout }));
+  return {
+    async run(groups, maxInFlight) {
+      const runId = `${id}-${++runs}`;
+      const sinkPath = join(bench.state, `${runId}.jsonl`);
+      const input: EnvRunInput = {
+        runId,
+        environment: 'bench',
+        totalGroups: groups,
+        maxInFlight,
+        sink: { kind: 'jsonl', path: sinkPath },
+        group: {
+          groupSize: o.groupSize,
+          maxTurns: 1,
+          maxTokenLength: o.tokens,
+          sampling: { temperature: 1, topP: 1 },
+          ensureScoresAreNotSame: false,
+          teacherTopK: null,
+          taskQueues: { llm: queues.llm, env: queues.env },
+          steps,
+          searchAttributes: true,
+        },
+      };
+      const start = performance.now();
+      const result = await bench.client.workflow.execute(envRun, { taskQueue: queues.workflows, workflowId: runId, args: [input] });
+      if (result.delivered !== groups) throw new Error(`delivered ${result.delivered} of ${groups} groups: ${JSON.stringify(result)}`);
+      return { wallMs: performance.now() - start, sinkPath };
+    },
+    shutdown: () => workers.shutdown(),
+  };
+}
+
+/** Runs `groups` groups on fresh workers (see {@link BenchWorkers.run}) and stops them. */
+export async function runGroups(
+  bench: BenchTemporal,
+  o: BenchWorkerOptions & { groups: number; maxInFlight: number },
+): Promise<{ wallMs: number; sinkPath: string }> {
+  const workers = await startBenchWorkers(bench, o);
+  try {
+    return await workers.run(o.groups, o.maxInFlight);
+  } finally {
+    await workers.shutdown();
+  }
+}
