@@ -12,7 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { startLocalEngine } from '../../src/cli/commands/inference.js';
+import { startLocalEngine } from '../../src/inference/local/start.js';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
 import type { InferenceClient } from '../../src/inference/types.js';
 import { ServerConfigSchema } from '../../src/schema/config.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { startLocalEngine, type RunningLocalEngine } from './commands/inference.js';
+import { startLocalEngine, type RunningLocalEngine } from '../inference/local/start.js';
 import { createServerManager, type ServerManager } from '../inference/server-manager.js';
 import type { Continuation } from '../inference/continuation.js';
 import { loadTokenizer } from '../inference/tokenizer.js';

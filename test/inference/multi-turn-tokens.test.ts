@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createInferenceActivities } from '../../src/activities/inference.js';
-import { startLocalEngine, type RunningLocalEngine } from '../../src/cli/commands/inference.js';
+import { startLocalEngine, type RunningLocalEngine } from '../../src/inference/local/start.js';
 import type { AnyEnvironment } from '../../src/env/define.js';
 import { loadEnvironmentData } from '../../src/env/loaded.js';
 import type { TokenGenerateRequest } from '../../src/inference/backends/backend.js';

