@@ -5,7 +5,7 @@
  *    divided by the groups per second of calling that same server directly at the same concurrency.
  * 2. With every inference call taking 2 s, the share of wall time spent outside inference.
  *
- * Run: npm run bench   (or: node --import tsx bench/orchestration/index.ts [--groups 200] [--concurrency 32])
+ * Run: npm run bench:orchestration [-- --groups 200 --concurrency 32 --slow 128]
  */
 import { parseArgs } from 'node:util';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
@@ -14,7 +14,7 @@ import { startScriptedOpenAI, type Responder } from '../../test/support/scripted
 import { runGroups as runBenchGroups, startBenchTemporal, type BenchTemporal } from '../support.js';
 
 const { values } = parseArgs({
-  options: { groups: { type: 'string', default: '200' }, concurrency: { type: 'string', default: '32' }, slow: { type: 'string', default: '32' } },
+  options: { groups: { type: 'string', default: '200' }, concurrency: { type: 'string', default: '32' }, slow: { type: 'string', default: '128' } },
 });
 const GROUPS = Number(values.groups);
 const CONCURRENCY = Number(values.concurrency);
