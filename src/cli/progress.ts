@@ -1,4 +1,4 @@
-import type { WorkflowHandle } from '@temporalio/client';
+import type { Connection, WorkflowHandle } from '@temporalio/client';
 import type { EnvRunResult } from '../schema/rollout.js';
 import { envRunStatusQuery, type envRun, type EnvRunStatus } from '../workflows/env-run.js';
 import type { CommandIo } from './io.js';
@@ -16,15 +16,23 @@ export function progressLine(status: EnvRunStatus, elapsedMs: number, completedA
   );
 }
 
-/** Shows an env-run's progress once a second (a status line on a terminal, a line every 10 s otherwise) until it ends. */
-export async function watchProgress(handle: WorkflowHandle<typeof envRun>, io: CommandIo): Promise<EnvRunResult> {
+/**
+ * Shows an env-run's progress once a second (a status line on a terminal, a line every 10 s otherwise) until it
+ * ends, or until `signal` aborts: then its calls to Temporal are cancelled, so the connection can close under it.
+ */
+export async function watchProgress(
+  handle: WorkflowHandle<typeof envRun>,
+  io: CommandIo,
+  connection: Connection,
+  signal: AbortSignal,
+): Promise<EnvRunResult> {
   const started = Date.now();
   let completedAtStart: number | undefined;
   let lastLine = 0;
   // One query at a time, awaited before returning: the connection must not close under a query's retry.
   let polling: Promise<void> = Promise.resolve();
   const poll = async () => {
-    const status = await handle.query(envRunStatusQuery).catch(() => undefined);
+    const status = await connection.withAbortSignal(signal, () => handle.query(envRunStatusQuery)).catch(() => undefined);
     if (!status) return;
     completedAtStart ??= status.completed;
     const line = progressLine(status, Date.now() - started, completedAtStart);
@@ -36,7 +44,7 @@ export async function watchProgress(handle: WorkflowHandle<typeof envRun>, io: C
   };
   const timer = setInterval(() => (polling = polling.then(poll)), 1_000);
   try {
-    return await handle.result();
+    return await connection.withAbortSignal(signal, () => handle.result());
   } finally {
     clearInterval(timer);
     await polling;

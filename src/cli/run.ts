@@ -134,3 +134,22 @@ export async function withRunSession<T>(
     await inference.close();
   }
 }
+
+/**
+ * Races a watcher (of a workflow, through the Temporal connection) against whatever may end a command first:
+ * Ctrl-C, dead workers. Whichever wins, the watcher's calls are aborted and it has settled before this returns,
+ * so the connection can close under nothing.
+ */
+export async function raceWatching<T>(watch: (signal: AbortSignal) => Promise<T>, ...others: Promise<never>[]): Promise<T> {
+  const abort = new AbortController();
+  const watching = watch(abort.signal);
+  try {
+    return await Promise.race([watching, ...others]);
+  } finally {
+    abort.abort();
+    await watching.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+}

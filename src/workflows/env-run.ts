@@ -77,12 +77,13 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
       if (recordResult(progress, result) && result.group) kept.push(result);
       else if (result.dropReason) dropped[result.dropReason] = (dropped[result.dropReason] ?? 0) + 1;
     }
+    // Counted against the batcher's room from here until the groups are delivered, across every await below.
+    delivering = kept.length;
     const batcher = sink.kind === 'batcher' ? getExternalWorkflowHandle(sink.workflowId) : undefined;
     if (batcher && sink.kind === 'batcher' && Object.keys(dropped).length > 0) {
       await batcher.signal(recordDropsSignal, { envId: sink.envId, dropped });
     }
     if (kept.length === 0) return;
-    delivering = kept.length;
     const refs = kept.map((result) => result.group!);
     if (sink.kind === 'jsonl') await deliverToJsonl({ path: sink.path, firstLine: progress.delivered, groups: refs });
     if (batcher && sink.kind === 'batcher') {

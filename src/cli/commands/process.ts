@@ -6,7 +6,7 @@ import { envRun } from '../../workflows/env-run.js';
 import type { CommandIo } from '../io.js';
 import { progressLine, watchProgress } from '../progress.js';
 import { writeGroupsHtml } from '../report-html.js';
-import { envRunSettings, planRun, withRunSession, type RunPlan } from '../run.js';
+import { envRunSettings, planRun, raceWatching, withRunSession, type RunPlan } from '../run.js';
 import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
 
@@ -34,7 +34,7 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
     io.out(`run ${plan.runId}: ${totalGroups} groups of ${plan.definition.name} → ${path}`);
     const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
     if (ui) io.out(`Temporal UI: ${ui}`);
-    const result = await Promise.race([runToEnd(plan, temporal, input, io), workers.done.then(never), interrupted]);
+    const result = await raceWatching((signal) => runToEnd(plan, temporal, input, io, signal), workers.done.then(never), interrupted);
     io.status?.('');
     io.out(progressLine({ ...result, total: totalGroups, inFlight: 0 }, 1, result.completed).replace(/ · [\d.]+ groups\/s/, ''));
     if (existsSync(path)) {
@@ -48,7 +48,7 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
 }
 
 /** Starts the run's env-run (or attaches to it when resuming) and shows progress until it ends. */
-async function runToEnd(plan: RunPlan, temporal: TemporalRuntime, input: EnvRunInput, io: CommandIo): Promise<EnvRunResult> {
+async function runToEnd(plan: RunPlan, temporal: TemporalRuntime, input: EnvRunInput, io: CommandIo, signal: AbortSignal): Promise<EnvRunResult> {
   const workflowId = envRunId(plan.runId, plan.definition.name);
   let handle;
   try {
@@ -64,7 +64,7 @@ async function runToEnd(plan: RunPlan, temporal: TemporalRuntime, input: EnvRunI
     io.out(`run ${plan.runId} has already finished; showing its result`);
     handle = temporal.client.workflow.getHandle<typeof envRun>(workflowId);
   }
-  return watchProgress(handle, io);
+  return watchProgress(handle, io, temporal.connection, signal);
 }
 
 /** Atropos's rule: a new run never overwrites a file; it takes the first free `_1`, `_2`, … suffix. */

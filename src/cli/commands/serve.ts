@@ -5,7 +5,7 @@ import { registerEnvUpdate, type batcher } from '../../workflows/batcher.js';
 import { envRun } from '../../workflows/env-run.js';
 import { DEFAULT_BATCHER_ID } from '../batcher.js';
 import type { CommandIo } from '../io.js';
-import { envRunSettings, planRun, withRunSession } from '../run.js';
+import { envRunSettings, planRun, raceWatching, withRunSession } from '../run.js';
 import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
 import { watchProgress } from '../progress.js';
@@ -79,7 +79,8 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
     const stopped = workers.done.then(() => Promise.reject(new Error('the workers stopped')));
-    const result: EnvRunResult = await Promise.race([watchProgress(handle, io), stopped, interrupted]);
+    const watch = (signal: AbortSignal) => watchProgress(handle, io, temporal.connection, signal);
+    const result: EnvRunResult = await raceWatching(watch, stopped, interrupted);
     io.out(`delivered ${result.delivered} groups; failed ${result.failed}`);
     return result.failed > 0 ? 1 : 0;
   });

@@ -1,0 +1,42 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureTemporalCli, isServerListening } from '../../temporal-dev/index.js';
+import { spawnClotho, waitFor } from '../support/cli.js';
+import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
+import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
+
+let model: ScriptedOpenAI;
+beforeAll(async () => {
+  model = await startScriptedOpenAI({ responder: gsm8kResponder((_, sample) => sample === 0, 200) });
+});
+afterAll(() => model.close());
+
+describe('clotho process on embedded defaults', () => {
+  it('starts a dev server when none runs, and stops it on Ctrl-C, keeping the run resumable', async (context) => {
+    // The embedded default listens on 127.0.0.1:7233; a server someone already runs there would be reused, not stopped.
+    if (await isServerListening('127.0.0.1:7233')) context.skip();
+    const home = await mkdtemp(join(tmpdir(), 'clotho-home-'));
+    const out = join(home, 'groups.jsonl');
+    const run = spawnClotho(
+      ['process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '50', '--env.group_size', '2',
+        '--env.max_groups_in_flight', '2', '--openai.base_url', model.baseUrl, '--env.data_path_to_save_groups', out],
+      { TEMPORAL_ADDRESS: '', CLOTHO_HOME: home, TEMPORAL_CLI_PATH: await ensureTemporalCli() },
+    );
+    try {
+      await waitFor(async () => existsSync(out) && (await readFile(out, 'utf8')).includes('\n'), 120_000, 'the first group');
+      expect(await isServerListening('127.0.0.1:7233')).toBe(true);
+      run.child.kill('SIGINT');
+      const code = await run.exited;
+      expect(code).toBe(130);
+      expect(run.stderr()).toMatch(/interrupted; the run is kept in Temporal and resumes with the same --env.run_id/);
+      expect(await isServerListening('127.0.0.1:7233')).toBe(false);
+      // The run's state is in the SQLite file of the project-local state directory, for a later resume.
+      expect(existsSync(join(home, 'temporal.sqlite'))).toBe(true);
+    } finally {
+      if (run.child.exitCode === null) run.child.kill('SIGKILL');
+    }
+  });
+});
