@@ -32,7 +32,7 @@ export async function watchProgress(
   // One query at a time, awaited before returning: the connection must not close under a query's retry.
   let polling: Promise<void> = Promise.resolve();
   const poll = async () => {
-    const status = await connection.withAbortSignal(signal, () => handle.query(envRunStatusQuery)).catch(() => undefined);
+    const status = await handle.query(envRunStatusQuery).catch(() => undefined);
     if (!status) return;
     completedAtStart ??= status.completed;
     const line = progressLine(status, Date.now() - started, completedAtStart);

@@ -11,12 +11,13 @@ export function activityOptions(step: StepOptions, taskQueue: string): ActivityO
   };
 }
 
-function retryPolicy(step: StepOptions) {
+/** The step's retry policy; 0 attempts means unlimited, which the SDK spells as no maximum at all. */
+export function retryPolicy(step: StepOptions) {
   return {
     initialInterval: step.initialIntervalMs,
     backoffCoefficient: step.backoffCoefficient,
     maximumInterval: step.maximumIntervalMs,
-    maximumAttempts: step.maximumAttempts,
+    ...(step.maximumAttempts > 0 ? { maximumAttempts: step.maximumAttempts } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { info, registerEnv, status, wandbInfo } from './batcher-envs.js';
 import {
+  dropBatch,
   recordDrops,
   ackBatch,
   batcherMetrics,
@@ -316,5 +317,18 @@ describe('metrics', () => {
     });
     expect(metrics.counters.perEnv['0']).toMatchObject({ received: 4, queued: 3, buffered: 1, served: 1 });
     expect(metrics.counters).toMatchObject({ batchesFormed: 3, batchesServed: 1 });
+  });
+});
+
+describe('a batch a trainer refuses', () => {
+  it('is removed and its groups counted as dropped, per env', () => {
+    const state = batcher(4);
+    ingestGroup(state, group(2, null));
+    ingestGroup(state, group(2, null));
+    const taken = served(state, { now: 0, durationMs: 1000 })!;
+    dropBatch(state, taken.batchId, 'trainer_failed');
+    expect(state.leases).toEqual([]);
+    expect(served(state, { now: 2000, durationMs: 1000 })).toBeNull();
+    expect(state.counters.perEnv.none!.dropped).toEqual({ trainer_failed: 2 });
   });
 });

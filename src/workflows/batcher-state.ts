@@ -53,10 +53,10 @@ export interface Lease extends FormedBatch {
 }
 
 /**
- * Why a group was not served: too old, reset away, with no sequences, too long for the trainer, or dropped
- * by the env-run that produced it (reported with `recordDrops`).
+ * Why a group was not trained on: too old, reset away, with no sequences, too long for the trainer, refused by
+ * a trainer worker (`dropBatch`), or dropped by the env-run that produced it (reported with `recordDrops`).
  */
-export type BatcherDropReason = 'stale' | 'reset' | 'empty' | DropReason;
+export type BatcherDropReason = 'stale' | 'reset' | 'empty' | 'trainer_failed' | DropReason;
 
 /** Monotonic counters of one environment (`none` for groups without an env id). */
 export interface EnvCounters {
@@ -367,6 +367,15 @@ export function ackBatch(state: BatcherState, batchId: string): boolean {
   else return false;
   state.counters.batchesAcked++;
   return true;
+}
+
+/** Removes a served batch that a trainer refused for good, counting its groups as dropped with that reason. */
+export function dropBatch(state: BatcherState, batchId: string, reason: BatcherDropReason): void {
+  const batch = [...state.leases, ...state.formed].find((b) => b.batchId === batchId);
+  if (!batch) return;
+  state.leases = state.leases.filter((b) => b.batchId !== batchId);
+  state.formed = state.formed.filter((b) => b.batchId !== batchId);
+  for (const group of batch.groups) countDrop(state, group, reason);
 }
 
 /** Put batches whose lease ran out by `now` back to be served next, earliest lease first. Returns their ids. */

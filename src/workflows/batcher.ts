@@ -5,6 +5,7 @@ import {
   defineQuery,
   defineSignal,
   defineUpdate,
+  log,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -17,6 +18,7 @@ import {
   ackBatch,
   batcherMetrics,
   createBatcherState,
+  dropBatch,
   expireLeases,
   ingestGroups,
   recordDrops,
@@ -146,7 +148,8 @@ async function feedTrainer(state: BatcherState, taskQueue: string, changes: () =
   const { trainStep } = proxyActivities<TrainerActivities>({
     taskQueue,
     startToCloseTimeout: '2 hours',
-    retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 0 },
+    // No maximumAttempts: retried until a trainer completes it.
+    retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
   });
   let seen = -1;
   while (!stop()) {
@@ -154,8 +157,15 @@ async function feedTrainer(state: BatcherState, taskQueue: string, changes: () =
     seen = changes();
     const batch = takeBatch(state, { now: Date.now(), durationMs: TRAINER_LEASE_MS }, 'oldest');
     if (batch.status !== 'batch') continue;
-    await trainStep({ batchId: batch.batchId, step: batch.step, groups: batch.groups.map((g) => g.ref) });
-    ackBatch(state, batch.batchId);
+    try {
+      await trainStep({ batchId: batch.batchId, step: batch.step, groups: batch.groups.map((g) => g.ref) });
+      ackBatch(state, batch.batchId);
+    } catch (error) {
+      // Only a trainer's non-retryable failure ends up here (retries are unlimited): drop the batch, counted,
+      // rather than let one bad batch stop the batcher.
+      log.error('trainer refused a batch; its groups are dropped', { batchId: batch.batchId, error: String(error) });
+      dropBatch(state, batch.batchId, 'trainer_failed');
+    }
     seen = -1;
   }
 }

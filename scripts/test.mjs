@@ -1,0 +1,38 @@
+// The whole test suite: vitest (TypeScript) and pytest (the Python client), then one closing line with the
+// totals of both, so that a run reads as passed or failed at a glance (and CI can count it).
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+
+const results = '.clotho/test-results';
+rmSync(results, { recursive: true, force: true });
+mkdirSync(results, { recursive: true });
+const passThrough = process.argv.slice(2);
+
+const vitest = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${results}/vitest.json`, ...passThrough], {
+  stdio: 'inherit',
+});
+const pytest = passThrough.length > 0 ? null : spawnSync('bash', ['scripts/python-tests.sh', `--junitxml=${results}/pytest.xml`], { stdio: 'inherit' });
+
+const totals = { passed: 0, failed: 0, skipped: 0 };
+try {
+  const v = JSON.parse(readFileSync(`${results}/vitest.json`, 'utf8'));
+  totals.passed += v.numPassedTests;
+  totals.failed += v.numFailedTests;
+  totals.skipped += v.numPendingTests + v.numTodoTests;
+} catch {
+  totals.failed += 1; // vitest wrote no report: it did not run to the end
+}
+if (pytest) {
+  try {
+    const suite = readFileSync(`${results}/pytest.xml`, 'utf8').match(/<testsuite\b[^>]*>/)?.[0] ?? '';
+    const count = (name) => Number(suite.match(new RegExp(`\\b${name}="(\\d+)"`))?.[1] ?? 0);
+    const failed = count('failures') + count('errors');
+    totals.failed += failed;
+    totals.skipped += count('skipped');
+    totals.passed += count('tests') - failed - count('skipped');
+  } catch {
+    totals.failed += 1;
+  }
+}
+console.log(`\ntests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
+process.exitCode = vitest.status !== 0 || (pytest && pytest.status !== 0) || totals.failed > 0 ? 1 : 0;
