@@ -45,6 +45,13 @@ describe('before a trainer registers', () => {
     expect(await get('/latest_example')).toEqual(EMPTY_EXAMPLE);
   });
 
+  it('answers /batch with 409 and an error payload when batches go to trainer workers instead', async () => {
+    service.takeBatch = async () => ({ status: 'trainer_queue' });
+    const response = await app.request('/batch');
+    expect(response.status).toBe(409);
+    expect(await response.json()).toMatchObject({ status: 'error', batch: [], message: expect.stringContaining('--trainer temporal') });
+  });
+
   it('answers /batch with the not-registered error payload', async () => {
     expect(await get('/batch')).toEqual({ status: 'error', message: 'Trainer not registered. Call /register first.', batch: [] });
   });

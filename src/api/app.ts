@@ -103,6 +103,10 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
     const taken = await service.takeBatch(leaseSeconds === undefined ? {} : { leaseSeconds });
     if (taken.status === 'not_registered') return c.json(NOT_REGISTERED);
     if (taken.status === 'empty') return c.json({ batch: null });
+    if (taken.status === 'trainer_queue') {
+      const message = 'this API feeds trainer workers on a Temporal task queue (--trainer temporal); GET /batch is off';
+      return c.json({ status: 'error', message, batch: [] }, 409);
+    }
     if (taken.leaseExpiresAt === null) return c.json({ batch: taken.batch });
     return c.json({ batch: taken.batch, batch_id: taken.batchId, lease_expires_at: taken.leaseExpiresAt });
   });

@@ -26,6 +26,8 @@ export interface IngestGroup {
 export type TakeBatchResult =
   | { status: 'not_registered' }
   | { status: 'empty' }
+  /** Batches go to trainer workers on a task queue (`clotho api --trainer temporal`), not to `GET /batch`. */
+  | { status: 'trainer_queue' }
   | {
       status: 'batch';
       batchId: string;

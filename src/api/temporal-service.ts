@@ -55,7 +55,13 @@ export function createTemporalTrajectoryService({ client, store, batcherId }: Te
 
     async takeBatch({ leaseSeconds }) {
       const leaseMs = leaseSeconds === undefined ? undefined : Math.round(leaseSeconds * 1000);
-      const taken = await handle().executeUpdate(takeBatchUpdate, { args: [leaseMs === undefined ? {} : { leaseMs }] });
+      const taken = await handle()
+        .executeUpdate(takeBatchUpdate, { args: [leaseMs === undefined ? {} : { leaseMs }] })
+        .catch((error: unknown) => {
+          if (error instanceof WorkflowUpdateFailedError && /trainer task queue/.test(String(error.cause?.message))) return null;
+          throw error;
+        });
+      if (taken === null) return { status: 'trainer_queue' };
       if (taken.status !== 'batch') return { status: taken.status };
       const leaseExpiresAt = taken.leaseExpiresAt === null ? null : taken.leaseExpiresAt / 1000;
       return { status: 'batch', batchId: taken.batchId, batch: await readGroups(taken.groups), leaseExpiresAt };
