@@ -1,5 +1,5 @@
 import { MASKED, type Message } from '../schema/scored-data.js';
-import type { TokenGenerateRequest } from './backends/backend.js';
+import type { TokenGenerateRequest } from './types.js';
 import type { ChatMessage } from './chat-template.js';
 import { TokenizationDriftError } from './openai-client.js';
 import type { Tokenizer } from './tokenizer.js';

@@ -1,8 +1,13 @@
 import type { ServerConfig } from '../schema/config.js';
-import { createBackend, type Backend, type PromptLogprobs, type TokenGenerateRequest } from './backends/index.js';
-import { parseRequest, TokenGenerateRequestSchema } from './backends/backend.js';
+import { createBackend, type Backend, type PromptLogprobs } from './backends/index.js';
+import { parseRequest } from './backends/backend.js';
 import { classifyError, InferenceError } from './errors.js';
-import { GenerateRequestSchema, type Completion, type GenerateOptions, type GenerateRequest, type InferenceClient } from './types.js';
+import {
+  GenerateRequestSchema,
+  TokenGenerateRequestSchema,
+  type Completion, type GenerateOptions, type GenerateRequest, type InferenceClient,
+  type TokenGenerateRequest,
+} from './types.js';
 
 /** Which slot pool a call uses: training rollouts or evaluation (ATROPOS-API.md §4.2). */
 export type Split = 'train' | 'eval';

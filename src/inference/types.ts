@@ -4,19 +4,31 @@ import { MessageSchema } from '../schema/scored-data.js';
 const ints = z.array(z.number().int());
 const floats = z.array(z.number());
 
-/** What the generate step asks of an inference server: `n` samples of one conversation. */
-export const GenerateRequestSchema = z.strictObject({
-  messages: z.array(MessageSchema).min(1),
+/** How to sample: `n` completions of at most `maxTokens` tokens. */
+const sampling = {
   n: z.number().int().positive(),
   maxTokens: z.number().int().positive(),
   temperature: z.number().min(0),
   topP: z.number().gt(0).max(1),
   stop: z.array(z.string()).optional(),
   seed: z.number().int().optional(),
+};
+
+/** What the generate step asks of an inference server: `n` samples of one conversation. */
+export const GenerateRequestSchema = z.strictObject({
+  messages: z.array(MessageSchema).min(1),
+  ...sampling,
   /** OpenAI-format tool definitions, passed through unchanged. */
   tools: z.array(z.unknown()).optional(),
 });
 export type GenerateRequest = z.infer<typeof GenerateRequestSchema>;
+
+/** Sampling `n` continuations of a prompt given as token ids (a multi-turn continuation). */
+export const TokenGenerateRequestSchema = z.strictObject({
+  promptTokenIds: z.array(z.number().int().nonnegative()).min(1),
+  ...sampling,
+});
+export type TokenGenerateRequest = z.infer<typeof TokenGenerateRequestSchema>;
 
 /** One OpenAI-format tool call of an assistant message. */
 export const ToolCallSchema = z.looseObject({

@@ -401,21 +401,8 @@ export function resetData(state: BatcherState): GroupRef[] {
     ...state.leases.flatMap((l) => l.groups),
   ];
   for (const group of dropped) countDrop(state, group, 'reset');
-  Object.assign(state, {
-    registered: false,
-    wandbGroup: null,
-    wandbProject: null,
-    batchSize: -1,
-    numSteps: -1,
-    step: 0,
-    started: false,
-    envs: [],
-    queue: [],
-    buffers: {},
-    formed: [],
-    leases: [],
-    seen: { ids: [], next: 0 },
-  });
+  const { maxTokenLen, checkpointDir, saveCheckpointInterval, latest, batchSeq, counters, options } = state;
+  Object.assign(state, createBatcherState(options), { maxTokenLen, checkpointDir, saveCheckpointInterval, latest, batchSeq, counters });
   return dropped;
 }
 

@@ -7,7 +7,7 @@ import { createInferenceActivities } from '../../src/activities/inference.js';
 import { startLocalEngine, type RunningLocalEngine } from '../../src/inference/local/start.js';
 import type { AnyEnvironment } from '../../src/env/define.js';
 import { loadEnvironmentData } from '../../src/env/loaded.js';
-import type { TokenGenerateRequest } from '../../src/inference/backends/backend.js';
+import type { TokenGenerateRequest } from '../../src/inference/types.js';
 import type { Continuation } from '../../src/inference/continuation.js';
 import { ChatTemplate } from '../../src/inference/local/chat-template.js';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';

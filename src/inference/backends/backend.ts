@@ -2,19 +2,9 @@ import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
 import { classifyError, InferenceError, parseRetryAfter } from '../errors.js';
 import type { Tokenizer } from '../tokenizer.js';
-import type { Completion, GenerateOptions, InferenceClient } from '../types.js';
+import type { Completion, GenerateOptions, InferenceClient, TokenGenerateRequest } from '../types.js';
 
-/** Sampling `n` continuations of a prompt given as token ids (a multi-turn continuation). */
-export const TokenGenerateRequestSchema = z.strictObject({
-  promptTokenIds: z.array(z.number().int().nonnegative()).min(1),
-  n: z.number().int().positive(),
-  maxTokens: z.number().int().positive(),
-  temperature: z.number().min(0),
-  topP: z.number().gt(0).max(1),
-  stop: z.array(z.string()).optional(),
-  seed: z.number().int().optional(),
-});
-export type TokenGenerateRequest = z.infer<typeof TokenGenerateRequestSchema>;
+
 
 /** A teacher's top-k logprobs at every position of a sequence (the first position has none: `[]`). */
 export interface PromptLogprobs {

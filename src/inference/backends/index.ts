@@ -5,8 +5,7 @@ import { createOpenAIBackend } from './openai.js';
 import { createSglangBackend } from './sglang.js';
 import { createVllmBackend } from './vllm.js';
 
-export type { Backend, BackendOptions, PromptLogprobs, TokenGenerateRequest, TokenizerLoader } from './backend.js';
-export { TokenGenerateRequestSchema } from './backend.js';
+export type { Backend, BackendOptions, PromptLogprobs, TokenizerLoader } from './backend.js';
 
 /**
  * The backend for a server's `server_type`. `trl` (TRL's vLLM server, which returns no logprobs)

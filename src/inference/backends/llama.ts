@@ -1,15 +1,13 @@
 import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
-import { GenerateRequestSchema, type Completion, type GenerateOptions, type GenerateRequest } from '../types.js';
+import { type Completion, type GenerateOptions, type GenerateRequest, GenerateRequestSchema, type TokenGenerateRequest, TokenGenerateRequestSchema } from '../types.js';
 import {
   callJson,
   checkAligned,
   parseRequest,
   parseResponse,
   serverRoot,
-  TokenGenerateRequestSchema,
   type Backend,
-  type TokenGenerateRequest,
 } from './backend.js';
 
 const ints = z.array(z.number().int());

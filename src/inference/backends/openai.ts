@@ -2,7 +2,7 @@ import type { ServerConfig } from '../../schema/config.js';
 import { InferenceError } from '../errors.js';
 import { createOpenAIClient } from '../openai-client.js';
 import { loadTokenizer, type Tokenizer } from '../tokenizer.js';
-import type { Completion, GenerateOptions, GenerateRequest } from '../types.js';
+import { type Completion, type GenerateOptions, type GenerateRequest, type TokenGenerateRequest, TokenGenerateRequestSchema } from '../types.js';
 import { z } from 'zod';
 import {
   callJson,
@@ -10,10 +10,8 @@ import {
   lazyTokenizer,
   parseRequest,
   parseResponse,
-  TokenGenerateRequestSchema,
   type Backend,
   type BackendOptions,
-  type TokenGenerateRequest,
 } from './backend.js';
 
 // `/v1/completions` with a token-id prompt, as vLLM's OpenAI server and the embedded engine answer it.

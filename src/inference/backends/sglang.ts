@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
 import { loadTokenizer } from '../tokenizer.js';
-import { GenerateRequestSchema, type Completion, type GenerateOptions, type GenerateRequest } from '../types.js';
+import { type Completion, type GenerateOptions, type GenerateRequest, GenerateRequestSchema, type TokenGenerateRequest, TokenGenerateRequestSchema } from '../types.js';
 import {
   callJson,
   checkAligned,
@@ -9,10 +9,8 @@ import {
   parseRequest,
   parseResponse,
   serverRoot,
-  TokenGenerateRequestSchema,
   type Backend,
   type BackendOptions,
-  type TokenGenerateRequest,
 } from './backend.js';
 
 /** One sample of SGLang's native `/generate` answer (a list of these when `n` > 1). */

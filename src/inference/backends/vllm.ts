@@ -1,18 +1,16 @@
 import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
 import { InferenceError } from '../errors.js';
-import type { Completion, GenerateOptions } from '../types.js';
+import { type Completion, type GenerateOptions, type TokenGenerateRequest, TokenGenerateRequestSchema } from '../types.js';
 import {
   callJson,
   checkAligned,
   parseRequest,
   parseResponse,
   serverRoot,
-  TokenGenerateRequestSchema,
   type Backend,
   type BackendOptions,
   type PromptLogprobs,
-  type TokenGenerateRequest,
 } from './backend.js';
 import { createOpenAIBackend } from './openai.js';
 
