@@ -2,8 +2,8 @@ import { ConfigError } from '../env/config.js';
 import { createBatcherService } from './api-service.js';
 import { apiCommand } from './commands/api.js';
 import { inferenceCommand } from './commands/inference.js';
-import { processCommand, PROCESS_USAGE } from './commands/process.js';
-import { serveCommand, SERVE_USAGE } from './commands/serve.js';
+import { PROCESS_PLAN, processCommand, PROCESS_USAGE } from './commands/process.js';
+import { SERVE_FLAGS, serveCommand, SERVE_USAGE } from './commands/serve.js';
 import { temporalCommand } from './commands/temporal.js';
 import { workerCommand, WORKER_USAGE } from './commands/worker.js';
 import { processIo, type CommandIo } from './io.js';
@@ -22,12 +22,12 @@ const COMMANDS: Record<string, Command> = {
   process: {
     summary: 'run an environment durably and write scored groups to JSONL + HTML',
     run: processCommand,
-    help: (args) => environmentHelp(PROCESS_USAGE, args),
+    help: (args) => environmentHelp(PROCESS_USAGE, args, PROCESS_PLAN),
   },
   serve: {
     summary: "feed a running `clotho api`'s trainer, as an Atropos environment in serve mode",
     run: serveCommand,
-    help: (args) => environmentHelp(SERVE_USAGE, args),
+    help: (args) => environmentHelp(SERVE_USAGE, args, { commandFlags: SERVE_FLAGS }),
   },
   worker: {
     summary: "run a run's workers (scale out, or resume after a crash) against TEMPORAL_ADDRESS",

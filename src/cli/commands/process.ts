@@ -6,7 +6,7 @@ import { envRun } from '../../workflows/env-run.js';
 import type { CommandIo } from '../io.js';
 import { progressLine, watchProgress } from '../progress.js';
 import { writeGroupsHtml } from '../report-html.js';
-import { envRunSettings, planRun, raceWatching, withRunSession, type RunPlan } from '../run.js';
+import { envRunSettings, planRun, raceWatching, withRunSession, type PlanOptions, type RunPlan } from '../run.js';
 import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
 
@@ -15,6 +15,9 @@ export const PROCESS_USAGE = `Usage: clotho process <environment> [--env.<field>
 Runs total_steps rollout groups of an environment and writes them, Atropos-shaped, to
 --env.data_path_to_save_groups (default data/<environment>.jsonl) with an HTML page beside it.`;
 
+/** Atropos's `process` defaults: keep every group and its messages (YAML and flags still win). */
+export const PROCESS_PLAN: PlanOptions = { defaults: { ensure_scores_are_not_same: false, include_messages: true } };
+
 /** Workflow id of a run's env-run: resuming a run attaches to it. */
 export function envRunId(runId: string, environment: string): string {
   return `clotho/${runId}/${environment}`;
@@ -22,8 +25,7 @@ export function envRunId(runId: string, environment: string): string {
 
 /** `clotho process`: runs an environment's groups durably and writes them to JSONL and HTML. */
 export async function processCommand(argv: string[], io: CommandIo): Promise<number> {
-  // Atropos's `process` defaults: keep every group and its messages (YAML and flags still win).
-  const plan = await planRun(argv, { defaults: { ensure_scores_are_not_same: false, include_messages: true } });
+  const plan = await planRun(argv, PROCESS_PLAN);
   const env = plan.config.env;
   const resumed = env.run_id !== null;
   const path = jsonlPath(env.data_path_to_save_groups ?? `data/${plan.definition.name}.jsonl`, resumed);

@@ -17,7 +17,7 @@ Feeds the trainer of a running \`clotho api\`, as an Atropos environment in serv
 batcher, keeps at most max_batches_offpolicy batches of its groups waiting, and hands every finished group
 to the batcher directly (a Temporal signal, no HTTP). Stops at the trainer's last step or on Ctrl-C.`;
 
-const SERVE_FLAGS = {
+export const SERVE_FLAGS = {
   'batcher-id': z.string().min(1).default(DEFAULT_BATCHER_ID).describe('workflow id of the batcher behind `clotho api`'),
 };
 
