@@ -18,7 +18,7 @@ describe('clotho', () => {
   it("lists every flag of a command with the environment's own and the command's defaults", async () => {
     const { code, out } = await run('process', 'gsm8k', '--help');
     expect(code).toBe(0);
-    for (const flag of ['--env.group_size', '--env.total_steps', '--env.data_path', '--openai.base_url', '--openai.server_type', '--teacher.base_url', '--steps.<step>.maximum_attempts', '--model', '--config']) {
+    for (const flag of ['--env.group_size', '--env.total_steps', '--env.data_path', '--openai.base_url', '--openai.server_type', '--teacher.<field>', '--steps.<step>.maximum_attempts', '--model', '--config']) {
       expect(out).toContain(flag);
     }
     expect(out).toMatch(/--env\.group_size .*\(default 8\)/);

@@ -353,7 +353,7 @@ export function describeFlags(environment: Env<Shape>, commandFlags: Shape = {})
     ...rows('openai.', ServerConfigSchema.shape),
     { flag: '--teacher.<field>', type: '', default: '', description: 'the --openai.<field> flags, for the teacher servers' },
     { flag: '--steps.<step>.<field>', type: '', default: '',
-      description: `retry policy of a workflow step: ${STEP_NAMES.join(', ')}; generate and teacher default to the server timeout, 30 s heartbeat, 10 attempts` },
+      description: `retry policy of a workflow step: ${STEP_NAMES.join(', ')}; generate and teacher default to the server timeout, 30 s heartbeat, 10 attempts, and run on their task queue, as does step` },
     ...rows('steps.<step>.', StepConfigSchema.shape, local),
   ];
 }
