@@ -9,6 +9,7 @@ import { envRun } from '../../src/workflows/env-run.js';
 import { GSM8K_TEST, gsm8kItems, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { encodeChat } from '../support/scripted-openai.js';
+import { waitFor } from '../support/cli.js';
 import { uniqueId } from '../support/temporal.js';
 
 let harness: Harness | undefined;
@@ -42,6 +43,17 @@ describe('envRun with GSM8K on a real dev server', () => {
       ],
     });
     expect(result).toMatchObject({ nextItem: 8, completed: 8, delivered: 6, failed: 0, dropped: { scores_all_equal: 2 } });
+
+    // Rollouts are found in the Temporal UI by environment, run and item, with their status and mean score.
+    const query = `ClothoRunId = "${harness.runId}" AND ClothoEnvironment = "gsm8k" AND ClothoItemIndex = 4`;
+    let found: { workflowId: string; searchAttributes: Record<string, unknown> }[] = [];
+    await waitFor(async () => {
+      found = [];
+      for await (const w of harness!.temporal.client.workflow.list({ query })) found.push({ workflowId: w.workflowId, searchAttributes: w.searchAttributes as Record<string, unknown> });
+      return found.length === 1 && JSON.stringify(found[0]!.searchAttributes.ClothoStatus) === '["dropped"]';
+    }, 30_000, 'the rollout of item 4 in visibility');
+    expect(found[0]!.workflowId).toBe(`clotho/${harness.runId}/gsm8k/item-4`);
+    expect(found[0]!.searchAttributes.ClothoMeanScore).toEqual([1]);
 
     const lines = (await readFile(path, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as ScoredDataGroup);
     expect(lines).toHaveLength(6);
