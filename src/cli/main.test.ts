@@ -12,7 +12,7 @@ describe('clotho', () => {
   it('lists every command', async () => {
     const { code, out } = await run('--help');
     expect(code).toBe(0);
-    for (const command of ['process', 'serve', 'worker', 'api', 'inference', 'temporal']) expect(out).toMatch(new RegExp(`^  ${command} `, 'm'));
+    for (const command of ['process', 'serve', 'evaluate', 'worker', 'api', 'inference', 'temporal']) expect(out).toMatch(new RegExp(`^  ${command} `, 'm'));
   });
 
   it("lists every flag of a command with the environment's own and the command's defaults", async () => {

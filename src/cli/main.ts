@@ -1,6 +1,7 @@
 import { ConfigError } from '../env/config.js';
 import { createBatcherService } from './api-service.js';
 import { apiCommand } from './commands/api.js';
+import { evaluateCommand, EVALUATE_FLAGS, EVALUATE_USAGE } from './commands/evaluate.js';
 import { inferenceCommand } from './commands/inference.js';
 import { PROCESS_PLAN, processCommand, PROCESS_USAGE } from './commands/process.js';
 import { SERVE_FLAGS, serveCommand, SERVE_USAGE } from './commands/serve.js';
@@ -28,6 +29,11 @@ const COMMANDS: Record<string, Command> = {
     summary: "feed a running `clotho api`'s trainer, as an Atropos environment in serve mode",
     run: serveCommand,
     help: (args) => environmentHelp(SERVE_USAGE, args, { commandFlags: SERVE_FLAGS }),
+  },
+  evaluate: {
+    summary: "evaluate the policy on an environment's items and report its metrics",
+    run: evaluateCommand,
+    help: (args) => environmentHelp(EVALUATE_USAGE, args, { commandFlags: EVALUATE_FLAGS }),
   },
   worker: {
     summary: "run a run's workers (scale out, or resume after a crash) against TEMPORAL_ADDRESS",

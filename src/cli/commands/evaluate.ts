@@ -1,0 +1,48 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { z } from 'zod';
+import { evaluateEnvironment } from '../../env/evaluate.js';
+import { loadEnvironmentData } from '../../env/loaded.js';
+import type { CommandIo } from '../io.js';
+import { openInference } from '../inference-setup.js';
+import { planRun } from '../run.js';
+
+export const EVALUATE_USAGE = `Usage: clotho evaluate <environment> [--items 100] [--env.<field> v] [--openai.<field> v]
+
+Evaluates the policy on an environment's items (the environment's own evaluate, or one greedy completion per
+item, parsed and scored), prints the metrics, and with --env.data_dir_to_save_evals writes metrics.json,
+samples.jsonl and evaluate_config.yaml there, as Atropos does.`;
+
+export const EVALUATE_FLAGS = {
+  items: z.coerce.number().int().positive().default(100).describe('items to evaluate (the first n)'),
+};
+
+/** `clotho evaluate`: one evaluation pass with evaluation sampling (temperature 0) on the eval slots. */
+export async function evaluateCommand(argv: string[], io: CommandIo): Promise<number> {
+  const plan = await planRun(argv, { commandFlags: EVALUATE_FLAGS });
+  const { env } = plan.config;
+  const flags = plan.config.rest.flags as unknown as { items: number; model: string };
+  const inference = await openInference(plan, flags.model);
+  try {
+    const environment = await loadEnvironmentData(plan.definition, env);
+    const complete = async (messages: Parameters<typeof inference.policy.generate>[0]['messages']) => {
+      const request = { messages, n: 1, maxTokens: env.max_token_length, temperature: 0, topP: 1 };
+      const [completion] = await inference.policy.generate(request, { split: 'eval' });
+      return completion!.text;
+    };
+    const { metrics, samples } = await evaluateEnvironment(environment, complete, { items: flags.items, concurrency: env.max_eval_workers });
+    io.out(JSON.stringify(metrics, null, 2));
+    if (env.data_dir_to_save_evals) {
+      const dir = env.data_dir_to_save_evals;
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, 'metrics.json'), `${JSON.stringify(metrics, null, 2)}\n`);
+      await writeFile(join(dir, 'samples.jsonl'), samples.map((s) => `${JSON.stringify(s)}\n`).join(''));
+      await writeFile(join(dir, 'evaluate_config.yaml'), stringify({ env, openai: plan.config.servers }));
+      io.out(`wrote metrics.json, samples.jsonl and evaluate_config.yaml to ${dir}`);
+    }
+    return 0;
+  } finally {
+    await inference.close();
+  }
+}
