@@ -41,7 +41,14 @@ export function createTemporalTrajectoryService({ client, store, batcherId }: Te
         return ref.envId !== null && group.env_id === null ? { ...group, env_id: ref.envId } : group;
       }),
     );
-  const ingest = coalesced(async (refs: GroupRef[]) => handle().executeUpdate(ingestGroupsUpdate, { args: [refs] }));
+  const ingest = coalesced(async (refs: GroupRef[]) => handle().executeUpdate(ingestGroupsUpdate, { args: [refs] }), INGEST_LANES);
+  // Env ids seen registered: they only disappear with a reset, which the batcher's validator catches anyway.
+  const knownEnvs = new Set<number>();
+  const unknownEnvs = async (ids: number[]) => {
+    if (ids.every((id) => knownEnvs.has(id))) return [];
+    for (const env of (await view()).envs) knownEnvs.add(env.envId);
+    return ids.filter((id) => !knownEnvs.has(id));
+  };
 
   return {
     async register(registration) {
@@ -77,17 +84,17 @@ export function createTemporalTrajectoryService({ client, store, batcherId }: Te
     },
 
     async ingestGroups(groups) {
-      const { envs } = await view();
-      const known = new Set(envs.map((e) => e.envId));
-      const unknown = [...new Set(groups.flatMap((g) => (g.group.env_id !== null && !known.has(g.group.env_id) ? [g.group.env_id] : [])))];
+      const unknown = await unknownEnvs([...new Set(groups.flatMap((g) => (g.group.env_id === null ? [] : [g.group.env_id])))]);
       if (unknown.length > 0) throw new UnknownEnvError(unknown);
       const refs = await Promise.all(groups.map((g) => storeGroup(store, g)));
       try {
         return (await ingest(refs)).map(toWire);
       } catch (error) {
         // The batcher's validator has the last word on env ids (a reset may have raced the check above).
-        if (error instanceof WorkflowUpdateFailedError && /unknown env_id/.test(String(error.cause?.message))) throw new UnknownEnvError(unknown);
-        throw error;
+        if (!(error instanceof WorkflowUpdateFailedError && /unknown env_id/.test(String(error.cause?.message)))) throw error;
+        knownEnvs.clear();
+        const ids = groups.flatMap((g) => (g.group.env_id === null ? [] : [g.group.env_id]));
+        throw new UnknownEnvError(await unknownEnvs([...new Set(ids)]));
       }
     },
     async statusEnv(envId) {
@@ -96,11 +103,15 @@ export function createTemporalTrajectoryService({ client, store, batcherId }: Te
       return status;
     },
     async reset() {
+      knownEnvs.clear();
       await handle().executeUpdate(resetUpdate, { args: [] });
     },
     metrics: async () => toMetrics(await view()),
   };
 }
+
+/** Ingest updates in flight at once from one API process (Temporal allows 10 per workflow). */
+const INGEST_LANES = 3;
 
 /** Writes a posted group to the store; its key derives from the idempotency key when there is one. */
 async function storeGroup(store: TrajectoryStore, posted: IngestGroup): Promise<GroupRef> {
@@ -158,15 +169,16 @@ function toMetrics({ metrics, envs }: BatcherView): MetricsSnapshot {
 }
 
 /**
- * Joins concurrent calls into one: while a call is in flight, later arguments queue up and go together in
- * the next call, each caller receiving its own slice of the results. Keeps the batcher far below Temporal's
- * limit of 10 updates in flight, however many environments post at once.
+ * Joins concurrent calls into few: up to `lanes` calls run at once, and arguments arriving meanwhile queue up to
+ * go together in the next call, each caller receiving its own slice of the results. Keeps the batcher far below
+ * Temporal's limit of 10 updates in flight, however many environments post at once. When a joined call fails,
+ * each caller's part is tried alone, so that one caller's bad input fails only that caller.
  */
-function coalesced<T, R>(call: (items: T[]) => Promise<R[]>): (items: T[]) => Promise<R[]> {
+function coalesced<T, R>(call: (items: T[]) => Promise<R[]>, lanes: number): (items: T[]) => Promise<R[]> {
   let pending: { items: T[]; resolve: (r: R[]) => void; reject: (e: unknown) => void }[] = [];
-  let running = false;
+  let running = 0;
   const drain = async () => {
-    running = true;
+    running++;
     while (pending.length > 0) {
       const batch = pending;
       pending = [];
@@ -178,14 +190,15 @@ function coalesced<T, R>(call: (items: T[]) => Promise<R[]>): (items: T[]) => Pr
           offset += p.items.length;
         }
       } catch (error) {
-        for (const p of batch) p.reject(error);
+        if (batch.length === 1) batch[0]!.reject(error);
+        else await Promise.all(batch.map((p) => call(p.items).then(p.resolve, p.reject)));
       }
     }
-    running = false;
+    running--;
   };
   return (items) =>
     new Promise<R[]>((resolve, reject) => {
       pending.push({ items, resolve, reject });
-      if (!running) void drain();
+      if (running < lanes) void drain();
     });
 }

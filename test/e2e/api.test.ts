@@ -1,6 +1,8 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { resetUpdate } from '../../src/workflows/batcher.js';
 import { apiClient, group, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
+import { testConnection } from '../support/temporal.js';
 
 let api: ApiProcess;
 let http: ReturnType<typeof apiClient>;
@@ -91,5 +93,20 @@ describe('clotho api, black box: the calls an Atropos environment and trainer ma
     expect((await post()).json).toEqual({ status: 'received', duplicate: true });
     expect((await http.get('/status')).json.queue_size).toBe(1);
     expect(await received()).toBe(before + 1);
+  });
+
+  it('answers 422 for an env id a reset elsewhere forgot, though this API had seen it registered', async () => {
+    await http.get('/reset_data');
+    await http.post('/register', TRAINER);
+    await http.get('/batch');
+    const env = (await http.post('/register-env', { max_token_length: 2048, desired_name: 'e', weight: 1, group_size: 2 })).json;
+    expect((await http.post('/scored_data', group(1, 2, env.env_id))).json).toEqual({ status: 'received' });
+    // Another API process resets the batcher: this one still believes env 0 exists.
+    const { client } = await testConnection();
+    await client.workflow.getHandle(api.batcherId).executeUpdate(resetUpdate, { args: [] });
+    await http.post('/register', TRAINER);
+    const response = await http.post('/scored_data', group(2, 2, env.env_id));
+    expect(response.status).toBe(422);
+    expect(JSON.stringify(response.json.detail)).toContain('env_id');
   });
 });
