@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ServerConfigSchema } from '../schema/config.js';
 import type { Message } from '../schema/scored-data.js';
 import {
@@ -7,22 +7,14 @@ import {
   encodeCompletion,
   startScriptedOpenAI,
   type ScriptedOpenAI,
-  type ScriptedOpenAIOptions,
 } from '../../test/support/scripted-openai.js';
 import { InferenceError } from './errors.js';
 import { buildTrainingSequence, createOpenAIClient, extendTrainingSequence, TokenizationDriftError } from './openai-client.js';
 import type { GenerateRequest } from './types.js';
+import { scriptedServers } from '../../test/support/scripted-servers.js';
 
-const servers: ScriptedOpenAI[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
 
-async function serve(options: ScriptedOpenAIOptions = {}): Promise<ScriptedOpenAI> {
-  const server = await startScriptedOpenAI(options);
-  servers.push(server);
-  return server;
-}
+const serve = scriptedServers();
 
 function clientFor(server: ScriptedOpenAI, config: { timeout?: number } = {}, progressIntervalMs?: number) {
   const parsed = ServerConfigSchema.parse({ base_url: server.baseUrl, model_name: 'test-model', timeout: 30, ...config });

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   defaultLogprob,
   encodeChat,
@@ -9,19 +9,11 @@ import {
   startScriptedOpenAI,
   TOKEN,
   type ScriptedOpenAI,
-  type ScriptedOpenAIOptions,
 } from './scripted-openai.js';
+import { scriptedServers } from './scripted-servers.js';
 
-const servers: ScriptedOpenAI[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
 
-async function serve(options: ScriptedOpenAIOptions = {}): Promise<ScriptedOpenAI> {
-  const server = await startScriptedOpenAI(options);
-  servers.push(server);
-  return server;
-}
+const serve = scriptedServers();
 
 async function post(server: ScriptedOpenAI, path: string, body: unknown): Promise<{ status: number; json: any }> {
   const response = await fetch(`${server.baseUrl}${path}`, {

@@ -1,30 +1,21 @@
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ServerConfigSchema } from '../../schema/config.js';
 import {
   encodeChat,
   encodeCompletion,
-  startScriptedOpenAI,
   type ScriptedOpenAI,
-  type ScriptedOpenAIOptions,
 } from '../../../test/support/scripted-openai.js';
 import { InferenceError } from '../errors.js';
 import { loadTokenizer, type Tokenizer } from '../tokenizer.js';
 import type { GenerateRequest } from '../types.js';
 import { createOpenAIBackend, NO_LOGPROBS_MESSAGE } from './openai.js';
+import { scriptedServers } from '../../../test/support/scripted-servers.js';
 
 let qwen: Tokenizer;
 beforeAll(async () => {
   qwen = await loadTokenizer('qwen3');
 });
-const servers: ScriptedOpenAI[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-async function serve(options: ScriptedOpenAIOptions = {}): Promise<ScriptedOpenAI> {
-  const server = await startScriptedOpenAI(options);
-  servers.push(server);
-  return server;
-}
+const serve = scriptedServers();
 
 const request: GenerateRequest = { messages: [{ role: 'user', content: 'Say hello.' }], n: 1, maxTokens: 32, temperature: 1, topP: 1 };
 const backendFor = (server: ScriptedOpenAI, loads: string[] = []) =>
@@ -110,7 +101,6 @@ describe('createOpenAIBackend', () => {
     await backend.checkHealth(AbortSignal.timeout(5000));
     expect(server.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v1/models']);
     await server.close();
-    servers.splice(0);
     expect((await failure(backend.checkHealth(AbortSignal.timeout(5000)))).type).toBe('ConnectionError');
   });
 });
