@@ -5,7 +5,7 @@ import type { AnyEnvironment } from '../env/define.js';
 import { resolveConfig, type ResolvedConfig } from '../env/config.js';
 import { loadEnvironmentData, type LoadedEnvironment } from '../env/loaded.js';
 import { loadEnvironment } from '../env/registry.js';
-import type { BaseEnvConfig } from '../schema/config.js';
+import { BaseEnvConfigSchema, INERT_ATROPOS_FIELDS, type BaseEnvConfig } from '../schema/config.js';
 import type { EnvRunInput } from '../schema/rollout.js';
 import { clothoHome } from '../store/paths.js';
 import { FileSystemStore } from '../store/trajectory-store.js';
@@ -35,7 +35,7 @@ export interface PlanOptions {
 }
 
 /** Resolves `<environment> [flags]` into a run plan; throws ConfigError naming every bad flag. */
-export async function planRun(argv: string[], options: PlanOptions = {}): Promise<RunPlan & { args: string[] }> {
+export async function planRun(argv: string[], options: PlanOptions = {}): Promise<RunPlan & { args: string[]; notices: string[] }> {
   const [name, ...rest] = argv;
   if (!name || name.startsWith('-')) throw new Error('missing <environment> (for example: gsm8k)');
   const loaded = await loadEnvironment(name);
@@ -43,7 +43,13 @@ export async function planRun(argv: string[], options: PlanOptions = {}): Promis
   const config = resolveConfig({ argv: rest, environment: definition, commandFlags: { ...RUN_FLAGS, ...options.commandFlags } });
   const runId = config.env.run_id ?? newRunId(definition.name);
   const store = new FileSystemStore(config.rest.flags.store ?? join(clothoHome(), 'store'));
-  return { runId, definition, config: config as RunPlan['config'], store, args: config.rest.args };
+  // Base fields only: an environment's defaults may also set its own fields.
+  const defaults = z.object(BaseEnvConfigSchema.shape).parse(definition.defaults ?? {}) as Record<string, unknown>;
+  const env = config.env as Record<string, unknown>;
+  const notices = INERT_ATROPOS_FIELDS.filter((field) => JSON.stringify(env[field]) !== JSON.stringify(defaults[field])).map(
+    (field) => `--env.${field} is accepted for Atropos compatibility, but Clotho does not act on it (ignored)`,
+  );
+  return { runId, definition, config: config as RunPlan['config'], store, args: config.rest.args, notices };
 }
 
 /** `gsm8k-20261121-121500-a1b2`: sortable, unique enough, readable in the Temporal UI. */

@@ -49,6 +49,18 @@ export const BaseEnvConfigSchema = z.strictObject({
 });
 export type BaseEnvConfig = z.infer<typeof BaseEnvConfigSchema>;
 
+/**
+ * Atropos fields Clotho accepts, so that Atropos configs load unchanged, but does not act on: their work is done
+ * another way (the trajectory store and Temporal UI instead of wandb, max_groups_in_flight instead of worker
+ * counts) or not at all yet. Setting one is reported, never silently ignored.
+ */
+export const INERT_ATROPOS_FIELDS = [
+  'max_num_workers', 'max_eval_workers', 'max_num_workers_per_node', 'steps_per_eval', 'eval_handling', 'eval_limit_ratio',
+  'use_wandb', 'num_rollouts_to_keep', 'num_rollouts_per_group_for_logging', 'min_items_sent_before_logging',
+  'include_messages', 'worker_timeout', 'thinking_mode', 'reasoning_effort', 'max_reasoning_tokens',
+  'custom_thinking_prompt', 'tokenizer_name', 'rollout_server_url', 'batch_size',
+] as const satisfies readonly (keyof BaseEnvConfig)[];
+
 export const SERVER_TYPES = ['openai', 'trl', 'sglang', 'vllm', 'llama'] as const;
 
 /** Atropos's `APIServerConfig` (ATROPOS-API.md §4.1), one inference server. */

@@ -26,6 +26,7 @@ export function envRunId(runId: string, environment: string): string {
 /** `clotho process`: runs an environment's groups durably and writes them to JSONL and HTML. */
 export async function processCommand(argv: string[], io: CommandIo): Promise<number> {
   const plan = await planRun(argv, PROCESS_PLAN);
+  for (const notice of plan.notices) io.err(`clotho process: ${notice}`);
   const env = plan.config.env;
   const resumed = env.run_id !== null;
   const path = jsonlPath(env.data_path_to_save_groups ?? `data/${plan.definition.name}.jsonl`, resumed);

@@ -43,6 +43,7 @@ async function registerWithBatcher(
 /** `clotho serve`: runs an environment's rollouts into the batcher until the trainer's last step. */
 export async function serveCommand(argv: string[], io: CommandIo): Promise<number> {
   const plan = await planRun(argv, { commandFlags: SERVE_FLAGS });
+  for (const notice of plan.notices) io.err(`clotho serve: ${notice}`);
   const batcherId = (plan.config.rest.flags as unknown as { 'batcher-id': string })['batcher-id'];
   const env = plan.config.env;
   return withRunSession(plan, { feedsBatcher: true }, async ({ temporal, workers, interrupted }) => {

@@ -10,6 +10,7 @@ workers of a run whose process died (its workflows resume where they were).`;
 /** `clotho worker`: serves one run's task queues until interrupted. */
 export async function workerCommand(argv: string[], io: CommandIo): Promise<number> {
   const plan = await planRun(argv);
+  for (const notice of plan.notices) io.err(`clotho worker: ${notice}`);
   if (plan.config.env.run_id === null) throw new Error('--env.run_id: required, to name the run whose workers these are');
   return withRunSession(plan, {}, async ({ workers, interrupted }) => {
     io.out(`workers of run ${plan.runId} polling ${Object.values(runTaskQueues(plan.runId)).join(', ')}`);
