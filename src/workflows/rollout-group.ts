@@ -13,6 +13,16 @@ import { MEAN_SCORE, STATUS } from './search-attributes.js';
  * crash resumes at the turn it was in.
  */
 export async function rolloutGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
+  try {
+    return await runGroup(input);
+  } catch (error) {
+    // The workflow fails with the cause; the status attribute says so too, so `ClothoStatus = "failed"` finds it.
+    setStatus(input, 'failed', null);
+    throw error;
+  }
+}
+
+async function runGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
   const { steps, taskQueues } = input;
   const env = (step: keyof typeof steps) => stepActivities<EnvironmentActivities>(steps[step], taskQueues.env);
   const { prepareGroup } = env('prepare');
@@ -70,10 +80,7 @@ export async function rolloutGroup(input: RolloutGroupInput): Promise<RolloutGro
   return { ...base, status: 'scored', group: assembled.group, tokens: assembled.tokens, longestSequence: assembled.longestSequence };
 }
 
-function setStatus(input: RolloutGroupInput, status: string, meanScore: number): void {
+function setStatus(input: RolloutGroupInput, status: string, meanScore: number | null): void {
   if (!input.searchAttributes) return;
-  upsertSearchAttributes([
-    { key: STATUS, value: status },
-    { key: MEAN_SCORE, value: meanScore },
-  ]);
+  upsertSearchAttributes([{ key: STATUS, value: status }, ...(meanScore === null ? [] : [{ key: MEAN_SCORE, value: meanScore }])]);
 }

@@ -84,7 +84,10 @@ describe('rolloutGroup on a real dev server', () => {
       wrapActivities: counter.wrap,
       responder: () => ({ status: 400, body: openAIError('max_tokens is too large for this model', 400) }),
     });
-    const error = await run(harness, harness.groupInput(0)).catch((e: unknown) => e as Error);
+    const workflowId = uniqueId('rg-rejected');
+    const error = await harness.temporal.client.workflow
+      .execute(rolloutGroup, { taskQueue: harness.queues.workflows, workflowId, args: [harness.groupInput(0)] })
+      .catch((e: unknown) => e as Error);
     expect(error).toBeInstanceOf(Error);
     let cause: unknown = error;
     const messages: string[] = [];
@@ -95,6 +98,11 @@ describe('rolloutGroup on a real dev server', () => {
     expect(messages.join(' | ')).toContain('max_tokens is too large for this model');
     expect(counter.calls.generateTurn).toBe(1);
     expect(counter.calls.scoreGroup).toBeUndefined();
+    // In the Temporal UI: a failed workflow, found with ClothoStatus = "failed", and no score.
+    const description = await harness.temporal.client.workflow.getHandle(workflowId).describe();
+    expect(description.status.name).toBe('FAILED');
+    expect(description.searchAttributes.ClothoStatus).toEqual(['failed']);
+    expect(description.searchAttributes.ClothoMeanScore).toBeUndefined();
   });
 
   it('carries 16 sequences × 32,768 tokens with logprobs through the store, not through Temporal', async () => {
