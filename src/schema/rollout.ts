@@ -27,7 +27,7 @@ export type StepName = (typeof STEP_NAMES)[number];
 export type StepOptionsTable = Record<StepName, StepOptions>;
 
 /** Why a group was not delivered. Every drop is counted under one of these. */
-export const DROP_REASONS = ['scores_all_equal', 'too_long', 'wrong_group_size', 'stale'] as const;
+export const DROP_REASONS = ['scores_all_equal', 'too_long'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
 
 /** Task queues of the activities (DESIGN.md "Task queues"); workflows run on the queue they were started on. */

@@ -5,6 +5,6 @@ import { fileURLToPath } from 'node:url';
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Clotho's project-local state: the Temporal CLI, its database, caches, generated models, the store. */
-export function clothoHome(): string {
-  return process.env.CLOTHO_HOME ? resolve(process.env.CLOTHO_HOME) : join(repoRoot, '.clotho');
+export function clothoHome(env: NodeJS.ProcessEnv = process.env): string {
+  return env.CLOTHO_HOME ? resolve(env.CLOTHO_HOME) : join(repoRoot, '.clotho');
 }

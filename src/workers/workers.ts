@@ -10,8 +10,6 @@ import type { InferenceClient } from '../inference/types.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { workflowBundle } from './bundle.js';
 
-/** Default task queue names (DESIGN.md "Task queues"). */
-export const DEFAULT_TASK_QUEUES = { workflows: 'clotho-workflows', llm: 'clotho-llm', env: 'clotho-env' } as const;
 export type WorkerTaskQueues = { workflows: string; llm: string; env: string };
 
 export interface WorkerSetup {

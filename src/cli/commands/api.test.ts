@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FakeTrajectoryService } from '../../api/fake-service.js';
+import { FakeTrajectoryService } from '../../../test/support/fake-trajectory-service.js';
 import type { RunningApiServer } from '../../api/server.js';
 import { apiCommand, isLoopback, type ApiCommandDeps } from './api.js';
 

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { clothoHome } from '../../store/paths.js';
 import { z } from 'zod';
 import { writeGguf, type GgufTensor, type GgufTensorType, type GgufValue } from './gguf-writer.js';
 import { qwenTokenizerMetadata, qwenVocabSize } from './qwen-tokenizer.js';
@@ -36,8 +36,7 @@ const FORMAT_VERSION = 1;
 
 /** `$CLOTHO_HOME/models`, or `<repo>/.clotho/models` when CLOTHO_HOME is unset. */
 export function modelCacheDir(): string {
-  const home = process.env.CLOTHO_HOME ?? fileURLToPath(new URL('../../../.clotho', import.meta.url));
-  return join(home, 'models');
+  return join(clothoHome(), 'models');
 }
 
 function modelTensors(spec: ModelSpec, vocab: number): GgufTensor[] {

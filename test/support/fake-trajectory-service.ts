@@ -1,6 +1,6 @@
-import type { IngestResult, MetricsSnapshot, RegisterEnv, Registration } from '../schema/api.js';
-import type { ScoredDataGroup } from '../schema/scored-data.js';
-import { UnknownEnvError, type AckResult, type IngestGroup, type TakeBatchResult, type TrajectoryService } from './service.js';
+import type { IngestResult, MetricsSnapshot, RegisterEnv, Registration } from '../../src/schema/api.js';
+import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
+import { UnknownEnvError, type AckResult, type IngestGroup, type TakeBatchResult, type TrajectoryService } from '../../src/api/service.js';
 
 interface EnvRecord extends RegisterEnv {
   name: string;
@@ -12,7 +12,7 @@ interface EnvRecord extends RegisterEnv {
 const sequences = (groups: ScoredDataGroup[]) => groups.reduce((n, g) => n + g.tokens.length, 0);
 
 /**
- * An in-memory {@link TrajectoryService} for the API's unit tests: Atropos's bookkeeping without
+ * An in-memory {@link TrajectoryService} for the API's unit tests, and the in-memory baseline of bench/api: Atropos's bookkeeping without
  * its packing rules (a batch is the oldest groups reaching `batch_size` sequences) and without
  * releasing buffered groups. Groups whose `policyVersion` is below `minPolicyVersion` are dropped as stale.
  */
