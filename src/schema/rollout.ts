@@ -60,6 +60,8 @@ export interface RolloutGroupInput {
   steps: StepOptionsTable;
   /** Whether the server has Clotho's search attributes (a foreign cluster may not). */
   searchAttributes: boolean;
+  /** The trainer's step when the group started: the policy that generates it. Null outside training runs. */
+  policyVersion?: number | null;
 }
 
 /** The small result of a rollout group: a reference to the full group plus what the driver counts. */
@@ -75,6 +77,8 @@ export interface RolloutGroupResult {
   /** Tokens of the longest sequence (the trainer drops groups at or above its max_token_len). */
   longestSequence?: number;
   turns: number;
+  /** The policy version the group was started with (its input's). */
+  policyVersion?: number | null;
 }
 
 /** Where an env-run hands its finished groups. */
@@ -101,6 +105,20 @@ export interface EnvRunInput {
   group: Omit<RolloutGroupInput, 'runId' | 'environment' | 'itemIndex'>;
   /** Progress carried across continue-as-new. */
   progress?: EnvRunProgress;
+  /** The batcher's last pushed room, carried across continue-as-new. */
+  room?: BatcherRoom;
+}
+
+/** How much room an environment has in the batcher, as the batcher pushes it to the env-runs that watch it. */
+export interface BatcherRoom {
+  /** Increases with every push, so a late signal never overwrites a newer reading. */
+  version: number;
+  currentStep: number;
+  batchSize: number;
+  /** This env's groups waiting in the batcher's queue. */
+  queuedGroups: number;
+  /** This env's groups the batcher has taken in so far (duplicates included). */
+  receivedGroups: number;
 }
 
 export interface EnvRunProgress {

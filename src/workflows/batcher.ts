@@ -6,6 +6,7 @@ import {
   defineSignal,
   defineUpdate,
   log,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -14,6 +15,7 @@ import type { BatcherActivities } from '../activities/batcher.js';
 import type { TrainerActivities } from '../activities/trainer.js';
 import type { DropReason, StoreRef } from '../schema/rollout.js';
 import { computeEnvStatus, disconnectEnv, envAt, registerEnv, type EnvRegistration, type EnvStatus } from './batcher-envs.js';
+import { pushRooms, watchRoom, watchRoomSignal, type RoomWatch } from './batcher-room.js';
 import {
   ackBatch,
   batcherMetrics,
@@ -34,8 +36,17 @@ import {
   type TrainerRegistration,
 } from './batcher-state.js';
 
-/** How formed batches reach the trainer: pulled over HTTP (`GET /batch`), or pushed as `trainStep` activities. */
-export type TrainerMode = { kind: 'http' } | { kind: 'temporal'; taskQueue: string };
+export { roomChangedSignal, watchRoomSignal } from './batcher-room.js';
+export type { BatcherRoom } from '../schema/rollout.js';
+
+/**
+ * How formed batches reach the trainer: pulled over HTTP (`GET /batch`), or pushed as `trainStep` activities
+ * whose trainer heartbeats (a dead trainer's batch goes to another within `heartbeatTimeoutMs`, default 20 s).
+ */
+export type TrainerMode = { kind: 'http' } | { kind: 'temporal'; taskQueue: string; heartbeatTimeoutMs?: number };
+
+/** Marks batchers that push room to env-runs; older runs move onto it at their next continue-as-new. */
+export const BATCHER_PUSHES_ROOM = 'clotho-batcher-pushes-room';
 
 export interface BatcherInput {
   options?: Partial<BatcherOptions>;
@@ -43,6 +54,9 @@ export interface BatcherInput {
   /** State carried through continue-as-new: inline when small, through the store when large. */
   state?: BatcherState;
   stateRef?: StoreRef;
+  /** Env-runs watching their room, and the last version pushed, carried through continue-as-new. */
+  watches?: RoomWatch[];
+  roomVersion?: number;
 }
 
 /** What a reading of the batcher answers, from one query (the API's GET endpoints). */
@@ -75,8 +89,10 @@ export const batchQuery = defineQuery<GroupRef[] | null, [string]>('batch');
 const INLINE_STATE_LIMIT = 512 * 1024;
 /** Signals and updates per run before continuing as new (Temporal allows 2,000 updates and 10,000 signals). */
 const CHANGES_PER_RUN = 1_000;
-/** A trainStep holds its batch until it completes, however long the trainer takes. */
+/** A trainStep holds its batch until it completes or its trainer stops heartbeating (then Temporal retries it). */
 const TRAINER_LEASE_MS = 365 * 24 * 3600 * 1000;
+/** The Python trainer worker heartbeats every 5 s by default. */
+const DEFAULT_TRAINER_HEARTBEAT_MS = 20_000;
 
 /**
  * The batcher of one training run: Atropos's queue, buffers, batches, step counter and env registry, as
@@ -84,6 +100,7 @@ const TRAINER_LEASE_MS = 365 * 24 * 3600 * 1000;
  * (from the HTTP API, which must answer Atropos's status); readings are queries.
  */
 export async function batcher(input: BatcherInput): Promise<void> {
+  const pushesRoom = patched(BATCHER_PUSHES_ROOM);
   const { saveBatcherState, loadBatcherState } = proxyActivities<BatcherActivities>({
     startToCloseTimeout: '1 minute',
     retry: { maximumInterval: '10 seconds' },
@@ -96,6 +113,10 @@ export async function batcher(input: BatcherInput): Promise<void> {
     return result;
   };
   const temporalTrainer = input.trainer.kind === 'temporal';
+  const watches = input.watches ?? [];
+  const roomVersion = { value: input.roomVersion ?? 0 };
+  // A run started before room pushes cannot push: a watch makes it continue as new onto code that does.
+  let watchedWithoutPushes = false;
   const knownEnvs = (groups: GroupRef[]) => {
     const unknown = groups.filter((g) => g.envId !== null && !envAt(state, g.envId)).map((g) => g.envId);
     if (unknown.length > 0) throw new Error(`unknown env_id ${[...new Set(unknown)].join(', ')}`);
@@ -103,6 +124,10 @@ export async function batcher(input: BatcherInput): Promise<void> {
 
   setHandler(ingestGroupsSignal, (groups) => changed(void ingestGroups(state, groups)));
   setHandler(recordDropsSignal, ({ envId, dropped }) => changed(recordDrops(state, envId, dropped)));
+  setHandler(watchRoomSignal, ({ workflowId, envId }) => {
+    changed(watchRoom(watches, workflowId, envId));
+    watchedWithoutPushes ||= !pushesRoom;
+  });
   setHandler(ingestGroupsUpdate, (groups) => changed(ingestGroups(state, groups).results), { validator: knownEnvs });
   setHandler(registerTrainerUpdate, (registration) => changed(registerTrainer(state, registration)));
   setHandler(registerEnvUpdate, (env) => changed(registerEnv(state, env, Date.now())));
@@ -125,16 +150,20 @@ export async function batcher(input: BatcherInput): Promise<void> {
   setHandler(batchQuery, (batchId) => [...state.formed, ...state.leases].find((b) => b.batchId === batchId)?.groups ?? null);
   setHandler(batcherViewQuery, () => view(state));
 
-  const continueSuggested = () => workflowInfo().continueAsNewSuggested || changes >= CHANGES_PER_RUN;
+  const continueSuggested = () => workflowInfo().continueAsNewSuggested || changes >= CHANGES_PER_RUN || watchedWithoutPushes;
+  // Two branches issue commands side by side (trainer steps, room pushes): both are regular activities and
+  // signals, whose order on replay follows the history. Never add a local activity beside them.
+  const pushing = pushesRoom ? pushRooms(state, watches, continueSuggested, roomVersion) : Promise.resolve();
   if (input.trainer.kind === 'temporal') {
-    await feedTrainer(state, input.trainer.taskQueue, () => changes, continueSuggested);
+    await feedTrainer(state, input.trainer, () => changes, continueSuggested, pushesRoom);
   } else {
     await condition(continueSuggested);
   }
+  await pushing;
 
   await condition(allHandlersFinished);
   const size = JSON.stringify(state).length;
-  const next: BatcherInput = { trainer: input.trainer };
+  const next: BatcherInput = { trainer: input.trainer, watches, roomVersion: roomVersion.value };
   if (size > INLINE_STATE_LIMIT) next.stateRef = await saveBatcherState(state, workflowInfo().runId);
   else next.state = state;
   await continueAsNew<typeof batcher>(next);
@@ -142,12 +171,20 @@ export async function batcher(input: BatcherInput): Promise<void> {
 
 /**
  * `--trainer temporal`: every formed batch becomes a `trainStep` activity on the trainer's task queue, one at a
- * time in step order, retried until a trainer completes it; its completion is the ack.
+ * time in step order, retried until a trainer completes it; its completion is the ack. The trainer heartbeats
+ * while it trains, so the batch of a trainer that died goes to another one within the heartbeat timeout.
  */
-async function feedTrainer(state: BatcherState, taskQueue: string, changes: () => number, stop: () => boolean): Promise<void> {
+async function feedTrainer(
+  state: BatcherState,
+  trainer: Extract<TrainerMode, { kind: 'temporal' }>,
+  changes: () => number,
+  stop: () => boolean,
+  heartbeats: boolean,
+): Promise<void> {
   const { trainStep } = proxyActivities<TrainerActivities>({
-    taskQueue,
+    taskQueue: trainer.taskQueue,
     startToCloseTimeout: '2 hours',
+    ...(heartbeats ? { heartbeatTimeout: trainer.heartbeatTimeoutMs ?? DEFAULT_TRAINER_HEARTBEAT_MS } : {}),
     // No maximumAttempts: retried until a trainer completes it.
     retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
   });

@@ -1,4 +1,4 @@
-import type { EnvRunProgress, RolloutGroupResult } from '../schema/rollout.js';
+import type { BatcherRoom, EnvRunProgress, RolloutGroupResult } from '../schema/rollout.js';
 
 /** Failures kept in the progress (the rest are counted); the Temporal UI has every one. */
 const FAILURES_KEPT = 20;
@@ -25,4 +25,15 @@ export function recordFailure(progress: EnvRunProgress, itemIndex: number, messa
   progress.completed++;
   progress.failed++;
   if (progress.failures.length < FAILURES_KEPT) progress.failures.push({ itemIndex, message });
+}
+
+/**
+ * Groups an env may start now without more than `maxBatchesOffpolicy` batches of its groups waiting in the
+ * batcher (Atropos's backpressure): the limit less what the batcher queues, what was delivered but not yet
+ * received there (signals on their way), and what is in flight.
+ */
+export function roomForGroups(room: BatcherRoom, delivered: number, inFlight: number, maxBatchesOffpolicy: number, groupSize: number): number {
+  const limit = Math.floor((maxBatchesOffpolicy * Math.max(room.batchSize, groupSize)) / groupSize);
+  const inTransit = Math.max(0, delivered - room.receivedGroups);
+  return Math.max(0, limit - room.queuedGroups - inTransit - inFlight);
 }

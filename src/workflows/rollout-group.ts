@@ -59,7 +59,7 @@ async function runGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
   const parsed = await parseGroup({ ...address, turn, state });
   const { scores } = await scoreGroup({ ...address, turn, state, parsed });
   const meanScore = scores.reduce((a, b) => a + b, 0) / scores.length;
-  const base = { itemIndex: input.itemIndex, scores, meanScore, groupSize: input.groupSize, turns };
+  const base = { itemIndex: input.itemIndex, scores, meanScore, groupSize: input.groupSize, turns, policyVersion: input.policyVersion ?? null };
   const completionTokens = tokens.reduce((a, b) => a + b, 0);
 
   if (input.ensureScoresAreNotSame && scores.every((s) => s === scores[0])) {

@@ -17,6 +17,8 @@ import { uniqueId } from '../support/temporal.js';
  * that is meant to be incompatible, before any run depends on the old code.
  */
 const HISTORIES = new URL('./histories/', import.meta.url);
+/** Histories of failures found in testing, beside the project (`../shared/evidence`). */
+const EVIDENCE = new URL('../../../shared/evidence/', import.meta.url);
 const recording = process.env.CLOTHO_RECORD_HISTORIES === '1';
 
 let harness: Harness | undefined;
@@ -49,6 +51,16 @@ describe('replay of recorded histories', () => {
     ], { maxBuffer: 64 << 20 });
     await writeFile(new URL('rollout-group.json', HISTORIES), stdout);
   });
+
+  // Env-runs stranded by kill -9 on Clotho 0.1.0 (a local activity resolved earlier on replay than it first did):
+  // they replay on the legacy path, and then drain onto the single loop (SINGLE_LOOP_ENV_RUN).
+  it.each(['env-run-nondeterminism-after-kill.json', 'env-run-nondeterminism-child-after-kill.json'])(
+    'replays %s, an env-run stuck on older code, without a nondeterminism error',
+    async (name) => {
+      const history = JSON.parse(await readFile(new URL(name, EVIDENCE), 'utf8')) as { events: unknown[] };
+      await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, name);
+    },
+  );
 
   it('replays the rollout-group history against the current workflow code', async () => {
     const history = JSON.parse(await readFile(new URL('rollout-group.json', HISTORIES), 'utf8')) as { events: unknown[] };

@@ -1,0 +1,42 @@
+import { ParentClosePolicy, defineQuery, type ChildWorkflowOptions } from '@temporalio/workflow';
+import type { EnvRunInput, EnvRunProgress } from '../schema/rollout.js';
+import { ENVIRONMENT, ITEM_INDEX, RUN_ID, STATUS } from './search-attributes.js';
+
+/** What an env-run answers when asked how far it is. */
+export interface EnvRunStatus extends EnvRunProgress {
+  total: number;
+  inFlight: number;
+}
+
+export const envRunStatusQuery = defineQuery<EnvRunStatus>('envRunStatus');
+
+/** Workflow id of item i's rollout group: starting the same item twice is refused by Temporal. */
+export function rolloutGroupId(runId: string, environment: string, itemIndex: number): string {
+  return `clotho/${runId}/${environment}/item-${itemIndex}`;
+}
+
+/** How an env-run starts item i's rollout group: its deterministic id, and search attributes to find it by. */
+export function rolloutGroupOptions(
+  input: EnvRunInput,
+  itemIndex: number,
+): Pick<ChildWorkflowOptions, 'workflowId' | 'parentClosePolicy' | 'typedSearchAttributes'> {
+  return {
+    workflowId: rolloutGroupId(input.runId, input.environment, itemIndex),
+    parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+    typedSearchAttributes: input.group.searchAttributes
+      ? [
+          { key: ENVIRONMENT, value: input.environment },
+          { key: RUN_ID, value: input.runId },
+          { key: ITEM_INDEX, value: itemIndex },
+          { key: STATUS, value: 'running' },
+        ]
+      : undefined,
+  };
+}
+
+/** The innermost cause of a child's failure: what went wrong, not the wrapping "child workflow failed". */
+export function causeOf(error: unknown): string {
+  let current = error as { message?: string; cause?: unknown } | undefined;
+  while (current?.cause) current = current.cause as typeof current;
+  return current?.message ?? String(error);
+}
