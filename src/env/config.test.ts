@@ -50,7 +50,7 @@ describe('resolveConfig', () => {
     expect(servers).toHaveLength(1);
     expect(servers[0]!.timeout).toBe(1200);
     expect(teacher).toEqual([]);
-    expect(steps.generate).toMatchObject({ startToCloseTimeoutMs: 1_200_000, heartbeatTimeoutMs: 30_000, maximumAttempts: 10 });
+    expect(steps.generate).toMatchObject({ startToCloseTimeoutMs: 1_200_000, heartbeatTimeoutMs: 10_000, maximumAttempts: 10 });
     expect(steps.score).toMatchObject({ startToCloseTimeoutMs: 60_000, maximumAttempts: 5 });
     expect(rest).toEqual({ args: [], flags: {} });
   });
@@ -108,10 +108,17 @@ describe('resolveConfig', () => {
     const config = yamlFile('steps:\n  score:\n    start_to_close_timeout: 5\n');
     const { steps } = resolve(['--config', config, '--steps.generate.maximum_attempts', '3', '--openai.timeout', '300']);
     expect(steps.generate).toEqual({
-      startToCloseTimeoutMs: 300_000, heartbeatTimeoutMs: 30_000, initialIntervalMs: 1000, backoffCoefficient: 2,
+      startToCloseTimeoutMs: 300_000, heartbeatTimeoutMs: 10_000, initialIntervalMs: 1000, backoffCoefficient: 2,
       maximumIntervalMs: 60_000, maximumAttempts: 3, local: false,
     });
     expect(steps.score).toMatchObject({ startToCloseTimeoutMs: 5000, maximumAttempts: 5, local: true });
+  });
+
+  it('refuses deliveries as local activities, which replay could reorder beside launches', () => {
+    expect(problemsOf(() => resolve(['--steps.deliver.local', 'true']))).toEqual([
+      '--steps.deliver.local: deliveries cannot run as local activities (they run beside launches, and replay must keep their order)',
+    ]);
+    expect(resolve(['--steps.deliver.local', 'false']).steps.deliver.local).toBe(false);
   });
 
   it('reports every problem at once, naming the flag and what it expected', () => {

@@ -288,7 +288,9 @@ export function resolveConfig<Extra extends Shape, Flags extends Shape = {}>(
   for (const name of STEP_NAMES) {
     const over = merge(section(name, stepYaml[name], `steps.${name}`), (cli.steps![name] ?? {}) as Record<string, unknown>);
     const parsed = check(StepConfigSchema, merge(stepDefaults[name], over), `steps.${name}`, step, origins, problems);
-    if (parsed) steps[name] = parsed;
+    // Deliveries run beside the launches of the env-run; a local activity there could reorder commands on replay.
+    if (parsed && name === 'deliver' && parsed.local) problems.push('--steps.deliver.local: deliveries cannot run as local activities (they run beside launches, and replay must keep their order)');
+    else if (parsed) steps[name] = parsed;
   }
   const restFlags = check(z.strictObject(commandFlags), cli.rest, 'rest', commandFlags, origins, problems);
 

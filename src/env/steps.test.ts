@@ -7,20 +7,20 @@ describe('defaultStepConfigs', () => {
 
   it('gives the LLM steps the server timeout, a heartbeat and long retries', () => {
     expect(table.generate).toEqual({
-      start_to_close_timeout: 1200, heartbeat_timeout: 30, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 60, maximum_attempts: 10, local: false,
+      start_to_close_timeout: 1200, heartbeat_timeout: 10, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 60, maximum_attempts: 10, local: false,
     });
-    expect(table.teacher).toMatchObject({ start_to_close_timeout: 300, heartbeat_timeout: 30, maximum_attempts: 10 });
+    expect(table.teacher).toMatchObject({ start_to_close_timeout: 300, heartbeat_timeout: 10, maximum_attempts: 10 });
   });
 
   it('gives every other step a short timeout and few attempts', () => {
     for (const name of STEP_NAMES.filter((n) => n !== 'generate' && n !== 'teacher')) {
-      expect(table[name]).toEqual({ start_to_close_timeout: 60, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5, local: name !== 'step' });
+      expect(table[name]).toEqual({ start_to_close_timeout: 60, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5, local: name !== 'step' && name !== 'deliver' });
     }
   });
 
   it('runs the cheap steps as local activities and the LLM and multi-turn steps on their task queues', () => {
     const defaults = defaultStepConfigs({ generate: 1, teacher: 1 });
-    expect(STEP_NAMES.filter((name) => defaults[name].local)).toEqual(['prepare', 'parse', 'score', 'assemble', 'deliver']);
+    expect(STEP_NAMES.filter((name) => defaults[name].local)).toEqual(['prepare', 'parse', 'score', 'assemble']);
   });
 
   it('returns fresh objects, so one caller cannot change another’s defaults', () => {

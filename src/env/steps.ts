@@ -12,18 +12,22 @@ export interface StepTimeouts {
   teacher: number;
 }
 
-// LLM calls are slow and their servers flaky: heartbeat so a dead worker is noticed, retry long.
+/**
+ * LLM calls are slow and their servers flaky: retry long, and heartbeat so that a call on a dead worker is sent
+ * again within seconds. Calls heartbeat every `PROGRESS_INTERVAL_MS` (2 s) while they wait for the server.
+ */
 const llmStep = (timeout: number): StepConfig =>
-  StepConfigSchema.parse({ start_to_close_timeout: timeout, heartbeat_timeout: 30, maximum_attempts: 10, maximum_interval: 60 });
+  StepConfigSchema.parse({ start_to_close_timeout: timeout, heartbeat_timeout: 10, maximum_attempts: 10, maximum_interval: 60 });
 
 // Local work (parse, score, store writes) either finishes fast or is broken: fail early.
 const localStep: StepConfig = StepConfigSchema.parse({ start_to_close_timeout: 60, maximum_attempts: 5, maximum_interval: 30 });
 
 /**
  * Steps that run as local activities by default: cheap, CPU-light work whose task-queue round trips would
- * cost more than the work (`npm run bench` measures it). Multi-turn `step` may run tools, so it keeps its queue.
+ * cost more than the work (`npm run bench` measures it). Multi-turn `step` may run tools, so it keeps its queue;
+ * `deliver` runs in the env-run beside its launches, where a local activity is never replay-safe.
  */
-const LOCAL_BY_DEFAULT: readonly StepName[] = ['prepare', 'parse', 'score', 'assemble', 'deliver'];
+const LOCAL_BY_DEFAULT: readonly StepName[] = ['prepare', 'parse', 'score', 'assemble'];
 
 /** Default retry policy and timeouts of every workflow step, in seconds. */
 export function defaultStepConfigs(timeouts: StepTimeouts): StepConfigTable {

@@ -6,6 +6,7 @@ import { MASKED, MASKED_LOGPROB } from '../schema/scored-data.js';
 import { classifyError, InferenceError } from './errors.js';
 import {
   GenerateRequestSchema,
+  PROGRESS_INTERVAL_MS,
   ToolCallSchema,
   type Completion,
   type GeneratedTokens,
@@ -52,7 +53,7 @@ export interface OpenAIClientOptions {
 export function createOpenAIClient(config: ServerConfig, options: OpenAIClientOptions = {}): InferenceClient {
   const timeoutMs = Math.ceil(config.timeout * 1000);
   const client = new OpenAI({ baseURL: config.base_url, apiKey: config.api_key || 'EMPTY', maxRetries: 0, timeout: timeoutMs });
-  const progressIntervalMs = options.progressIntervalMs ?? 5000;
+  const progressIntervalMs = options.progressIntervalMs ?? PROGRESS_INTERVAL_MS;
 
   return {
     async generate(request: GenerateRequest, { signal, onProgress }: GenerateOptions = {}): Promise<Completion[]> {

@@ -4,6 +4,7 @@ import { parseRequest } from './backends/backend.js';
 import { classifyError, InferenceError } from './errors.js';
 import {
   GenerateRequestSchema,
+  PROGRESS_INTERVAL_MS,
   TokenGenerateRequestSchema,
   type Completion, type GenerateOptions, type GenerateRequest, type InferenceClient,
   type TokenGenerateRequest,
@@ -97,7 +98,7 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
   const retryDelayMs = options.retryDelayMs ?? 500;
   const maxRetryDelayMs = options.maxRetryDelayMs ?? 5000;
   const unhealthyWaitMs = options.unhealthyWaitMs ?? 30_000;
-  const progressIntervalMs = options.progressIntervalMs ?? 5000;
+  const progressIntervalMs = options.progressIntervalMs ?? PROGRESS_INTERVAL_MS;
   let weight = checkWeight(options.weight ?? 1);
   let stopped = false;
   const waiters = new Set<() => void>();

@@ -83,3 +83,9 @@ export interface GeneratedTokens {
   tokenIds: number[];
   logprobs: number[];
 }
+
+/**
+ * How often a call in flight reports progress (an activity heartbeat): well inside the LLM steps' 10 s heartbeat
+ * timeout, so a call on a dead worker is sent again within about 10 s and a live one is never taken for dead.
+ */
+export const PROGRESS_INTERVAL_MS = 2_000;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
 import { classifyError, InferenceError, parseRetryAfter } from '../errors.js';
 import type { Tokenizer } from '../tokenizer.js';
-import type { Completion, GenerateOptions, InferenceClient, TokenGenerateRequest } from '../types.js';
+import { PROGRESS_INTERVAL_MS, type Completion, type GenerateOptions, type InferenceClient, type TokenGenerateRequest } from '../types.js';
 
 
 
@@ -82,7 +82,7 @@ export interface HttpCall {
 export async function callJson(url: string, call: HttpCall): Promise<unknown> {
   const deadline = AbortSignal.timeout(call.timeoutMs);
   const signal = call.signal ? AbortSignal.any([call.signal, deadline]) : deadline;
-  const timer = call.onProgress ? setInterval(call.onProgress, call.progressIntervalMs ?? 5000) : undefined;
+  const timer = call.onProgress ? setInterval(call.onProgress, call.progressIntervalMs ?? PROGRESS_INTERVAL_MS) : undefined;
   try {
     const response = await fetch(url, {
       method: call.method ?? 'POST',
