@@ -118,7 +118,6 @@ export interface RunSession {
  */
 export async function withRunSession<T>(
   plan: RunPlan,
-  options: { feedsBatcher?: boolean },
   body: (session: RunSession) => Promise<T>,
 ): Promise<T> {
   const inference = await openInference(plan, plan.config.rest.flags.model);
@@ -126,7 +125,8 @@ export async function withRunSession<T>(
     const temporal = await openTemporal();
     const stop = interruption();
     try {
-      const { workers } = await startRunWorkers(plan, temporal, inference, options.feedsBatcher ? { batcherClient: temporal.client } : {});
+      // Any run's workers can finish a run that feeds a batcher (env-runs started before room pushes read it).
+      const { workers } = await startRunWorkers(plan, temporal, inference, { batcherClient: temporal.client });
       try {
         return await body({ inference, temporal, workers, interrupted: stop.promise });
       } finally {

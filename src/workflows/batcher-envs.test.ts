@@ -32,6 +32,19 @@ const queue = (state: BatcherState, envId: number | null, ...sizes: number[]) =>
 };
 
 describe('registerEnv', () => {
+  it('gives a run that registers again (a restarted clotho serve) its env id back, and one env in /status-env', () => {
+    const state = started(8);
+    const first = registerEnv(state, env({ run_key: 'clotho/run-a/gsm8k' }), 1);
+    registerEnv(state, env({ desired_name: 'other' }), 2);
+    disconnectEnv(state, 0);
+    const again = registerEnv(state, env({ run_key: 'clotho/run-a/gsm8k' }), 3);
+    expect(again).toEqual(first);
+    expect(again).toMatchObject({ status: 'success', env_id: 0, wandb_name: 'gsm8k_0' });
+    expect(state.envs.map((e) => [e.registered_id, e.connected, e.last_update])).toEqual([[0, true, 3], [1, true, 2]]);
+    // Another run of the same environment is a second registration, as in Atropos.
+    expect(registerEnv(state, env({ run_key: 'clotho/run-b/gsm8k' }), 4)).toMatchObject({ env_id: 2, wandb_name: 'gsm8k_1' });
+  });
+
   it('asks envs to wait until the trainer asks for its first batch', () => {
     const state = createBatcherState();
     expect(registerEnv(state, env(), 0)).toEqual({ status: 'wait for trainer to start' });

@@ -16,6 +16,11 @@ export interface EnvRegistration {
   weight: number;
   group_size: number;
   min_batch_allocation?: number | null;
+  /**
+   * Clotho's addition: the env-run that feeds this registration (`clotho serve`). Registering again with the same
+   * key is a restart of the same run: it gets its env id back instead of a second registration.
+   */
+  run_key?: string;
 }
 
 /** A registered environment, with Atropos's field names (ATROPOS-API.md §1.2). */
@@ -29,6 +34,7 @@ export interface EnvRecord {
   connected: boolean;
   min_batch_allocation: number | null;
   group_size: number;
+  run_key?: string;
 }
 
 
@@ -52,6 +58,11 @@ export type RegisterEnvResponse =
 /** `POST /register-env`: refused until the trainer's first batch request; `now` becomes `last_update`. */
 export function registerEnv(state: BatcherState, request: EnvRegistration, now: number): RegisterEnvResponse {
   if (!state.started) return { status: 'wait for trainer to start' };
+  const again = request.run_key === undefined ? undefined : state.envs.find((env) => env.run_key === request.run_key);
+  if (again) {
+    Object.assign(again, { connected: true, last_update: now });
+    return registered(state, again);
+  }
   const sameName = state.envs.filter((env) => env.desired_name === request.desired_name).length;
   const env: EnvRecord = {
     max_context_len: request.max_token_length,
@@ -63,8 +74,13 @@ export function registerEnv(state: BatcherState, request: EnvRegistration, now: 
     connected: true,
     min_batch_allocation: request.min_batch_allocation ?? null,
     group_size: request.group_size,
+    ...(request.run_key === undefined ? {} : { run_key: request.run_key }),
   };
   state.envs.push(env);
+  return registered(state, env);
+}
+
+function registered(state: BatcherState, env: EnvRecord): RegisterEnvResponse {
   return {
     status: 'success',
     env_id: env.registered_id,

@@ -32,7 +32,7 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
   const path = jsonlPath(env.data_path_to_save_groups ?? `data/${plan.definition.name}.jsonl`, resumed);
   const totalGroups = env.total_steps;
   if (totalGroups <= 0) throw new Error(`--env.total_steps: expected a positive number of groups to process, got ${totalGroups}`);
-  return withRunSession(plan, {}, async ({ temporal, workers, interrupted }) => {
+  return withRunSession(plan, async ({ temporal, workers, interrupted }) => {
     const input: EnvRunInput = { ...envRunSettings(plan, temporal.searchAttributes), totalGroups, sink: { kind: 'jsonl', path } };
     io.out(`run ${plan.runId}: ${totalGroups} groups of ${plan.definition.name} → ${path}`);
     const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);

@@ -46,16 +46,18 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
   for (const notice of plan.notices) io.err(`clotho serve: ${notice}`);
   const batcherId = (plan.config.rest.flags as unknown as { 'batcher-id': string })['batcher-id'];
   const env = plan.config.env;
-  return withRunSession(plan, { feedsBatcher: true }, async ({ temporal, workers, interrupted }) => {
+  return withRunSession(plan, async ({ temporal, workers, interrupted }) => {
     const registration = {
       max_token_length: env.max_token_length,
       desired_name: env.wandb_name ?? plan.definition.name,
       weight: env.inference_weight,
       group_size: env.group_size,
       min_batch_allocation: env.min_batch_allocation,
+      // The same run started again (same --env.run_id) takes its env id back.
+      run_key: envRunId(plan.runId, plan.definition.name),
     };
     const registered = await registerWithBatcher(temporal, batcherId, registration, io, interrupted);
-    io.out(`registered as ${registered.wandb_name} (env_id ${registered.env_id}) at step ${registered.starting_step}`);
+    io.out(`run ${plan.runId}: registered as ${registered.wandb_name} (env_id ${registered.env_id}) at step ${registered.starting_step}`);
     const input: EnvRunInput = {
       ...envRunSettings(plan, temporal.searchAttributes),
       totalGroups: Number.MAX_SAFE_INTEGER,

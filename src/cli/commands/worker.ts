@@ -12,7 +12,7 @@ export async function workerCommand(argv: string[], io: CommandIo): Promise<numb
   const plan = await planRun(argv);
   for (const notice of plan.notices) io.err(`clotho worker: ${notice}`);
   if (plan.config.env.run_id === null) throw new Error('--env.run_id: required, to name the run whose workers these are');
-  return withRunSession(plan, {}, async ({ workers, interrupted }) => {
+  return withRunSession(plan, async ({ workers, interrupted }) => {
     io.out(`workers of run ${plan.runId} polling ${Object.values(runTaskQueues(plan.runId)).join(', ')}`);
     await Promise.race([workers.done, interrupted]).catch((error: unknown) => io.out(`${(error as Error).message}: stopping workers`));
     return 0;
