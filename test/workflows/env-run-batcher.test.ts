@@ -1,0 +1,124 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import gsm8k from '../../environments/gsm8k/index.js';
+import type { EnvRunInput } from '../../src/schema/rollout.js';
+import { envRun } from '../../src/workflows/env-run.js';
+import {
+  batcher,
+  batcherViewQuery,
+  ingestGroupsUpdate,
+  registerEnvUpdate,
+  registerTrainerUpdate,
+  takeBatchUpdate,
+  type BatcherInput,
+} from '../../src/workflows/batcher.js';
+import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
+import { startHarness, type Harness } from '../support/harness.js';
+import { waitFor } from '../support/cli.js';
+import { uniqueId } from '../support/temporal.js';
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+/** A batcher on the harness's workflow queue with a registered trainer (batches of one 4-sample group) and env 0. */
+async function startBatcher(h: Harness, options: BatcherInput['options'] = {}) {
+  const handle = await h.temporal.client.workflow.start(batcher, {
+    taskQueue: h.queues.workflows,
+    workflowId: uniqueId('batcher'),
+    args: [{ trainer: { kind: 'http' }, options }],
+  });
+  await handle.executeUpdate(registerTrainerUpdate, {
+    args: [{ wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 4096, checkpoint_dir: '', save_checkpoint_interval: -1, starting_step: 0, num_steps: 100 }],
+  });
+  await handle.executeUpdate(takeBatchUpdate, { args: [{}] });
+  const env = await handle.executeUpdate(registerEnvUpdate, { args: [{ max_token_length: 4096, desired_name: 'gsm8k', weight: 1, group_size: 4 }] });
+  if (env.status !== 'success') throw new Error('env did not register');
+  return handle;
+}
+
+function envRunInput(h: Harness, batcherId: string, overrides: Partial<EnvRunInput> = {}): EnvRunInput {
+  return {
+    runId: h.runId,
+    environment: 'gsm8k',
+    totalGroups: 6,
+    maxInFlight: 4,
+    sink: { kind: 'batcher', workflowId: batcherId, envId: 0, maxBatchesOffpolicy: 1, stopAtStep: 100 },
+    group: { ...h.groupInput(0, { groupSize: 4 }) },
+    ...overrides,
+  };
+}
+
+describe('envRun feeding a batcher on a real dev server', () => {
+  it('waits for the batcher to push room, adding no history while the trainer is idle', async () => {
+    harness = await startHarness({
+      environment: gsm8k,
+      envConfig: { data_path: GSM8K_TEST, group_size: 4 },
+      responder: gsm8kResponder((_item, sample) => sample === 0),
+    });
+    const batcherHandle = await startBatcher(harness);
+    const run = await harness.temporal.client.workflow.start(envRun, {
+      taskQueue: harness.queues.workflows,
+      workflowId: uniqueId('env-run'),
+      args: [envRunInput(harness, batcherHandle.workflowId)],
+    });
+    const queued = async () => (await batcherHandle.query(batcherViewQuery)).metrics.waiting['0']?.queued ?? 0;
+    // max_batches_offpolicy 1 of 4-sample batches: one group at a time waits in the batcher.
+    await waitFor(async () => (await queued()) === 1, 60_000, 'the first group to reach the batcher');
+    const idleFrom = (await run.describe()).historyLength;
+    // An observation window, not a synchronisation: the old env-run polled here, six events a second.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect((await run.describe()).historyLength).toBe(idleFrom);
+    expect(await queued()).toBe(1);
+
+    // The trainer takes the batch: the batcher pushes the new room, and the next group goes.
+    for (let step = 1; step <= 5; step++) {
+      await waitFor(async () => (await queued()) === 1, 60_000, `group ${step} in the batcher`);
+      const taken = await batcherHandle.executeUpdate(takeBatchUpdate, { args: [{}] });
+      expect(taken).toMatchObject({ status: 'batch', step });
+    }
+    const result = await run.result();
+    expect(result).toMatchObject({ nextItem: 6, delivered: 6, failed: 0 });
+    const view = await batcherHandle.query(batcherViewQuery);
+    expect(view.metrics.counters.perEnv['0']).toMatchObject({ received: 6, duplicates: 0 });
+    // History grows with the groups (about twenty events each: child, signals, workflow tasks), not with waiting.
+    expect((await run.describe()).historyLength).toBeLessThan(6 * 25);
+    await batcherHandle.terminate();
+  });
+
+  it('stamps a group with the step at which it started, so one that outlived a step bump is stale', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let asked = false;
+    const answer = gsm8kResponder((_item, sample) => sample === 0);
+    harness = await startHarness({
+      environment: gsm8k,
+      envConfig: { data_path: GSM8K_TEST, group_size: 4 },
+      responder: async (body, call) => {
+        asked = true;
+        await gate;
+        return answer(body, call);
+      },
+    });
+    // Groups more than one step behind the trainer are stale.
+    const batcherHandle = await startBatcher(harness, { maxStaleness: 1 });
+    const run = await harness.temporal.client.workflow.start(envRun, {
+      taskQueue: harness.queues.workflows,
+      workflowId: uniqueId('env-run'),
+      args: [envRunInput(harness, batcherHandle.workflowId, { totalGroups: 1, sink: { kind: 'batcher', workflowId: batcherHandle.workflowId, envId: 0, maxBatchesOffpolicy: 8, stopAtStep: 100 } })],
+    });
+    await waitFor(() => asked, 60_000, 'the group to start generating at step 0');
+    // Meanwhile the trainer trains three steps on groups from elsewhere.
+    for (let step = 1; step <= 3; step++) {
+      await batcherHandle.executeUpdate(ingestGroupsUpdate, { args: [[{ id: `other-${step}`, ref: 'r', envId: null, size: 4 }]] });
+      expect(await batcherHandle.executeUpdate(takeBatchUpdate, { args: [{}] })).toMatchObject({ status: 'batch', step });
+    }
+    release();
+    expect(await run.result()).toMatchObject({ delivered: 1 });
+    await waitFor(async () => (await batcherHandle.query(batcherViewQuery)).metrics.counters.perEnv['0']?.received === 1, 30_000, 'the group at the batcher');
+    // Generated by the policy of step 0, delivered at step 3: stale (stamped at delivery it would have passed).
+    expect((await batcherHandle.query(batcherViewQuery)).metrics.counters.perEnv['0']?.dropped).toEqual({ stale: 1 });
+    await batcherHandle.terminate();
+  });
+});
