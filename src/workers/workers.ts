@@ -38,6 +38,13 @@ export interface RunningWorkers {
   shutdown(): Promise<void>;
 }
 
+/**
+ * How long a workflow's next task waits for the worker that has it cached before any worker may take it. After a
+ * kill -9 nobody polls that worker's queue, so this is time a restarted process waits for nothing (the SDK's
+ * default is 10 s); a busy live worker that misses it only costs one replay elsewhere.
+ */
+const STICKY_SCHEDULE_TO_START = '2 seconds';
+
 let runtimeInstalled = false;
 
 /** Worker logs at WARN unless CLOTHO_LOG_LEVEL says otherwise: progress is the CLI's job, not the SDK's. */
@@ -72,6 +79,7 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
       ...common,
       taskQueue: setup.taskQueues.workflows,
       workflowBundle: await workflowBundle(),
+      stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START,
       maxConcurrentWorkflowTaskExecutions: 40,
       activities: envActivities,
       maxConcurrentLocalActivityExecutions: setup.envConcurrency ?? 64,
@@ -126,6 +134,7 @@ export async function startBatcherWorker(setup: {
     namespace: setup.namespace,
     taskQueue: setup.taskQueue ?? BATCHER_TASK_QUEUE,
     workflowBundle: await workflowBundle(),
+    stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START,
     activities: createBatcherActivities({ store: setup.store }),
   });
   const done = worker.run().finally(() => connection.close());
