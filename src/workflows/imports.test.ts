@@ -29,6 +29,18 @@ describe('workflow files', () => {
     expect(offences).toEqual([]);
   });
 
+  // index.ts states the rule: a local activity's result can arrive at another point on replay than when it
+  // first ran, so only workflows that never have two branches issuing commands may use one.
+  it('use local activities only in straight-line workflows (rollout-group), never beside other branches', async () => {
+    const files = (await readdir(folder)).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
+    const users: string[] = [];
+    for (const file of files) {
+      if (/\b(stepActivities|proxyLocalActivities)\s*[<(]/.test(await readFile(new URL(file, folder), 'utf8'))) users.push(file);
+    }
+    // activity-options defines the helper; env-run-legacy is frozen code that old runs replay on.
+    expect(users.sort()).toEqual(['activity-options.ts', 'env-run-legacy.ts', 'rollout-group.ts']);
+  });
+
   it('the check sees value imports for what they are', () => {
     expect(valueImports("import { readFile } from 'node:fs';\nimport type { X } from '../activities/a.js';")).toEqual(['node:fs']);
   });

@@ -1,4 +1,15 @@
-/** Every workflow Clotho runs; the only `workflowsPath` of its workers. */
+/**
+ * Every workflow Clotho runs; the only `workflowsPath` of its workers.
+ *
+ * Replay rules (a worker killed at any moment is replaced by one that replays the history; if the code then
+ * issues commands in another order the run is stuck with a nondeterminism error, as `../shared/evidence` shows):
+ * - Local activities only in straight-line code (rollout-group): never while another branch of the same
+ *   workflow may issue a command. Their results arrive at another point on replay than when they first ran.
+ *   `imports.test.ts` holds the list of workflows allowed to use them.
+ * - Wait for pushes (signals, child results), never poll with timers: an idle workflow adds no history.
+ * - A change of command order goes behind `patched(...)`, keeping the old path for runs started on it.
+ * - Replay recorded histories in the suite (test/replay).
+ */
 export { envRun, envRunStatusQuery } from './env-run.js';
 export { rolloutGroup } from './rollout-group.js';
 export { batcher } from './batcher.js';
