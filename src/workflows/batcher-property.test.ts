@@ -153,7 +153,7 @@ describe('batcher state properties', () => {
         fc.constantFrom(4, 8, 16),
         fc.array(fc.record({ groupSize: fc.constantFrom(1, 2, 4, 8), min: fc.option(fc.constantFrom(0.1, 0.25, 0.5), { nil: null }) }), { maxLength: 3 }),
         fc.option(fc.integer({ min: 0, max: 3 }), { nil: null }),
-        fc.array(opArb, { maxLength: 150 }),
+        fc.array(opArb, { maxLength: 150, size: 'max' }),
         (batchSize, envSpecs, maxStaleness, ops) => {
           let state: BatcherState = createBatcherState({ maxStaleness, seenCapacity: 1000 });
           registerTrainer(state, { wandb_group: 'g', wandb_project: 'p', batch_size: batchSize, max_token_len: 1, checkpoint_dir: '', save_checkpoint_interval: 1, starting_step: 0, num_steps: 1 });
@@ -164,8 +164,13 @@ describe('batcher state properties', () => {
           const accepted = new Set<string>();
           const gone = new Set<string>(); // served without a lease, or acked
           const batchOf = new Map<string, string>(); // group id → the one batch id it was served in
-          const outstanding: { batchId: string; groups: GroupRef[] }[] = [];
+          const outstanding: { batchId: string; leaseId: string; groups: GroupRef[] }[] = [];
           const finished = new Set<string>();
+          // The model of leases: per batch, the one lease that may ack it, until it runs out.
+          const live = new Map<string, { leaseId: string; expiresAt: number }>();
+          const expire = () => {
+            for (const [batchId, lease] of live) if (lease.expiresAt <= now) live.delete(batchId);
+          };
           let now = 0;
           for (const op of ops) {
             if (op.kind === 'ingest') {
@@ -175,6 +180,7 @@ describe('batcher state properties', () => {
               accepted.add(id);
             } else if (op.kind === 'take') {
               const result = takeBatch(state, op.lease ? { now, durationMs: 10 } : undefined);
+              if (op.lease) expire();
               if (result.status !== 'batch') continue;
               expect(result.groups.reduce((sum, g) => sum + g.size, 0)).toBe(batchSize);
               expect(finished.has(result.batchId)).toBe(false);
@@ -183,17 +189,29 @@ describe('batcher state properties', () => {
                 batchOf.set(g.id, result.batchId);
                 if (!op.lease) gone.add(g.id);
               }
-              if (op.lease) outstanding.push(result);
-              else finished.add(result.batchId);
+              if (op.lease) {
+                outstanding.push({ ...result, leaseId: result.leaseId! });
+                live.set(result.batchId, { leaseId: result.leaseId!, expiresAt: now + 10 });
+              } else finished.add(result.batchId);
             } else if (op.kind === 'ack') {
               const [batch] = outstanding.splice(op.pick % Math.max(1, outstanding.length), 1);
-              if (!batch || finished.has(batch.batchId)) continue;
-              expect(ackBatch(state, batch.batchId)).toBe(true);
-              finished.add(batch.batchId);
-              for (const g of batch.groups) gone.add(g.id);
+              if (!batch) continue;
+              const before = JSON.stringify(state);
+              const status = ackBatch(state, batch.leaseId);
+              if (live.get(batch.batchId)?.leaseId === batch.leaseId) {
+                expect(status).toBe('acked');
+                live.delete(batch.batchId);
+                finished.add(batch.batchId);
+                for (const g of batch.groups) gone.add(g.id);
+              } else {
+                // A lease that ran out or was superseded acks nothing and changes nothing.
+                expect(status).toBe(finished.has(batch.batchId) ? 'unknown' : 'expired');
+                expect(JSON.stringify(state)).toBe(before);
+              }
             } else if (op.kind === 'tick') {
               now += op.ms;
               expireLeases(state, now);
+              expire();
             } else if (op.kind === 'statusEnv') {
               statusEnv(state, op.envId);
             } else if (op.kind === 'disconnect') {

@@ -4,6 +4,7 @@ import {
   dropBatch,
   recordDrops,
   ackBatch,
+  ackBatchBeforeLeaseIds,
   batcherMetrics,
   createBatcherState,
   expireLeases,
@@ -12,6 +13,9 @@ import {
   registerTrainer,
   resetData,
   takeBatch,
+  leaseIdOf,
+  parseLeaseId,
+  waitingGroups,
   type BatcherOptions,
   type BatcherState,
   type GroupRef,
@@ -120,6 +124,15 @@ describe('ingest', () => {
     expect(ingestGroups(state, [group(4, 0)]).response).toEqual({ status: 'received', groups_processed: 1 });
   });
 
+  it('reports with every result the groups waiting once the list is in: queued, buffered or formed', () => {
+    const state = batcher(4, [4]);
+    expect(ingestGroups(state, [group(4, 0), group(4, 0), group(2, 0)]).results.map((r) => r.waiting)).toEqual([3, 3, 3]);
+    served(state, { now: 0, durationMs: 10 });
+    // One batch leased (with a trainer now), one formed and waiting, one group buffered.
+    expect(ingestGroups(state, [group(4, null)]).results[0]?.waiting).toBe(3);
+    expect(waitingGroups(state)).toBe(3);
+  });
+
   it('drops and counts a group with no sequences', () => {
     const state = batcher(4);
     expect(ingestGroup(state, group(0, 1)).outcome).toBe('empty');
@@ -210,7 +223,8 @@ describe('taking batches', () => {
     const state = batcher(2);
     ingestGroup(state, group(2));
     const batch = served(state);
-    expect(ackBatch(state, batch?.batchId as string)).toBe(false);
+    expect(batch?.leaseId).toBeNull();
+    expect(ackBatch(state, batch?.batchId as string)).toBe('unknown');
     expect(expireLeases(state, Number.MAX_SAFE_INTEGER)).toEqual([]);
     expect(takeBatch(state)).toEqual({ status: 'empty' });
   });
@@ -226,6 +240,8 @@ describe('leases', () => {
     expect(takeBatch(state, { now: 1049, durationMs: 50 })).toEqual({ status: 'empty' });
     const again = served(state, { now: 1050, durationMs: 50 });
     expect(again).toMatchObject({ batchId: first?.batchId, groups: first?.groups, leaseExpiresAt: 1100 });
+    // Each serving is its own lease; the first keeps the batch's id.
+    expect([first?.leaseId, again?.leaseId]).toEqual(['batch-1-1', 'batch-1-1.lease-2']);
     expect(state.step).toBe(1);
     expect(state.counters).toMatchObject({ batchesServed: 2, batchesRedelivered: 1, leasesExpired: 1 });
   });
@@ -234,19 +250,84 @@ describe('leases', () => {
     const state = batcher(2);
     ingestGroup(state, group(2));
     const batch = served(state, { now: 0, durationMs: 10 });
-    expect(ackBatch(state, batch?.batchId as string)).toBe(true);
-    expect(ackBatch(state, batch?.batchId as string)).toBe(false);
+    expect(ackBatch(state, batch?.leaseId as string, 9)).toBe('acked');
+    expect(ackBatch(state, batch?.leaseId as string, 9)).toBe('unknown');
     expect(takeBatch(state, { now: 100, durationMs: 10 })).toEqual({ status: 'empty' });
     expect(state.counters.batchesAcked).toBe(1);
   });
 
-  it('accepts a late ack while the expired batch waits, so it is not trained twice', () => {
+  it('refuses an ack that comes after the lease ran out, changing nothing: the batch is served again', () => {
     const state = batcher(2);
     ingestGroup(state, group(2));
     const batch = served(state, { now: 0, durationMs: 10 });
-    expect(expireLeases(state, 10)).toEqual([batch?.batchId]);
-    expect(ackBatch(state, batch?.batchId as string)).toBe(true);
-    expect(takeBatch(state)).toEqual({ status: 'empty' });
+    const before = structuredClone(state);
+    expect(ackBatch(state, batch?.leaseId as string, 10)).toBe('expired');
+    // Only the lease ran out (as the next take would find); the batch waits to be served again.
+    expect(expireLeases(before, 10)).toEqual([batch?.batchId]);
+    expect(state).toEqual(before);
+    expect(served(state, { now: 11, durationMs: 10 })?.groups).toEqual(batch?.groups);
+  });
+
+  it('keeps the old ack for batchers started before lease ids, so their histories replay to the same state', () => {
+    const state = batcher(2);
+    ingestGroup(state, group(2));
+    const batch = served(state, { now: 0, durationMs: 10 });
+    expireLeases(state, 10);
+    expect(ackBatchBeforeLeaseIds(state, batch?.batchId as string)).toBe('acked');
+    expect(takeBatch(state, { now: 20, durationMs: 10 })).toEqual({ status: 'empty' });
+    expect(ackBatchBeforeLeaseIds(state, batch?.batchId as string)).toBe('unknown');
+  });
+
+  it('lets only the trainer holding a batch now ack it: a slow one acking late neither clears nor loses it', () => {
+    const state = batcher(2);
+    ingestGroup(state, group(2));
+    const a = served(state, { now: 0, durationMs: 10 })!;
+    expect(takeBatch(state, { now: 5, durationMs: 10 })).toEqual({ status: 'empty' });
+    const b = served(state, { now: 10, durationMs: 10 })!;
+    expect(b.groups).toEqual(a.groups);
+    const before = structuredClone(state);
+    expect(ackBatch(state, a.leaseId!, 12)).toBe('expired');
+    expect(state).toEqual(before);
+    expect(takeBatch(state, { now: 19, durationMs: 10 })).toEqual({ status: 'empty' });
+    // B crashes without acking: once its lease runs out the batch is served a third time.
+    const c = served(state, { now: 20, durationMs: 10 })!;
+    expect(c).toMatchObject({ batchId: a.batchId, leaseId: `${a.batchId}.lease-3`, groups: a.groups, step: a.step });
+    expect(ackBatch(state, b.leaseId!, 21)).toBe('expired');
+    expect(ackBatch(state, a.leaseId!, 21)).toBe('expired');
+    expect(ackBatch(state, c.leaseId!, 21)).toBe('acked');
+    expect([a, b, c].map((lease) => ackBatch(state, lease.leaseId!, 22))).toEqual(['unknown', 'unknown', 'unknown']);
+    expect(takeBatch(state, { now: 100, durationMs: 10 })).toEqual({ status: 'empty' });
+    expect(state.counters).toMatchObject({ batchesServed: 3, batchesRedelivered: 2, leasesExpired: 2, batchesAcked: 1 });
+  });
+
+  it('knows no lease that was never served: a later delivery, a formed batch, an id of another shape', () => {
+    const state = batcher(2);
+    for (let i = 0; i < 2; i++) ingestGroup(state, group(2));
+    const leased = served(state, { now: 0, durationMs: 10 })!;
+    const waiting = state.formed[0]!;
+    for (const id of [`${leased.batchId}.lease-2`, `${leased.batchId}.lease-1`, `${leased.batchId}.lease-02`, waiting.batchId, 'nope']) {
+      expect(ackBatch(state, id, 1), id).toBe('unknown');
+    }
+    expect(state.leases).toHaveLength(1);
+  });
+
+  it('acks by the derived lease ids a state carried from before leases had ids of their own', () => {
+    // What the batcher held then: a batch served twice, leased again, no lease id anywhere.
+    const carried = JSON.parse(
+      JSON.stringify({
+        ...batcher(2),
+        leases: [{ batchId: 'batch-1-1', step: 1, groups: [group(2)], deliveries: 2, leaseExpiresAt: 50 }],
+      }),
+    ) as BatcherState;
+    expect(ackBatch(carried, 'batch-1-1', 10)).toBe('expired');
+    expect(ackBatch(carried, 'batch-1-1.lease-2', 10)).toBe('acked');
+  });
+
+  it('derives lease ids from the batch id and the delivery, and reads them back', () => {
+    expect([1, 2, 3].map((n) => leaseIdOf('batch-4-9', n))).toEqual(['batch-4-9', 'batch-4-9.lease-2', 'batch-4-9.lease-3']);
+    expect(parseLeaseId('batch-4-9.lease-3')).toEqual({ batchId: 'batch-4-9', delivery: 3 });
+    expect(parseLeaseId('batch-4-9')).toEqual({ batchId: 'batch-4-9', delivery: 1 });
+    expect(parseLeaseId('batch-4-9.lease-1')).toEqual({ batchId: 'batch-4-9.lease-1', delivery: 1 });
   });
 
   it('puts several expired batches back earliest lease first', () => {
@@ -308,6 +389,7 @@ describe('metrics', () => {
     const metrics = batcherMetrics(state);
     expect(metrics).toMatchObject({
       step: 3,
+      waitingGroups: 4,
       queueGroups: 1,
       queueSequences: 1,
       bufferedGroups: 1,

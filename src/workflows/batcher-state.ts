@@ -47,7 +47,11 @@ export interface FormedBatch {
   deliveries: number;
 }
 
-/** A served batch that must be acknowledged before `leaseExpiresAt`, or it is served again. */
+/**
+ * A served batch that must be acknowledged before `leaseExpiresAt`, or it is served again. Its id is not stored:
+ * it follows from the batch id and `deliveries` ({@link leaseIdOf}), so states carried through continue-as-new
+ * from before leases had ids of their own load unchanged.
+ */
 export interface Lease extends FormedBatch {
   leaseExpiresAt: number;
 }
@@ -90,7 +94,9 @@ export interface BatcherOptions {
   /**
    * Idempotency keys remembered, the most recent ones: a key comes back as a duplicate only while it
    * is among the last `seenCapacity` accepted. Bounded so the state stays far below Temporal's 2 MiB
-   * payload limit through continue-as-new (10,000 keys of ~40 characters ≈ 0.5 MB). @default 10000
+   * payload limit through continue-as-new (10,000 keys of ~40 characters ≈ 0.5 MB). The HTTP API keeps
+   * a durable record of older keys in the trajectory store; this window catches a retry that comes
+   * before that record is written. @default 10000
    */
   seenCapacity: number;
 }
@@ -229,6 +235,11 @@ export interface IngestResult {
   outcome: IngestOutcome;
   /** Groups the buffer released into the queue because of this one. */
   released: number;
+  /**
+   * Groups waiting in the batcher ({@link waitingGroups}) once the whole `ingestGroups` call was taken in: the
+   * API bounds its ingest by it without a query per post.
+   */
+  waiting?: number;
 }
 
 function enqueue(state: BatcherState, group: GroupRef): void {
@@ -297,7 +308,9 @@ export function ingestGroups(
   state: BatcherState,
   groups: readonly GroupRef[],
 ): { response: ScoredDataListResponse; results: IngestResult[] } {
-  const results = groups.map((group) => ingestGroup(state, group));
+  const ingested = groups.map((group) => ingestGroup(state, group));
+  const waiting = waitingGroups(state);
+  const results = ingested.map((result) => ({ ...result, waiting }));
   const response: ScoredDataListResponse = { status: 'received', groups_processed: groups.length };
   const buffered = results.flatMap((r) => (r.response.status === 'buffered' ? [r.response.buffer_size] : []));
   if (buffered.length > 0) {
@@ -326,7 +339,15 @@ function formAll(state: BatcherState): void {
 export type TakeResult =
   | { status: 'not_registered' }
   | { status: 'empty' }
-  | { status: 'batch'; batchId: string; step: number; groups: GroupRef[]; leaseExpiresAt: number | null };
+  | {
+      status: 'batch';
+      batchId: string;
+      /** The id the trainer acks this serving with ({@link leaseIdOf}); null without a lease. */
+      leaseId: string | null;
+      step: number;
+      groups: GroupRef[];
+      leaseExpiresAt: number | null;
+    };
 
 /**
  * `GET /batch` (ATROPOS-API.md §1.5): serve the newest pre-formed batch, else form every batch the
@@ -352,21 +373,63 @@ export function takeBatch(
   for (const group of batch.groups) countersOf(state, group.envId).served++;
   const leaseExpiresAt = lease ? lease.now + lease.durationMs : null;
   if (leaseExpiresAt !== null) state.leases.push({ ...batch, leaseExpiresAt });
-  return { status: 'batch', batchId: batch.batchId, step: batch.step, groups: batch.groups, leaseExpiresAt };
+  const leaseId = leaseExpiresAt === null ? null : leaseIdOf(batch.batchId, batch.deliveries);
+  return { status: 'batch', batchId: batch.batchId, leaseId, step: batch.step, groups: batch.groups, leaseExpiresAt };
 }
 
 /**
- * Acknowledge a leased batch: it is never served again. Also accepted after the lease expired while
- * the batch waits to be served again (the slow trainer did train on it). False for unknown ids.
+ * The id of a batch's `delivery`-th serving under a lease: deterministic (workflow code draws no random ids) and
+ * different for every serving, so that only the trainer holding the batch now can ack it. The first serving keeps
+ * the batch's own id: a trainer that leased a batch before leases had ids of their own acks it as before.
  */
-export function ackBatch(state: BatcherState, batchId: string): boolean {
+export function leaseIdOf(batchId: string, delivery: number): string {
+  return delivery <= 1 ? batchId : `${batchId}.lease-${delivery}`;
+}
+
+/** The batch a lease id names, and which serving of it; an id that {@link leaseIdOf} never makes is a batch id. */
+export function parseLeaseId(leaseId: string): { batchId: string; delivery: number } {
+  const match = /^(.+)\.lease-(\d+)$/.exec(leaseId);
+  const parsed = match ? { batchId: match[1] as string, delivery: Number(match[2]) } : null;
+  return parsed && leaseIdOf(parsed.batchId, parsed.delivery) === leaseId ? parsed : { batchId: leaseId, delivery: 1 };
+}
+
+/**
+ * What an ack found: the live lease it names (`acked`: the batch is never served again), a lease that ran out or
+ * was superseded by a later serving of the same batch (`expired`), or nothing (`unknown`).
+ */
+export type AckStatus = 'acked' | 'expired' | 'unknown';
+
+/**
+ * Acknowledge a leased batch by the lease id it was served with. Only the live lease can: an ack for a lease that
+ * ran out changes nothing, since the batch is (or will be) served to another trainer, whose own ack must not be
+ * preempted by the slow one's and whose crash must bring the batch back. With `now`, leases run out first.
+ */
+export function ackBatch(state: BatcherState, leaseId: string, now?: number): AckStatus {
+  if (now !== undefined) expireLeases(state, now);
+  const { batchId, delivery } = parseLeaseId(leaseId);
+  const at = state.leases.findIndex((l) => l.batchId === batchId);
+  const leased = state.leases[at];
+  if (leased && leased.deliveries === delivery) {
+    state.leases.splice(at, 1);
+    state.counters.batchesAcked++;
+    return 'acked';
+  }
+  const batch = leased ?? state.formed.find((b) => b.batchId === batchId);
+  return batch && delivery <= batch.deliveries ? 'expired' : 'unknown';
+}
+
+/**
+ * The ack of batchers started before lease ids, kept so that their histories replay to the same state: any
+ * serving's id acks, also after its lease expired. Runs move to `ackBatch` at their next continue-as-new.
+ */
+export function ackBatchBeforeLeaseIds(state: BatcherState, batchId: string): AckStatus {
   const leased = state.leases.findIndex((l) => l.batchId === batchId);
   const waiting = state.formed.findIndex((b) => b.batchId === batchId && b.deliveries > 0);
   if (leased >= 0) state.leases.splice(leased, 1);
   else if (waiting >= 0) state.formed.splice(waiting, 1);
-  else return false;
+  else return 'unknown';
   state.counters.batchesAcked++;
-  return true;
+  return 'acked';
 }
 
 /** Removes a served batch that a trainer refused for good, counting its groups as dropped with that reason. */
@@ -406,9 +469,17 @@ export function resetData(state: BatcherState): GroupRef[] {
   return dropped;
 }
 
+/** Groups taken in that wait for a trainer: queued, buffered, or in a formed batch (a leased one is with a trainer). */
+export function waitingGroups(state: BatcherState): number {
+  const buffered = Object.values(state.buffers).reduce((sum, buffer) => sum + buffer.length, 0);
+  return state.queue.length + buffered + state.formed.reduce((sum, batch) => sum + batch.groups.length, 0);
+}
+
 /** Gauges and counters for metrics: what waits where now, and what happened so far. */
 export interface BatcherMetrics {
   step: number;
+  /** {@link waitingGroups}. */
+  waitingGroups: number;
   queueGroups: number;
   queueSequences: number;
   bufferedGroups: number;
@@ -428,6 +499,7 @@ export function batcherMetrics(state: BatcherState): BatcherMetrics {
   for (const group of buffered) slot(group.envId).buffered++;
   return {
     step: state.step,
+    waitingGroups: waitingGroups(state),
     queueGroups: state.queue.length,
     queueSequences: state.queue.reduce((sum, group) => sum + group.size, 0),
     bufferedGroups: buffered.length,

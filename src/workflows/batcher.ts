@@ -18,6 +18,7 @@ import { computeEnvStatus, disconnectEnv, envAt, registerEnv, type EnvRegistrati
 import { pushRooms, watchRoom, watchRoomSignal, type RoomWatch } from './batcher-room.js';
 import {
   ackBatch,
+  ackBatchBeforeLeaseIds,
   batcherMetrics,
   createBatcherState,
   dropBatch,
@@ -78,7 +79,8 @@ export const registerTrainerUpdate = defineUpdate<{ initialised: boolean }, [Tra
 export const registerEnvUpdate = defineUpdate<ReturnType<typeof registerEnv>, [EnvRegistration]>('registerEnv');
 export const disconnectEnvUpdate = defineUpdate<ReturnType<typeof disconnectEnv>, [number]>('disconnectEnv');
 export const takeBatchUpdate = defineUpdate<TakeResult, [{ leaseMs?: number }]>('takeBatch');
-export const ackBatchUpdate = defineUpdate<boolean, [string]>('ackBatch');
+/** Acks a leased batch by the lease id it was served with; only the live lease can (`ackBatch`). */
+export const ackBatchUpdate = defineUpdate<ReturnType<typeof ackBatch>, [string]>('ackBatch');
 export const resetUpdate = defineUpdate<number, []>('reset');
 export const batcherViewQuery = defineQuery<BatcherView>('batcherView');
 export const statusEnvQuery = defineQuery<EnvStatus | null, [number]>('statusEnv');
@@ -144,7 +146,10 @@ export async function batcher(input: BatcherInput): Promise<void> {
       },
     },
   );
-  setHandler(ackBatchUpdate, (batchId) => changed(ackBatch(state, batchId)));
+  // Runs started before lease ids (no BATCHER_PUSHES_ROOM marker) replay with the ack they ran with.
+  setHandler(ackBatchUpdate, (leaseId) =>
+    changed(pushesRoom ? ackBatch(state, leaseId, Date.now()) : ackBatchBeforeLeaseIds(state, leaseId)),
+  );
   setHandler(resetUpdate, () => changed(resetData(state).length));
   setHandler(statusEnvQuery, (envId) => computeEnvStatus(state, envId)?.status ?? null);
   setHandler(batchQuery, (batchId) => [...state.formed, ...state.leases].find((b) => b.batchId === batchId)?.groups ?? null);

@@ -63,27 +63,42 @@ describe('the trajectory API loses nothing', () => {
     await expectEverythingOnce(http);
   });
 
-  it('serves an unacknowledged leased batch again after its lease, and never after its ack', async () => {
+  it('serves an unacked leased batch again, refuses the late ack of a lease that ran out, and survives the next trainer crashing', async () => {
     api = await startApiProcess({ temporalAddress: inject('temporalAddress') });
     const http = apiClient(api.url);
     await http.post('/register', TRAINER);
     await http.post('/scored_data_list', [group(1, 2, null), group(2, 2, null)]);
-    const leased = (await http.get('/batch?lease_seconds=1')).json;
-    expect(tags(leased.batch)).toEqual([1, 2]);
-    expect(leased.batch_id).toMatch(/^batch-1-/);
-    expect(leased.lease_expires_at).toBeGreaterThan(Date.now() / 1000);
-    // Not acked: once the lease runs out the same batch is served again (to the next trainer asking).
-    let again: any;
-    await waitFor(async () => {
-      again = (await http.get('/batch?lease_seconds=30')).json;
-      return again.batch !== null;
-    }, 30_000, 'the expired lease to release the batch');
-    expect(again.batch_id).toBe(leased.batch_id);
-    expect(tags(again.batch)).toEqual([1, 2]);
-    expect((await http.get(`/batch/${again.batch_id}`)).json.batch_id).toBe(leased.batch_id);
-    expect((await http.post('/batch/ack', { batch_id: again.batch_id })).json).toEqual({ status: 'success' });
+    const takeLeased = async (seconds: number, what: string) => {
+      let taken: any;
+      await waitFor(async () => (taken = (await http.get(`/batch?lease_seconds=${seconds}`)).json).batch !== null, 30_000, what);
+      return taken;
+    };
+    // Trainer A leases the batch and is too slow: its lease runs out, and trainer B gets the same batch.
+    const a = (await http.get('/batch?lease_seconds=1')).json;
+    expect(tags(a.batch)).toEqual([1, 2]);
+    expect(a.batch_id).toMatch(/^batch-1-\d+$/);
+    expect(a.lease_expires_at).toBeGreaterThan(Date.now() / 1000);
+    const b = await takeLeased(2, "A's lease to run out");
+    expect(tags(b.batch)).toEqual([1, 2]);
+    expect(b.batch_id).not.toBe(a.batch_id);
+
+    // A acks late: refused, and B's lease stands (the batch is still held, not acked away).
+    const late = await http.post('/batch/ack', { batch_id: a.batch_id });
+    expect(late.status).toBe(409);
+    expect(late.json).toEqual({ status: 'failure', error: expect.stringContaining('lease expired') });
+    expect(tags((await http.get(`/batch/${b.batch_id}`)).json.batch)).toEqual([1, 2]);
+
+    // B crashes without acking: once its lease runs out the batch is served a third time, whole.
+    const c = await takeLeased(30, "B's lease to run out");
+    expect(tags(c.batch)).toEqual([1, 2]);
+    expect(new Set([a.batch_id, b.batch_id, c.batch_id]).size).toBe(3);
+    for (const id of [c.batch_id, a.batch_id]) expect((await http.get(`/batch/${id}`)).json).toEqual({ batch: c.batch, batch_id: id });
+    expect((await http.post('/batch/ack', { batch_id: b.batch_id })).status).toBe(409);
+    expect((await http.post('/batch/ack', { batch_id: c.batch_id })).json).toEqual({ status: 'success' });
+
+    // Acked: gone for good, under every lease id it ever had.
     expect((await http.get('/batch?lease_seconds=1')).json.batch).toBeNull();
-    expect((await http.post('/batch/ack', { batch_id: again.batch_id })).status).toBe(404);
+    for (const id of [a.batch_id, b.batch_id, c.batch_id]) expect((await http.post('/batch/ack', { batch_id: id })).status).toBe(404);
     expect((await http.get('/status')).json.current_step).toBe(1);
   });
 });

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from clotho_client import TrajectoryClient, UnknownBatchError, advantages
+from clotho_client import LeaseExpiredError, TrajectoryClient, UnknownBatchError, advantages
 from servers import wait_until
 
 
@@ -79,6 +79,25 @@ def test_a_batch_not_acked_comes_back_after_its_lease(client: TrajectoryClient) 
     assert tags(served.groups) == [7, 8]
     client.ack(served.batch_id)
     assert client.batch(lease_seconds=60) is None and client.status().queue_size == 0
+
+
+def test_a_late_ack_changes_nothing_and_the_batch_outlives_the_next_trainer(client: TrajectoryClient) -> None:
+    client.scored_data_list([group(21), group(22)])
+    slow = client.batch(lease_seconds=1)
+    assert slow is not None and tags(slow.groups) == [21, 22]
+    # The slow trainer's lease runs out; the next trainer gets the same batch under a lease of its own.
+    crashed = wait_until(lambda: client.batch(lease_seconds=2), timeout=20, what="the first lease to run out")
+    assert tags(crashed.groups) == [21, 22] and crashed.batch_id != slow.batch_id
+    with pytest.raises(LeaseExpiredError):
+        client.ack(slow.batch_id)
+    # That trainer dies without acking: the batch is served a third time, whole.
+    third = wait_until(lambda: client.batch(lease_seconds=60), timeout=20, what="the second lease to run out")
+    assert tags(third.groups) == [21, 22] and third.batch_id not in (slow.batch_id, crashed.batch_id)
+    assert client.batch_by_id(slow.batch_id).groups == third.groups
+    client.ack(third.batch_id)
+    with pytest.raises(UnknownBatchError):
+        client.ack(crashed.batch_id)
+    assert client.batch(lease_seconds=60) is None
 
 
 def test_the_example_prints_advantages_and_acks(client: TrajectoryClient, http_api: str) -> None:

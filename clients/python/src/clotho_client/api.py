@@ -199,9 +199,13 @@ class TrajectoryClient:
     def ack(self, batch_id: str) -> None:
         """``POST /batch/ack``: the leased batch is consumed for good.
 
+        ``batch_id`` is the one :meth:`batch` returned: each serving of a batch is a lease of its own, and
+        only the lease held now can ack the batch.
+
         Raises:
-            UnknownBatchError: no such batch (404).
-            LeaseExpiredError: the lease ran out first (409); the batch will be served again.
+            UnknownBatchError: no such batch (404): never leased, or gone (acked under a later lease, reset).
+            LeaseExpiredError: the lease ran out first (409), so the batch is, or will be, served again under
+                another lease; this ack changed nothing.
         """
         try:
             self._request("POST", "/batch/ack", {"batch_id": batch_id})
@@ -213,7 +217,7 @@ class TrajectoryClient:
             raise
 
     def batch_by_id(self, batch_id: str) -> Batch:
-        """``GET /batch/{batch_id}``: the groups of a formed or leased, not yet acked, batch.
+        """``GET /batch/{batch_id}``: the groups of a formed or leased, not yet acked, batch, by a lease id or its own.
 
         Raises:
             UnknownBatchError: no such batch, or it was acked already (404).

@@ -23,4 +23,5 @@ class UnknownBatchError(ApiError):
 
 
 class LeaseExpiredError(ApiError):
-    """``POST /batch/ack`` came after the lease ran out (409); the batch went back to the queue."""
+    """``POST /batch/ack`` came after the lease ran out (409): the batch went back to be served again, perhaps
+    already to another trainer, and the ack changed nothing."""

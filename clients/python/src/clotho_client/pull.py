@@ -95,9 +95,10 @@ def run_pull_loop(
 def ack_with_retries(client: "TrajectoryClient", batch_id: str, attempts: int = 5) -> bool:
     """Acks a batch, retrying network errors and 5xx; returns False (and warns) when the API no longer holds it.
 
-    A lease that ran out before the ack is answered 409, or 404 once the batch was served and acked
-    again or the data was reset: the step is done either way, so the loop goes on. A 404 after a failed
-    attempt means that attempt got through, so it counts as acked.
+    A lease that ran out before the ack is answered 409 (the batch is served again under a new lease, which
+    alone can ack it), or 404 once the batch was acked under that later lease or the data was reset: the step
+    is done either way, so the loop goes on. A 404 after a failed attempt means that attempt got through, so
+    it counts as acked.
     """
     for attempt in range(1, attempts + 1):
         try:

@@ -72,7 +72,8 @@ class Batch:
     """What ``GET /batch`` served: groups whose sequences add up to the trainer's ``batch_size``.
 
     ``batch_id`` and ``lease_expires_at`` (seconds since the Unix epoch) are set for leased batches
-    and batches fetched by id; a plain Atropos ``GET /batch`` has neither.
+    and batches fetched by id; a plain Atropos ``GET /batch`` has neither. A leased batch's ``batch_id``
+    is its lease's, the id to ack it with: a batch served again comes with a new one.
     """
 
     groups: list[ScoredDataGroup]
