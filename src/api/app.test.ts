@@ -153,6 +153,27 @@ describe('scored data', () => {
   });
 });
 
+describe('a bounded queue', () => {
+  it('answers posts 503 with Retry-After once the queue is full, and counts each refusal in /metrics', async () => {
+    await setUpRun();
+    service.maxQueueGroups = 2;
+    expect((await post('/scored_data_list', [sampleGroup(), sampleGroup()])).status).toBe(200);
+    const single = await post('/scored_data', sampleGroup());
+    expect(single.status).toBe(503);
+    expect(single.headers.get('retry-after')).toBe('1');
+    expect(await single.json()).toEqual({ detail: expect.stringContaining('--max-queue-groups') });
+    const list = await post('/scored_data_list', [sampleGroup(), sampleGroup(), sampleGroup()]);
+    expect([list.status, list.headers.get('retry-after')]).toEqual([503, '1']);
+    expect(service.queue).toHaveLength(2);
+    const text = await (await app.request('/metrics')).text();
+    expect(text).toContain('\nclotho_posts_refused_total 2\n');
+    expect(text).toContain('\nclotho_groups_refused_total 4\n');
+    // Room again once the trainer took a batch.
+    await app.request('/batch');
+    expect(await (await post('/scored_data', sampleGroup())).json()).toEqual({ status: 'received' });
+  });
+});
+
 describe('batches', () => {
   it('serves {"batch": [...]} then {"batch": null}, advancing the step', async () => {
     await setUpRun();
@@ -185,7 +206,7 @@ describe('batches', () => {
     service.now += 6;
     const res = await post('/batch/ack', { batch_id: 'batch-1' });
     expect(res.status).toBe(409);
-    expect(await res.json()).toEqual({ status: 'failure', error: 'lease expired before the ack' });
+    expect(await res.json()).toEqual({ status: 'failure', error: expect.stringMatching(/^lease expired before the ack; .*new lease/) });
   });
 });
 

@@ -34,6 +34,8 @@ export interface ApiOptions {
 const uuid4Digits = () => BigInt(`0x${randomUUID().replaceAll('-', '')}`).toString();
 
 const NOT_REGISTERED = { status: 'error', message: 'Trainer not registered. Call /register first.', batch: [] };
+/** Why a late ack changed nothing: a slow trainer must not ack away the batch another trainer holds now. */
+const LEASE_GONE = 'lease expired before the ack; the batch is served again under a new lease, and only that one can ack it';
 
 /**
  * The Atropos-compatible trajectory API (ATROPOS-API.md §1) in front of a {@link TrajectoryService}.
@@ -116,7 +118,7 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
     if (req instanceof Response) return req;
     const outcome = await service.ackBatch(req.data.batch_id);
     if (outcome === 'acked') return c.json({ status: 'success' });
-    if (outcome === 'expired') return c.json({ status: 'failure', error: 'lease expired before the ack' }, 409);
+    if (outcome === 'expired') return c.json({ status: 'failure', error: LEASE_GONE }, 409);
     return c.json({ status: 'failure', error: `unknown batch_id ${req.data.batch_id}` }, 404);
   });
 

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { IngestResult, ScoredDataListResponse, ScoredDataPost } from '../schema/api.js';
-import { UnknownEnvError, type IngestGroup, type TrajectoryService } from './service.js';
+import { QueueFullError, UnknownEnvError, type IngestGroup, type TrajectoryService } from './service.js';
 import { unprocessable } from './request.js';
 
 /** Takes Clotho's additions out of a posted group, leaving Atropos's 14 keys. */
@@ -16,7 +16,8 @@ export function toIngestGroup(post: ScoredDataPost, fallbackKey?: string): Inges
 
 /**
  * Hands groups to the service; an unknown `env_id` becomes a 422 naming each offending group
- * (`loc` `["body", "env_id"]` for a single group, `["body", i, "env_id"]` in a list).
+ * (`loc` `["body", "env_id"]` for a single group, `["body", i, "env_id"]` in a list), and a full queue a 503
+ * with `Retry-After` in FastAPI's error shape: Atropos's env client retries a 5xx (a 4xx it drops).
  */
 export async function ingest(
   c: Context,
@@ -27,6 +28,9 @@ export async function ingest(
   try {
     return await service.ingestGroups(groups);
   } catch (error) {
+    if (error instanceof QueueFullError) {
+      return c.json({ detail: error.message }, 503, { 'Retry-After': String(Math.ceil(error.retryAfterSeconds)) });
+    }
     if (!(error instanceof UnknownEnvError)) throw error;
     const detail = groups.flatMap(({ group }, i) =>
       group.env_id !== null && error.envIds.includes(group.env_id)

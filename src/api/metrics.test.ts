@@ -10,6 +10,8 @@ const snapshot = MetricsSnapshotSchema.parse({
   batchesFormed: 7,
   batchesServed: 6,
   queueDepth: 4,
+  postsRefused: 3,
+  groupsRefused: 5,
   envs: [
     { env: 'gsm8k_0', envId: 0, groupsReceived: 30, groupsBuffered: 3, groupsDropped: { stale: 2 }, queueDepth: 3 },
     { env: 'odd "name"\\', envId: 1, groupsReceived: 10, groupsBuffered: 0, groupsDropped: {}, queueDepth: 1 },
@@ -30,6 +32,8 @@ describe('renderPrometheus', () => {
       'clotho_batches_formed_total 7',
       'clotho_batches_served_total 6',
       'clotho_queue_depth 4',
+      'clotho_posts_refused_total 3',
+      'clotho_groups_refused_total 5',
       'clotho_env_groups_received_total{env="gsm8k_0"} 30',
       'clotho_env_groups_received_total{env="odd \\"name\\"\\\\"} 10',
       'clotho_env_groups_buffered_total{env="gsm8k_0"} 3',
@@ -43,7 +47,7 @@ describe('renderPrometheus', () => {
   it('declares each family once with its type, and ends with a newline', () => {
     expect(text).toContain('# TYPE clotho_groups_dropped_total counter\n');
     expect(text).toContain('# TYPE clotho_queue_depth gauge\n');
-    expect(text.match(/^# TYPE /gm)).toHaveLength(11);
+    expect(text.match(/^# TYPE /gm)).toHaveLength(13);
     expect(text.endsWith('\n')).toBe(true);
   });
 });

@@ -35,6 +35,8 @@ export function renderPrometheus(m: MetricsSnapshot): string {
     family('clotho_batches_formed_total', 'counter', 'Batches formed.', [[{}, m.batchesFormed]]),
     family('clotho_batches_served_total', 'counter', 'Batches handed to trainers.', [[{}, m.batchesServed]]),
     family('clotho_queue_depth', 'gauge', 'Groups waiting in the queue.', [[{}, m.queueDepth]]),
+    family('clotho_posts_refused_total', 'counter', 'Posts of scored groups this API process answered 503: the queue was full.', [[{}, m.postsRefused]]),
+    family('clotho_groups_refused_total', 'counter', 'Groups in the posts this API process answered 503.', [[{}, m.groupsRefused]]),
     family('clotho_env_groups_received_total', 'counter', 'Scored groups posted, per environment.', perEnv((e) => e.groupsReceived)),
     family('clotho_env_groups_buffered_total', 'counter', 'Groups held back, per environment.', perEnv((e) => e.groupsBuffered)),
     family(

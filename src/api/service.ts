@@ -30,13 +30,14 @@ export type TakeBatchResult =
   | { status: 'trainer_queue' }
   | {
       status: 'batch';
+      /** The id to ack the batch with: a leased batch's is the lease's own, new each time the batch is served. */
       batchId: string;
       batch: ScoredDataGroup[];
       /** Seconds since the Unix epoch when an unacked lease returns the batch to the queue; null without a lease. */
       leaseExpiresAt: number | null;
     };
 
-/** Outcome of `POST /batch/ack`: `expired` means the lease ran out before the ack. */
+/** Outcome of `POST /batch/ack`: `expired` means the lease ran out, or the batch was served again under another, before the ack. */
 export type AckResult = 'acked' | 'unknown' | 'expired';
 
 /**
@@ -47,6 +48,21 @@ export class UnknownEnvError extends Error {
   constructor(readonly envIds: number[]) {
     super(`unknown env_id ${envIds.join(', ')}: register the environment with /register-env first`);
     this.name = 'UnknownEnvError';
+  }
+}
+
+/**
+ * Thrown by {@link TrajectoryService.ingestGroups} when the groups waiting for the trainer reached the API's bound
+ * (`clotho api --max-queue-groups`); the API answers 503 with `Retry-After`, which environments retry.
+ */
+export class QueueFullError extends Error {
+  constructor(
+    readonly waiting: number,
+    readonly maxGroups: number,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(`${waiting} groups wait for the trainer, the bound is ${maxGroups} (--max-queue-groups): retry later`);
+    this.name = 'QueueFullError';
   }
 }
 
@@ -70,8 +86,8 @@ export interface TrajectoryService {
   /** The last group queued, or null if none ever was. */
   latestExample(): Promise<ScoredDataGroup | null>;
   /**
-   * Ingests groups in order, one result per group. Throws {@link UnknownEnvError}, ingesting
-   * nothing, when any group names an unregistered `env_id`.
+   * Ingests groups in order, one result per group. Ingests nothing and throws {@link UnknownEnvError} when any
+   * group names an unregistered `env_id`, or {@link QueueFullError} when the queue is full.
    */
   ingestGroups(groups: IngestGroup[]): Promise<IngestResult[]>;
   status(): Promise<Status>;

@@ -3,7 +3,7 @@ import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@te
 import type { IngestResult, MetricsSnapshot } from '../schema/api.js';
 import type { ScoredDataGroup } from '../schema/scored-data.js';
 import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
-import type { GroupRef, IngestResult as BatcherIngestResult } from '../workflows/batcher-state.js';
+import { parseLeaseId, type GroupRef, type IngestResult as BatcherIngestResult } from '../workflows/batcher-state.js';
 import {
   ackBatchUpdate,
   batchQuery,
@@ -18,6 +18,8 @@ import {
   type BatcherView,
   type batcher,
 } from '../workflows/batcher.js';
+import { acceptedKeys } from './accepted-keys.js';
+import { DEFAULT_MAX_QUEUE_GROUPS, QueueBound, type Refusals } from './queue-bound.js';
 import { UnknownEnvError, type IngestGroup, type TrajectoryService } from './service.js';
 
 export interface TemporalServiceOptions {
@@ -25,15 +27,24 @@ export interface TemporalServiceOptions {
   store: TrajectoryStore;
   /** Workflow id of the batcher this API fronts. */
   batcherId: string;
+  /** Groups waiting in the batcher and in this process past which posts are refused (503). @default DEFAULT_MAX_QUEUE_GROUPS */
+  maxQueueGroups?: number;
 }
 
 /**
  * The trajectory API's service backed by the batcher workflow: every call is an update or a query on it,
  * group data goes through the trajectory store. Nothing lives in this process but requests in flight.
  */
-export function createTemporalTrajectoryService({ client, store, batcherId }: TemporalServiceOptions): TrajectoryService {
+export function createTemporalTrajectoryService({
+  client,
+  store,
+  batcherId,
+  maxQueueGroups = DEFAULT_MAX_QUEUE_GROUPS,
+}: TemporalServiceOptions): TrajectoryService {
   const handle = (): WorkflowHandle<typeof batcher> => client.workflow.getHandle(batcherId);
   const view = () => handle().query(batcherViewQuery);
+  const bound = new QueueBound(maxQueueGroups, async () => (await view()).metrics.waitingGroups);
+  const accepted = acceptedKeys(store, batcherId);
   const readGroups = (refs: GroupRef[]) =>
     Promise.all(
       refs.map(async (ref) => {
@@ -41,7 +52,12 @@ export function createTemporalTrajectoryService({ client, store, batcherId }: Te
         return ref.envId !== null && group.env_id === null ? { ...group, env_id: ref.envId } : group;
       }),
     );
-  const ingest = coalesced(async (refs: GroupRef[]) => handle().executeUpdate(ingestGroupsUpdate, { args: [refs] }), INGEST_LANES);
+  const ingest = coalesced(async (refs: GroupRef[]) => {
+    const results = await handle().executeUpdate(ingestGroupsUpdate, { args: [refs] });
+    const waiting = results.at(-1)?.waiting;
+    if (waiting !== undefined) bound.report(waiting);
+    return results;
+  }, INGEST_LANES);
   // Env ids seen registered: they only disappear with a reset, which the batcher's validator catches anyway.
   const knownEnvs = new Set<number>();
   const unknownEnvs = async (ids: number[]) => {
@@ -71,11 +87,12 @@ export function createTemporalTrajectoryService({ client, store, batcherId }: Te
       if (taken === null) return { status: 'trainer_queue' };
       if (taken.status !== 'batch') return { status: taken.status };
       const leaseExpiresAt = taken.leaseExpiresAt === null ? null : taken.leaseExpiresAt / 1000;
-      return { status: 'batch', batchId: taken.batchId, batch: await readGroups(taken.groups), leaseExpiresAt };
+      return { status: 'batch', batchId: taken.leaseId ?? taken.batchId, batch: await readGroups(taken.groups), leaseExpiresAt };
     },
-    ackBatch: async (batchId) => ((await handle().executeUpdate(ackBatchUpdate, { args: [batchId] })) ? 'acked' : 'unknown'),
-    async getBatchById(batchId) {
-      const refs = await handle().query(batchQuery, batchId);
+    ackBatch: (leaseId) => handle().executeUpdate(ackBatchUpdate, { args: [leaseId] }),
+    async getBatchById(id) {
+      // The batcher finds batches by their own id; a lease id names its batch too.
+      const refs = await handle().query(batchQuery, parseLeaseId(id).batchId);
       return refs ? readGroups(refs) : null;
     },
     async latestExample() {
@@ -86,16 +103,12 @@ export function createTemporalTrajectoryService({ client, store, batcherId }: Te
     async ingestGroups(groups) {
       const unknown = await unknownEnvs([...new Set(groups.flatMap((g) => (g.group.env_id === null ? [] : [g.group.env_id])))]);
       if (unknown.length > 0) throw new UnknownEnvError(unknown);
-      const refs = await Promise.all(groups.map((g) => storeGroup(store, g)));
-      try {
-        return (await ingest(refs)).map(toWire);
-      } catch (error) {
-        // The batcher's validator has the last word on env ids (a reset may have raced the check above).
-        if (!(error instanceof WorkflowUpdateFailedError && /unknown env_id/.test(String(error.cause?.message)))) throw error;
-        knownEnvs.clear();
-        const ids = groups.flatMap((g) => (g.group.env_id === null ? [] : [g.group.env_id]));
-        throw new UnknownEnvError(await unknownEnvs([...new Set(ids)]));
-      }
+      // Keys recorded as accepted are duplicates however long ago they came; the rest go to the batcher.
+      const known = await Promise.all(groups.map((g) => (g.idempotencyKey === undefined ? false : accepted.has(g.idempotencyKey))));
+      const fresh = groups.filter((_, i) => !known[i]);
+      const results = fresh.length > 0 ? await ingestFresh(fresh) : [];
+      let next = 0;
+      return known.map((duplicate) => (duplicate ? DUPLICATE : results[next++]!));
     },
     async statusEnv(envId) {
       const status = await handle().query(statusEnvQuery, envId);
@@ -106,9 +119,37 @@ export function createTemporalTrajectoryService({ client, store, batcherId }: Te
       knownEnvs.clear();
       await handle().executeUpdate(resetUpdate, { args: [] });
     },
-    metrics: async () => toMetrics(await view()),
+    metrics: async () => toMetrics(await view(), bound.refused),
   };
+
+  /** Queues groups whose keys are not recorded as accepted, within the bound, and records their keys. */
+  async function ingestFresh(groups: IngestGroup[]): Promise<IngestResult[]> {
+    const release = await bound.admit(groups.length);
+    try {
+      const refs = await Promise.all(groups.map((g) => storeGroup(store, g)));
+      const results = await ingestRefs(refs, groups);
+      // Every key the batcher answered for (a duplicate of its window too, which repairs a record lost to a crash).
+      await Promise.all(groups.flatMap((g) => (g.idempotencyKey === undefined ? [] : [accepted.record(g.idempotencyKey)])));
+      return results.map(toWire);
+    } finally {
+      release();
+    }
+  }
+
+  async function ingestRefs(refs: GroupRef[], groups: IngestGroup[]): Promise<BatcherIngestResult[]> {
+    try {
+      return await ingest(refs);
+    } catch (error) {
+      // The batcher's validator has the last word on env ids (a reset may have raced the check above).
+      if (!(error instanceof WorkflowUpdateFailedError && /unknown env_id/.test(String(error.cause?.message)))) throw error;
+      knownEnvs.clear();
+      const ids = groups.flatMap((g) => (g.group.env_id === null ? [] : [g.group.env_id]));
+      throw new UnknownEnvError(await unknownEnvs([...new Set(ids)]));
+    }
+  }
 }
+
+const DUPLICATE: IngestResult = { status: 'received', duplicate: true };
 
 /** Ingest updates in flight at once from one API process (Temporal allows 10 per workflow). */
 const INGEST_LANES = 3;
@@ -142,7 +183,7 @@ function toWire(result: BatcherIngestResult): IngestResult {
   }
 }
 
-function toMetrics({ metrics, envs }: BatcherView): MetricsSnapshot {
+function toMetrics({ metrics, envs }: BatcherView, refused: Refusals): MetricsSnapshot {
   const all = Object.values(metrics.counters.perEnv);
   const dropped: Record<string, number> = {};
   for (const counters of all) for (const [reason, n] of Object.entries(counters.dropped)) dropped[reason] = (dropped[reason] ?? 0) + (n ?? 0);
@@ -154,6 +195,8 @@ function toMetrics({ metrics, envs }: BatcherView): MetricsSnapshot {
     batchesFormed: metrics.counters.batchesFormed,
     batchesServed: metrics.counters.batchesServed,
     queueDepth: metrics.queueGroups,
+    postsRefused: refused.posts,
+    groupsRefused: refused.groups,
     envs: envs.map((env) => {
       const counters = metrics.counters.perEnv[String(env.envId)];
       return {

@@ -18,10 +18,18 @@ export async function createBatcherService(flags: ServiceFlags) {
     const worker = await startBatcherWorker({ address: temporal.endpoint.address, namespace: temporal.endpoint.namespace, store });
     await ensureBatcher(temporal.client, flags.batcherId, {
       trainer: flags.trainer === 'temporal' ? { kind: 'temporal', taskQueue: flags.trainerTaskQueue } : { kind: 'http' },
-      options: flags.maxStaleness === undefined ? {} : { maxStaleness: flags.maxStaleness },
+      options: {
+        ...(flags.maxStaleness === undefined ? {} : { maxStaleness: flags.maxStaleness }),
+        ...(flags.idempotencyWindow === undefined ? {} : { seenCapacity: flags.idempotencyWindow }),
+      },
     });
     return {
-      service: createTemporalTrajectoryService({ client: temporal.client, store, batcherId: flags.batcherId }),
+      service: createTemporalTrajectoryService({
+        client: temporal.client,
+        store,
+        batcherId: flags.batcherId,
+        maxQueueGroups: flags.maxQueueGroups,
+      }),
       async close() {
         await worker.shutdown();
         await temporal.close();

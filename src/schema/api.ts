@@ -89,6 +89,8 @@ export const BatchQuerySchema = z.object({ lease_seconds: z.coerce.number().posi
 /**
  * `GET /batch` and `GET /batch/{id}`. `batch_id` and `lease_expires_at` (seconds since the Unix
  * epoch) appear only for leased batches and batches fetched by id, so old trainers never see them.
+ * A leased batch's `batch_id` is the id of that lease: a batch served again after its lease ran out
+ * comes with another one. `GET /batch/{id}` takes a lease id or the batch's own id.
  */
 export const BatchResponseSchema = z.union([
   z.object({ status: z.literal('error'), message: z.string(), batch: z.array(z.never()) }),
@@ -99,9 +101,12 @@ export const BatchResponseSchema = z.union([
   }),
 ]);
 
-/** `POST /batch/ack` (addition): the trainer has durably consumed a leased batch. */
+/** `POST /batch/ack` (addition): the trainer has durably consumed a leased batch; `batch_id` is the lease's. */
 export const BatchAckSchema = z.object({ batch_id: z.string().min(1) });
-/** `POST /batch/ack`'s answer: 404 for an unknown id, 409 when the lease had expired. */
+/**
+ * `POST /batch/ack`'s answer: 404 for an unknown id, 409 (changing nothing) when the lease had run out or the
+ * batch was served again under a newer lease.
+ */
 export const BatchAckResponseSchema = z.union([
   z.object({ status: z.literal('success') }),
   z.object({ status: z.literal('failure'), error: z.string() }),
@@ -203,6 +208,10 @@ export const MetricsSnapshotSchema = z.object({
   batchesServed: int,
   /** Groups waiting in the queue. */
   queueDepth: int,
+  /** Posts of scored groups answered 503 because the queue was full, by this API process since it started. */
+  postsRefused: int,
+  /** Groups in those posts. */
+  groupsRefused: int,
   envs: z.array(EnvMetricsSchema),
 });
 export type MetricsSnapshot = z.infer<typeof MetricsSnapshotSchema>;

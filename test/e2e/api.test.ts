@@ -1,6 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { resetUpdate } from '../../src/workflows/batcher.js';
+import { waitFor } from '../support/cli.js';
 import { apiClient, group, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
 import { testConnection } from '../support/temporal.js';
 
@@ -108,5 +109,54 @@ describe('clotho api, black box: the calls an Atropos environment and trainer ma
     const response = await http.post('/scored_data', group(2, 2, env.env_id));
     expect(response.status).toBe(422);
     expect(JSON.stringify(response.json.detail)).toContain('env_id');
+  });
+});
+
+describe('clotho api --idempotency-window 2 --max-queue-groups 4', () => {
+  let small: ApiProcess;
+  let client: ReturnType<typeof apiClient>;
+  beforeAll(async () => {
+    small = await startApiProcess({ temporalAddress: inject('temporalAddress'), args: ['--idempotency-window', '2', '--max-queue-groups', '4'] });
+    client = apiClient(small.url);
+  });
+  afterAll(() => small?.stop());
+
+  const counter = async (name: string) => Number((await client.get('/metrics')).text.match(new RegExp(`^${name} (\\d+)$`, 'm'))![1]);
+
+  it('answers a key repeated after more keys than the batcher remembers as a duplicate, and queues it once', async () => {
+    await client.get('/reset_data');
+    await client.post('/register', { ...TRAINER, batch_size: 64 });
+    const post = (tag: number) => client.post('/scored_data', { ...group(tag, 2, null), idempotency_key: `key-${tag}` });
+    for (const tag of [1, 2, 3]) expect((await post(tag)).json).toEqual({ status: 'received' });
+    // key-1 has left the batcher's window of 2; the API's durable record still knows it.
+    expect((await post(1)).json).toEqual({ status: 'received', duplicate: true });
+    const list = await client.post('/scored_data_list', [{ ...group(2, 2, null), idempotency_key: 'key-2' }]);
+    expect(list.json).toEqual({ status: 'received', groups_processed: 1, duplicates: 1 });
+    expect((await client.get('/status')).json.queue_size).toBe(3);
+    expect(await counter('clotho_groups_received_total')).toBe(3);
+  });
+
+  it('answers posts 503 with Retry-After past the bound, counts each refusal, and takes posts again once the trainer drains', async () => {
+    await client.get('/reset_data');
+    await client.post('/register', TRAINER);
+    const before = { posts: await counter('clotho_posts_refused_total'), groups: await counter('clotho_groups_refused_total') };
+    expect((await client.post('/scored_data_list', [1, 2, 3, 4].map((tag) => group(tag, 2, null)))).status).toBe(200);
+    const single = await fetch(`${small.url}/scored_data`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(group(5, 2, null)),
+    });
+    expect([single.status, single.headers.get('retry-after')]).toEqual([503, '1']);
+    expect(await single.json()).toEqual({ detail: expect.stringContaining('--max-queue-groups') });
+    expect((await client.post('/scored_data_list', [group(6, 2, null), group(7, 2, null)])).status).toBe(503);
+    expect((await client.get('/status')).json.queue_size).toBe(4);
+    expect(await counter('clotho_posts_refused_total')).toBe(before.posts + 2);
+    expect(await counter('clotho_groups_refused_total')).toBe(before.groups + 3);
+
+    // The trainer takes a batch (two groups): there is room again, seen within a second.
+    expect(firstTokens((await client.get('/batch')).json.batch)).toHaveLength(2);
+    let accepted: { status: number } | undefined;
+    await waitFor(async () => (accepted = await client.post('/scored_data', group(9, 2, null))).status !== 503, 10_000, 'room in the queue');
+    expect(accepted?.status).toBe(200);
   });
 });

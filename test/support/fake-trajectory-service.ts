@@ -1,6 +1,6 @@
 import type { IngestResult, MetricsSnapshot, RegisterEnv, Registration } from '../../src/schema/api.js';
 import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
-import { UnknownEnvError, type AckResult, type IngestGroup, type TakeBatchResult, type TrajectoryService } from '../../src/api/service.js';
+import { QueueFullError, UnknownEnvError, type AckResult, type IngestGroup, type TakeBatchResult, type TrajectoryService } from '../../src/api/service.js';
 
 interface EnvRecord extends RegisterEnv {
   name: string;
@@ -23,6 +23,8 @@ export class FakeTrajectoryService implements TrajectoryService {
   queue: ScoredDataGroup[] = [];
   buffers = new Map<number, ScoredDataGroup[]>();
   minPolicyVersion = 0;
+  /** Queued groups past which posts are refused as `clotho api --max-queue-groups` refuses them. */
+  maxQueueGroups = Number.POSITIVE_INFINITY;
   /** Seconds since the Unix epoch; tests move it to expire leases. */
   now = 1_700_000_000;
   private started = false;
@@ -31,7 +33,7 @@ export class FakeTrajectoryService implements TrajectoryService {
   private keys = new Set<string>();
   private batches = new Map<string, ScoredDataGroup[]>();
   private leases = new Map<string, number>();
-  private counters = { received: 0, buffered: 0, formed: 0, served: 0, stale: 0 };
+  private counters = { received: 0, buffered: 0, formed: 0, served: 0, stale: 0, postsRefused: 0, groupsRefused: 0 };
 
   async register(registration: Registration, requester: string): Promise<void> {
     this.registration ??= registration;
@@ -104,6 +106,11 @@ export class FakeTrajectoryService implements TrajectoryService {
   async ingestGroups(groups: IngestGroup[]): Promise<IngestResult[]> {
     const unknown = groups.map((g) => g.group.env_id).filter((id): id is number => id !== null && !this.envs[id]);
     if (unknown.length > 0) throw new UnknownEnvError([...new Set(unknown)]);
+    if (this.queue.length >= this.maxQueueGroups) {
+      this.counters.postsRefused += 1;
+      this.counters.groupsRefused += groups.length;
+      throw new QueueFullError(this.queue.length, this.maxQueueGroups, 1);
+    }
     return groups.map(({ group, idempotencyKey, policyVersion }) => {
       if (idempotencyKey !== undefined && this.keys.has(idempotencyKey)) return { status: 'received', duplicate: true };
       if (idempotencyKey !== undefined) this.keys.add(idempotencyKey);
@@ -160,6 +167,8 @@ export class FakeTrajectoryService implements TrajectoryService {
       batchesFormed: c.formed,
       batchesServed: c.served,
       queueDepth: this.queue.length,
+      postsRefused: c.postsRefused,
+      groupsRefused: c.groupsRefused,
       envs: this.envs.map((e, envId) => ({
         env: e.name,
         envId,

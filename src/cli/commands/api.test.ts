@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeTrajectoryService } from '../../../test/support/fake-trajectory-service.js';
 import type { RunningApiServer } from '../../api/server.js';
-import { apiCommand, isLoopback, type ApiCommandDeps } from './api.js';
+import { apiCommand, isLoopback, type ApiCommandDeps, type ServiceFlags } from './api.js';
 
 /** Runs the command with collected output; `whileServing` runs against the live server, then stops it. */
 async function run(args: string[], env: Record<string, string> = {}, whileServing?: (s: RunningApiServer) => Promise<void>) {
@@ -52,6 +52,20 @@ describe('clotho api', () => {
       status = (await fetch(`${s.url}/scored_data`, { method: 'POST', body: 'x'.repeat(2000) })).status;
     });
     expect(status).toBe(413);
+  });
+
+  it('hands the queue bound and the idempotency window to the service, with defaults', async () => {
+    const seen: ServiceFlags[] = [];
+    const serve = (args: string[]) =>
+      apiCommand(['--port', '0', ...args], {
+        createService: async (flags) => (seen.push(flags), { service: new FakeTrajectoryService() }),
+        io: { out: () => undefined, err: () => undefined },
+        untilStopped: async () => undefined,
+      });
+    await serve([]);
+    await serve(['--max-queue-groups', '7', '--idempotency-window', '3']);
+    expect(seen.map((f) => [f.maxQueueGroups, f.idempotencyWindow])).toEqual([[5000, undefined], [7, 3]]);
+    expect(await run(['--max-queue-groups', '0'])).toMatchObject({ code: 2, err: expect.stringContaining('--max-queue-groups') });
   });
 
   it('reports bad flags with their name and prints help', async () => {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { createApi } from '../../api/app.js';
 import { startApiServer, type RunningApiServer } from '../../api/server.js';
 import type { TrajectoryService } from '../../api/service.js';
+import { DEFAULT_MAX_QUEUE_GROUPS } from '../../api/queue-bound.js';
 
 /** The flags that shape the service behind the API. */
 export interface ServiceFlags {
@@ -11,6 +12,10 @@ export interface ServiceFlags {
   batcherId: string;
   store?: string;
   maxStaleness?: number;
+  /** Groups waiting for the trainer past which posts are answered 503. */
+  maxQueueGroups: number;
+  /** Idempotency keys a new batcher remembers itself (`seenCapacity`); older ones are found in the store. */
+  idempotencyWindow?: number;
 }
 
 /** What `clotho api` needs from its caller; tests pass their own. */
@@ -40,6 +45,11 @@ Options:
   --trainer-task-queue <q>  task queue of trainStep activities (default clotho-trainer)
   --batcher-id <id>    workflow id of the batcher (default clotho/batcher/default)
   --max-staleness <n>  drop groups whose policy_version is more than n steps old (default: keep all)
+  --max-queue-groups <n>  answer posts of scored groups 503 with Retry-After once n groups wait for the
+                       trainer, in the batcher and in this process (default 5000: about 1 MB of batcher state,
+                       far below Temporal's 2 MiB payload limit); refusals are counted in /metrics
+  --idempotency-window <n>  idempotency keys a new batcher remembers itself (default 10000); older keys are
+                       found in the store's record of accepted keys
   --store <dir>        trajectory store directory (default $CLOTHO_HOME/store)
   -h, --help           show this help`;
 
@@ -52,6 +62,8 @@ const OPTIONS = {
   'trainer-task-queue': { type: 'string' },
   'batcher-id': { type: 'string' },
   'max-staleness': { type: 'string' },
+  'max-queue-groups': { type: 'string' },
+  'idempotency-window': { type: 'string' },
   store: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -65,6 +77,8 @@ const FlagsSchema = z.strictObject({
   'trainer-task-queue': z.string().min(1).default('clotho-trainer'),
   'batcher-id': z.string().min(1).default('clotho/batcher/default'),
   'max-staleness': z.coerce.number().int().nonnegative().optional(),
+  'max-queue-groups': z.coerce.number().int().positive().default(DEFAULT_MAX_QUEUE_GROUPS),
+  'idempotency-window': z.coerce.number().int().positive().optional(),
   store: z.string().min(1).optional(),
   help: z.boolean().optional(),
 });
@@ -112,6 +126,8 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
     batcherId: flags.data['batcher-id'],
     ...(flags.data.store === undefined ? {} : { store: flags.data.store }),
     ...(flags.data['max-staleness'] === undefined ? {} : { maxStaleness: flags.data['max-staleness'] }),
+    maxQueueGroups: flags.data['max-queue-groups'],
+    ...(flags.data['idempotency-window'] === undefined ? {} : { idempotencyWindow: flags.data['idempotency-window'] }),
   });
   const maxBodyBytes = Math.floor(flags.data['max-body-mb'] * 1024 * 1024);
   const app = createApi({ service, options: { maxBodyBytes, ...(token === undefined ? {} : { token }) } });

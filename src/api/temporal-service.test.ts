@@ -1,0 +1,88 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sampleGroup } from '../../test/support/fake-trajectory-service.js';
+import { testConnection, uniqueId, uniqueTaskQueue } from '../../test/support/temporal.js';
+import { ScoredDataGroupSchema } from '../schema/scored-data.js';
+import { FileSystemStore, type TrajectoryStore } from '../store/trajectory-store.js';
+import { batcher, batcherViewQuery, registerTrainerUpdate } from '../workflows/batcher.js';
+import { startBatcherWorker, type RunningWorkers } from '../workers/workers.js';
+import { acceptedKeys } from './accepted-keys.js';
+import type { TrajectoryService } from './service.js';
+import { createTemporalTrajectoryService } from './temporal-service.js';
+
+let root: string;
+let store: FileSystemStore;
+let worker: RunningWorkers;
+const taskQueue = uniqueTaskQueue('api-service');
+
+beforeAll(async () => {
+  const temporal = await testConnection();
+  root = await mkdtemp(join(tmpdir(), 'clotho-api-service-'));
+  store = new FileSystemStore(root);
+  worker = await startBatcherWorker({ address: temporal.address, namespace: temporal.namespace, store, taskQueue });
+});
+afterAll(async () => {
+  await worker?.shutdown();
+  await rm(root, { recursive: true, force: true });
+});
+
+/** A registered batcher that remembers `seenCapacity` keys itself, and the service in front of it on `serviceStore`. */
+async function start(seenCapacity: number, serviceStore: TrajectoryStore = store) {
+  const { client } = await testConnection();
+  const batcherId = uniqueId('batcher');
+  const handle = await client.workflow.start(batcher, {
+    taskQueue,
+    workflowId: batcherId,
+    args: [{ trainer: { kind: 'http' }, options: { seenCapacity } }],
+  });
+  await handle.executeUpdate(registerTrainerUpdate, {
+    args: [{ wandb_group: '', wandb_project: '', batch_size: 64, max_token_len: 4096, checkpoint_dir: '', save_checkpoint_interval: 1, starting_step: 0, num_steps: 1 }],
+  });
+  const service = createTemporalTrajectoryService({ client, store: serviceStore, batcherId });
+  const queued = async () => (await handle.query(batcherViewQuery)).status.queue_size;
+  return { service, batcherId, queued };
+}
+
+const keyed = (key: string) => ({ group: ScoredDataGroupSchema.parse(sampleGroup()), idempotencyKey: key });
+const post = (service: TrajectoryService, ...keys: string[]) => service.ingestGroups(keys.map(keyed));
+
+describe('the Temporal-backed service: idempotency keys for the whole run', () => {
+  it('answers a key repeated after more than the batcher remembers as a duplicate, queueing nothing', async () => {
+    const { service, queued } = await start(2);
+    expect(await post(service, 'k1', 'k2', 'k3')).toEqual([{ status: 'received' }, { status: 'received' }, { status: 'received' }]);
+    expect(await post(service, 'k4')).toEqual([{ status: 'received' }]);
+    // k1 left the batcher's window of 2 long ago; the store's record still knows it, in a list too.
+    expect(await post(service, 'k1')).toEqual([{ status: 'received', duplicate: true }]);
+    expect(await post(service, 'k5', 'k2')).toEqual([{ status: 'received' }, { status: 'received', duplicate: true }]);
+    expect(await queued()).toBe(5);
+  });
+
+  it('records a key whose record a crash lost, when the prompt retry finds it in the batcher window', async () => {
+    // The store fails the first record: the batcher took the group in, the API died before recording its key.
+    let failRecord = true;
+    const crashing: TrajectoryStore = {
+      get: (ref) => store.get(ref),
+      tryGet: (key) => store.tryGet(key),
+      delete: (key) => store.delete(key),
+      async put(key, value) {
+        if (key.startsWith('api-accepted/') && failRecord) {
+          failRecord = false;
+          throw new Error('crash between the batcher update and the record');
+        }
+        return store.put(key, value);
+      },
+    };
+    const { service, batcherId, queued } = await start(2, crashing);
+    await expect(post(service, 'lost')).rejects.toThrow(/crash/);
+    expect(await acceptedKeys(store, batcherId).has('lost')).toBe(false);
+    expect(await queued()).toBe(1);
+    // The env retries at once: the batcher's window answers, and the record is written now.
+    expect(await post(service, 'lost')).toEqual([{ status: 'received', duplicate: true }]);
+    expect(await acceptedKeys(store, batcherId).has('lost')).toBe(true);
+    await post(service, 'a', 'b', 'c');
+    expect(await post(service, 'lost')).toEqual([{ status: 'received', duplicate: true }]);
+    expect(await queued()).toBe(4);
+  });
+});
