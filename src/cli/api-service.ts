@@ -17,7 +17,10 @@ export async function createBatcherService(flags: ServiceFlags) {
     const store = new FileSystemStore(flags.store ?? join(clothoHome(), 'store'));
     const worker = await startBatcherWorker({ address: temporal.endpoint.address, namespace: temporal.endpoint.namespace, store });
     await ensureBatcher(temporal.client, flags.batcherId, {
-      trainer: flags.trainer === 'temporal' ? { kind: 'temporal', taskQueue: flags.trainerTaskQueue } : { kind: 'http' },
+      trainer:
+        flags.trainer === 'temporal'
+          ? { kind: 'temporal', taskQueue: flags.trainerTaskQueue, heartbeatTimeoutMs: Math.round(flags.trainerHeartbeatTimeout * 1000) }
+          : { kind: 'http' },
       options: {
         ...(flags.maxStaleness === undefined ? {} : { maxStaleness: flags.maxStaleness }),
         ...(flags.idempotencyWindow === undefined ? {} : { seenCapacity: flags.idempotencyWindow }),

@@ -54,7 +54,7 @@ describe('clotho api', () => {
     expect(status).toBe(413);
   });
 
-  it('hands the queue bound and the idempotency window to the service, with defaults', async () => {
+  it('hands the queue bound, the idempotency window and the trainer heartbeat timeout to the service, with defaults', async () => {
     const seen: ServiceFlags[] = [];
     const serve = (args: string[]) =>
       apiCommand(['--port', '0', ...args], {
@@ -63,9 +63,10 @@ describe('clotho api', () => {
         untilStopped: async () => undefined,
       });
     await serve([]);
-    await serve(['--max-queue-groups', '7', '--idempotency-window', '3']);
-    expect(seen.map((f) => [f.maxQueueGroups, f.idempotencyWindow])).toEqual([[5000, undefined], [7, 3]]);
+    await serve(['--max-queue-groups', '7', '--idempotency-window', '3', '--trainer-heartbeat-timeout', '2.5']);
+    expect(seen.map((f) => [f.maxQueueGroups, f.idempotencyWindow, f.trainerHeartbeatTimeout])).toEqual([[5000, undefined, 20], [7, 3, 2.5]]);
     expect(await run(['--max-queue-groups', '0'])).toMatchObject({ code: 2, err: expect.stringContaining('--max-queue-groups') });
+    expect(await run(['--trainer-heartbeat-timeout', '-1'])).toMatchObject({ code: 2, err: expect.stringContaining('--trainer-heartbeat-timeout') });
   });
 
   it('reports bad flags with their name and prints help', async () => {

@@ -9,6 +9,8 @@ import { DEFAULT_MAX_QUEUE_GROUPS } from '../../api/queue-bound.js';
 export interface ServiceFlags {
   trainer: 'http' | 'temporal';
   trainerTaskQueue: string;
+  /** Seconds a trainStep may go without a heartbeat before its batch goes to another trainer. */
+  trainerHeartbeatTimeout: number;
   batcherId: string;
   store?: string;
   maxStaleness?: number;
@@ -43,6 +45,8 @@ Options:
   --trainer <mode>     http: trainers pull GET /batch (Atropos); temporal: every batch becomes a trainStep
                        activity on the trainer task queue, in step order (default http)
   --trainer-task-queue <q>  task queue of trainStep activities (default clotho-trainer)
+  --trainer-heartbeat-timeout <s>  seconds a training step may go without a heartbeat before its batch goes
+                       to another trainer worker (default 20; the Python worker heartbeats every 5 s)
   --batcher-id <id>    workflow id of the batcher (default clotho/batcher/default)
   --max-staleness <n>  drop groups whose policy_version is more than n steps old (default: keep all)
   --max-queue-groups <n>  answer posts of scored groups 503 with Retry-After once n groups wait for the
@@ -60,6 +64,7 @@ const OPTIONS = {
   'max-body-mb': { type: 'string' },
   trainer: { type: 'string' },
   'trainer-task-queue': { type: 'string' },
+  'trainer-heartbeat-timeout': { type: 'string' },
   'batcher-id': { type: 'string' },
   'max-staleness': { type: 'string' },
   'max-queue-groups': { type: 'string' },
@@ -75,6 +80,7 @@ const FlagsSchema = z.strictObject({
   'max-body-mb': z.coerce.number().positive().finite().default(64),
   trainer: z.enum(['http', 'temporal']).default('http'),
   'trainer-task-queue': z.string().min(1).default('clotho-trainer'),
+  'trainer-heartbeat-timeout': z.coerce.number().positive().finite().default(20),
   'batcher-id': z.string().min(1).default('clotho/batcher/default'),
   'max-staleness': z.coerce.number().int().nonnegative().optional(),
   'max-queue-groups': z.coerce.number().int().positive().default(DEFAULT_MAX_QUEUE_GROUPS),
@@ -123,6 +129,7 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
   const { service, close } = await deps.createService({
     trainer: flags.data.trainer,
     trainerTaskQueue: flags.data['trainer-task-queue'],
+    trainerHeartbeatTimeout: flags.data['trainer-heartbeat-timeout'],
     batcherId: flags.data['batcher-id'],
     ...(flags.data.store === undefined ? {} : { store: flags.data.store }),
     ...(flags.data['max-staleness'] === undefined ? {} : { maxStaleness: flags.data['max-staleness'] }),
