@@ -30,10 +30,10 @@ export function recordFailure(progress: EnvRunProgress, itemIndex: number, messa
 /**
  * Groups an env may start now without more than `maxBatchesOffpolicy` batches of its groups waiting in the
  * batcher (Atropos's backpressure): the limit less what the batcher queues, what was delivered but not yet
- * received there (signals on their way), and what is in flight.
+ * received there (signals on their way), and what is running or finished but not yet delivered (`pending`).
  */
-export function roomForGroups(room: BatcherRoom, delivered: number, inFlight: number, maxBatchesOffpolicy: number, groupSize: number): number {
+export function roomForGroups(room: BatcherRoom, delivered: number, pending: number, maxBatchesOffpolicy: number, groupSize: number): number {
   const limit = Math.floor((maxBatchesOffpolicy * Math.max(room.batchSize, groupSize)) / groupSize);
   const inTransit = Math.max(0, delivered - room.receivedGroups);
-  return Math.max(0, limit - room.queuedGroups - inTransit - inFlight);
+  return Math.max(0, limit - room.queuedGroups - inTransit - pending);
 }

@@ -102,7 +102,9 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     const slots = input.maxInFlight - inFlight.size;
     if (sink.kind !== 'batcher') return slots;
     if (!room) return 0;
-    return Math.min(slots, roomForGroups(room, progress.delivered, inFlight.size, sink.maxBatchesOffpolicy, group.groupSize));
+    // Groups that finished while the last delivery was on its way wait in `finished`: they take room too.
+    const pending = inFlight.size + finished.length;
+    return Math.min(slots, roomForGroups(room, progress.delivered, pending, sink.maxBatchesOffpolicy, group.groupSize));
   };
 
   // Each run asks again: the batcher keeps one watch per workflow id, and pushes its room now and on every change.

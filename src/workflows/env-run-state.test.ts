@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { roomForGroups } from './env-run-state.js';
+
+const room = (queuedGroups: number, receivedGroups: number) => ({ version: 1, currentStep: 0, batchSize: 8, queuedGroups, receivedGroups });
+
+describe('roomForGroups (Atropos backpressure)', () => {
+  it('allows max_batches_offpolicy batches of the env groups, in groups', () => {
+    // 2 batches × 8 sequences / groups of 4 = 4 groups.
+    expect(roomForGroups(room(0, 0), 0, 0, 2, 4)).toBe(4);
+    expect(roomForGroups(room(3, 3), 3, 0, 2, 4)).toBe(1);
+    // A group larger than the batch still gets one batch's worth.
+    expect(roomForGroups(room(0, 0), 0, 0, 1, 16)).toBe(1);
+  });
+
+  it('counts groups delivered but not yet received, running, and finished but not yet delivered', () => {
+    // Delivered 3, the batcher has seen 1 of them: 2 on their way, 1 queued; 1 pending here.
+    expect(roomForGroups(room(1, 1), 3, 1, 2, 4)).toBe(0);
+    expect(roomForGroups(room(1, 1), 3, 0, 2, 4)).toBe(1);
+    expect(roomForGroups(room(5, 5), 5, 3, 2, 4)).toBe(0);
+  });
+});
