@@ -11,12 +11,12 @@ import {
 } from '@temporalio/workflow';
 import type { BatcherClientActivities } from '../activities/batcher.js';
 import type { TrajectoryActivities } from '../activities/trajectories.js';
-import type { DropReason, EnvRunInput, EnvRunResult, RolloutGroupResult } from '../schema/rollout.js';
+import type { EnvRunInput, EnvRunResult, RolloutGroupResult } from '../schema/rollout.js';
 import { stepActivities } from './activity-options.js';
 import { ingestGroupsSignal, recordDropsSignal } from './batcher.js';
 import type { envRun } from './env-run.js';
-import { initialProgress, recordFailure, recordResult } from './env-run-state.js';
-import { causeOf, envRunStatusQuery, rolloutGroupOptions } from './rollout-children.js';
+import { initialProgress, recordFailure, recordFinished } from './env-run-state.js';
+import { causeOf, deliveredGroup, envRunStatusQuery, rolloutGroupOptions } from './rollout-children.js';
 import { rolloutGroup } from './rollout-group.js';
 
 /** Marks the point where a legacy env-run, running live on new code, stops launching and drains. */
@@ -56,12 +56,7 @@ export async function legacyEnvRun(input: EnvRunInput): Promise<EnvRunResult> {
 
   let delivering = 0;
   const deliver = async () => {
-    const kept: RolloutGroupResult[] = [];
-    const dropped: Partial<Record<DropReason, number>> = {};
-    for (const result of finished.splice(0)) {
-      if (recordResult(progress, result) && result.group) kept.push(result);
-      else if (result.dropReason) dropped[result.dropReason] = (dropped[result.dropReason] ?? 0) + 1;
-    }
+    const { kept, dropped } = recordFinished(progress, finished.splice(0));
     // Counted against the batcher's room from here until the groups are delivered, across every await below.
     delivering = kept.length;
     const batcher = sink.kind === 'batcher' ? getExternalWorkflowHandle(sink.workflowId) : undefined;
@@ -73,16 +68,7 @@ export async function legacyEnvRun(input: EnvRunInput): Promise<EnvRunResult> {
     if (sink.kind === 'jsonl') await deliverToJsonl({ path: sink.path, firstLine: progress.delivered, groups: refs });
     if (batcher && sink.kind === 'batcher') {
       // A signal is durable once sent: the batcher has the groups, and its idempotency keys ignore a repeat.
-      const groups = kept.map((result) => ({
-        id: result.group!.key,
-        ref: result.group!.key,
-        envId: sink.envId,
-        size: result.groupSize,
-        policyVersion,
-        receivedAt: Date.now(),
-        ...(result.longestSequence === undefined ? {} : { longestSequence: result.longestSequence }),
-      }));
-      await batcher.signal(ingestGroupsSignal, groups);
+      await batcher.signal(ingestGroupsSignal, kept.map((result) => deliveredGroup(result, sink.envId, policyVersion)));
     }
     progress.delivered += refs.length;
     delivering = 0;

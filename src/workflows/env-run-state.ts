@@ -1,4 +1,4 @@
-import type { BatcherRoom, EnvRunProgress, RolloutGroupResult } from '../schema/rollout.js';
+import type { BatcherRoom, DropReason, EnvRunProgress, RolloutGroupResult } from '../schema/rollout.js';
 
 /** Failures kept in the progress (the rest are counted); the Temporal UI has every one. */
 const FAILURES_KEPT = 20;
@@ -18,6 +18,17 @@ export function recordResult(progress: EnvRunProgress, result: RolloutGroupResul
     return false;
   }
   return true;
+}
+
+/** Records finished groups: those to deliver, and the dropped ones counted by reason (for the batcher's metrics). */
+export function recordFinished(progress: EnvRunProgress, finished: RolloutGroupResult[]) {
+  const kept: RolloutGroupResult[] = [];
+  const dropped: Partial<Record<DropReason, number>> = {};
+  for (const result of finished) {
+    if (recordResult(progress, result) && result.group) kept.push(result);
+    else if (result.dropReason) dropped[result.dropReason] = (dropped[result.dropReason] ?? 0) + 1;
+  }
+  return { kept, dropped };
 }
 
 /** Records a group whose workflow failed (inference or environment gave up); it is never a reward. */

@@ -10,12 +10,12 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TrajectoryActivities } from '../activities/trajectories.js';
-import type { DropReason, EnvRunInput, EnvRunResult, RolloutGroupResult } from '../schema/rollout.js';
+import type { EnvRunInput, EnvRunResult, RolloutGroupResult } from '../schema/rollout.js';
 import { activityOptions } from './activity-options.js';
 import { ingestGroupsSignal, recordDropsSignal, roomChangedSignal, watchRoomSignal, type BatcherRoom } from './batcher.js';
 import { legacyEnvRun } from './env-run-legacy.js';
-import { initialProgress, recordFailure, recordResult, roomForGroups } from './env-run-state.js';
-import { causeOf, envRunStatusQuery, rolloutGroupOptions } from './rollout-children.js';
+import { initialProgress, recordFailure, recordFinished, roomForGroups } from './env-run-state.js';
+import { causeOf, deliveredGroup, envRunStatusQuery, rolloutGroupOptions } from './rollout-children.js';
 import { rolloutGroup } from './rollout-group.js';
 
 export { envRunStatusQuery, rolloutGroupId, type EnvRunStatus } from './rollout-children.js';
@@ -65,12 +65,7 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
   };
 
   const deliver = async () => {
-    const kept: RolloutGroupResult[] = [];
-    const dropped: Partial<Record<DropReason, number>> = {};
-    for (const result of finished.splice(0)) {
-      if (recordResult(progress, result) && result.group) kept.push(result);
-      else if (result.dropReason) dropped[result.dropReason] = (dropped[result.dropReason] ?? 0) + 1;
-    }
+    const { kept, dropped } = recordFinished(progress, finished.splice(0));
     if (batcher && sink.kind === 'batcher' && Object.keys(dropped).length > 0) {
       await batcher.signal(recordDropsSignal, { envId: sink.envId, dropped });
     }
@@ -80,15 +75,7 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     }
     if (batcher && sink.kind === 'batcher') {
       // A signal is durable once sent: the batcher has the groups, and its idempotency keys ignore a repeat.
-      const groups = kept.map((result) => ({
-        id: result.group!.key,
-        ref: result.group!.key,
-        envId: sink.envId,
-        size: result.groupSize,
-        policyVersion: result.policyVersion ?? null,
-        receivedAt: Date.now(),
-        ...(result.longestSequence === undefined ? {} : { longestSequence: result.longestSequence }),
-      }));
+      const groups = kept.map((result) => deliveredGroup(result, sink.envId, result.policyVersion ?? null));
       await batcher.signal(ingestGroupsSignal, groups);
     }
     progress.delivered += kept.length;

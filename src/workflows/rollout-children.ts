@@ -1,5 +1,6 @@
 import { ParentClosePolicy, defineQuery, type ChildWorkflowOptions } from '@temporalio/workflow';
-import type { EnvRunInput, EnvRunProgress } from '../schema/rollout.js';
+import type { EnvRunInput, EnvRunProgress, RolloutGroupResult } from '../schema/rollout.js';
+import type { GroupRef } from './batcher-state.js';
 import { ENVIRONMENT, ITEM_INDEX, RUN_ID, STATUS } from './search-attributes.js';
 
 /** What an env-run answers when asked how far it is. */
@@ -39,4 +40,17 @@ export function causeOf(error: unknown): string {
   let current = error as { message?: string; cause?: unknown } | undefined;
   while (current?.cause) current = current.cause as typeof current;
   return current?.message ?? String(error);
+}
+
+/** A scored group as the batcher takes it: its store key is its idempotency key, so a repeat is ignored. */
+export function deliveredGroup(result: RolloutGroupResult, envId: number, policyVersion: number | null): GroupRef {
+  return {
+    id: result.group!.key,
+    ref: result.group!.key,
+    envId,
+    size: result.groupSize,
+    policyVersion,
+    receivedAt: Date.now(),
+    ...(result.longestSequence === undefined ? {} : { longestSequence: result.longestSequence }),
+  };
 }
