@@ -1,0 +1,41 @@
+import type { ChaosOptions } from './run.js';
+
+/** A chaos run's size and schedule: everything but the seed and where it writes. */
+export type ChaosProfile = Omit<ChaosOptions, 'seed' | 'log' | 'recordHistoriesTo' | 'keep'>;
+
+/**
+ * The short version, in `npm test`: each process killed twice, in about a minute and a half on two cores. Bounds
+ * are what a recovery may take beyond its restart delay: the restarted process's start-up (2–5 s of tsx and
+ * Temporal connections on a busy machine) plus what Temporal waits before it moves work off the dead worker:
+ * - env: a workflow task the dead worker had started (10 s, Temporal's default workflow task timeout) or a model
+ *   call it had in flight (10 s heartbeat timeout), then the next group;
+ * - api: the batcher's sticky queue (2 s) or, again, a workflow task the dead worker had started (10 s);
+ * - trainer: the lease (5 s) of a batch the dead trainer held, when no other batch is waiting;
+ * - temporal: the server's start-up and every client reconnecting.
+ */
+export const SHORT: ChaosProfile = {
+  schedule: {
+    killsPerTarget: 2,
+    killDelayS: [0.5, 3],
+    restartDelayS: [1, 3],
+    bounds: { env: 20, api: 15, trainer: 12, temporal: 20 },
+    giveUpS: 60,
+    minGroupsLeft: 8,
+  },
+  groupSize: 2,
+  numSteps: 120,
+  maxBatchesOffpolicy: 2,
+  leaseSeconds: 5,
+  modelDelayMs: 800,
+  endTimeoutS: 120,
+  rolloutHistories: 3,
+};
+
+/** The long version (`npm run test:chaos`): more kills of each process and a larger run. */
+export const LONG: ChaosProfile = {
+  ...SHORT,
+  schedule: { ...SHORT.schedule, killsPerTarget: 4, killDelayS: [0.5, 6] },
+  numSteps: 400,
+  endTimeoutS: 300,
+  rolloutHistories: 5,
+};
