@@ -14,6 +14,8 @@ export const CLOTHO_SEARCH_ATTRIBUTES = {
   ClothoItemIndex: 'Int',
   ClothoStatus: 'Keyword',
   ClothoMeanScore: 'Double',
+  ClothoTurns: 'Int',
+  ClothoToolCalls: 'Int',
 } as const satisfies Record<string, CliSearchAttributeType>;
 
 const SDK_TYPE = {

@@ -3,16 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, resolveConfig } from '../../src/env/config.js';
-import { toScoreResult } from '../../src/env/define.js';
+import { ConfigError, playEpisode, resolveEnvConfig } from 'clotho';
 import { loadEnvironment } from '../../src/env/registry.js';
 import gsm8k, { SYSTEM_PROMPT, type Gsm8kItem } from './index.js';
 
 const GSM8K_TEST = '/work/shared/datasets/gsm8k/test.jsonl';
 const rows = readFileSync(GSM8K_TEST, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { question: string; answer: string });
-const configFor = (argv: string[]) => resolveConfig({ argv, environment: gsm8k }).env;
-const scoreOf = (item: Gsm8kItem, completion: string) =>
-  toScoreResult(gsm8k.score({ item, parsed: gsm8k.parse(completion, item), completion, messages: [], finishReason: 'stop' }));
+const configFor = (argv: string[]) => resolveEnvConfig(gsm8k, argv);
+const scoreOf = async (item: Gsm8kItem, completion: string) => {
+  const { score, metrics } = await playEpisode(gsm8k, { item, replies: [completion] });
+  return { score, metrics };
+};
 
 describe('gsm8k config', () => {
   it('defaults to Atropos’s group size and token budget, reading the train split', () => {
@@ -68,17 +69,17 @@ describe('gsm8k prompt and reward', () => {
     expect(SYSTEM_PROMPT).toContain('\\boxed{}');
   });
 
-  it('scores the right number +1, a wrong or missing one -1', () => {
-    expect(scoreOf(item, '16 - 3 - 4 = 9 eggs, 9 * 2 = 18. \\boxed{18}')).toEqual({ score: 1, metrics: { correct: 1, answered: 1 } });
-    expect(scoreOf(item, 'So she makes \\boxed{\\$18.00}')).toMatchObject({ score: 1 });
-    expect(scoreOf(item, '16 - 3 = 13, 13 * 2 = 26. \\boxed{26}')).toEqual({ score: -1, metrics: { correct: 0, answered: 1 } });
-    expect(scoreOf(item, 'I am not sure.')).toEqual({ score: -1, metrics: { correct: 0, answered: 0 } });
-    expect(scoreOf(item, '<think>9 * 2 = 18')).toMatchObject({ score: -1 });
+  it('scores the right number +1, a wrong or missing one -1', async () => {
+    expect(await scoreOf(item, '16 - 3 - 4 = 9 eggs, 9 * 2 = 18. \\boxed{18}')).toEqual({ score: 1, metrics: { correct: 1, answered: 1 } });
+    expect(await scoreOf(item, 'So she makes \\boxed{\\$18.00}')).toMatchObject({ score: 1 });
+    expect(await scoreOf(item, '16 - 3 = 13, 13 * 2 = 26. \\boxed{26}')).toEqual({ score: -1, metrics: { correct: 0, answered: 1 } });
+    expect(await scoreOf(item, 'I am not sure.')).toEqual({ score: -1, metrics: { correct: 0, answered: 0 } });
+    expect(await scoreOf(item, '<think>9 * 2 = 18')).toMatchObject({ score: -1 });
   });
 
   it('scores every reference solution of the test set +1', async () => {
     const source = await gsm8k.load(configFor(['--env.data_path', GSM8K_TEST]));
-    const scores = rows.map((row, i) => scoreOf(source.get(i), row.answer).score);
+    const scores = await Promise.all(rows.map(async (row, i) => (await scoreOf(source.get(i), row.answer)).score));
     expect(scores.every((s) => s === 1)).toBe(true);
   });
 });

@@ -1,6 +1,4 @@
-import { z } from 'zod';
-import { defineEnvironment } from '../../src/env/define.js';
-import { loadJsonl, resolveDataset } from '../../src/env/datasets.js';
+import { defineEnvironment, loadJsonl, resolveDataset, z } from 'clotho';
 import { answersMatch, extractAnswer, goldAnswer, parseNumber } from './answer.js';
 
 /** One GSM8K problem: the question and the number its worked solution ends with. */

@@ -1,14 +1,30 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { toScoreResult } from '../env/define.js';
-import { environmentNamed, type LoadedEnvironment } from '../env/loaded.js';
+import { isTool, toOpenAITool } from '../env/tools.js';
+import { parseToolCalls } from '../inference/tool-calls.js';
 import type { StoreRef } from '../schema/rollout.js';
-import type { TrajectoryStore } from '../store/trajectory-store.js';
-import { groupKey, lastAssistantText, type GroupAddress, type GroupState } from './group-state.js';
+import {
+  groupResource,
+  itemOf,
+  judgeOrMissing,
+  liveness,
+  setupKey,
+  type EnvironmentActivityDeps,
+} from './environment-context.js';
+import {
+  groupKey,
+  lastAssistant,
+  lastAssistantText,
+  loadGroupState,
+  saveGroupBase,
+  saveGroupDelta,
+  type GroupAddress,
+  type GroupState,
+  type Trajectory,
+} from './group-state.js';
+import { readToolRecord, toolCallsOf } from './tool-calls.js';
 
-export interface EnvironmentActivityDeps {
-  environments: Record<string, LoadedEnvironment>;
-  store: TrajectoryStore;
-}
+export type { EnvironmentActivityDeps } from './environment-context.js';
 
 export interface PrepareGroupInput extends GroupAddress {
   groupSize: number;
@@ -29,26 +45,52 @@ export interface ScoreGroupResult {
   scores: number[];
   /** Each metric averaged over the group. */
   metrics: Record<string, number>;
+  /** Per-turn advantages (`[sample][turn]`) when the environment computes them. */
+  advantages?: StoreRef;
+}
+
+export interface GroupHookInput extends GroupAddress {
+  groupSize: number;
 }
 
 /** Activities that run environment code (clotho-env queue): prompts, multi-turn steps, parsing, scoring. */
-export function createEnvironmentActivities({ environments, store }: EnvironmentActivityDeps) {
-  const itemOf = (address: GroupAddress) => {
-    const env = environmentNamed(environments, address.environment);
-    return { env, item: env.items.get(address.itemIndex % env.items.size) };
+export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
+  const { environments, store } = deps;
+  const hookContext = (input: GroupHookInput) => {
+    const { env, item } = itemOf(environments, input);
+    const groupId = groupKey(input, 'group');
+    return { env, context: { item, config: env.config, itemIndex: input.itemIndex, groupSize: input.groupSize, groupId, ...liveness() } };
+  };
+  /** What parse and score see of trajectory i besides the environment's own arguments. */
+  const trajectoryContext = (address: GroupAddress, t: Trajectory, sample: number) => {
+    const { env, item } = itemOf(environments, address);
+    const { calls, malformed } = parseToolCalls(lastAssistant(t) ?? {});
+    return {
+      item,
+      config: env.config,
+      sample,
+      toolCalls: calls,
+      malformedToolCalls: malformed,
+      messages: t.messages,
+      finishReason: t.finishReason ?? 'stop',
+      state: t.state ?? null,
+      ...liveness(),
+    };
   };
 
   return {
     /** Builds the prompt of item i and the initial state of its group's trajectories. */
     async prepareGroup(input: PrepareGroupInput): Promise<StoreRef> {
-      const { env, item } = itemOf(input);
+      const { env, item } = itemOf(environments, input);
       const messages = env.definition.prompt(item, env.config);
+      const offered = (await env.definition.tools?.(item, env.config)) ?? null;
       const state: GroupState = {
         itemIndex: input.itemIndex,
         groupOverrides: env.definition.groupOverrides?.(item, env.config) ?? null,
-        tools: env.definition.tools?.(item, env.config) ?? null,
+        tools: offered && offered.length > 0 ? offered.map(toOpenAITool) : null,
+        executesTools: offered?.some(isTool) ?? false,
         stop: env.definition.stop ?? null,
-        trajectories: Array.from({ length: input.groupSize }, () => ({
+        trajectories: Array.from({ length: input.groupSize }, (_, sample) => ({
           messages: structuredClone(messages),
           tokens: [],
           masks: [],
@@ -56,51 +98,106 @@ export function createEnvironmentActivities({ environments, store }: Environment
           completionTokens: 0,
           finishReason: null,
           done: false,
+          ...(env.definition.initialState ? { state: env.definition.initialState(item, sample, env.config) ?? null } : {}),
         })),
       };
-      return store.put(groupKey(input, 'turn-0', 'prompt'), state);
+      return saveGroupBase(store, groupKey(input, 'turn-0', 'prompt'), state);
     },
 
-    /** Lets the environment answer each unfinished trajectory's last assistant turn (tool results, next user turn). */
+    /** Runs the environment's group setup (a sandbox, a game server) and keeps its result for steps, tools and scores. */
+    async setupGroup(input: GroupHookInput): Promise<void> {
+      const existing = await store.tryGet(setupKey(input));
+      if (existing !== undefined) return;
+      const { env, context } = hookContext(input);
+      const value = (await env.definition.setup?.(context)) ?? null;
+      await store.put(setupKey(input), { value });
+    },
+
+    /** Runs the environment's group teardown with what setup returned; the group may have been scored or failed. */
+    async teardownGroup(input: GroupHookInput): Promise<void> {
+      const { env, context } = hookContext(input);
+      await env.definition.teardown?.({ ...context, group: await groupResource(store, input) });
+    },
+
+    /**
+     * Appends the results of the tools Clotho ran for this turn as `tool` messages, then lets the environment answer
+     * each unfinished trajectory (next user turn, a game's observation, done, state, reward). Without a step, an
+     * episode that offers executable tools ends at the first turn that calls none.
+     */
     async stepTurn(input: TurnInput): Promise<StepTurnResult> {
-      const { env, item } = itemOf(input);
+      const { env, item } = itemOf(environments, input);
       const step = env.definition.step;
-      if (!step) throw ApplicationFailure.nonRetryable(`environment "${input.environment}" has no step`, 'EnvironmentError');
-      const state = await store.get<GroupState>(input.state);
+      const previous = await loadGroupState(store, input.state);
+      if (!step && !previous.executesTools) {
+        throw ApplicationFailure.nonRetryable(`environment "${input.environment}" has no step`, 'EnvironmentError');
+      }
+      const state = structuredClone(previous);
+      const group = await groupResource(store, input);
       await Promise.all(
-        state.trajectories.map(async (trajectory) => {
+        state.trajectories.map(async (trajectory, sample) => {
           if (trajectory.done) return;
-          const result = await step({ item, messages: trajectory.messages, turn: input.turn }, env.config);
+          const calls = state.executesTools ? toolCallsOf(trajectory, input.turn, sample).calls : [];
+          const toolResults = await Promise.all(
+            calls.map(async (call, index) => {
+              const record = await readToolRecord(store, { ...input, sample, call: index });
+              return { role: 'tool' as const, tool_call_id: call.id, name: call.name, content: record.content, record };
+            }),
+          );
+          if (toolResults.length > 0) trajectory.state = toolResults.at(-1)!.record.state;
+          for (const { record } of toolResults) {
+            trajectory.toolOutcomes = { ...trajectory.toolOutcomes, [record.outcome]: (trajectory.toolOutcomes?.[record.outcome] ?? 0) + 1 };
+          }
+          const toolMessages = toolResults.map(({ record: _, ...message }) => message);
+          trajectory.messages.push(...toolMessages);
+          if (!step) {
+            trajectory.done = calls.length === 0;
+            return;
+          }
+          const result = await step(
+            { item, messages: trajectory.messages, turn: input.turn, sample, state: trajectory.state ?? null, toolResults: toolMessages, group, config: env.config, ...liveness() },
+            env.config,
+          );
           trajectory.messages.push(...result.messages);
           trajectory.done = result.done;
+          if (result.state !== undefined) trajectory.state = result.state;
+          if (result.reward !== undefined) {
+            trajectory.turnRewards = [...(trajectory.turnRewards ?? []), result.reward];
+            const answered = lastAssistant(trajectory);
+            if (answered) answered.reward = result.reward;
+          }
         }),
       );
-      const ref = await store.put(groupKey(input, `turn-${input.turn + 1}`, 'prompt'), state);
+      const ref = await saveGroupDelta(store, groupKey(input, `turn-${input.turn + 1}`, 'prompt'), input.state, previous, state);
       return { state: ref, active: activeSamples(state) };
     },
 
     /** Parses the final answer of every trajectory. */
     async parseGroup(input: TurnInput): Promise<StoreRef> {
-      const { env, item } = itemOf(input);
-      const state = await store.get<GroupState>(input.state);
-      const parsed = state.trajectories.map((t) => env.definition.parse(lastAssistantText(t), item));
+      const { env, item } = itemOf(environments, input);
+      const state = await loadGroupState(store, input.state);
+      const parsed = await Promise.all(
+        state.trajectories.map((t, i) => env.definition.parse(lastAssistantText(t), item, trajectoryContext(input, t, i))),
+      );
       return store.put(groupKey(input, 'parsed'), parsed);
     },
 
-    /** Scores every trajectory with the environment's reward. */
+    /** Scores every trajectory with the environment's reward, and asks it for per-turn advantages. */
     async scoreGroup(input: TurnInput & { parsed: StoreRef }): Promise<ScoreGroupResult> {
-      const { env, item } = itemOf(input);
-      const state = await store.get<GroupState>(input.state);
+      const { env } = itemOf(environments, input);
+      const state = await loadGroupState(store, input.state);
       const parsed = await store.get<unknown[]>(input.parsed);
+      const group = await groupResource(store, input);
+      const judge = judgeOrMissing(deps.judge?.(input.environment), input.environment);
       const results = await Promise.all(
         state.trajectories.map(async (t, i) =>
           toScoreResult(
             await env.definition.score({
-              item,
+              ...trajectoryContext(input, t, i),
               parsed: parsed[i],
               completion: lastAssistantText(t),
-              messages: t.messages,
-              finishReason: t.finishReason ?? 'stop',
+              turnRewards: t.turnRewards ?? [],
+              judge,
+              group,
             }),
           ),
         ),
@@ -110,7 +207,11 @@ export function createEnvironmentActivities({ environments, store }: Environment
           throw ApplicationFailure.nonRetryable(`score of sample ${i} is not a finite number: ${r.score}`, 'EnvironmentError');
         }
       }
-      return { scores: results.map((r) => r.score), metrics: averageMetrics(results.map((r) => r.metrics ?? {})) };
+      const scores = results.map((r) => r.score);
+      const perTurn = env.definition.advantages?.({ scores, turnRewards: state.trajectories.map((t) => t.turnRewards ?? []), config: env.config });
+      const metrics = averageMetrics(results.map((r, i) => ({ ...toolMetrics(state.trajectories[i]!, state.executesTools), ...r.metrics })));
+      if (!perTurn) return { scores, metrics };
+      return { scores, metrics, advantages: await store.put(groupKey(input, 'advantages'), perTurn) };
     },
   };
 }
@@ -119,6 +220,18 @@ export type EnvironmentActivities = ReturnType<typeof createEnvironmentActivitie
 
 export function activeSamples(state: GroupState): number[] {
   return state.trajectories.flatMap((t, i) => (t.done ? [] : [i]));
+}
+
+/** Tool calls a trajectory made, by outcome; counted for every environment that runs tools. */
+function toolMetrics(t: Trajectory, executesTools: boolean | undefined): Record<string, number> {
+  if (!executesTools) return {};
+  const outcomes = t.toolOutcomes ?? {};
+  return {
+    tool_calls: Object.values(outcomes).reduce((a, b) => a + b, 0),
+    tool_errors: outcomes.tool_error ?? 0,
+    unknown_tool_calls: outcomes.unknown_tool ?? 0,
+    invalid_tool_arguments: outcomes.invalid_arguments ?? 0,
+  };
 }
 
 function averageMetrics(all: Record<string, number>[]): Record<string, number> {

@@ -1,5 +1,6 @@
 import type { Message } from '../schema/scored-data.js';
-import { storeKey } from '../store/trajectory-store.js';
+import type { StoreRef } from '../schema/rollout.js';
+import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
 
 /** One rollout of a group as it grows turn by turn. Lives in the trajectory store, never in a payload. */
 export interface Trajectory {
@@ -14,6 +15,14 @@ export interface Trajectory {
   completionTokens: number;
   finishReason: string | null;
   done: boolean;
+  /** The environment's state slot for this trajectory (games, key-value stores); JSON-safe. */
+  state?: unknown;
+  /** Rewards the environment's step gave, one per answered turn. */
+  turnRewards?: number[];
+  /** Ended by the token budget or the turn limit rather than by the episode itself. */
+  truncated?: boolean;
+  /** Tool calls executed for this trajectory over all turns, by outcome (`ok`, `tool_error`, `unknown_tool`, …). */
+  toolOutcomes?: Record<string, number>;
 }
 
 export interface GroupState {
@@ -21,8 +30,10 @@ export interface GroupState {
   trajectories: Trajectory[];
   /** The environment's `group_overrides` for this group, if any. */
   groupOverrides: Record<string, unknown> | null;
-  /** Tools offered to the model, the same on every turn; null when none. */
+  /** Tools offered to the model (OpenAI format), the same on every turn; null when none. */
   tools: Record<string, unknown>[] | null;
+  /** Whether Clotho executes the model's tool calls (the environment offers executable tools). */
+  executesTools?: boolean;
   stop: string[] | null;
 }
 
@@ -39,9 +50,105 @@ export function groupKey(address: GroupAddress, ...parts: (string | number)[]): 
 
 /** The text of the last assistant message of a trajectory. */
 export function lastAssistantText(trajectory: Trajectory): string {
-  for (let i = trajectory.messages.length - 1; i >= 0; i--) {
-    const message = trajectory.messages[i]!;
-    if (message.role === 'assistant') return typeof message.content === 'string' ? message.content : '';
+  const message = lastAssistant(trajectory);
+  return typeof message?.content === 'string' ? message.content : '';
+}
+
+export function lastAssistant(trajectory: Trajectory): Message | undefined {
+  for (let i = trajectory.messages.length - 1; i >= 0; i--) if (trajectory.messages[i]!.role === 'assistant') return trajectory.messages[i];
+  return undefined;
+}
+
+/** What one trajectory gained since the record before: arrays are appended, scalars replaced. */
+type TrajectoryDelta = Partial<Omit<Trajectory, 'tokens' | 'masks' | 'logprobs' | 'messages' | 'turnRewards'>> & {
+  messages?: Message[];
+  tokens?: number[];
+  masks?: number[];
+  logprobs?: number[];
+  turnRewards?: number[];
+};
+
+/**
+ * A group's state as a chain of records: the first holds the prompt, each later one only what each trajectory
+ * gained (new messages and tokens), so an episode of n turns stores O(n) bytes rather than rewriting the whole
+ * state every turn (O(n²)).
+ */
+type GroupRecord =
+  | { format: 2; base: GroupState }
+  | { format: 2; prev: string; trajectories: Record<number, TrajectoryDelta> };
+
+const APPENDED = ['messages', 'tokens', 'masks', 'logprobs', 'turnRewards'] as const;
+
+/** Materialized states this process read or wrote lately: consecutive turns of a group mostly run on one worker. */
+const recent = new Map<string, GroupState>();
+const RECENT_LIMIT = 64;
+
+function remember(key: string, state: GroupState): void {
+  recent.delete(key);
+  recent.set(key, structuredClone(state));
+  if (recent.size > RECENT_LIMIT) recent.delete(recent.keys().next().value!);
+}
+
+/** Reads a group's state from its newest record (a whole state written by older Clotho versions reads as is). */
+export async function loadGroupState(store: TrajectoryStore, ref: StoreRef | string): Promise<GroupState> {
+  const key = typeof ref === 'string' ? ref : ref.key;
+  const cached = recent.get(key);
+  if (cached) return structuredClone(cached);
+  const record = await store.get<GroupRecord | GroupState>(key);
+  let state: GroupState;
+  if (!('format' in record)) state = record;
+  else if ('base' in record) state = record.base;
+  else {
+    state = await loadGroupState(store, record.prev);
+    for (const [i, delta] of Object.entries(record.trajectories)) applyDelta(state.trajectories[Number(i)]!, delta);
   }
-  return '';
+  remember(key, state);
+  return state;
+}
+
+function applyDelta(trajectory: Trajectory, delta: TrajectoryDelta): void {
+  for (const [field, value] of Object.entries(delta)) {
+    if ((APPENDED as readonly string[]).includes(field)) {
+      const list = ((trajectory as unknown as Record<string, unknown[]>)[field] ??= []);
+      for (const v of value as unknown[]) list.push(v);
+    } else (trajectory as unknown as Record<string, unknown>)[field] = value;
+  }
+}
+
+/** Writes a group's first record. */
+export async function saveGroupBase(store: TrajectoryStore, key: string, state: GroupState): Promise<StoreRef> {
+  const ref = await store.put(key, { format: 2, base: state } satisfies GroupRecord);
+  remember(key, state);
+  return ref;
+}
+
+/**
+ * Writes what `next` gained over `previous` (read from `prev`) as a record after it. Trajectories only grow: the
+ * arrays of `next` start with those of `previous`.
+ */
+export async function saveGroupDelta(
+  store: TrajectoryStore,
+  key: string,
+  prev: StoreRef,
+  previous: GroupState,
+  next: GroupState,
+): Promise<StoreRef> {
+  const trajectories: Record<number, TrajectoryDelta> = {};
+  next.trajectories.forEach((after, i) => {
+    const before = previous.trajectories[i]!;
+    const delta: Record<string, unknown> = {};
+    for (const field of APPENDED) {
+      const grown = (after[field] ?? []) as unknown[];
+      const had = (before[field] ?? []) as unknown[];
+      if (grown.length > had.length) delta[field] = grown.slice(had.length);
+    }
+    for (const [field, value] of Object.entries(after)) {
+      if ((APPENDED as readonly string[]).includes(field)) continue;
+      if (JSON.stringify(value) !== JSON.stringify((before as unknown as Record<string, unknown>)[field])) delta[field] = value;
+    }
+    if (Object.keys(delta).length > 0) trajectories[i] = delta as TrajectoryDelta;
+  });
+  const ref = await store.put(key, { format: 2, prev: prev.key, trajectories } satisfies GroupRecord);
+  remember(key, next);
+  return ref;
 }

@@ -1,12 +1,14 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { continuePrompt, parseHermesToolCalls, type Continuation } from '../inference/continuation.js';
+import { continuePrompt, type Continuation } from '../inference/continuation.js';
+import { hermesAssistantMessage } from '../inference/tool-calls.js';
 import type { Completion, InferenceClient } from '../inference/types.js';
 import { toApplicationFailure } from '../inference/errors.js';
 import { buildTrainingSequence, extendTrainingSequence, TokenizationDriftError } from '../inference/openai-client.js';
 import type { Sampling, StoreRef } from '../schema/rollout.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { activeSamples } from './environment.js';
-import { groupKey, type GroupAddress, type GroupState, type Trajectory } from './group-state.js';
+import { groupKey, loadGroupState, saveGroupDelta, type GroupAddress, type Trajectory } from './group-state.js';
+import { toolCallsOf } from './tool-calls.js';
 
 export interface InferenceActivityDeps {
   /** The inference client of each environment this worker serves. */
@@ -33,7 +35,21 @@ export interface GenerateTurnResult {
   state: StoreRef;
   active: number[];
   completionTokens: number[];
+  /**
+   * The tool calls Clotho runs next, per active sample (only when the environment offers executable tools): names
+   * and arguments for the history, cut short when long; the tool step reads the calls themselves from the state.
+   */
+  toolCalls?: { sample: number; calls: { name: string; arguments: string }[] }[];
 }
+
+/** Arguments longer than this reach the history cut short. */
+const ARGUMENTS_PREVIEW_CHARS = 512;
+
+/**
+ * A sample's completion as checkpointed: the prompt ids beyond the sequence so far rather than the whole prompt,
+ * so that a long episode's checkpoints grow linearly with its turns.
+ */
+type Checkpoint = Omit<Completion, 'promptTokenIds'> & { promptTokenIds: null; promptSuffix: number[] | null };
 
 /**
  * Activities that call inference servers (clotho-llm queue). Each sample's completion is checkpointed in
@@ -43,7 +59,8 @@ export function createInferenceActivities({ inference, continuation, store }: In
   return {
     async generateTurn(input: GenerateTurnInput): Promise<GenerateTurnResult> {
       const context = Context.current();
-      const state = await store.get<GroupState>(input.state);
+      const previous = await loadGroupState(store, input.state);
+      const state = structuredClone(previous);
       const tokenIn = continuation?.(input.environment);
       const checkpoint = (sample: number) => groupKey(input, `turn-${input.turn}`, `sample-${sample}`);
       const call = async (trajectory: Trajectory, n: number): Promise<Completion[]> => {
@@ -67,7 +84,7 @@ export function createInferenceActivities({ inference, continuation, store }: In
           // The ids sent are the sequence: a server that echoes them altered must not rewrite it.
           promptTokenIds,
           message: tokenIn.toolParser === 'hermes'
-            ? { role: 'assistant', ...parseHermesToolCalls(c.text, `call-${input.turn}-${j}`) }
+            ? { role: 'assistant', ...hermesAssistantMessage(c.text, `call-${input.turn}-${j}`) }
             : { role: 'assistant', content: c.text },
         }));
       };
@@ -75,28 +92,38 @@ export function createInferenceActivities({ inference, continuation, store }: In
       const active = activeSamples(state);
       const completions = new Map<number, Completion>();
       for (const i of active) {
-        const saved = await store.tryGet<Completion>(checkpoint(i));
-        if (saved) completions.set(i, saved);
+        const saved = await store.tryGet<Checkpoint | Completion>(checkpoint(i));
+        if (saved) completions.set(i, fromCheckpoint(saved, state.trajectories[i]!));
       }
+      const save = async (i: number, completion: Completion) => {
+        await store.put(checkpoint(i), toCheckpoint(completion, state.trajectories[i]!));
+        completions.set(i, completion);
+      };
       const missing = active.filter((i) => !completions.has(i));
       // A fresh first turn shares one prompt: ask for all samples in one request (the server reuses the prefix).
       const fresh = input.turn === 0 && missing.length === state.trajectories.length && missing.length > 1;
       if (fresh) {
         const results = await call(state.trajectories[0]!, missing.length);
-        await Promise.all(results.map((c, j) => store.put(checkpoint(missing[j]!), c).then(() => completions.set(missing[j]!, c))));
+        await Promise.all(results.map((c, j) => save(missing[j]!, c)));
       } else {
         await Promise.all(
           missing.map(async (i) => {
             const [completion] = await call(state.trajectories[i]!, 1);
-            await store.put(checkpoint(i), completion);
-            completions.set(i, completion!);
+            await save(i, completion!);
           }),
         );
       }
 
       for (const i of active) nonRetryableDrift(() => applyCompletion(state.trajectories[i]!, completions.get(i)!, input));
-      const ref = await store.put(groupKey(input, `turn-${input.turn}`, 'generated'), state);
-      return { state: ref, active: activeSamples(state), completionTokens: state.trajectories.map((t) => t.completionTokens) };
+      const ref = await saveGroupDelta(store, groupKey(input, `turn-${input.turn}`, 'generated'), input.state, previous, state);
+      const result: GenerateTurnResult = { state: ref, active: activeSamples(state), completionTokens: state.trajectories.map((t) => t.completionTokens) };
+      if (!state.executesTools) return result;
+      const toolCalls = result.active.flatMap((sample) => {
+        const { calls } = toolCallsOf(state.trajectories[sample]!, input.turn, sample);
+        const shown = calls.map((c) => ({ name: c.name, arguments: cut(JSON.stringify(c.arguments), ARGUMENTS_PREVIEW_CHARS) }));
+        return shown.length > 0 ? [{ sample, calls: shown }] : [];
+      });
+      return { ...result, toolCalls };
     },
   };
 }
@@ -119,6 +146,19 @@ function nonRetryableDrift<T>(body: () => T): T {
     if (error instanceof TokenizationDriftError) throw ApplicationFailure.nonRetryable(error.message, 'TokenizationDrift');
     throw error;
   }
+}
+
+const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max)}…`);
+
+function toCheckpoint(completion: Completion, trajectory: Trajectory): Checkpoint | Completion {
+  if (!completion.promptTokenIds || trajectory.tokens.length === 0) return completion;
+  return { ...completion, promptTokenIds: null, promptSuffix: completion.promptTokenIds.slice(trajectory.tokens.length) };
+}
+
+function fromCheckpoint(saved: Checkpoint | Completion, trajectory: Trajectory): Completion {
+  if (!('promptSuffix' in saved) || !saved.promptSuffix) return saved;
+  const { promptSuffix, ...completion } = saved;
+  return { ...completion, promptTokenIds: [...trajectory.tokens, ...promptSuffix] };
 }
 
 function applyCompletion(trajectory: Trajectory, completion: Completion, input: GenerateTurnInput): void {
@@ -145,4 +185,6 @@ function applyCompletion(trajectory: Trajectory, completion: Completion, input: 
   trajectory.finishReason = completion.finishReason;
   const outOfBudget = completion.finishReason === 'length' || trajectory.completionTokens >= input.maxTokenLength;
   trajectory.done = outOfBudget || !input.multiTurn;
+  // A multi-turn episode whose context budget ran out ends as truncated, never as an error (Atropos's convention).
+  if (outOfBudget && input.multiTurn) trajectory.truncated = true;
 }

@@ -2,7 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { toApplicationFailure } from '../inference/errors.js';
 import type { StoreRef } from '../schema/rollout.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
-import { groupKey, type GroupAddress, type GroupState } from './group-state.js';
+import { groupKey, loadGroupState, type GroupAddress } from './group-state.js';
 
 /** Top-k logprobs of a teacher at every position of a token sequence (ATROPOS-API.md §5). */
 export interface TeacherClient {
@@ -35,7 +35,7 @@ export function createTeacherActivities({ teacher, store }: TeacherActivityDeps)
   return {
     /** Null when the group's overrides skip the teacher (`skip_teacher_top_k`, or `teacher_top_k` of -1 or less). */
     async teacherLogprobs(input: TeacherInput): Promise<StoreRef | null> {
-      const state = await store.get<GroupState>(input.state);
+      const state = await loadGroupState(store, input.state);
       const overrides = state.groupOverrides ?? {};
       const topK = typeof overrides.teacher_top_k === 'number' ? overrides.teacher_top_k : input.topK;
       if (overrides.skip_teacher_top_k === true || topK <= -1) return null;

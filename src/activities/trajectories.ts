@@ -2,9 +2,9 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { mkdir, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
-import { ScoredDataGroupSchema, type ScoredDataGroup } from '../schema/scored-data.js';
+import { MASKED, ScoredDataGroupSchema, type ScoredDataGroup } from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
-import { groupKey, type GroupAddress, type GroupState } from './group-state.js';
+import { groupKey, loadGroupState, type GroupAddress, type Trajectory } from './group-state.js';
 import type { TeacherOutput } from './teacher.js';
 
 export interface AssembleInput extends GroupAddress {
@@ -12,6 +12,8 @@ export interface AssembleInput extends GroupAddress {
   scores: number[];
   teacher: StoreRef | null;
   generationParams: Record<string, unknown>;
+  /** Per-turn advantages (`[sample][turn]`) from the environment, spread over each turn's tokens. */
+  advantages?: StoreRef | null;
 }
 
 export interface AssembleResult {
@@ -33,8 +35,12 @@ export function createTrajectoryActivities({ store }: { store: TrajectoryStore }
   return {
     /** Builds the ScoredDataGroup (Atropos's exact fields) and writes it to the store. */
     async assembleGroup(input: AssembleInput): Promise<AssembleResult> {
-      const state = await store.get<GroupState>(input.state);
+      const state = await loadGroupState(store, input.state);
       const teacher = input.teacher ? await store.get<TeacherOutput>(input.teacher) : null;
+      const perTurn = input.advantages ? await store.get<number[][]>(input.advantages) : null;
+      // An episode cut off by its token budget, or still going at the turn limit (single-turn ones are always done),
+      // gets Atropos's `set_advantage_to_zero`: the trainer learns nothing from an unfinished episode.
+      const truncated = state.trajectories.map((t) => t.truncated === true || !t.done);
       const group: ScoredDataGroup = ScoredDataGroupSchema.parse({
         tokens: state.trajectories.map((t) => t.tokens),
         masks: state.trajectories.map((t) => t.masks),
@@ -43,6 +49,8 @@ export function createTrajectoryActivities({ store }: { store: TrajectoryStore }
         generation_params: input.generationParams,
         group_overrides: state.groupOverrides,
         inference_logprobs: state.trajectories.map((t) => t.logprobs),
+        advantages: perTurn ? state.trajectories.map((t, i) => tokenAdvantages(t, perTurn[i] ?? [])) : null,
+        overrides: truncated.some(Boolean) ? truncated.map((cut) => (cut ? { set_advantage_to_zero: true } : {})) : null,
         distill_token_ids: teacher?.distill_token_ids ?? null,
         distill_logprobs: teacher?.distill_logprobs ?? null,
       });
@@ -81,6 +89,19 @@ export function createTrajectoryActivities({ store }: { store: TrajectoryStore }
 }
 
 export type TrajectoryActivities = ReturnType<typeof createTrajectoryActivities>;
+
+/**
+ * Spreads per-turn advantages over a trajectory's tokens: each run of generated (unmasked) positions is one assistant
+ * turn and takes that turn's value; prompt and tool positions take 0. A turn without a value takes the last one.
+ */
+export function tokenAdvantages(trajectory: Trajectory, perTurn: number[]): number[] {
+  let turn = -1;
+  return trajectory.masks.map((mask, i) => {
+    if (mask === MASKED) return 0;
+    if (i === 0 || trajectory.masks[i - 1] === MASKED) turn++;
+    return perTurn[Math.min(turn, perTurn.length - 1)] ?? 0;
+  });
+}
 
 /** Line counts of files this process wrote, valid while the file size is unchanged. */
 const knownLines = new Map<string, { size: number; lines: number }>();

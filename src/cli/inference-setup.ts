@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { startLocalEngine, type RunningLocalEngine } from '../inference/local/start.js';
 import { createServerManager, type ServerManager } from '../inference/server-manager.js';
 import type { Continuation } from '../inference/continuation.js';
+import type { ModelClient } from '../env/define.js';
+import { modelClient } from '../inference/model-client.js';
 import { loadTokenizer } from '../inference/tokenizer.js';
 import type { ServerConfig } from '../schema/config.js';
 import type { RunPlan } from './run.js';
@@ -21,6 +23,8 @@ export interface RunInference {
   continuation?: Continuation;
   /** Present when `--env.teacher_enabled`. */
   teacher?: ServerManager;
+  /** Present when `--judge.base_url` is given: the model rewards may call. */
+  judge?: ModelClient;
   /** The embedded engine, when this command started it. */
   engine?: RunningLocalEngine;
   close(): Promise<void>;
@@ -51,14 +55,17 @@ export async function openInference(plan: RunPlan, model: string): Promise<RunIn
       await checkSameTokenizer(servers[0]!, plan.config.teacher[0]!);
       teacher = createServerManager({ servers: plan.config.teacher });
     }
+    const judgeServers = plan.config.judge.length > 0 ? createServerManager({ servers: plan.config.judge }) : undefined;
     return {
       policy,
       ...(continuation ? { continuation } : {}),
       ...(teacher ? { teacher } : {}),
+      ...(judgeServers ? { judge: modelClient(judgeServers) } : {}),
       ...(engine ? { engine } : {}),
       async close() {
         policy.stop();
         teacher?.stop();
+        judgeServers?.stop();
         await engine?.close();
       },
     };

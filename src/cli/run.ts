@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { AnyEnvironment } from '../env/define.js';
+import { isMultiTurn, type AnyEnvironment } from '../env/define.js';
 import { resolveConfig, type ResolvedConfig } from '../env/config.js';
 import { loadEnvironmentData, type LoadedEnvironment } from '../env/loaded.js';
 import { loadEnvironment } from '../env/registry.js';
@@ -68,7 +68,7 @@ export function envRunSettings(plan: RunPlan, searchAttributes: boolean): Omit<E
     maxInFlight: env.max_groups_in_flight,
     group: {
       groupSize: env.group_size,
-      maxTurns: plan.definition.step ? env.max_turns : 1,
+      maxTurns: isMultiTurn(plan.definition) ? env.max_turns : 1,
       maxTokenLength: env.max_token_length,
       sampling: { temperature: env.temperature, topP: env.top_p },
       ensureScoresAreNotSame: env.ensure_scores_are_not_same,
@@ -76,6 +76,9 @@ export function envRunSettings(plan: RunPlan, searchAttributes: boolean): Omit<E
       taskQueues: runTaskQueues(plan.runId),
       steps,
       searchAttributes,
+      ...(plan.definition.setup || plan.definition.teardown
+        ? { hooks: { setup: Boolean(plan.definition.setup), teardown: Boolean(plan.definition.teardown) } }
+        : {}),
     },
   };
 }
@@ -96,6 +99,7 @@ export async function startRunWorkers(
     inference: () => inference.policy,
     continuation: () => inference.continuation,
     teacher: () => inference.teacher,
+    judge: () => inference.judge,
     store: plan.store,
     ...options,
   });

@@ -31,6 +31,8 @@ export interface ResolvedConfig<Extra extends Shape, Flags extends Shape> {
   servers: ServerConfig[];
   /** Teacher servers (`--teacher.*`, YAML `teacher:`); empty when none is given. */
   teacher: ServerConfig[];
+  /** Judge servers for rewards that call a model (`--judge.*`, YAML `judge:`); empty when none is given. */
+  judge: ServerConfig[];
   steps: StepOptionsTable;
   /** Positional arguments and the command's own flags, validated by `commandFlags`. */
   rest: { args: string[]; flags: z.infer<z.ZodObject<Flags>> };
@@ -193,7 +195,7 @@ function readYaml(file: string, origins: Origins, problems: string[]): Record<st
     return {};
   }
   if (!isObject(doc)) { problems.push(`${file}: expected a mapping with env:, openai:, teacher:, steps:`); return {}; }
-  const sections = ['env', 'openai', 'teacher', 'steps'];
+  const sections = ['env', 'openai', 'teacher', 'judge', 'steps'];
   for (const [key, value] of Object.entries(doc)) {
     if (!sections.includes(key)) problems.push(`${file}: ${key}: unknown section${didYouMean(key, sections)}`);
     else record(origins, value, [key], (shown) => `${file}: ${shown}`);
@@ -202,7 +204,7 @@ function readYaml(file: string, origins: Origins, problems: string[]): Record<st
 }
 
 /** One list of servers from YAML (a mapping or a list) and `--<ns>.*` flags; flags may not override a multi-server list. */
-function servers(ns: 'openai' | 'teacher', fromYaml: unknown, flags: Record<string, unknown>, origins: Origins, problems: string[]): ServerConfig[] {
+function servers(ns: 'openai' | 'teacher' | 'judge', fromYaml: unknown, flags: Record<string, unknown>, origins: Origins, problems: string[]): ServerConfig[] {
   const hasFlags = Object.keys(flags).length > 0;
   const isList = Array.isArray(fromYaml);
   const list: unknown[] = isList ? fromYaml : fromYaml != null ? [fromYaml] : ns === 'openai' || hasFlags ? [{}] : [];
@@ -237,10 +239,10 @@ export function resolveConfig<Extra extends Shape, Flags extends Shape = {}>(
     const [ns, a, b, ...extra] = key.split('.');
     if (extra.length > 0) return undefined;
     if (a === undefined) return own(commandFlags, ns);
-    if (b === undefined) return ns === 'env' ? own(env, a) : ns === 'openai' || ns === 'teacher' ? own(server, a) : undefined;
+    if (b === undefined) return ns === 'env' ? own(env, a) : ns === 'openai' || ns === 'teacher' || ns === 'judge' ? own(server, a) : undefined;
     return ns === 'steps' && (STEP_NAMES as readonly string[]).includes(a) ? own(step, b) : undefined;
   };
-  const known = ['config', ...Object.keys(env).map((k) => `env.${k}`), ...Object.keys(server).flatMap((k) => [`openai.${k}`, `teacher.${k}`]),
+  const known = ['config', ...Object.keys(env).map((k) => `env.${k}`), ...Object.keys(server).flatMap((k) => [`openai.${k}`, `teacher.${k}`, `judge.${k}`]),
     ...STEP_NAMES.flatMap((s) => Object.keys(step).map((k) => `steps.${s}.${k}`)), ...Object.keys(commandFlags)];
 
   const problems: string[] = [];
@@ -251,7 +253,7 @@ export function resolveConfig<Extra extends Shape, Flags extends Shape = {}>(
   if (configFlags.length > 0 && typeof configFile !== 'string') problems.push('--config: expected a path to a YAML file');
   // YAML origins first, so that a flag setting the same field overwrites them: CLI > YAML.
   const yaml = typeof configFile === 'string' ? readYaml(configFile, origins, problems) : {};
-  const cli: Record<string, Record<string, unknown>> = { env: {}, openai: {}, teacher: {}, steps: {}, rest: {} };
+  const cli: Record<string, Record<string, unknown>> = { env: {}, openai: {}, teacher: {}, judge: {}, steps: {}, rest: {} };
   for (const { key, value } of flags) {
     if (key === 'config') continue;
     const field = fieldOf(key);
@@ -277,6 +279,7 @@ export function resolveConfig<Extra extends Shape, Flags extends Shape = {}>(
 
   const policy = servers('openai', yaml.openai, cli.openai!, origins, problems);
   const teacher = servers('teacher', yaml.teacher, cli.teacher!, origins, problems);
+  const judge = servers('judge', yaml.judge, cli.judge!, origins, problems);
   const timeout = (list: ServerConfig[]) => (list.length ? Math.max(...list.map((s) => s.timeout)) : undefined);
   const generate = timeout(policy) ?? ServerConfigSchema.shape.timeout.parse(undefined);
   const stepDefaults = defaultStepConfigs({ generate, teacher: timeout(teacher) ?? generate });
@@ -295,7 +298,7 @@ export function resolveConfig<Extra extends Shape, Flags extends Shape = {}>(
   const restFlags = check(z.strictObject(commandFlags), cli.rest, 'rest', commandFlags, origins, problems);
 
   if (problems.length > 0 || !envConfig || !restFlags) throw new ConfigError(problems);
-  return { env: envConfig as EnvConfig<Extra>, servers: policy, teacher, steps: toStepOptions(steps), rest: { args, flags: restFlags } };
+  return { env: envConfig as EnvConfig<Extra>, servers: policy, teacher, judge, steps: toStepOptions(steps), rest: { args, flags: restFlags } };
 }
 
 /** One line of `--help`. */
@@ -354,6 +357,7 @@ export function describeFlags(environment: Env<Shape>, commandFlags: Shape = {})
     ...rows('env.', envShape(environment), environment.defaults as Record<string, unknown>),
     ...rows('openai.', ServerConfigSchema.shape),
     { flag: '--teacher.<field>', type: '', default: '', description: 'the --openai.<field> flags, for the teacher servers' },
+    { flag: '--judge.<field>', type: '', default: '', description: 'the --openai.<field> flags, for the judge model rewards may call' },
     { flag: '--steps.<step>.<field>', type: '', default: '',
       description: `retry policy of a workflow step: ${STEP_NAMES.join(', ')}; generate and teacher default to the server timeout, 30 s heartbeat, 10 attempts, and run on their task queue, as does step` },
     ...rows('steps.<step>.', StepConfigSchema.shape, local),

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { BaseEnvConfig } from '../schema/config.js';
 import type { Message } from '../schema/scored-data.js';
+import type { Tool, ToolCallRequest, MalformedToolCall } from './tools.js';
 
 /** Items of an environment, addressed by index so that item i is the same on every worker and retry. */
 export interface ItemSource<Item> {
@@ -9,15 +10,55 @@ export interface ItemSource<Item> {
   get(index: number): Item;
 }
 
-/** What a reward function sees for one trajectory. */
-export interface ScoreContext<Item, Parsed> {
+/** A value or a promise of it: every environment function may be async. */
+export type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * What a long-running environment function can do while it runs: heartbeat (so that a worker that dies is
+ * noticed within the step's heartbeat timeout) and see cancellation (the group was cancelled, or the attempt
+ * timed out).
+ */
+export interface Liveness {
+  /** Aborted when the step is cancelled; pass it to `fetch` and child processes. */
+  signal: AbortSignal;
+  /** Tells Temporal this step is alive; needed for steps with a heartbeat timeout. */
+  heartbeat(details?: unknown): void;
+}
+
+/** One chat model the environment may call: a judge for rewards, configured like the teacher (`--judge.*`). */
+export interface ModelClient {
+  /** `n` completions of a conversation (default 1). A failing server is an infrastructure error: the step retries. */
+  complete(messages: Message[], options?: { n?: number; maxTokens?: number; temperature?: number }): Promise<string[]>;
+}
+
+/** Where a trajectory stands when its final answer is parsed. */
+export interface ParseContext<Item, Config = BaseEnvConfig> extends Liveness {
   item: Item;
-  parsed: Parsed;
-  /** The final assistant message's text. */
-  completion: string;
+  config: Config;
+  /** The sample's index in its group (0 … group_size-1). */
+  sample: number;
+  /** The final assistant message's tool calls, parsed (OpenAI `tool_calls` or Hermes `<tool_call>` blocks). */
+  toolCalls: ToolCallRequest[];
+  /** Tool-call blocks whose JSON did not parse: a format failure of the model, never a crash. */
+  malformedToolCalls: MalformedToolCall[];
   /** The whole trajectory, prompt included. */
   messages: Message[];
   finishReason: string;
+  /** The trajectory's state slot (see `initialState` and `step`). */
+  state: unknown;
+}
+
+/** What a reward function sees for one trajectory. */
+export interface ScoreContext<Item, Parsed, Config = BaseEnvConfig> extends ParseContext<Item, Config> {
+  parsed: Parsed;
+  /** The final assistant message's text. */
+  completion: string;
+  /** The rewards `step` gave each turn (empty for single-turn environments). */
+  turnRewards: number[];
+  /** A judge model (`--judge.base_url` …); calling it without one configured fails with a message naming the flag. */
+  judge: ModelClient;
+  /** What `setup` returned for this group (null without setup). */
+  group: unknown;
 }
 
 /** A score with named metrics beside it (metrics are averaged per group and shown in progress). */
@@ -31,13 +72,51 @@ export interface StepResult {
   /** Messages to append (tool results, the next user turn); may be empty when done. */
   messages: Message[];
   done: boolean;
+  /** The trajectory's new state slot; unchanged when absent. JSON-safe: it is stored durably. */
+  state?: unknown;
+  /** This turn's reward, for per-turn credit (`turnRewards`, `advantages`). */
+  reward?: number;
 }
 
-export interface StepContext<Item> {
+export interface StepContext<Item, Config = BaseEnvConfig> extends Liveness {
   item: Item;
   messages: Message[];
   /** 0-based index of the assistant turn just taken. */
   turn: number;
+  /** The sample's index in its group. */
+  sample: number;
+  /** The trajectory's state slot as the last step or tool left it (`initialState` at first). */
+  state: unknown;
+  /** Results of the tools Clotho executed for this turn, already appended to `messages`. */
+  toolResults: ToolResultMessage[];
+  /** What `setup` returned for this group (null without setup). */
+  group: unknown;
+  config: Config;
+}
+
+/** A tool's answer as the model sees it. */
+export interface ToolResultMessage extends Message {
+  role: 'tool';
+  tool_call_id: string;
+  name: string;
+  content: string;
+}
+
+/** Group setup: runs once before the first generation of a group (create a sandbox, open a game). */
+export interface GroupContext<Item, Config = BaseEnvConfig> extends Liveness {
+  item: Item;
+  config: Config;
+  itemIndex: number;
+  groupSize: number;
+  /** Unique per group and stable across retries: name external resources after it. */
+  groupId: string;
+}
+
+/** What `advantages` sees: the group's final scores and each trajectory's per-turn rewards. */
+export interface AdvantageContext<Config = BaseEnvConfig> {
+  scores: number[];
+  turnRewards: number[][];
+  config: Config;
 }
 
 /** Result of evaluating on held-out data: metric name → value. */
@@ -49,8 +128,11 @@ export interface EvaluateContext<Config> {
   complete(messages: Message[]): Promise<string>;
 }
 
+/** What an environment offers the model as tools: executable {@link Tool}s, or OpenAI-format definitions to render only. */
+export type ToolOffer = Tool | Record<string, unknown>;
+
 /**
- * An environment: a data source, a prompt, a parser and a reward, optionally a multi-turn step and
+ * An environment: a data source, a prompt, a parser and a reward, optionally tools, a multi-turn step and
  * an evaluation. Composed of small functions rather than a base class.
  */
 export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape> {
@@ -63,13 +145,33 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
   /** Loads the data; called once per worker process. */
   load(config: EnvConfig<Extra>): Promise<ItemSource<Item>>;
   prompt(item: Item, config: EnvConfig<Extra>): Message[];
-  /** OpenAI-format tool definitions offered to the model for this item (rendered by the chat template). */
-  tools?(item: Item, config: EnvConfig<Extra>): Record<string, unknown>[];
+  /**
+   * Tools offered to the model for this item, rendered by the chat template. Executable tools ({@link defineTool})
+   * are run by Clotho, each call its own durable activity, and their results appended as `tool` messages; plain
+   * OpenAI-format definitions are only offered (a single-turn tool-calling task scores the calls instead).
+   */
+  tools?(item: Item, config: EnvConfig<Extra>): MaybePromise<ToolOffer[]>;
   /** Strings that end a generation (an environment's turn markers, say). */
   stop?: string[];
-  parse(completion: string, item: Item): Parsed;
-  score(context: ScoreContext<Item, Parsed>): number | ScoreResult;
-  step?(context: StepContext<Item>, config: EnvConfig<Extra>): Promise<StepResult> | StepResult;
+  /** Each trajectory's state slot before its first turn (a game's start); null when absent. JSON-safe. */
+  initialState?(item: Item, sample: number, config: EnvConfig<Extra>): unknown;
+  /** Runs once per group before generation; its JSON-safe result is passed to steps, tools and scores as `group`. */
+  setup?(context: GroupContext<Item, EnvConfig<Extra>>): MaybePromise<unknown>;
+  /** Runs once per group when it ends, scored or failed, with what `setup` returned. */
+  teardown?(context: GroupContext<Item, EnvConfig<Extra>> & { group: unknown }): MaybePromise<void>;
+  parse(completion: string, item: Item, context: ParseContext<Item, EnvConfig<Extra>>): MaybePromise<Parsed>;
+  score(context: ScoreContext<Item, Parsed, EnvConfig<Extra>>): MaybePromise<number | ScoreResult>;
+  /**
+   * Answers an assistant turn: further messages (the next user turn, a game's observation), whether the episode is
+   * done, the new state and the turn's reward. Without `step`, an episode with executable tools ends at the first
+   * assistant turn that calls none.
+   */
+  step?(context: StepContext<Item, EnvConfig<Extra>>, config: EnvConfig<Extra>): MaybePromise<StepResult>;
+  /**
+   * Per-turn advantages of each trajectory (`[sample][turn]`); Clotho spreads them over each turn's tokens into the
+   * group's `advantages` field. Absent or null: no `advantages` (the trainer computes its own from `scores`).
+   */
+  advantages?(context: AdvantageContext<EnvConfig<Extra>>): number[][] | null;
   /**
    * Atropos's `group_overrides` for an item's group, passed to the trainer and read by Clotho's own steps
    * (`teacher_top_k`, `skip_teacher_top_k`).
@@ -94,4 +196,9 @@ export function defineEnvironment<Item, Parsed, Extra extends z.ZodRawShape>(
 /** Normalises a reward function's answer. */
 export function toScoreResult(value: number | ScoreResult): ScoreResult {
   return typeof value === 'number' ? { score: value } : value;
+}
+
+/** Whether an environment takes more than one assistant turn: it has a step or offers tools to run. */
+export function isMultiTurn(definition: AnyEnvironment): boolean {
+  return Boolean(definition.step || definition.tools);
 }

@@ -1,4 +1,5 @@
-import { toScoreResult, type EvaluationMetrics } from './define.js';
+import type { EvaluationMetrics, ModelClient } from './define.js';
+import { runEpisode, type AssistantTurn } from './episode.js';
 import type { LoadedEnvironment } from './loaded.js';
 import type { Message } from '../schema/scored-data.js';
 
@@ -16,28 +17,35 @@ export interface EvaluationRun {
   samples: EvaluationSample[];
 }
 
+export interface EvaluateOptions {
+  items: number;
+  concurrency: number;
+  /** Assistant turns per episode (1 for single-turn environments). */
+  maxTurns: number;
+  judge: ModelClient;
+}
+
 /**
- * Evaluates an environment: its own `evaluate` when it has one, else one completion per item (items 0 … n-1,
- * at most `concurrency` at once) parsed and scored by the environment, with every metric averaged.
+ * Evaluates an environment: its own `evaluate` when it has one, else one episode per item (items 0 … n-1, at most
+ * `concurrency` at once; tools executed, multi-turn steps taken) parsed and scored by the environment. Each metric is
+ * averaged over the items that report it, so per-category metrics (`accuracy_simple`) are that category's.
  */
 export async function evaluateEnvironment(
   environment: LoadedEnvironment,
-  complete: (messages: Message[]) => Promise<string>,
-  options: { items: number; concurrency: number },
+  turnOf: AssistantTurn,
+  options: EvaluateOptions,
 ): Promise<EvaluationRun> {
   const { definition, config, items } = environment;
-  if (definition.evaluate) return { metrics: await definition.evaluate({ config, complete }), samples: [] };
+  if (definition.evaluate) {
+    const complete = async (messages: Message[]) => String((await turnOf(messages, undefined)).content ?? '');
+    return { metrics: await definition.evaluate({ config, complete }), samples: [] };
+  }
   const count = Math.min(options.items, items.size);
   const samples: EvaluationSample[] = [];
   let next = 0;
   const evaluateOne = async (itemIndex: number) => {
-    const item = items.get(itemIndex);
-    const messages = definition.prompt(item, config);
-    const completion = await complete(messages);
-    const parsed = definition.parse(completion, item);
-    const all = [...messages, { role: 'assistant', content: completion }];
-    const result = toScoreResult(await definition.score({ item, parsed, completion, messages: all, finishReason: 'stop' }));
-    samples.push({ itemIndex, messages: all, completion, score: result.score, metrics: result.metrics ?? {} });
+    const episode = await runEpisode(environment, turnOf, { itemIndex, maxTurns: options.maxTurns, judge: options.judge });
+    samples.push({ itemIndex, messages: episode.messages, completion: episode.completion, score: episode.score, metrics: episode.metrics });
   };
   await Promise.all(
     Array.from({ length: Math.min(options.concurrency, count) }, async () => {
@@ -47,7 +55,7 @@ export async function evaluateEnvironment(
   samples.sort((a, b) => a.itemIndex - b.itemIndex);
   const metrics: EvaluationMetrics = { items: count, score: mean(samples.map((s) => s.score)) };
   for (const name of new Set(samples.flatMap((s) => Object.keys(s.metrics)))) {
-    metrics[name] = mean(samples.map((s) => s.metrics[name] ?? 0));
+    metrics[name] = mean(samples.flatMap((s) => (name in s.metrics ? [s.metrics[name]!] : [])));
   }
   return { metrics, samples };
 }

@@ -23,6 +23,12 @@ const llmStep = (timeout: number): StepConfig =>
 const localStep: StepConfig = StepConfigSchema.parse({ start_to_close_timeout: 60, maximum_attempts: 5, maximum_interval: 30 });
 
 /**
+ * Tool calls and group setup/teardown reach outside the worker (MCP servers, sandboxes): they get more time than
+ * local work and keep their own task queue, so that they can heartbeat and be retried on another worker.
+ */
+const remoteStep: StepConfig = StepConfigSchema.parse({ start_to_close_timeout: 300, maximum_attempts: 5, maximum_interval: 30 });
+
+/**
  * Steps that run as local activities by default: cheap, CPU-light work whose task-queue round trips would
  * cost more than the work (`npm run bench` measures it). Multi-turn `step` may run tools, so it keeps its queue;
  * `deliver` runs in the env-run beside its launches, where a local activity is never replay-safe.
@@ -33,6 +39,7 @@ const LOCAL_BY_DEFAULT: readonly StepName[] = ['prepare', 'parse', 'score', 'ass
 export function defaultStepConfigs(timeouts: StepTimeouts): StepConfigTable {
   const table = {} as StepConfigTable;
   for (const name of STEP_NAMES) table[name] = { ...localStep, local: LOCAL_BY_DEFAULT.includes(name) };
+  for (const name of ['tool', 'setup', 'teardown'] as const) table[name] = remoteStep;
   table.generate = llmStep(timeouts.generate);
   table.teacher = llmStep(timeouts.teacher);
   return table;

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MASKED, type Message } from '../schema/scored-data.js';
-import { continuePrompt, generatedTexts, parseHermesToolCalls } from './continuation.js';
+import { continuePrompt, generatedTexts } from './continuation.js';
 import { TokenizationDriftError } from './openai-client.js';
 import { loadTokenizer, type Tokenizer } from './tokenizer.js';
 
@@ -98,24 +98,5 @@ describe('generatedTexts', () => {
     const tokens = [1, 2, 9707, eos, 3, 151667, 9707, 151643, 4];
     const masks = tokens.map((t, i) => ([2, 3, 5, 6, 7].includes(i) ? t : MASKED));
     expect(generatedTexts(qwen, { tokens, masks })).toEqual(['Hello', '<think>Hello<|endoftext|>']);
-  });
-});
-
-describe('parseHermesToolCalls', () => {
-  it('turns <tool_call> blocks into OpenAI tool calls and keeps the text before them', () => {
-    const text = `Let me check.\n${callText}\n<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>`;
-    expect(parseHermesToolCalls(text, 'call-1')).toEqual({
-      content: 'Let me check.\n',
-      tool_calls: [
-        { id: 'call-1-0', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
-        { id: 'call-1-1', type: 'function', function: { name: 'get_time', arguments: '{}' } },
-      ],
-    });
-  });
-
-  it('leaves text without a well-formed call as content', () => {
-    const text = '<tool_call>\n{"name": get_weather}\n</tool_call>';
-    expect(parseHermesToolCalls(text, 'c')).toEqual({ content: text });
-    expect(parseHermesToolCalls('18 C', 'c')).toEqual({ content: '18 C' });
   });
 });

@@ -3,7 +3,7 @@ import type { TokenGenerateRequest } from './types.js';
 import type { ChatMessage } from './chat-template.js';
 import { TokenizationDriftError } from './openai-client.js';
 import type { Tokenizer } from './tokenizer.js';
-import type { Completion, GenerateOptions, ToolCall } from './types.js';
+import type { Completion, GenerateOptions } from './types.js';
 
 /** A server that continues a prompt given as token ids (`ServerManager.generateTokens`). */
 export interface TokenGenerator {
@@ -106,26 +106,4 @@ function driftError(tokenizer: Tokenizer, tokens: readonly number[], prefix: str
     `the chat template does not reproduce the sequence so far: they part at character ${at}, in token ${low} ` +
     `of ${tokens.length} (id ${tokens[low]}); the sequence reads ${show(prefix)}, the template renders ${show(rendered)}. ` +
     'The template rewrites earlier turns (reasoning dropped, tool calls reformatted, whitespace trimmed)');
-}
-
-/** An assistant message from a completion's text, its `<tool_call>` blocks parsed (vLLM's hermes parser). */
-export function parseHermesToolCalls(text: string, idPrefix: string): { content: string; tool_calls?: ToolCall[] } {
-  const calls: ToolCall[] = [];
-  for (const match of text.matchAll(/<tool_call>([\s\S]*?)<\/tool_call>/g)) {
-    const call = parseCall(match[1]!);
-    if (call) calls.push({ id: `${idPrefix}-${calls.length}`, type: 'function', function: call });
-  }
-  if (calls.length === 0) return { content: text };
-  return { content: text.slice(0, text.indexOf('<tool_call>')), tool_calls: calls };
-}
-
-function parseCall(json: string): { name: string; arguments: string } | undefined {
-  try {
-    const call = JSON.parse(json) as { name?: unknown; arguments?: unknown };
-    if (typeof call.name !== 'string') return undefined;
-    const args = call.arguments ?? {};
-    return { name: call.name, arguments: typeof args === 'string' ? args : JSON.stringify(args) };
-  } catch {
-    return undefined;
-  }
 }

@@ -22,7 +22,7 @@ export const StepOptionsSchema = z.object({
 });
 export type StepOptions = z.infer<typeof StepOptionsSchema>;
 
-export const STEP_NAMES = ['prepare', 'generate', 'step', 'parse', 'score', 'teacher', 'assemble', 'deliver'] as const;
+export const STEP_NAMES = ['prepare', 'setup', 'generate', 'tool', 'step', 'parse', 'score', 'teacher', 'assemble', 'teardown', 'deliver'] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 export type StepOptionsTable = Record<StepName, StepOptions>;
 
@@ -62,6 +62,8 @@ export interface RolloutGroupInput {
   searchAttributes: boolean;
   /** The trainer's step when the group started: the policy that generates it. Null outside training runs. */
   policyVersion?: number | null;
+  /** Which of the environment's group hooks run (absent in runs started before hooks existed: none). */
+  hooks?: { setup: boolean; teardown: boolean };
 }
 
 /** The small result of a rollout group: a reference to the full group plus what the driver counts. */
@@ -79,6 +81,8 @@ export interface RolloutGroupResult {
   turns: number;
   /** The policy version the group was started with (its input's). */
   policyVersion?: number | null;
+  /** Tool calls executed over the group's trajectories. */
+  toolCalls?: number;
 }
 
 /** Where an env-run hands its finished groups. */

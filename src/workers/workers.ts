@@ -4,7 +4,9 @@ import { createBatcherActivities, createBatcherClientActivities } from '../activ
 import { createEnvironmentActivities } from '../activities/environment.js';
 import { createInferenceActivities, type InferenceActivityDeps } from '../activities/inference.js';
 import { createTeacherActivities, type TeacherClient } from '../activities/teacher.js';
+import { createToolCallActivities } from '../activities/tool-calls.js';
 import { createTrajectoryActivities } from '../activities/trajectories.js';
+import type { ModelClient } from '../env/define.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
 import type { InferenceClient } from '../inference/types.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
@@ -21,6 +23,8 @@ export interface WorkerSetup {
   /** Token-in generation (prompts rendered here, sent as ids) for environments that have a tokenizer. */
   continuation?: InferenceActivityDeps['continuation'];
   teacher?: (environment: string) => TeacherClient | undefined;
+  /** The judge model environments' rewards may call (`--judge.*`). */
+  judge?: (environment: string) => ModelClient | undefined;
   store: TrajectoryStore;
   /** Concurrent inference activities (each may hold several requests). */
   llmConcurrency?: number;
@@ -70,7 +74,8 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
   const common = { connection, namespace: setup.namespace };
   // Environment-side activities run on the env queue, and in the workflow worker for steps configured local.
   const envActivities = wrap({
-    ...createEnvironmentActivities({ environments: setup.environments, store }),
+    ...createEnvironmentActivities({ environments: setup.environments, store, judge: setup.judge }),
+    ...createToolCallActivities({ environments: setup.environments, store }),
     ...createTrajectoryActivities({ store }),
     ...(setup.batcherClient ? createBatcherClientActivities({ client: setup.batcherClient }) : {}),
   });

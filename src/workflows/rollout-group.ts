@@ -1,28 +1,42 @@
-import { log, upsertSearchAttributes } from '@temporalio/workflow';
+import { CancellationScope, log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { EnvironmentActivities } from '../activities/environment.js';
-import type { InferenceActivities } from '../activities/inference.js';
+import type { GenerateTurnResult, InferenceActivities } from '../activities/inference.js';
 import type { TeacherActivities } from '../activities/teacher.js';
+import type { ToolCallActivities } from '../activities/tool-calls.js';
 import type { TrajectoryActivities } from '../activities/trajectories.js';
 import type { RolloutGroupInput, RolloutGroupResult, StoreRef } from '../schema/rollout.js';
-import { stepActivities } from './activity-options.js';
-import { MEAN_SCORE, STATUS } from './search-attributes.js';
+import { activityOptions, stepActivities } from './activity-options.js';
+import { MEAN_SCORE, STATUS, TOOL_CALLS, TURNS } from './search-attributes.js';
 
 /**
- * One item's group of rollouts: prepare → (generate ↔ step)* → parse → score → teacher? → assemble.
- * Every step is an activity with its own retry policy, so a failure is retried at that step alone, and a
- * crash resumes at the turn it was in.
+ * One item's group of rollouts: prepare → setup? → (generate → tool calls → step)* → parse → score → teardown? →
+ * teacher? → assemble. Every step is an activity with its own retry policy, so a failure is retried at that step
+ * alone, and a crash resumes at the turn (and the tool call) it was in.
  */
 export async function rolloutGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
+  const hooks = input.hooks ?? { setup: false, teardown: false };
+  const { setupGroup } = stepActivities<EnvironmentActivities>(input.steps.setup ?? input.steps.step, input.taskQueues.env);
+  const { teardownGroup } = stepActivities<EnvironmentActivities>(input.steps.teardown ?? input.steps.step, input.taskQueues.env);
+  const hookInput = { runId: input.runId, environment: input.environment, itemIndex: input.itemIndex, groupSize: input.groupSize };
+  let tornDown = !hooks.teardown;
+  const teardown = async () => {
+    if (tornDown) return;
+    tornDown = true;
+    await teardownGroup(hookInput);
+  };
   try {
-    return await runGroup(input);
+    if (hooks.setup) await setupGroup(hookInput);
+    return await runGroup(input, teardown);
   } catch (error) {
     // The workflow fails with the cause; the status attribute says so too, so `ClothoStatus = "failed"` finds it.
-    setStatus(input, 'failed', null);
+    setAttributes(input, { status: 'failed' });
+    // Resources of a failed or cancelled group are still released.
+    await CancellationScope.nonCancellable(teardown);
     throw error;
   }
 }
 
-async function runGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
+async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>): Promise<RolloutGroupResult> {
   const { steps, taskQueues } = input;
   const env = (step: keyof typeof steps) => stepActivities<EnvironmentActivities>(steps[step], taskQueues.env);
   const { prepareGroup } = env('prepare');
@@ -38,6 +52,7 @@ async function runGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
   let state: StoreRef = await prepareGroup({ ...address, groupSize: input.groupSize });
   let turn = 0;
   let tokens: number[] = [];
+  let toolCalls = 0;
   for (; ; turn++) {
     const generated = await generateTurn({
       ...address,
@@ -50,6 +65,7 @@ async function runGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
     state = generated.state;
     tokens = generated.completionTokens;
     if (generated.active.length === 0 || turn + 1 >= input.maxTurns) break;
+    toolCalls += await callTools(input, turn, state, generated.toolCalls ?? []);
     const stepped = await stepTurn({ ...address, turn, state });
     state = stepped.state;
     if (stepped.active.length === 0) break;
@@ -57,14 +73,15 @@ async function runGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
   const turns = turn + 1;
 
   const parsed = await parseGroup({ ...address, turn, state });
-  const { scores } = await scoreGroup({ ...address, turn, state, parsed });
+  const { scores, advantages } = await scoreGroup({ ...address, turn, state, parsed });
+  await teardown();
   const meanScore = scores.reduce((a, b) => a + b, 0) / scores.length;
-  const base = { itemIndex: input.itemIndex, scores, meanScore, groupSize: input.groupSize, turns, policyVersion: input.policyVersion ?? null };
+  const base = { itemIndex: input.itemIndex, scores, meanScore, groupSize: input.groupSize, turns, policyVersion: input.policyVersion ?? null, ...(toolCalls > 0 ? { toolCalls } : {}) };
   const completionTokens = tokens.reduce((a, b) => a + b, 0);
 
   if (input.ensureScoresAreNotSame && scores.every((s) => s === scores[0])) {
     log.info('group dropped: all scores equal', { score: scores[0] });
-    setStatus(input, 'dropped', meanScore);
+    setAttributes(input, { status: 'dropped', meanScore, turns, toolCalls });
     return { ...base, status: 'dropped', dropReason: 'scores_all_equal', tokens: completionTokens };
   }
 
@@ -74,13 +91,45 @@ async function runGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
     state,
     scores,
     teacher,
+    ...(advantages ? { advantages } : {}),
     generationParams: { temperature: input.sampling.temperature, top_p: input.sampling.topP, max_tokens: input.maxTokenLength },
   });
-  setStatus(input, 'scored', meanScore);
+  setAttributes(input, { status: 'scored', meanScore, turns, toolCalls });
   return { ...base, status: 'scored', group: assembled.group, tokens: assembled.tokens, longestSequence: assembled.longestSequence };
 }
 
-function setStatus(input: RolloutGroupInput, status: string, meanScore: number | null): void {
+/**
+ * Runs the turn's tool calls, each its own activity named in the UI by the tool and its arguments: samples side by
+ * side, one sample's calls in order (a call may depend on the state the one before left).
+ */
+async function callTools(
+  input: RolloutGroupInput,
+  turn: number,
+  state: StoreRef,
+  calls: NonNullable<GenerateTurnResult['toolCalls']>,
+): Promise<number> {
+  const options = activityOptions(input.steps.tool ?? input.steps.step, input.taskQueues.env);
+  const address = { runId: input.runId, environment: input.environment, itemIndex: input.itemIndex, turn, state };
+  await Promise.all(
+    calls.map(async ({ sample, calls: ofSample }) => {
+      for (const [call, { name, arguments: args }] of ofSample.entries()) {
+        const { callTool } = proxyActivities<ToolCallActivities>({ ...options, summary: `sample ${sample}: ${name}(${args})` });
+        await callTool({ ...address, sample, call, name, arguments: args });
+      }
+    }),
+  );
+  return calls.reduce((n, c) => n + c.calls.length, 0);
+}
+
+function setAttributes(
+  input: RolloutGroupInput,
+  { status, meanScore, turns, toolCalls }: { status: string; meanScore?: number; turns?: number; toolCalls?: number },
+): void {
   if (!input.searchAttributes) return;
-  upsertSearchAttributes([{ key: STATUS, value: status }, ...(meanScore === null ? [] : [{ key: MEAN_SCORE, value: meanScore }])]);
+  upsertSearchAttributes([
+    { key: STATUS, value: status },
+    ...(meanScore === undefined ? [] : [{ key: MEAN_SCORE, value: meanScore }]),
+    ...(turns === undefined ? [] : [{ key: TURNS, value: turns }]),
+    ...(toolCalls === undefined ? [] : [{ key: TOOL_CALLS, value: toolCalls }]),
+  ]);
 }

@@ -6,3 +6,7 @@ export const RUN_ID = defineSearchAttributeKey('ClothoRunId', SearchAttributeTyp
 export const ITEM_INDEX = defineSearchAttributeKey('ClothoItemIndex', SearchAttributeType.INT);
 export const STATUS = defineSearchAttributeKey('ClothoStatus', SearchAttributeType.KEYWORD);
 export const MEAN_SCORE = defineSearchAttributeKey('ClothoMeanScore', SearchAttributeType.DOUBLE);
+/** Assistant turns the group's longest episode took: `ClothoTurns > 20` finds long episodes. */
+export const TURNS = defineSearchAttributeKey('ClothoTurns', SearchAttributeType.INT);
+/** Tool calls Clotho executed over the group's trajectories. */
+export const TOOL_CALLS = defineSearchAttributeKey('ClothoToolCalls', SearchAttributeType.INT);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GroupState } from '../../src/activities/group-state.js';
+import { loadGroupState } from '../../src/activities/group-state.js';
 import { MASKED, MASKED_LOGPROB, SCORED_DATA_FIELDS, type ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { guessNumber } from '../support/environments.js';
@@ -135,7 +135,7 @@ describe('rolloutGroup on a real dev server', () => {
     const description = await harness.temporal.client.workflow.getHandle(workflowId).describe();
     // ~1M numbers went through the workflow; its whole history stays tiny because only references travel.
     expect(description.historySize).toBeLessThan(64 * 1024);
-    const state = await harness.store.get<GroupState>(`${harness.runId}/guess-number/item-0/turn-0/generated`);
+    const state = await loadGroupState(harness.store, `${harness.runId}/guess-number/item-0/turn-0/generated`);
     expect(state.trajectories[15]!.completionTokens).toBe(length);
   });
 });

@@ -2,6 +2,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { z } from 'zod';
+import { judgeOrMissing } from '../../activities/environment-context.js';
+import { isMultiTurn } from '../../env/define.js';
+import type { AssistantTurn } from '../../env/episode.js';
 import { evaluateEnvironment } from '../../env/evaluate.js';
 import { loadEnvironmentData } from '../../env/loaded.js';
 import type { CommandIo } from '../io.js';
@@ -27,12 +30,17 @@ export async function evaluateCommand(argv: string[], io: CommandIo): Promise<nu
   const inference = await openInference(plan, flags.model);
   try {
     const environment = await loadEnvironmentData(plan.definition, env);
-    const complete = async (messages: Parameters<typeof inference.policy.generate>[0]['messages']) => {
-      const request = { messages, n: 1, maxTokens: env.max_token_length, temperature: 0, topP: 1 };
+    const turn: AssistantTurn = async (messages, tools) => {
+      const request = { messages, n: 1, maxTokens: env.max_token_length, temperature: 0, topP: 1, ...(tools ? { tools } : {}) };
       const [completion] = await inference.policy.generate(request, { split: 'eval' });
-      return completion!.text;
+      return completion!.message;
     };
-    const { metrics, samples } = await evaluateEnvironment(environment, complete, { items: flags.items, concurrency: env.max_eval_workers });
+    const { metrics, samples } = await evaluateEnvironment(environment, turn, {
+      items: flags.items,
+      concurrency: env.max_eval_workers,
+      maxTurns: isMultiTurn(plan.definition) ? env.max_turns : 1,
+      judge: judgeOrMissing(inference.judge, plan.definition.name),
+    });
     io.out(JSON.stringify(metrics, null, 2));
     if (env.data_dir_to_save_evals) {
       const dir = env.data_dir_to_save_evals;

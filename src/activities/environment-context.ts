@@ -1,0 +1,51 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Liveness, ModelClient } from '../env/define.js';
+import { environmentNamed, type LoadedEnvironment } from '../env/loaded.js';
+import { isTool, type Tool } from '../env/tools.js';
+import type { TrajectoryStore } from '../store/trajectory-store.js';
+import { groupKey, type GroupAddress } from './group-state.js';
+
+/** What activities that run environment code are built from. */
+export interface EnvironmentActivityDeps {
+  environments: Record<string, LoadedEnvironment>;
+  store: TrajectoryStore;
+  /** The judge model of each environment (`--judge.*`); undefined when none is configured. */
+  judge?: (environment: string) => ModelClient | undefined;
+}
+
+/** The environment and item a group is about. */
+export function itemOf(environments: Record<string, LoadedEnvironment>, address: GroupAddress) {
+  const env = environmentNamed(environments, address.environment);
+  return { env, item: env.items.get(address.itemIndex % env.items.size) };
+}
+
+/** The running activity's heartbeat and cancellation, as environment functions see them. */
+export function liveness(): Liveness {
+  const context = Context.current();
+  return { signal: context.cancellationSignal, heartbeat: (details) => context.heartbeat(details) };
+}
+
+/** Where a group's `setup` result is kept. */
+export const setupKey = (address: GroupAddress) => groupKey(address, 'setup');
+
+/** What the group's `setup` returned, or null when it has none. */
+export async function groupResource(store: TrajectoryStore, address: GroupAddress): Promise<unknown> {
+  return ((await store.tryGet<{ value: unknown }>(setupKey(address))) ?? { value: null }).value;
+}
+
+/** The executable tools an environment offers for an item. */
+export async function executableTools(env: LoadedEnvironment, item: unknown): Promise<Tool[]> {
+  return ((await env.definition.tools?.(item, env.config)) ?? []).filter(isTool);
+}
+
+/** A judge that says which flag is missing when an environment calls it without one configured. */
+export function judgeOrMissing(judge: ModelClient | undefined, environment: string): ModelClient {
+  return judge ?? {
+    complete: () => {
+      throw ApplicationFailure.nonRetryable(
+        `environment "${environment}" calls a judge model, but none is configured: set --judge.base_url (and --judge.model_name)`,
+        'ConfigError',
+      );
+    },
+  };
+}

@@ -1,0 +1,101 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { executeToolCall, type ToolCallOutcome } from '../env/tools.js';
+import { parseToolCalls } from '../inference/tool-calls.js';
+import type { StoreRef } from '../schema/rollout.js';
+import type { TrajectoryStore } from '../store/trajectory-store.js';
+import { executableTools, groupResource, itemOf, liveness, type EnvironmentActivityDeps } from './environment-context.js';
+import { groupKey, lastAssistant, loadGroupState, type GroupAddress, type Trajectory } from './group-state.js';
+
+/** Identifies one tool call: the sample, its turn and the call's place in that turn. */
+export interface ToolCallAddress extends GroupAddress {
+  turn: number;
+  sample: number;
+  call: number;
+}
+
+export interface CallToolInput extends ToolCallAddress {
+  /** The group's state after the turn's generation, which holds the call. */
+  state: StoreRef;
+  /** The tool's name and arguments, for the workflow history; the activity reads the call itself from the state. */
+  name: string;
+  arguments: string;
+}
+
+/** What the history keeps of a call's result: its outcome and the start of what the model sees. */
+export interface CallToolResult {
+  outcome: ToolCallOutcome;
+  content: string;
+}
+
+/** A call's result as recorded in the store: what the model sees, and the trajectory's state slot after the call. */
+interface ToolRecord {
+  name: string;
+  arguments: Record<string, unknown>;
+  outcome: ToolCallOutcome;
+  content: string;
+  state: unknown;
+}
+
+/** Results longer than this reach the history cut short; the model always sees the whole result (from the store). */
+export const HISTORY_PREVIEW_CHARS = 1024;
+
+const preview = (text: string) => (text.length <= HISTORY_PREVIEW_CHARS ? text : `${text.slice(0, HISTORY_PREVIEW_CHARS)}… (${text.length} chars)`);
+
+export const toolRecordKey = (address: ToolCallAddress) =>
+  groupKey(address, `turn-${address.turn}`, `sample-${address.sample}`, `call-${address.call}`);
+
+/** The recorded result of one call; it exists once the call's activity completed. */
+export function readToolRecord(store: TrajectoryStore, address: ToolCallAddress): Promise<ToolRecord> {
+  return store.get<ToolRecord>(toolRecordKey(address));
+}
+
+/** The tool calls of a trajectory's last assistant turn, with ids that are the same on every read. */
+export function toolCallsOf(trajectory: Trajectory, turn: number, sample: number) {
+  return parseToolCalls(lastAssistant(trajectory) ?? {}, `call-${turn}-${sample}`);
+}
+
+/**
+ * The `tool` step: each call the model makes is its own activity, so a flaky tool is retried alone and shows up in
+ * the history by name with its arguments and result. The result is recorded under a key per episode, turn and call
+ * before the activity completes, and a retry returns the record: a tool with side effects runs at most once per call
+ * as far as Clotho can see (a crash between the tool's effect and the record is the only window; tools that reach
+ * services get `idempotencyKey` to close it there).
+ */
+export function createToolCallActivities({ environments, store }: EnvironmentActivityDeps) {
+  return {
+    async callTool(input: CallToolInput): Promise<CallToolResult> {
+      const key = toolRecordKey(input);
+      const recorded = await store.tryGet<ToolRecord>(key);
+      if (recorded) return { outcome: recorded.outcome, content: preview(recorded.content) };
+
+      const { env, item } = itemOf(environments, input);
+      const trajectory = (await loadGroupState(store, input.state)).trajectories[input.sample]!;
+      const call = toolCallsOf(trajectory, input.turn, input.sample).calls[input.call];
+      if (!call) throw ApplicationFailure.nonRetryable(`sample ${input.sample} made no call ${input.call} in turn ${input.turn}`, 'EnvironmentError');
+      // Calls of one turn run in order, each from the state the one before left.
+      const before = input.call === 0 ? (trajectory.state ?? null) : (await readToolRecord(store, { ...input, call: input.call - 1 })).state;
+      const context = {
+        item,
+        state: structuredClone(before),
+        group: await groupResource(store, input),
+        sample: input.sample,
+        turn: input.turn,
+        call: input.call,
+        idempotencyKey: key,
+        ...liveness(),
+      };
+      let result;
+      try {
+        result = await executeToolCall(await executableTools(env, item), call, context);
+      } catch (error) {
+        // Not the tool's answer to the model but a broken tool (a dead MCP server, a timeout): retried, never a reward.
+        const message = error instanceof Error ? error.message : String(error);
+        throw ApplicationFailure.retryable(`tool ${call.name} failed: ${message}`, 'ToolFailure');
+      }
+      await store.put(key, { name: call.name, arguments: call.arguments, ...result, state: context.state ?? null } satisfies ToolRecord);
+      return { outcome: result.outcome, content: preview(result.content) };
+    },
+  };
+}
+
+export type ToolCallActivities = ReturnType<typeof createToolCallActivities>;

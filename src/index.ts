@@ -1,0 +1,46 @@
+/**
+ * Clotho's public entry: what an environment imports (`import { defineEnvironment, z } from 'clotho'`).
+ * Environments in this repository import only this, so each is an example a user can copy into a package of their own.
+ */
+export { z } from 'zod';
+export {
+  defineEnvironment,
+  toScoreResult,
+  type AdvantageContext,
+  type EnvConfig,
+  type EnvironmentDefinition,
+  type EvaluateContext,
+  type EvaluationMetrics,
+  type GroupContext,
+  type ItemSource,
+  type Liveness,
+  type MaybePromise,
+  type ModelClient,
+  type ParseContext,
+  type ScoreContext,
+  type ScoreResult,
+  type StepContext,
+  type StepResult,
+  type ToolOffer,
+  type ToolResultMessage,
+} from './env/define.js';
+export {
+  defineTool,
+  executeToolCall,
+  parseToolCalls,
+  toOpenAITool,
+  ToolError,
+  type MalformedToolCall,
+  type Tool,
+  type ToolCallOutcome,
+  type ToolCallRequest,
+  type ToolCallResult,
+  type ToolContext,
+} from './env/tools.js';
+export { loadJsonl, resolveDataset, type DatasetSource } from './env/datasets.js';
+export { ConfigError } from './env/config.js';
+export { playEpisode, resolveEnvConfig, type PlayOptions } from './env/testing.js';
+export type { AssistantTurn, Episode } from './env/episode.js';
+export { closeMcpServers, mcpTools, McpServerConfigSchema, type McpServerConfig } from './env/mcp.js';
+export type { BaseEnvConfig } from './schema/config.js';
+export type { Message } from './schema/scored-data.js';
