@@ -9,20 +9,41 @@ const escape = (text: string) =>
 const contentText = (content: Message['content']) =>
   typeof content === 'string' ? content : JSON.stringify(content, null, 2);
 
+interface ShownToolCall {
+  id?: string;
+  function?: { name?: string; arguments?: string };
+}
+
+/** One message as the page shows it: the assistant's tool calls and per-turn reward beside its text. */
+function renderMessage(m: Message, turn: number | null): string {
+  const calls = (Array.isArray(m.tool_calls) ? m.tool_calls : []) as ShownToolCall[];
+  const label = m.role === 'tool' ? `tool${typeof m.name === 'string' ? ` · ${m.name}` : ''}` : m.role;
+  const heading = [turn === null ? '' : `turn ${turn}`, label, typeof m.reward === 'number' ? `reward ${m.reward}` : '']
+    .filter(Boolean).join(' · ');
+  const text = contentText(m.content);
+  const body = text === '' && calls.length > 0 ? '' : `<pre>${escape(text)}</pre>`;
+  const shown = calls
+    .map((c) => `<pre class="call">→ ${escape(c.function?.name ?? '?')}(${escape(c.function?.arguments ?? '')})</pre>`)
+    .join('');
+  return `<div class="msg ${escape(m.role)}"><b>${escape(heading)}</b>${body}${shown}</div>`;
+}
+
 function renderGroup(line: string, index: number): string {
-  const group = JSON.parse(line) as { scores: number[]; messages: Message[][] | null; tokens: number[][] };
+  const group = JSON.parse(line) as { scores: number[]; messages: Message[][] | null; tokens: number[][]; overrides?: Record<string, unknown>[] | null };
   const samples = group.scores.map((score, i) => {
     const messages = group.messages?.[i] ?? [];
-    const body = messages
-      .map((m) => `<div class="msg ${escape(m.role)}"><b>${escape(m.role)}</b><pre>${escape(contentText(m.content))}</pre></div>`)
-      .join('');
+    let turn = -1;
+    const body = messages.map((m) => renderMessage(m, m.role === 'assistant' ? ++turn : turn >= 0 ? turn : null)).join('');
     const tone = score > 0 ? 'good' : score < 0 ? 'bad' : 'flat';
-    return `<details><summary class="${tone}">sample ${i} · score ${score} · ${group.tokens[i]?.length ?? 0} tokens</summary>${body}</details>`;
+    const toolCalls = messages.filter((m) => m.role === 'tool').length;
+    const facts = [`score ${score}`, `${turn + 1} turns`, ...(toolCalls > 0 ? [`${toolCalls} tool calls`] : []), `${group.tokens[i]?.length ?? 0} tokens`,
+      ...(group.overrides?.[i]?.set_advantage_to_zero ? ['truncated'] : [])];
+    return `<details><summary class="${tone}">sample ${i} · ${facts.join(' · ')}</summary>${body}</details>`;
   });
   return `<section><h2>group ${index} · scores ${escape(group.scores.join(', '))}</h2>${samples.join('')}</section>`;
 }
 
-/** Writes an HTML page beside a JSONL of scored groups, showing each group's messages and scores. */
+/** Writes an HTML page beside a JSONL of scored groups: each episode turn by turn, its tool calls, results and rewards. */
 export async function writeGroupsHtml(jsonlPath: string, htmlPath: string, title: string): Promise<void> {
   const sections: string[] = [];
   const lines = createInterface({ input: createReadStream(jsonlPath), crlfDelay: Infinity });
@@ -30,7 +51,7 @@ export async function writeGroupsHtml(jsonlPath: string, htmlPath: string, title
   const page = `<!doctype html><html><head><meta charset="utf-8"><title>${escape(title)}</title><style>
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem}section{border-top:1px solid #ccc;padding:.5rem 0}
 pre{white-space:pre-wrap;margin:.25rem 0 .75rem}.msg{padding-left:1rem;border-left:3px solid #ddd}.assistant{border-color:#69c}
-.good{color:#070}.bad{color:#a00}.flat{color:#666}summary{cursor:pointer}</style></head>
+.tool{border-color:#c90}.call{color:#036}.good{color:#070}.bad{color:#a00}.flat{color:#666}summary{cursor:pointer}</style></head>
 <body><h1>${escape(title)}</h1><p>${sections.length} groups</p>${sections.join('\n')}</body></html>`;
   await writeFile(htmlPath, page);
 }

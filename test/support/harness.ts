@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AnyEnvironment } from '../../src/env/define.js';
+import type { AnyEnvironment, ModelClient } from '../../src/env/define.js';
 import { loadEnvironmentData } from '../../src/env/loaded.js';
 import { defaultStepConfigs, toStepOptions } from '../../src/env/steps.js';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
@@ -60,6 +60,7 @@ export async function startHarness(options: {
   /** Inference other than the scripted model (the embedded engine, say). */
   inference?: InferenceClient;
   teacher?: TeacherClient;
+  judge?: ModelClient;
   wrapActivities?: WorkerSetup['wrapActivities'];
 }): Promise<Harness> {
   const temporal = await testConnection();
@@ -78,6 +79,7 @@ export async function startHarness(options: {
     environments: { [options.environment.name]: loaded },
     inference: () => client,
     teacher: () => options.teacher,
+    judge: () => options.judge,
     store,
     wrapActivities: options.wrapActivities,
   });

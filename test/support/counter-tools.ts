@@ -1,0 +1,101 @@
+import { defineEnvironment, defineTool, ToolError, z } from 'clotho';
+
+/** What the tools and hooks of {@link counterTools} did in this process, for tests to count. */
+export const counterLog = {
+  /** Idempotency keys of `add` calls that ran to the end (a tool with a side effect). */
+  adds: [] as string[],
+  flakyAttempts: new Map<string, number>(),
+  setups: [] as string[],
+  teardowns: [] as string[],
+  reset() {
+    this.adds.length = 0;
+    this.flakyAttempts.clear();
+    this.setups.length = 0;
+    this.teardowns.length = 0;
+  },
+};
+
+const add = defineTool({
+  name: 'add',
+  description: 'Adds x to the running total and answers the new total',
+  parameters: z.object({ x: z.number() }),
+  execute({ x }, context) {
+    context.state.total += x;
+    counterLog.adds.push(context.idempotencyKey);
+    return `total ${context.state.total}`;
+  },
+});
+
+const divide = defineTool({
+  name: 'divide',
+  description: 'Divides a by b',
+  parameters: z.object({ a: z.number(), b: z.number() }),
+  execute({ a, b }) {
+    if (b === 0) throw new ToolError('division by zero');
+    return String(a / b);
+  },
+});
+
+/** Fails as infrastructure does (not a ToolError) on its first attempt of each call, then answers. */
+const flaky = defineTool({
+  name: 'flaky',
+  description: 'A tool whose server drops the first request',
+  parameters: z.object({}),
+  execute(_, context) {
+    const attempts = (counterLog.flakyAttempts.get(context.idempotencyKey) ?? 0) + 1;
+    counterLog.flakyAttempts.set(context.idempotencyKey, attempts);
+    if (attempts === 1) throw new Error('connection reset by tool server');
+    return 'ok';
+  },
+});
+
+/** Always fails as infrastructure: the group must fail with this cause, never be scored. */
+const broken = defineTool({
+  name: 'broken',
+  description: 'A tool whose server is down',
+  parameters: z.object({}),
+  execute() {
+    throw new Error('tool server unreachable');
+  },
+});
+
+/**
+ * A tool-using environment for workflow tests: a running total kept in each trajectory's state slot, changed by the
+ * `add` tool; the model must answer the total. Each turn's reward is +0.5 when all its tool calls succeeded, −0.5
+ * otherwise; advantages per turn are those rewards. With `judge`, the score asks the judge model instead.
+ */
+export const counterTools = defineEnvironment({
+  name: 'counter-tools',
+  description: 'keep a running total with tools',
+  config: { judge: z.boolean().default(false) },
+  defaults: { max_turns: 8 },
+  load: async () => ({ size: 4, get: (i: number) => ({ i }) }),
+  prompt: () => [{ role: 'user', content: 'Add numbers with the tools, then say the total.' }],
+  tools: () => [add, divide, flaky, broken],
+  initialState: () => ({ total: 0 }),
+  setup({ groupId }) {
+    counterLog.setups.push(groupId);
+    return { sandbox: groupId };
+  },
+  teardown({ groupId }) {
+    counterLog.teardowns.push(groupId);
+  },
+  step: ({ toolResults }) => ({
+    messages: [],
+    done: toolResults.length === 0,
+    reward: toolResults.every((r) => !r.content.startsWith('Error')) ? 0.5 : -0.5,
+  }),
+  parse: async (completion) => {
+    const match = completion.match(/-?\d+/g);
+    return match ? Number(match.at(-1)) : null;
+  },
+  async score({ parsed, state, judge, config, group }) {
+    if (!(group as { sandbox?: string } | null)?.sandbox) throw new Error('score did not see the setup result');
+    if (config.judge) {
+      const [verdict] = await judge.complete([{ role: 'user', content: `Is ${parsed} right? Answer yes or no.` }]);
+      return verdict!.includes('yes') ? 1 : -1;
+    }
+    return { score: parsed === (state as { total: number }).total ? 1 : -1, metrics: { total: (state as { total: number }).total } };
+  },
+  advantages: ({ turnRewards }) => turnRewards,
+});

@@ -1,0 +1,140 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MASKED, type ScoredDataGroup } from '../../src/schema/scored-data.js';
+import { rolloutGroup } from '../../src/workflows/rollout-group.js';
+import { counterLog, counterTools } from '../support/counter-tools.js';
+import { startHarness, type Harness } from '../support/harness.js';
+import type { Responder, ScriptedBody } from '../support/scripted-openai.js';
+import { uniqueId } from '../support/temporal.js';
+
+let harness: Harness | undefined;
+beforeEach(() => counterLog.reset());
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+const call = (id: string, name: string, args: Record<string, unknown>) => ({ id, type: 'function', function: { name, arguments: JSON.stringify(args) } });
+const assistantTurns = (body: ScriptedBody) => ('messages' in body ? body.messages.filter((m) => m.role === 'assistant').length : 0);
+
+/** Turn 0: add 2 and add 3 (Hermes text); turn 1: a ToolError, a flaky tool, an unknown tool; turn 2: the answer. */
+const script: Responder = (body) => {
+  const turn = assistantTurns(body);
+  const choice =
+    turn === 0
+      ? { text: '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call><tool_call>{"name": "add", "arguments": {"x": 3}}</tool_call>' }
+      : turn === 1
+        ? { text: '', toolCalls: [call('a', 'divide', { a: 1, b: 0 }), call('b', 'flaky', {}), call('c', 'nope', {})] }
+        : { text: 'The total is 5.' };
+  return { choices: Array.from({ length: body.n ?? 1 }, () => choice) };
+};
+
+describe('tool calls in a rollout group (real dev server)', () => {
+  it('runs each call as its own activity, once, keeping the trajectory state; steps give per-turn rewards and advantages', async () => {
+    harness = await startHarness({ environment: counterTools, envConfig: { group_size: 2 }, responder: script });
+    const workflowId = uniqueId('tools');
+    const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: harness.queues.workflows,
+      workflowId,
+      args: [harness.groupInput(1, { maxTurns: 8, hooks: { setup: true, teardown: true } })],
+    });
+    expect(result).toMatchObject({ status: 'scored', turns: 3, toolCalls: 10, scores: [1, 1] });
+
+    const group = await harness.store.get<ScoredDataGroup>(result.group!);
+    const tools = group.messages![0]!.filter((m) => m.role === 'tool').map((m) => `${m.name}: ${m.content}`);
+    expect(tools).toEqual([
+      'add: total 2',
+      'add: total 5',
+      'divide: Error: division by zero',
+      'flaky: ok',
+      expect.stringMatching(/^nope: Error: unknown tool "nope"; available: add, divide, flaky, broken/),
+    ]);
+    // Per-turn rewards sit on the assistant message of their turn; advantages spread them over that turn's tokens.
+    expect(group.messages![0]!.filter((m) => m.role === 'assistant').map((m) => m.reward ?? null)).toEqual([0.5, -0.5, 0.5]);
+    const masks = group.masks[0]!;
+    const advantages = group.advantages![0]!;
+    expect(advantages).toHaveLength(masks.length);
+    const firstGenerated = masks.findIndex((m) => m !== MASKED);
+    expect(advantages[firstGenerated]).toBe(0.5);
+    const secondTurn = masks.findIndex((m, i) => i > firstGenerated && m !== MASKED && masks[i - 1] === MASKED);
+    expect(advantages[secondTurn]).toBe(-0.5);
+    expect(advantages.at(-1)).toBe(0.5);
+    masks.forEach((m, i) => m === MASKED && expect(advantages[i]).toBe(0));
+    expect(group.overrides).toBeNull();
+
+    // Side effects ran once per call (no retry repeated them), and the flaky call was retried alone.
+    expect(counterLog.adds).toHaveLength(4);
+    expect(new Set(counterLog.adds).size).toBe(4);
+    expect([...counterLog.flakyAttempts.values()]).toEqual([2, 2]);
+    expect(counterLog.setups).toHaveLength(1);
+    expect(counterLog.teardowns).toEqual(counterLog.setups);
+
+    // In the history each call is an activity named by what it is, with its arguments and result.
+    const history = await harness.temporal.client.workflow.getHandle(workflowId).fetchHistory();
+    const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callTool');
+    expect(scheduled).toHaveLength(10);
+    const summaries = scheduled.map((e) => Buffer.from(e.userMetadata?.summary?.data ?? []).toString());
+    expect(summaries).toContain('"sample 0: add({\\"x\\":2})"');
+    expect(summaries).toContain('"sample 1: divide({\\"a\\":1,\\"b\\":0})"');
+    const input = JSON.parse(Buffer.from(scheduled[0]!.activityTaskScheduledEventAttributes!.input!.payloads![0]!.data!).toString());
+    expect(input).toMatchObject({ turn: 0, sample: 0, call: 0, name: 'add', arguments: '{"x":2}' });
+    const description = await harness.temporal.client.workflow.getHandle(workflowId).describe();
+    expect(description.searchAttributes.ClothoTurns).toEqual([3]);
+    expect(description.searchAttributes.ClothoToolCalls).toEqual([10]);
+  });
+
+  it('fails the group with the tool’s cause when a tool stays broken, never scoring it, and still tears down', async () => {
+    harness = await startHarness({
+      environment: counterTools,
+      envConfig: { group_size: 1 },
+      responder: () => ({ choices: [{ text: '<tool_call>{"name": "broken", "arguments": {}}</tool_call>' }] }),
+    });
+    const steps = harness.groupInput(0).steps;
+    steps.tool = { ...steps.tool, maximumAttempts: 2 };
+    const error = await harness.temporal.client.workflow
+      .execute(rolloutGroup, {
+        taskQueue: harness.queues.workflows,
+        workflowId: uniqueId('tools-broken'),
+        args: [harness.groupInput(0, { maxTurns: 4, steps, hooks: { setup: true, teardown: true } })],
+      })
+      .catch((e: unknown) => e as Error);
+    const causes: string[] = [];
+    for (let c: unknown = error; c instanceof Error; c = (c as { cause?: unknown }).cause) causes.push(c.message);
+    expect(causes.join(' | ')).toContain('tool broken failed: tool server unreachable');
+    expect(counterLog.teardowns).toEqual(counterLog.setups);
+    expect(counterLog.setups).toHaveLength(1);
+  });
+
+  it('ends an episode still calling tools at the turn limit as truncated (set_advantage_to_zero), not as an error', async () => {
+    harness = await startHarness({
+      environment: counterTools,
+      envConfig: { group_size: 2 },
+      responder: (body) => ({ choices: Array.from({ length: body.n ?? 1 }, () => ({ text: '<tool_call>{"name": "add", "arguments": {"x": 1}}</tool_call>' })) }),
+    });
+    const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: harness.queues.workflows,
+      workflowId: uniqueId('tools-truncated'),
+      args: [harness.groupInput(2, { maxTurns: 3, hooks: { setup: true, teardown: false } })],
+    });
+    expect(result).toMatchObject({ status: 'scored', turns: 3, toolCalls: 4 });
+    const group = await harness.store.get<ScoredDataGroup>(result.group!);
+    expect(group.overrides).toEqual([{ set_advantage_to_zero: true }, { set_advantage_to_zero: true }]);
+    expect(counterLog.teardowns).toEqual([]);
+  });
+
+  it('lets an async score call the judge model', async () => {
+    const asked: string[] = [];
+    harness = await startHarness({
+      environment: counterTools,
+      envConfig: { group_size: 2, judge: true },
+      responder: script,
+      judge: { complete: async (messages) => (asked.push(String(messages[0]!.content)), ['yes']) },
+    });
+    const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: harness.queues.workflows,
+      workflowId: uniqueId('tools-judge'),
+      args: [harness.groupInput(3, { maxTurns: 8, hooks: { setup: true, teardown: false } })],
+    });
+    expect(result.scores).toEqual([1, 1]);
+    expect(asked).toEqual(['Is 5 right? Answer yes or no.', 'Is 5 right? Answer yes or no.']);
+  });
+});
