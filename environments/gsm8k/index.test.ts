@@ -1,10 +1,8 @@
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, playEpisode, resolveEnvConfig } from 'clotho';
-import { loadEnvironment } from '../../src/env/registry.js';
 import gsm8k, { SYSTEM_PROMPT, type Gsm8kItem } from './index.js';
 
 const GSM8K_TEST = '/work/shared/datasets/gsm8k/test.jsonl';
@@ -81,22 +79,5 @@ describe('gsm8k prompt and reward', () => {
     const source = await gsm8k.load(configFor(['--env.data_path', GSM8K_TEST]));
     const scores = await Promise.all(rows.map(async (row, i) => (await scoreOf(source.get(i), row.answer)).score));
     expect(scores.every((s) => s === 1)).toBe(true);
-  });
-});
-
-describe('registry', () => {
-  it('finds gsm8k by name and by path', async () => {
-    expect(await loadEnvironment('gsm8k')).toBe(gsm8k);
-    expect(await loadEnvironment(fileURLToPath(new URL('./index.ts', import.meta.url)))).toBe(gsm8k);
-  });
-
-  it('lists the known environments for an unknown name', async () => {
-    await expect(loadEnvironment('gsm9k')).rejects.toThrow('unknown environment "gsm9k"; known: gsm8k');
-  });
-
-  it('rejects a missing module and one whose default export is no environment', async () => {
-    await expect(loadEnvironment('./no/such/env.ts')).rejects.toThrow(/environment module not found: .*no\/such\/env\.ts/);
-    const answerModule = fileURLToPath(new URL('./answer.ts', import.meta.url));
-    await expect(loadEnvironment(answerModule)).rejects.toThrow(`${answerModule} does not export an environment definition as default`);
   });
 });
