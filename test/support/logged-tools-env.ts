@@ -1,0 +1,30 @@
+import { appendFileSync } from 'node:fs';
+import { defineEnvironment, defineTool, z } from 'clotho';
+
+/**
+ * A 20-turn tool episode for crash tests, loaded by `clotho worker` from its path: every call of `add` appends its
+ * idempotency key to `--env.log_path` (a side effect outside Clotho), so a test can count how often each call ran.
+ */
+export default defineEnvironment({
+  name: 'logged-tools',
+  description: 'count with a tool whose every execution is logged',
+  config: { log_path: z.string().describe('file each executed call appends its idempotency key to') },
+  defaults: { max_turns: 20, group_size: 1 },
+  load: async () => ({ size: 1, get: () => ({}) }),
+  prompt: () => [{ role: 'user', content: 'Add 1 with the add tool until you are told to stop, then say the total.' }],
+  tools: (_, config) => [
+    defineTool({
+      name: 'add',
+      description: 'Adds x to the running total',
+      parameters: z.object({ x: z.number() }),
+      execute({ x }, context) {
+        context.state.total += x;
+        appendFileSync(config.log_path, `${context.idempotencyKey}\n`);
+        return `total ${context.state.total}`;
+      },
+    }),
+  ],
+  initialState: () => ({ total: 0 }),
+  parse: (completion) => Number(completion.match(/-?\d+/g)?.at(-1) ?? NaN),
+  score: ({ parsed, state }) => (parsed === (state as { total: number }).total ? 1 : -1),
+});
