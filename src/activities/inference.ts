@@ -76,7 +76,7 @@ export function createInferenceActivities({ inference, continuation, store }: In
           const request = { messages: trajectory.messages, ...sampling, ...(state.tools ? { tools: state.tools } : {}) };
           return asFailure(() => inference(input.environment).generate(request, options));
         }
-        const promptTokenIds = nonRetryableDrift(() =>
+        const promptTokenIds = nonRetryableDrift(`turn ${input.turn}`, () =>
           continuePrompt(tokenIn.tokenizer, trajectory, trajectory.messages, state.tools ?? undefined));
         const completions = await asFailure(() => tokenIn.client.generateTokens({ promptTokenIds, ...sampling }, options));
         return completions.map((c, j) => ({
@@ -114,7 +114,7 @@ export function createInferenceActivities({ inference, continuation, store }: In
         );
       }
 
-      for (const i of active) nonRetryableDrift(() => applyCompletion(state.trajectories[i]!, completions.get(i)!, input));
+      for (const i of active) nonRetryableDrift(`turn ${input.turn}, sample ${i}`, () => applyCompletion(state.trajectories[i]!, completions.get(i)!, input));
       const ref = await saveGroupDelta(store, groupKey(input, `turn-${input.turn}`, 'generated'), input.state, previous, state);
       const result: GenerateTurnResult = { state: ref, active: activeSamples(state), completionTokens: state.trajectories.map((t) => t.completionTokens) };
       if (!state.executesTools) return result;
@@ -138,12 +138,12 @@ async function asFailure<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A template that rewrites history does so on every attempt: retrying cannot help. */
-function nonRetryableDrift<T>(body: () => T): T {
+/** A template that rewrites history does so on every attempt: retrying cannot help. The error names the turn. */
+function nonRetryableDrift<T>(where: string, body: () => T): T {
   try {
     return body();
   } catch (error) {
-    if (error instanceof TokenizationDriftError) throw ApplicationFailure.nonRetryable(error.message, 'TokenizationDrift');
+    if (error instanceof TokenizationDriftError) throw ApplicationFailure.nonRetryable(`${where}: ${error.message}`, 'TokenizationDrift');
     throw error;
   }
 }

@@ -67,7 +67,7 @@ afterEach(async () => {
 });
 
 /** Runs one rollout group of `environment` on the dev server with real workers that generate token-in. */
-async function runGroup(environment: AnyEnvironment, envConfig: Record<string, unknown>, baseUrl: string, continuation: Continuation) {
+async function runGroup(environment: AnyEnvironment, envConfig: Record<string, unknown>, baseUrl: string, continuation: Continuation, maxTurns = 3) {
   const temporal = await testConnection();
   const queues = { workflows: uniqueTaskQueue('wf'), llm: uniqueTaskQueue('llm'), env: uniqueTaskQueue('env') };
   const root = await mkdtemp(join(tmpdir(), 'clotho-store-'));
@@ -89,14 +89,14 @@ async function runGroup(environment: AnyEnvironment, envConfig: Record<string, u
     taskQueue: queues.workflows,
     workflowId: uniqueId('rg-tokens'),
     args: [{
-      runId, environment: environment.name, itemIndex: 0, groupSize: 2, maxTurns: 3,
+      runId, environment: environment.name, itemIndex: 0, groupSize: 2, maxTurns,
       maxTokenLength: config.max_token_length, sampling: { temperature: 1, topP: 1 },
       ensureScoresAreNotSame: false, teacherTopK: null,
       taskQueues: { llm: queues.llm, env: queues.env }, steps: fastSteps(), searchAttributes: true,
     }],
   });
   expect(result.status).toBe('scored');
-  expect(result.turns).toBe(3);
+  expect(result.turns).toBe(maxTurns);
   return { result, group: await store.get<ScoredDataGroup>(result.group!) };
 }
 
@@ -113,16 +113,16 @@ function turnsOf(tokens: number[], sampled: Sampled[]): Sampled[] {
  * turn is the previous turn's prompt and answer followed by the template's text for the new messages,
  * tokenized by `tokenize`; only the answers are unmasked, with their ids and logprobs.
  */
-function checkTrajectory(group: ScoredDataGroup, i: number, sampled: Sampled[], render: (m: Message[]) => string, tokenize: (s: string) => number[], eos: number) {
+function checkTrajectory(group: ScoredDataGroup, i: number, sampled: Sampled[], render: (m: Message[]) => string, tokenize: (s: string) => number[], eos: number, turnCount = 3) {
   const tokens = group.tokens[i]!;
   const turns = turnsOf(tokens, sampled);
-  expect(turns).toHaveLength(3);
+  expect(turns).toHaveLength(turnCount);
   turns.forEach((turn) => expect(turn.logprobs).toHaveLength(turn.tokenIds.length));
   for (let k = 1; k < turns.length; k++) {
     expect(turns[k]!.prompt.slice(0, turns[k - 1]!.prompt.length + turns[k - 1]!.tokenIds.length))
       .toEqual([...turns[k - 1]!.prompt, ...turns[k - 1]!.tokenIds]);
   }
-  expect(tokens).toEqual([...turns[2]!.prompt, ...turns[2]!.tokenIds]);
+  expect(tokens).toEqual([...turns.at(-1)!.prompt, ...turns.at(-1)!.tokenIds]);
 
   const masks = tokens.map(() => MASKED);
   const logprobs = tokens.map(() => MASKED_LOGPROB);
@@ -138,10 +138,10 @@ function checkTrajectory(group: ScoredDataGroup, i: number, sampled: Sampled[], 
   // The conversation up to the last answer, each answer replaced by a marker, rendered by the template:
   // between the answers, the sequence holds exactly the tokenized template text.
   const messages = group.messages![i]!;
-  expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
+  expect(messages.map((m) => m.role)).toEqual(['system', 'user', ...Array.from({ length: turnCount - 1 }, () => ['assistant', 'tool']).flat(), 'assistant']);
   let answer = 0;
   const marked = messages.slice(0, -1).map((m) => (m.role === 'assistant' ? { role: 'assistant', content: `\u0001${answer++}\u0001` } : m));
-  const segments = render(marked).split(/\u0001\d\u0001/);
+  const segments = render(marked).split(/\u0001\d+\u0001/);
   const expected = segments.flatMap((segment, k) => {
     const ids = tokenize(segment);
     // An answer that ended with the end-of-turn token already holds the one the template writes.
@@ -158,17 +158,18 @@ describe('multi-turn sequences grow token by token (ManagedServer semantics)', (
   });
   afterAll(() => engine?.close());
 
-  it('plays a 3-turn tool episode on the embedded engine; the sequence is its own tokens and template', async () => {
+  it('plays a 10-turn tool episode on the embedded engine; the sequence is its own tokens and template', async () => {
+    const turns = 10;
     const client = completionsClient(engine.baseUrl, { stop: [' '], seed: 7 });
-    const { group } = await runGroup(weatherTools, { any_turn_is_call: true, max_token_length: 48 }, engine.baseUrl,
-      { tokenizer: qwen, client, toolParser: 'hermes' });
+    const { group } = await runGroup(weatherTools, { any_turn_is_call: true, max_token_length: 400 }, engine.baseUrl,
+      { tokenizer: qwen, client, toolParser: 'hermes' }, turns);
     // One request for both first turns, then one per trajectory and turn: nothing went through chat.
-    expect(client.sampled).toHaveLength(6);
+    expect(client.sampled).toHaveLength(2 * turns);
     const template = new ChatTemplate(engine.engine.chatTemplate!);
     const render = (messages: Message[]) => template.render({ messages, addGenerationPrompt: true });
     for (const i of [0, 1]) {
-      checkTrajectory(group, i, client.sampled, render, (s) => engine.engine.tokenize(s), qwen.eos!.id);
-      expect(group.messages![i]!.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([weatherReport('Paris'), weatherReport('Paris')]);
+      checkTrajectory(group, i, client.sampled, render, (s) => engine.engine.tokenize(s), qwen.eos!.id, turns);
+      expect(group.messages![i]!.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(Array(turns - 1).fill(weatherReport('Paris')));
     }
   });
 
@@ -211,5 +212,31 @@ describe('multi-turn sequences grow token by token (ManagedServer semantics)', (
     expect(render(messages.slice(0, -1))).not.toBe(history);
     expect(group.inference_logprobs![0]!.filter((_, k) => group.masks[0]![k] !== MASKED))
       .toEqual(group.masks[0]!.filter((m) => m !== MASKED).map(defaultLogprob));
+  });
+
+  it('fails a group whose chat template rewrites an earlier turn, naming the turn, and never retries it', async () => {
+    const eos = qwen.eos!.id;
+    const text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
+    const scripted = await startScriptedOpenAI({
+      responder: (body) => ({ choices: Array.from({ length: body.n ?? 1 }, () => ({ text, tokenIds: [...qwen.encode(text, { addSpecialTokens: false }), eos] })) }),
+    });
+    cleanups.push(() => scripted.close());
+    // A template that lower-cases what the assistant said before: the sequence so far no longer renders as itself.
+    const rewriting = new Proxy(qwen, {
+      get(target, property) {
+        if (property === 'applyChatTemplate') {
+          return (...args: Parameters<Tokenizer['applyChatTemplate']>) => target.applyChatTemplate(...args).replace('"Paris"', '"paris"');
+        }
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const client = completionsClient(scripted.baseUrl);
+    const error = await runGroup(weatherTools, {}, scripted.baseUrl, { tokenizer: rewriting, client, toolParser: 'hermes' }).catch((e: unknown) => e as Error);
+    const causes: string[] = [];
+    for (let c: unknown = error; c instanceof Error; c = (c as { cause?: unknown }).cause) causes.push(c.message);
+    expect(causes.join(' | ')).toMatch(/turn 1: the chat template does not reproduce the sequence so far/);
+    // One request for the first turn of both samples, none after: a drift is not retried.
+    expect(client.sampled).toHaveLength(2);
   });
 });
