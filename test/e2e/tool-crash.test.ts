@@ -10,7 +10,7 @@ import { FileSystemStore } from '../../src/store/trajectory-store.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { spawnClotho, waitFor, type CliRun } from '../support/cli.js';
 import { fastSteps } from '../support/harness.js';
-import { startScriptedOpenAI, type ScriptedBody } from '../support/scripted-openai.js';
+import { assistantTurns, startScriptedOpenAI, type ScriptedBody } from '../support/scripted-openai.js';
 import { testConnection, uniqueId } from '../support/temporal.js';
 
 const TURNS = 20;
@@ -33,7 +33,7 @@ describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => 
     let hung = false;
     const model = await startScriptedOpenAI({
       responder: (body: ScriptedBody) => {
-        const turn = 'messages' in body ? body.messages.filter((m) => m.role === 'assistant').length : 0;
+        const turn = assistantTurns(body);
         if (turn === KILL_AT && !hung) {
           hung = true;
           reachedKill();

@@ -71,6 +71,12 @@ const TextBodySchema = z.looseObject({ ...common, prompt: z.union([z.string(), z
 /** A parsed request body as the responder sees it. */
 export type ScriptedBody = z.infer<typeof ChatBodySchema> | z.infer<typeof TextBodySchema>;
 
+/** Assistant turns already in a chat request's conversation: which turn of an episode the model is asked for. */
+export function assistantTurns(body: ScriptedBody): number {
+  const messages = (body as { messages?: ChatMessage[] }).messages;
+  return Array.isArray(messages) ? messages.filter((m) => m.role === 'assistant').length : 0;
+}
+
 /** One scripted answer; token ids and logprobs are derived from the text unless given. */
 export interface ScriptedChoice {
   text: string;

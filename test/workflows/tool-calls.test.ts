@@ -3,7 +3,7 @@ import { MASKED, type ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { counterLog, counterTools } from '../support/counter-tools.js';
 import { startHarness, type Harness } from '../support/harness.js';
-import type { Responder, ScriptedBody } from '../support/scripted-openai.js';
+import { assistantTurns, type Responder } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
 
 let harness: Harness | undefined;
@@ -14,7 +14,6 @@ afterEach(async () => {
 });
 
 const call = (id: string, name: string, args: Record<string, unknown>) => ({ id, type: 'function', function: { name, arguments: JSON.stringify(args) } });
-const assistantTurns = (body: ScriptedBody) => ('messages' in body ? body.messages.filter((m) => m.role === 'assistant').length : 0);
 
 /** Turn 0: add 2 and add 3 (Hermes text); turn 1: a ToolError, a flaky tool, an unknown tool; turn 2: the answer. */
 const script: Responder = (body) => {
