@@ -20,6 +20,42 @@ const workers: CliRun[] = [];
 afterAll(() => workers.forEach((w) => w.child.exitCode === null && w.child.kill('SIGKILL')));
 
 type Event = temporal.api.history.v1.IHistoryEvent;
+
+/** The input every test starts its 20-turn group with, on the run's own task queues. */
+function groupInput(runId: string, generateHeartbeatMs: number) {
+  const queues = runTaskQueues(runId);
+  const steps = fastSteps();
+  // A generation on a dead worker is sent again once its heartbeats stop for this long.
+  steps.generate = { ...steps.generate, heartbeatTimeoutMs: generateHeartbeatMs };
+  return {
+    runId, environment: 'logged-tools', itemIndex: 0, groupSize: 1, maxTurns: TURNS, maxTokenLength: 100_000,
+    sampling: { temperature: 1, topP: 1 }, ensureScoresAreNotSame: false, teacherTopK: null,
+    taskQueues: { llm: queues.llm, env: queues.env }, steps, searchAttributes: true,
+  };
+}
+
+/** Each activity start of a history, with its type, the turn of its input and its attempt. */
+async function activityAttempts(workflowId: string) {
+  const { client } = await testConnection();
+  const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const scheduled = new Map<number, { type: string; turn: number }>();
+  for (const e of events) {
+    const attributes = e.activityTaskScheduledEventAttributes;
+    if (attributes) scheduled.set(Number(e.eventId), { type: attributes.activityType!.name!, turn: inputOf(e).turn });
+  }
+  const attempts = events.flatMap((e) => {
+    const started = e.activityTaskStartedEventAttributes;
+    return started ? [{ ...scheduled.get(Number(started.scheduledEventId))!, attempt: started.attempt ?? 1 }] : [];
+  });
+  const turnsOf = (type: string) => [...scheduled.values()].filter((s) => s.type === type).map((s) => s.turn);
+  return { attempts, turnsOf };
+}
+
+/** Activities before turn `killedAt` started once; the generation of that turn started again after the kill. */
+function expectOnlyTheKilledTurnRepeated(attempts: { type: string; turn: number; attempt: number }[], killedAt: number) {
+  for (const a of attempts) if (a.turn < killedAt) expect(a, `${a.type} of turn ${a.turn}`).toMatchObject({ attempt: 1 });
+  expect(attempts.find((a) => a.type === 'generateTurn' && a.turn === killedAt)!.attempt).toBeGreaterThan(1);
+}
 const inputOf = (event: Event) =>
   JSON.parse(Buffer.from(event.activityTaskScheduledEventAttributes!.input!.payloads![0]!.data!).toString()) as { turn: number; call?: number };
 
@@ -54,20 +90,12 @@ describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => 
       return worker;
     };
 
-    const queues = runTaskQueues(runId);
-    const steps = fastSteps();
-    // A generation on a dead worker is sent again once its heartbeats stop for 4 s.
-    steps.generate = { ...steps.generate, heartbeatTimeoutMs: 4000 };
     const workflowId = uniqueId('tool-crash-group');
     const first = startWorker();
     const handle = await client.workflow.start(rolloutGroup, {
-      taskQueue: queues.workflows,
+      taskQueue: runTaskQueues(runId).workflows,
       workflowId,
-      args: [{
-        runId, environment: 'logged-tools', itemIndex: 0, groupSize: 1, maxTurns: TURNS, maxTokenLength: 100_000,
-        sampling: { temperature: 1, topP: 1 }, ensureScoresAreNotSame: false, teacherTopK: null,
-        taskQueues: { llm: queues.llm, env: queues.env }, steps, searchAttributes: true,
-      }],
+      args: [groupInput(runId, 4000)],
     });
     await atKill;
     first.child.kill('SIGKILL');
@@ -90,23 +118,49 @@ describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => 
 
     // The history: every generation and tool call before the kill was scheduled once and started once (attempt 1);
     // only the generation of the turn that was in flight ran again.
-    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-    const scheduled = new Map<number, { type: string; turn: number }>();
-    for (const e of events) {
-      const attributes = e.activityTaskScheduledEventAttributes;
-      if (attributes) scheduled.set(Number(e.eventId), { type: attributes.activityType!.name!, turn: inputOf(e).turn });
-    }
-    const attempts = events.flatMap((e) => {
-      const started = e.activityTaskStartedEventAttributes;
-      return started ? [{ ...scheduled.get(Number(started.scheduledEventId))!, attempt: started.attempt ?? 1 }] : [];
-    });
-    const of = (type: string) => [...scheduled.values()].filter((s) => s.type === type).map((s) => s.turn);
-    expect(of('generateTurn')).toEqual(Array.from({ length: TURNS }, (_, t) => t));
-    expect(of('callTool')).toEqual(Array.from({ length: TURNS - 1 }, (_, t) => t));
-    for (const a of attempts) {
-      if (a.turn < KILL_AT) expect(a, `${a.type} of turn ${a.turn}`).toMatchObject({ attempt: 1 });
-    }
-    expect(attempts.find((a) => a.type === 'generateTurn' && a.turn === KILL_AT)!.attempt).toBeGreaterThan(1);
+    const { attempts, turnsOf } = await activityAttempts(workflowId);
+    expect(turnsOf('generateTurn')).toEqual(Array.from({ length: TURNS }, (_, t) => t));
+    expect(turnsOf('callTool')).toEqual(Array.from({ length: TURNS - 1 }, (_, t) => t));
+    expectOnlyTheKilledTurnRepeated(attempts, KILL_AT);
     await waitFor(() => second.child.exitCode !== null, 30_000, 'the second worker to stop');
+  });
+
+  it('does the same with the embedded engine generating in the worker process (killed with it)', async () => {
+    const { client } = await testConnection();
+    const dir = await mkdtemp(join(tmpdir(), 'clotho-tool-crash-engine-'));
+    const runId = uniqueId('tool-crash-engine');
+    const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') };
+    // No --openai.base_url: the worker starts the embedded engine (a generated random-weight model) in its process.
+    const startWorker = () => {
+      const worker = spawnClotho(['worker', envModule, '--env.run_id', runId, '--env.log_path', join(dir, 'calls.log'),
+        '--env.keep_going', '--env.max_token_length', '100000', '--store', join(dir, 'store')], env);
+      workers.push(worker);
+      return worker;
+    };
+    const workflowId = uniqueId('tool-crash-engine-group');
+    const input = { ...groupInput(runId, 4000), sampling: { temperature: 1, topP: 1 }, maxTokenLength: TURNS * 8 };
+    const first = startWorker();
+    const handle = await client.workflow.start(rolloutGroup, { taskQueue: runTaskQueues(runId).workflows, workflowId, args: [input] });
+    // Kill as soon as the generation of turn KILL_AT is scheduled: the engine is then generating it, or about to.
+    await waitFor(async () => (await activityAttempts(workflowId)).turnsOf('generateTurn').includes(KILL_AT), 120_000, `turn ${KILL_AT}`);
+    first.child.kill('SIGKILL');
+    expect(await first.exited).toBe('SIGKILL');
+    const second = startWorker();
+    const result = await handle.result();
+    second.child.kill('SIGINT');
+    await waitFor(() => second.child.exitCode !== null, 30_000, 'the second worker to stop');
+
+    expect(result).toMatchObject({ status: 'scored' });
+    const group = await new FileSystemStore(join(dir, 'store')).get<ScoredDataGroup>(result.group!);
+    const turnsTaken = group.messages![0]!.filter((m) => m.role === 'assistant').length;
+    expect(turnsTaken).toBe(result.turns);
+    expect(result.turns).toBeGreaterThan(KILL_AT);
+    // The sequence is whole: model positions carry their token, every position a logprob.
+    expect(group.masks[0]).toHaveLength(group.tokens[0]!.length);
+    expect(group.inference_logprobs![0]).toHaveLength(group.tokens[0]!.length);
+    const { attempts } = await activityAttempts(workflowId);
+    // Turn KILL_AT's generation was on the dead worker (then retried) or not yet taken (then attempt 1 on the new one).
+    expect(attempts.some((a) => a.type === 'generateTurn' && a.turn === KILL_AT)).toBe(true);
+    for (const a of attempts) if (a.turn < KILL_AT) expect(a, `${a.type} of turn ${a.turn}`).toMatchObject({ attempt: 1 });
   });
 });

@@ -8,7 +8,10 @@ import { defineEnvironment, defineTool, z } from 'clotho';
 export default defineEnvironment({
   name: 'logged-tools',
   description: 'count with a tool whose every execution is logged',
-  config: { log_path: z.string().describe('file each executed call appends its idempotency key to') },
+  config: {
+    log_path: z.string().describe('file each executed call appends its idempotency key to'),
+    keep_going: z.boolean().default(false).describe('answer a turn without a tool call with "Keep counting." rather than ending'),
+  },
   defaults: { max_turns: 20, group_size: 1 },
   load: async () => ({ size: 1, get: () => ({}) }),
   prompt: () => [{ role: 'user', content: 'Add 1 with the add tool until you are told to stop, then say the total.' }],
@@ -24,7 +27,15 @@ export default defineEnvironment({
       },
     }),
   ],
+  // A random-weight model ends a turn at its first space, so that 20 turns fit a small budget (the scripted model
+  // ignores stop strings).
+  stop: [' '],
   initialState: () => ({ total: 0 }),
+  // A random-weight model never writes a tool call: with keep_going its episodes still take every turn.
+  step: ({ toolResults }, config) => {
+    const answered = toolResults.length === 0;
+    return { messages: answered && config.keep_going ? [{ role: 'user', content: 'Keep counting.' }] : [], done: answered && !config.keep_going };
+  },
   parse: (completion) => Number(completion.match(/-?\d+/g)?.at(-1) ?? NaN),
   score: ({ parsed, state }) => (parsed === (state as { total: number }).total ? 1 : -1),
 });
