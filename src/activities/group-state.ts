@@ -79,30 +79,53 @@ type GroupRecord =
 
 const APPENDED = ['messages', 'tokens', 'masks', 'logprobs', 'turnRewards'] as const;
 
-/** Materialized states this process read or wrote lately: consecutive turns of a group mostly run on one worker. */
-const recent = new Map<string, GroupState>();
-const RECENT_LIMIT = 64;
+/**
+ * The newest state of each group this process read or wrote lately, by group: consecutive turns of a group mostly
+ * run on one worker, so an activity usually finds the state the one before left and reads only its own record.
+ */
+const recent = new Map<string, { key: string; state: GroupState }>();
+const RECENT_GROUPS = 256;
+
+/** `<run>/<environment>/item-<i>`: the group a record key belongs to. */
+const groupOfKey = (key: string) => key.split('/').slice(0, 3).join('/');
 
 function remember(key: string, state: GroupState): void {
-  recent.delete(key);
-  recent.set(key, structuredClone(state));
-  if (recent.size > RECENT_LIMIT) recent.delete(recent.keys().next().value!);
+  const group = groupOfKey(key);
+  recent.delete(group);
+  recent.set(group, { key, state: structuredClone(state) });
+  if (recent.size > RECENT_GROUPS) recent.delete(recent.keys().next().value!);
 }
 
-/** Reads a group's state from its newest record (a whole state written by older Clotho versions reads as is). */
+/**
+ * Reads a group's state from its newest record: the records after the newest state this process holds, or back to
+ * the first (a whole state written by older Clotho versions reads as is).
+ */
 export async function loadGroupState(store: TrajectoryStore, ref: StoreRef | string): Promise<GroupState> {
   const key = typeof ref === 'string' ? ref : ref.key;
-  const cached = recent.get(key);
-  if (cached) return structuredClone(cached);
-  const record = await store.get<GroupRecord | GroupState>(key);
+  const cached = recent.get(groupOfKey(key));
+  const deltas: Record<number, TrajectoryDelta>[] = [];
   let state: GroupState;
-  if (!('format' in record)) state = record;
-  else if ('base' in record) state = record.base;
-  else {
-    state = await loadGroupState(store, record.prev);
-    for (const [i, delta] of Object.entries(record.trajectories)) applyDelta(state.trajectories[Number(i)]!, delta);
+  for (let at = key; ; ) {
+    if (cached?.key === at) {
+      state = structuredClone(cached.state);
+      break;
+    }
+    const record = await store.get<GroupRecord | GroupState>(at);
+    if (!('format' in record)) {
+      state = record;
+      break;
+    }
+    if ('base' in record) {
+      state = record.base;
+      break;
+    }
+    deltas.push(record.trajectories);
+    at = record.prev;
   }
-  remember(key, state);
+  for (const delta of deltas.reverse()) {
+    for (const [i, change] of Object.entries(delta)) applyDelta(state.trajectories[Number(i)]!, change);
+  }
+  if (cached?.key !== key) remember(key, state);
   return state;
 }
 

@@ -104,6 +104,23 @@ describe('resolveConfig', () => {
     expect(steps.generate.startToCloseTimeoutMs).toBe(1_200_000);
   });
 
+  it('configures a judge like the teacher, from flags or a YAML judge: block', () => {
+    expect(resolve([]).judge).toEqual([]);
+    expect(resolve(['--judge.base_url', 'http://j/v1', '--judge.model_name', 'judge']).judge).toEqual([
+      expect.objectContaining({ base_url: 'http://j/v1', model_name: 'judge' }),
+    ]);
+    const config = yamlFile('judge:\n  base_url: http://y/v1\n  server_type: vllm\n');
+    expect(resolve(['--config', config]).judge).toEqual([expect.objectContaining({ base_url: 'http://y/v1', server_type: 'vllm' })]);
+    expect(problemsOf(() => resolve(['--judge.base_ulr', 'x']))).toEqual(['unknown flag --judge.base_ulr (did you mean --judge.base_url?)']);
+  });
+
+  it('gives tool calls, setup and teardown their own retry policy on the env queue (--steps.tool.*)', () => {
+    const { steps } = resolve(['--steps.tool.maximum_attempts', '3', '--steps.tool.heartbeat_timeout', '5']);
+    expect(steps.tool).toMatchObject({ startToCloseTimeoutMs: 300_000, heartbeatTimeoutMs: 5000, maximumAttempts: 3, local: false });
+    expect(steps.setup).toMatchObject({ startToCloseTimeoutMs: 300_000, maximumAttempts: 5, local: false });
+    expect(steps.teardown).toMatchObject({ local: false });
+  });
+
   it('overrides single step fields from flags and YAML, keeping the rest of that step', () => {
     const config = yamlFile('steps:\n  score:\n    start_to_close_timeout: 5\n');
     const { steps } = resolve(['--config', config, '--steps.generate.maximum_attempts', '3', '--openai.timeout', '300']);

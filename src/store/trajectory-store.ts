@@ -28,6 +28,8 @@ export function storeKey(...parts: (string | number)[]): string {
 /** A store on the local file system: one JSON file per key, written atomically (temp file + rename). */
 export class FileSystemStore implements TrajectoryStore {
   readonly root: string;
+  /** Directories this store made or found: one mkdir per directory, not one per write. */
+  private readonly made = new Set<string>();
 
   constructor(root: string) {
     this.root = resolve(root);
@@ -42,9 +44,21 @@ export class FileSystemStore implements TrajectoryStore {
 
   async put(key: string, value: unknown): Promise<StoreRef> {
     const path = this.path(key);
-    await mkdir(dirname(path), { recursive: true });
+    const dir = dirname(path);
+    if (!this.made.has(dir)) {
+      await mkdir(dir, { recursive: true });
+      this.made.add(dir);
+    }
     const temporary = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-    await writeFile(temporary, JSON.stringify(value));
+    const text = JSON.stringify(value);
+    try {
+      await writeFile(temporary, text);
+    } catch (error) {
+      // The directory went away since it was made (a cleaned store): make it again, once.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await mkdir(dir, { recursive: true });
+      await writeFile(temporary, text);
+    }
     await rename(temporary, path);
     return { key };
   }

@@ -7,7 +7,12 @@ export const counterLog = {
   flakyAttempts: new Map<string, number>(),
   setups: [] as string[],
   teardowns: [] as string[],
+  /** Set while `wait` runs, and when it saw its step cancelled. */
+  waiting: false,
+  sawCancel: false,
   reset() {
+    this.waiting = false;
+    this.sawCancel = false;
     this.adds.length = 0;
     this.flakyAttempts.clear();
     this.setups.length = 0;
@@ -59,6 +64,43 @@ const broken = defineTool({
   },
 });
 
+/** Works for `ms` milliseconds, heartbeating, so that a short heartbeat timeout does not cut it off. */
+const slow = defineTool({
+  name: 'slow',
+  description: 'A long computation',
+  parameters: z.object({ ms: z.number() }),
+  async execute({ ms }, context) {
+    for (let waited = 0; waited < ms; waited += 100) {
+      context.heartbeat({ waited });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return `worked ${ms} ms`;
+  },
+});
+
+/** Waits until its step is cancelled (it learns of it through heartbeats), and says it saw it. */
+const wait = defineTool({
+  name: 'wait',
+  description: 'Waits forever',
+  parameters: z.object({}),
+  async execute(_, context) {
+    counterLog.waiting = true;
+    while (!context.signal.aborted) {
+      context.heartbeat();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    counterLog.sawCancel = true;
+    throw new Error('cancelled');
+  },
+});
+
+const big = defineTool({
+  name: 'big',
+  description: 'A long result',
+  parameters: z.object({}),
+  execute: () => 'x'.repeat(5000),
+});
+
 /**
  * A tool-using environment for workflow tests: a running total kept in each trajectory's state slot, changed by the
  * `add` tool; the model must answer the total. Each turn's reward is +0.5 when all its tool calls succeeded, −0.5
@@ -71,8 +113,8 @@ export const counterTools = defineEnvironment({
   defaults: { max_turns: 8 },
   load: async () => ({ size: 4, get: (i: number) => ({ i }) }),
   prompt: () => [{ role: 'user', content: 'Add numbers with the tools, then say the total.' }],
-  tools: () => [add, divide, flaky, broken],
-  initialState: () => ({ total: 0 }),
+  tools: () => [add, divide, flaky, broken, slow, wait, big],
+  initialState: (_, sample) => ({ total: 0, sample }),
   setup({ groupId }) {
     counterLog.setups.push(groupId);
     return { sandbox: groupId };
@@ -80,11 +122,10 @@ export const counterTools = defineEnvironment({
   teardown({ groupId }) {
     counterLog.teardowns.push(groupId);
   },
-  step: ({ toolResults }) => ({
-    messages: [],
-    done: toolResults.length === 0,
-    reward: toolResults.every((r) => !r.content.startsWith('Error')) ? 0.5 : -0.5,
-  }),
+  step: ({ toolResults, sample, state }) => {
+    if ((state as { sample: number }).sample !== sample) throw new Error(`step of sample ${sample} got the state of another`);
+    return { messages: [], done: toolResults.length === 0, reward: toolResults.every((r) => !r.content.startsWith('Error')) ? 0.5 : -0.5 };
+  },
   parse: async (completion) => {
     const match = completion.match(/-?\d+/g);
     return match ? Number(match.at(-1)) : null;

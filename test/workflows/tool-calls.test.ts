@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MASKED, type ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { counterLog, counterTools } from '../support/counter-tools.js';
+import { waitFor } from '../support/cli.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { assistantTurns, type Responder } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
@@ -45,7 +46,7 @@ describe('tool calls in a rollout group (real dev server)', () => {
       'add: total 5',
       'divide: Error: division by zero',
       'flaky: ok',
-      expect.stringMatching(/^nope: Error: unknown tool "nope"; available: add, divide, flaky, broken/),
+      expect.stringMatching(/^nope: Error: unknown tool "nope"; available: add, divide, flaky, broken, slow, wait, big$/),
     ]);
     // Per-turn rewards sit on the assistant message of their turn; advantages spread them over that turn's tokens.
     expect(group.messages![0]!.filter((m) => m.role === 'assistant').map((m) => m.reward ?? null)).toEqual([0.5, -0.5, 0.5]);
@@ -135,5 +136,51 @@ describe('tool calls in a rollout group (real dev server)', () => {
     });
     expect(result.scores).toEqual([1, 1]);
     expect(asked).toEqual(['Is 5 right? Answer yes or no.', 'Is 5 right? Answer yes or no.']);
+  });
+
+  it('keeps a heartbeating tool alive past its heartbeat timeout, and the whole of a long result reaches the model only', async () => {
+    harness = await startHarness({
+      environment: counterTools,
+      envConfig: { group_size: 1 },
+      responder: (body) => ({
+        choices: [{ text: assistantTurns(body) === 0 ? '<tool_call>{"name": "slow", "arguments": {"ms": 1500}}</tool_call><tool_call>{"name": "big", "arguments": {}}</tool_call>' : '0' }],
+      }),
+    });
+    const steps = harness.groupInput(0).steps;
+    steps.tool = { ...steps.tool, heartbeatTimeoutMs: 500, maximumAttempts: 1 };
+    const workflowId = uniqueId('tools-heartbeat');
+    const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: harness.queues.workflows, workflowId, args: [harness.groupInput(0, { maxTurns: 3, steps, hooks: { setup: true, teardown: false } })],
+    });
+    const group = await harness.store.get<ScoredDataGroup>(result.group!);
+    expect(group.messages![0]!.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['worked 1500 ms', 'x'.repeat(5000)]);
+    const history = await harness.temporal.client.workflow.getHandle(workflowId).fetchHistory();
+    const completed = (history.events ?? []).flatMap((e) => {
+      const data = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data;
+      return data && data.length > 0 ? [JSON.parse(Buffer.from(data).toString()) as { content?: string }] : [];
+    });
+    const bigResult = completed.find((r) => r.content?.startsWith('xxx'))!;
+    expect(bigResult.content).toBe(`${'x'.repeat(1024)}… (5000 chars)`);
+  });
+
+  it('lets a tool see its step cancelled when the group is, and still tears the group down', async () => {
+    harness = await startHarness({
+      environment: counterTools,
+      envConfig: { group_size: 1 },
+      responder: () => ({ choices: [{ text: '<tool_call>{"name": "wait", "arguments": {}}</tool_call>' }] }),
+    });
+    const steps = harness.groupInput(0).steps;
+    steps.tool = { ...steps.tool, heartbeatTimeoutMs: 2000 };
+    const handle = await harness.temporal.client.workflow.start(rolloutGroup, {
+      taskQueue: harness.queues.workflows,
+      workflowId: uniqueId('tools-cancel'),
+      args: [harness.groupInput(0, { maxTurns: 3, steps, hooks: { setup: true, teardown: true } })],
+    });
+    await waitFor(() => counterLog.waiting, 30_000, 'the tool to start');
+    await handle.cancel();
+    await waitFor(() => counterLog.sawCancel, 30_000, 'the tool to see the cancellation');
+    await expect(handle.result()).rejects.toThrow();
+    expect((await handle.describe()).status.name).toBe('CANCELLED');
+    expect(counterLog.teardowns).toEqual(counterLog.setups);
   });
 });

@@ -1,0 +1,68 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FileSystemStore } from '../store/trajectory-store.js';
+import { loadGroupState, saveGroupBase, saveGroupDelta, type GroupState } from './group-state.js';
+
+const base = (): GroupState => ({
+  itemIndex: 0, groupOverrides: null, tools: null, stop: null,
+  trajectories: [{ messages: [{ role: 'user', content: 'q' }], tokens: [1], masks: [-100], logprobs: [1], completionTokens: 0, finishReason: null, done: false, state: { n: 0 } }],
+});
+
+/** A store that counts reads, to see what a load costs. */
+class CountingStore extends FileSystemStore {
+  reads = 0;
+  override async tryGet<T>(key: string) {
+    this.reads++;
+    return super.tryGet<T>(key);
+  }
+}
+
+async function grow(store: FileSystemStore, run: string, turns: number) {
+  let ref = await saveGroupBase(store, `${run}/env/item-0/turn-0/prompt`, base());
+  let state = await loadGroupState(store, ref);
+  for (let turn = 0; turn < turns; turn++) {
+    const next = structuredClone(state);
+    const t = next.trajectories[0]!;
+    t.messages.push({ role: 'assistant', content: `a${turn}` });
+    t.tokens.push(10 + turn);
+    t.masks.push(10 + turn);
+    t.logprobs.push(-0.5);
+    t.state = { n: turn + 1 };
+    ref = await saveGroupDelta(store, `${run}/env/item-0/turn-${turn}/generated`, ref, state, next);
+    state = next;
+  }
+  return { ref, state };
+}
+
+describe('group state as a chain of per-turn records', () => {
+  it('stores each turn’s additions only, and reads back the whole state', async () => {
+    const store = new FileSystemStore(await mkdtemp(join(tmpdir(), 'clotho-gs-')));
+    const { ref, state } = await grow(store, 'r1', 30);
+    expect(await loadGroupState(store, ref)).toEqual(state);
+    const last = await store.get<{ prev: string; trajectories: Record<number, unknown> }>(ref);
+    expect(last.prev).toBe('r1/env/item-0/turn-28/generated');
+    expect(last.trajectories[0]).toEqual({ messages: [{ role: 'assistant', content: 'a29' }], tokens: [39], masks: [39], logprobs: [-0.5], state: { n: 30 } });
+  });
+
+  it('reads a chain from the store when this process has not seen the group, and one record when it has', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'clotho-gs-'));
+    const { ref, state } = await grow(new FileSystemStore(dir), 'r2', 10);
+    const cold = new CountingStore(dir);
+    // As another process would: push the group out of this process's cache with 300 other groups.
+    for (let g = 0; g < 300; g++) await saveGroupBase(cold, `other${g}/env/item-0/turn-0/prompt`, base());
+    cold.reads = 0;
+    expect(await loadGroupState(cold, ref)).toEqual(state);
+    expect(cold.reads).toBe(11);
+    cold.reads = 0;
+    expect(await loadGroupState(cold, ref)).toEqual(state);
+    expect(cold.reads).toBe(0);
+  });
+
+  it('reads a whole state written by an older version as is', async () => {
+    const store = new FileSystemStore(await mkdtemp(join(tmpdir(), 'clotho-gs-')));
+    await store.put('old/env/item-0/turn-0/generated', base());
+    expect(await loadGroupState(store, 'old/env/item-0/turn-0/generated')).toEqual(base());
+  });
+});
