@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { startDevServer } from '../temporal-dev/index.js';
-import { defineEnvironment } from '../src/env/define.js';
+import { defineEnvironment, type AnyEnvironment } from '../src/env/define.js';
 import { loadEnvironmentData } from '../src/env/loaded.js';
 import { defaultStepConfigs, toStepOptions } from '../src/env/steps.js';
 import { createOpenAIClient } from '../src/inference/openai-client.js';
@@ -36,6 +36,8 @@ export interface BenchTemporal {
   client: Client;
   address: string;
   state: string;
+  /** The dev server's process id, for benchmarks that read its CPU time. */
+  serverPid: number;
   close(): Promise<void>;
 }
 
@@ -48,6 +50,7 @@ export async function startBenchTemporal(): Promise<BenchTemporal> {
     client: new Client({ connection }),
     address: server.address,
     state,
+    serverPid: server.pid,
     async close() {
       await connection.close();
       await server.stop();
@@ -68,51 +71,67 @@ export interface BenchWorkerOptions {
   llmConcurrency: number;
   /** Start-to-close timeout of one generate call, in seconds. @default 60 */
   generateTimeoutS?: number;
+  /** The environment the workers serve. @default benchEnv */
+  environment?: AnyEnvironment;
+  /** Turns per episode at most (`max_turns`). @default 1 */
+  maxTurns?: number;
 }
 
-/** Workers of {@link benchEnv}; each `run` is a new env-run on them. */
+/** What one env-run of the bench workers did: its id (store keys and workflow ids derive from it) and wall time. */
+export interface BenchRun {
+  runId: string;
+  /** The env-run's wall time alone, workers already started. */
+  wallMs: number;
+  /** The JSONL file the env-run wrote its groups to. */
+  sinkPath: string;
+}
+
+/** Workers of one bench environment; each `run` is a new env-run on them. */
 export interface BenchWorkers {
-  /**
-   * Runs `groups` groups, `maxInFlight` at once, and checks they were all delivered. Returns the wall time of
-   * the env-run alone and the JSONL file it wrote.
-   */
-  run(groups: number, maxInFlight: number): Promise<{ wallMs: number; sinkPath: string }>;
+  /** Runs `groups` groups, `maxInFlight` at once, and checks they were all delivered. */
+  run(groups: number, maxInFlight: number): Promise<BenchRun>;
+  /** The trajectory store the workers write, for benchmarks that measure it. */
+  store: FileSystemStore;
   shutdown(): Promise<void>;
 }
 
 let runs = 0;
 
-/** Starts workflow, LLM and environment workers for {@link benchEnv} on task queues of their own. */
+/** Starts workflow, LLM and environment workers for {@link benchEnv} (or `o.environment`) on task queues of their own. */
 export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOptions): Promise<BenchWorkers> {
   const id = `bench-${Date.now()}-${++runs}`;
   const queues = { workflows: `wf-${id}`, llm: `llm-${id}`, env: `env-${id}` };
-  const config = BaseEnvConfigSchema.parse({ group_size: o.groupSize, max_token_length: o.tokens });
-  const environment = await loadEnvironmentData(benchEnv, config);
+  const definition = o.environment ?? benchEnv;
+  const maxTurns = o.maxTurns ?? 1;
+  const config = BaseEnvConfigSchema.parse({ group_size: o.groupSize, max_token_length: o.tokens, max_turns: maxTurns });
+  const environment = await loadEnvironmentData(definition, config);
+  const store = new FileSystemStore(join(bench.state, 'store'));
   const inference = createOpenAIClient(ServerConfigSchema.parse({ base_url: o.baseUrl, model_name: o.modelName ?? 'default' }));
   const workers = await startWorkers({
     address: bench.address,
     namespace: 'default',
     taskQueues: queues,
-    environments: { bench: environment },
+    environments: { [definition.name]: environment },
     inference: () => inference,
-    store: new FileSystemStore(join(bench.state, 'store')),
+    store,
     llmConcurrency: o.llmConcurrency,
   });
   const timeout = o.generateTimeoutS ?? 60;
   const steps = toStepOptions(defaultStepConfigs({ generate: timeout, teacher: timeout }));
   return {
+    store,
     async run(groups, maxInFlight) {
       const runId = `${id}-${++runs}`;
       const sinkPath = join(bench.state, `${runId}.jsonl`);
       const input: EnvRunInput = {
         runId,
-        environment: 'bench',
+        environment: definition.name,
         totalGroups: groups,
         maxInFlight,
         sink: { kind: 'jsonl', path: sinkPath },
         group: {
           groupSize: o.groupSize,
-          maxTurns: 1,
+          maxTurns,
           maxTokenLength: o.tokens,
           sampling: { temperature: 1, topP: 1 },
           ensureScoresAreNotSame: false,
@@ -125,7 +144,7 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
       const start = performance.now();
       const result = await bench.client.workflow.execute(envRun, { taskQueue: queues.workflows, workflowId: runId, args: [input] });
       if (result.delivered !== groups) throw new Error(`delivered ${result.delivered} of ${groups} groups: ${JSON.stringify(result)}`);
-      return { wallMs: performance.now() - start, sinkPath };
+      return { runId, wallMs: performance.now() - start, sinkPath };
     },
     shutdown: () => workers.shutdown(),
   };
@@ -135,7 +154,7 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
 export async function runGroups(
   bench: BenchTemporal,
   o: BenchWorkerOptions & { groups: number; maxInFlight: number },
-): Promise<{ wallMs: number; sinkPath: string }> {
+): Promise<BenchRun> {
   const workers = await startBenchWorkers(bench, o);
   try {
     return await workers.run(o.groups, o.maxInFlight);

@@ -1,0 +1,169 @@
+/**
+ * Multi-turn tool use through Clotho against a plain loop (issue 9 §6 and §4's storage point).
+ *
+ * 1. `--episodes` episodes of `--turns` turns, all at once, every inference call taking `--delay` ms and every turn
+ *    but the last calling an instant tool: per-turn orchestration overhead over the same episodes driven by
+ *    `runEpisode` (a plain in-process loop over the same server), the share of wall time outside inference of
+ *    both, history events per episode and per turn, and where an episode's time goes by its history.
+ * 2. `--storage-episodes` episodes of `--storage-turns` turns: bytes the trajectory store keeps per episode, beside
+ *    what the scheme before per-turn deltas (the whole state every turn) stored for the same episode.
+ *
+ * Run: npm run bench:tool-use [-- --episodes 64 --turns 20 --delay 200 --storage-episodes 4 --storage-turns 30]
+ */
+import { parseArgs } from 'node:util';
+import type { ModelClient } from '../../src/env/define.js';
+import { runEpisode, type AssistantTurn } from '../../src/env/episode.js';
+import { loadEnvironmentData } from '../../src/env/loaded.js';
+import { createOpenAIClient } from '../../src/inference/openai-client.js';
+import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/schema/config.js';
+import { rolloutGroupId } from '../../src/workflows/rollout-children.js';
+import { startScriptedOpenAI } from '../../test/support/scripted-openai.js';
+import { startBenchTemporal, startBenchWorkers, type BenchTemporal } from '../support.js';
+import { cpuStopwatch } from './cpu.js';
+import { toolBenchEnv, toolCallingModel } from './environment.js';
+import { meanHistory, readEpisodeHistory, type EpisodeHistory } from './history.js';
+import { measureEpisodeStorage, PARTS, type EpisodeStorage } from './storage.js';
+
+const { values } = parseArgs({
+  options: {
+    episodes: { type: 'string', default: '64' },
+    turns: { type: 'string', default: '20' },
+    delay: { type: 'string', default: '200' },
+    'storage-episodes': { type: 'string', default: '4' },
+    'storage-turns': { type: 'string', default: '30' },
+  },
+});
+const EPISODES = Number(values.episodes);
+const TURNS = Number(values.turns);
+const DELAY_MS = Number(values.delay);
+const STORAGE_EPISODES = Number(values['storage-episodes']);
+const STORAGE_TURNS = Number(values['storage-turns']);
+/** Completion-token budget of an episode: far above what the scripted calls use, so no episode ends by it. */
+const TOKENS = 8192;
+const WARMUP_EPISODES = 4;
+
+/** A run's wall time and the CPU time it took, here and in the dev server. */
+interface Measured {
+  wallMs: number;
+  cpu: { selfMs: number; otherMs: number };
+}
+
+const judge: ModelClient = { complete: () => Promise.reject(new Error('the tool bench has no judge')) };
+
+async function main(): Promise<void> {
+  const bench = await startBenchTemporal();
+  try {
+    const { baseline, clotho, history } = await overhead(bench);
+    const [baselineMs, clothoMs] = [baseline.wallMs, clotho.wallMs];
+    const storage = await storagePerEpisode(bench);
+    // All episodes run at once, so one episode's turns are the critical path of the whole wave, and the baseline
+    // pays the same inference on it: the difference of the two walls over the turns is what Clotho adds per turn
+    // of one episode (generate and tool activities, stepTurn, workflow tasks, store reads and writes).
+    const perTurn = (clothoMs - baselineMs) / TURNS;
+    const inferenceMs = TURNS * DELAY_MS;
+    const outside = (wallMs: number) => `${(((wallMs - inferenceMs) / wallMs) * 100).toFixed(1)} %`;
+    const n = (x: number) => Math.round(x).toLocaleString('en-US');
+
+    console.log(`${EPISODES} episodes at once × ${TURNS} turns, ${DELAY_MS} ms per inference call, an instant tool on every turn but the last`);
+    console.log(`plain loop (runEpisode):  wall ${(baselineMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(baselineMs)}`);
+    console.log(`clotho (Temporal):        wall ${(clothoMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(clothoMs)}`);
+    console.log(`orchestration overhead per turn: ${perTurn.toFixed(1)} ms`);
+    // CPU per turn of one episode: this process runs the scripted server as well, in both runs alike.
+    const cpu = (ms: number) => `${(ms / (EPISODES * TURNS)).toFixed(1)} ms`;
+    console.log(`CPU per episode turn: plain loop ${cpu(baseline.cpu.selfMs)} (this process, scripted server included); ` +
+      `clotho ${cpu(clotho.cpu.selfMs)} (this process: workers and scripted server) + ${cpu(clotho.cpu.otherMs)} (Temporal dev server)`);
+    console.log(`history per episode: ${n(history.events)} events (${(history.events / TURNS).toFixed(1)} per turn)` +
+      (history.bytes === undefined ? '' : `, ${n(history.bytes)} bytes`));
+    console.log(`an episode's time by its history (mean, ms per turn; episode ${(history.wallMs / 1000).toFixed(2)} s first event to last):`);
+    let inActivities = 0;
+    for (const [name, t] of Object.entries(history.activities)) {
+      inActivities += t.queueMs + t.runMs;
+      console.log(`  ${name.padEnd(14)} ×${t.count.toFixed(0).padStart(3)}: queued ${(t.queueMs / TURNS).toFixed(1)}, running ${(t.runMs / TURNS).toFixed(1)}`);
+    }
+    console.log(`  between activities (workflow tasks, local activities): ${((history.wallMs - inActivities) / TURNS).toFixed(1)}`);
+
+    const { total, whole, files, bytes, wholeState, wholeCheckpoints } = storage;
+    console.log(`trajectory store per ${STORAGE_TURNS}-turn episode (mean of ${STORAGE_EPISODES}): ${n(total)} bytes in ${n(files)} files`);
+    console.log(`  group state as per-turn deltas: ${n(bytes.state)}; the whole state every turn would be ${n(wholeState)}`);
+    console.log(`  completion checkpoints: ${n(bytes.checkpoints)}; with the whole prompt's ids every turn ${n(wholeCheckpoints)}`);
+    console.log(`  tool-call records: ${n(bytes.tools)}; parsed answer and assembled group: ${n(bytes.other)}`);
+    console.log(`  the whole-state-every-turn scheme would store ${n(whole)} bytes (${(whole / total).toFixed(1)} ×)`);
+  } finally {
+    await bench.close();
+  }
+}
+
+/** Runs the same episodes in a plain loop and through Clotho; the walls and the mean rollout-group history. */
+async function overhead(bench: BenchTemporal): Promise<{ baseline: Measured; clotho: Measured; history: EpisodeHistory }> {
+  const server = await startScriptedOpenAI({ responder: toolCallingModel(TURNS, DELAY_MS) });
+  try {
+    const baselineCpu = cpuStopwatch(bench.serverPid);
+    const baselineMs = await plainLoop(server.baseUrl);
+    const baseline = { wallMs: baselineMs, cpu: baselineCpu() };
+    const workers = await startBenchWorkers(bench, {
+      baseUrl: server.baseUrl, environment: toolBenchEnv, groupSize: 1, tokens: TOKENS, maxTurns: TURNS, llmConcurrency: EPISODES,
+    });
+    try {
+      // A few episodes first, so that the timed run sees warm workers as a long training run does.
+      await workers.run(WARMUP_EPISODES, WARMUP_EPISODES);
+      const calls = server.calls;
+      const clothoCpu = cpuStopwatch(bench.serverPid);
+      const run = await workers.run(EPISODES, EPISODES);
+      const clotho = { wallMs: run.wallMs, cpu: clothoCpu() };
+      if (server.calls - calls !== EPISODES * TURNS) throw new Error(`expected ${EPISODES * TURNS} inference calls, saw ${server.calls - calls}`);
+      const ids = Array.from({ length: EPISODES }, (_, i) => rolloutGroupId(run.runId, toolBenchEnv.name, i));
+      const histories = await Promise.all(ids.map((id) => readEpisodeHistory(bench.client, id)));
+      return { baseline, clotho, history: meanHistory(histories) };
+    } finally {
+      await workers.shutdown();
+    }
+  } finally {
+    await server.close();
+  }
+}
+
+/** The baseline: every episode in this process at once, `runEpisode` calling the server directly each turn. */
+async function plainLoop(baseUrl: string): Promise<number> {
+  const inference = createOpenAIClient(ServerConfigSchema.parse({ base_url: baseUrl }));
+  const config = BaseEnvConfigSchema.parse({ group_size: 1, max_token_length: TOKENS, max_turns: TURNS });
+  const environment = await loadEnvironmentData(toolBenchEnv, config);
+  const turnOf: AssistantTurn = async (messages, tools) => {
+    const request = { messages, n: 1, maxTokens: TOKENS, temperature: 1, topP: 1, ...(tools ? { tools } : {}) };
+    const [completion] = await inference.generate(request);
+    return { ...completion!.message, role: 'assistant', content: completion!.message.content ?? completion!.text };
+  };
+  const start = performance.now();
+  const episodes = await Promise.all(
+    Array.from({ length: EPISODES }, (_, itemIndex) => runEpisode(environment, turnOf, { itemIndex, maxTurns: TURNS, judge })),
+  );
+  const wallMs = performance.now() - start;
+  const wrong = episodes.filter((e) => e.turns !== TURNS || e.score !== 1).length;
+  if (wrong > 0) throw new Error(`${wrong} plain-loop episodes did not take ${TURNS} turns and answer`);
+  return wallMs;
+}
+
+/** Runs a few long episodes with instant inference and measures what each left in the store. */
+async function storagePerEpisode(bench: BenchTemporal): Promise<EpisodeStorage & { total: number; whole: number }> {
+  const server = await startScriptedOpenAI({ responder: toolCallingModel(STORAGE_TURNS, 0) });
+  const workers = await startBenchWorkers(bench, {
+    baseUrl: server.baseUrl, environment: toolBenchEnv, groupSize: 1, tokens: TOKENS, maxTurns: STORAGE_TURNS, llmConcurrency: STORAGE_EPISODES,
+  });
+  try {
+    const { runId } = await workers.run(STORAGE_EPISODES, STORAGE_EPISODES);
+    const all = await Promise.all(
+      Array.from({ length: STORAGE_EPISODES }, (_, itemIndex) => measureEpisodeStorage(workers.store, { runId, environment: toolBenchEnv.name, itemIndex })),
+    );
+    const mean = (f: (s: EpisodeStorage) => number) => all.reduce((a, s) => a + f(s), 0) / all.length;
+    const bytes = Object.fromEntries(PARTS.map((p) => [p, mean((s) => s.bytes[p])])) as EpisodeStorage['bytes'];
+    const total = PARTS.reduce((a, p) => a + bytes[p], 0);
+    const wholeState = mean((s) => s.wholeState);
+    const wholeCheckpoints = mean((s) => s.wholeCheckpoints);
+    const whole = total - bytes.state - bytes.checkpoints + wholeState + wholeCheckpoints;
+    return { files: mean((s) => s.files), bytes, wholeState, wholeCheckpoints, total, whole };
+  } finally {
+    await workers.shutdown();
+    await server.close();
+  }
+}
+
+await main();
