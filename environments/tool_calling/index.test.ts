@@ -2,16 +2,14 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
-import { parseToolCalls, type MalformedToolCall, type ToolCallRequest } from 'clotho';
+import { ConfigError, parseToolCalls, resolveEnvConfig, toScoreResult, type MalformedToolCall, type ToolCallRequest } from 'clotho';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, resolveConfig } from '../../src/env/config.js';
-import { toScoreResult } from '../../src/env/define.js';
 import { CATEGORY_FILES, toJsonSchema } from './bfcl.js';
 import type { BfclFunction, BfclSchema, ExpectedCall, ModelCall } from './checker.js';
 import toolCalling, { SYSTEM_PROMPT, type ToolCallingItem } from './index.js';
 
 const BFCL_DIR = '../shared/datasets/bfcl';
-const configFor = (argv: string[]) => resolveConfig({ argv, environment: toolCalling }).env;
+const configFor = (argv: string[]) => resolveEnvConfig(toolCalling, argv);
 type Config = ReturnType<typeof configFor>;
 
 async function loadAll(argv: string[] = []): Promise<ToolCallingItem[]> {
