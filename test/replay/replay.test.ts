@@ -8,7 +8,8 @@ import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { workflowBundle } from '../../src/workers/bundle.js';
 import { guessNumber } from '../support/environments.js';
 import { startHarness, type Harness } from '../support/harness.js';
-import { openAIError } from '../support/scripted-openai.js';
+import { counterTools } from '../support/counter-tools.js';
+import { assistantTurns, openAIError } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
 
 /**
@@ -26,6 +27,14 @@ afterEach(async () => {
   await harness?.close();
   harness = undefined;
 });
+
+/** A workflow's history as the `temporal` CLI prints it: the format Temporal's tools (and the UI's download) use. */
+async function historyJson(harness: Harness, workflowId: string): Promise<string> {
+  const { stdout } = await promisify(execFile)(await ensureTemporalCli(), [
+    'workflow', 'show', '--workflow-id', workflowId, '--address', harness.temporal.address, '--output', 'json',
+  ], { maxBuffer: 64 << 20 });
+  return stdout;
+}
 
 describe('replay of recorded histories', () => {
   it.runIf(recording)('records a multi-turn rollout group with a retried generate step', async () => {
@@ -45,11 +54,28 @@ describe('replay of recorded histories', () => {
       workflowId,
       args: [harness.groupInput(0, { maxTurns: 3 })],
     });
-    // The CLI's JSON is the format Temporal's tools exchange histories in (the UI's download too).
-    const { stdout } = await promisify(execFile)(await ensureTemporalCli(), [
-      'workflow', 'show', '--workflow-id', workflowId, '--address', harness.temporal.address, '--output', 'json',
-    ], { maxBuffer: 64 << 20 });
-    await writeFile(new URL('rollout-group.json', HISTORIES), stdout);
+    await writeFile(new URL('rollout-group.json', HISTORIES), await historyJson(harness, workflowId));
+  });
+
+  it.runIf(recording)('records a tool-using rollout group: setup, tool calls with a retried one, steps, teardown', async () => {
+    harness = await startHarness({
+      environment: counterTools,
+      envConfig: { group_size: 2 },
+      responder: (body) => {
+        const turn = assistantTurns(body);
+        const text = turn === 0
+          ? '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call><tool_call>{"name": "flaky", "arguments": {}}</tool_call>'
+          : 'The total is 2.';
+        return { choices: Array.from({ length: body.n ?? 1 }, () => ({ text })) };
+      },
+    });
+    const workflowId = uniqueId('replay-tools');
+    await harness.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: harness.queues.workflows,
+      workflowId,
+      args: [harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } })],
+    });
+    await writeFile(new URL('rollout-group-tools.json', HISTORIES), await historyJson(harness, workflowId));
   });
 
   // Env-runs stranded by kill -9 on Clotho 0.1.0 (a local activity resolved earlier on replay than it first did):
@@ -62,9 +88,9 @@ describe('replay of recorded histories', () => {
     },
   );
 
-  it('replays the rollout-group history against the current workflow code', async () => {
-    const history = JSON.parse(await readFile(new URL('rollout-group.json', HISTORIES), 'utf8')) as { events: unknown[] };
+  it.each(['rollout-group.json', 'rollout-group-tools.json'])('replays %s against the current workflow code', async (name) => {
+    const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
     expect(history.events.length).toBeGreaterThan(10);
-    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, 'replay-rollout');
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, name);
   });
 });
