@@ -3,16 +3,23 @@ import type { EnvRunResult } from '../schema/rollout.js';
 import { envRunStatusQuery, type envRun, type EnvRunStatus } from '../workflows/env-run.js';
 import type { CommandIo } from './io.js';
 
-/** One line of run progress: done of total, rate, mean score, failures, drops by reason. */
+/** Environment metrics past this many stay in the workflow's result, off the progress line. */
+const MAX_METRICS_SHOWN = 6;
+
+/** One line of run progress: done of total, rate, mean score, the environment's metrics, failures, drops by reason. */
 export function progressLine(status: EnvRunStatus, elapsedMs: number, completedAtStart: number): string {
   const rate = ((status.completed - completedAtStart) / Math.max(elapsedMs, 1)) * 1000;
   const mean = status.scoredGroups > 0 ? (status.scoreSum / status.scoredGroups).toFixed(3) : '–';
   const drops = Object.entries(status.dropped);
   const dropped = drops.reduce((sum, [, n]) => sum + (n ?? 0), 0);
   const reasons = drops.length > 0 ? ` (${drops.map(([reason, n]) => `${reason} ${n}`).join(', ')})` : '';
+  const metrics = Object.entries(status.metricSums ?? {})
+    .slice(0, MAX_METRICS_SHOWN)
+    .map(([name, sum]) => ` · ${name} ${(sum / Math.max(status.scoredGroups, 1)).toFixed(3)}`)
+    .join('');
   return (
     `groups ${status.completed}/${status.total} · ${status.inFlight} in flight · ${rate.toFixed(2)} groups/s · ` +
-    `mean score ${mean} · failed ${status.failed} · dropped ${dropped}${reasons}`
+    `mean score ${mean}${metrics} · failed ${status.failed} · dropped ${dropped}${reasons}`
   );
 }
 

@@ -83,6 +83,8 @@ export interface RolloutGroupResult {
   policyVersion?: number | null;
   /** Tool calls executed over the group's trajectories. */
   toolCalls?: number;
+  /** The environment's metrics (and tool-call counts), each averaged over the group's trajectories. */
+  metrics?: Record<string, number>;
 }
 
 /** Where an env-run hands its finished groups. */
@@ -134,6 +136,8 @@ export interface EnvRunProgress {
   failures: { itemIndex: number; message: string }[];
   scoreSum: number;
   scoredGroups: number;
+  /** Each metric summed over scored groups (a group contributes its mean): divide by `scoredGroups`. */
+  metricSums?: Record<string, number>;
 }
 
 export type EnvRunResult = EnvRunProgress;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { roomForGroups } from './env-run-state.js';
+import { progressLine } from '../cli/progress.js';
+import { initialProgress, recordResult, roomForGroups } from './env-run-state.js';
 
 const room = (queuedGroups: number, receivedGroups: number) => ({ version: 1, currentStep: 0, batchSize: 8, queuedGroups, receivedGroups });
 
@@ -17,5 +18,18 @@ describe('roomForGroups (Atropos backpressure)', () => {
     expect(roomForGroups(room(1, 1), 3, 1, 2, 4)).toBe(0);
     expect(roomForGroups(room(1, 1), 3, 0, 2, 4)).toBe(1);
     expect(roomForGroups(room(5, 5), 5, 3, 2, 4)).toBe(0);
+  });
+});
+
+describe('recordResult', () => {
+  it('sums each environment metric over scored groups, and the progress line shows their means', () => {
+    const progress = initialProgress();
+    const group = { itemIndex: 0, status: 'scored' as const, scores: [1, -1], groupSize: 2, tokens: 10, turns: 3 };
+    recordResult(progress, { ...group, meanScore: 0, metrics: { tool_calls: 4, correct: 0.5 } });
+    recordResult(progress, { ...group, meanScore: 1, metrics: { tool_calls: 2, correct: 1 } });
+    recordResult(progress, { ...group, meanScore: 1 });
+    expect(progress.metricSums).toEqual({ tool_calls: 6, correct: 1.5 });
+    const line = progressLine({ ...progress, total: 3, inFlight: 0 }, 1000, 0);
+    expect(line).toContain('mean score 0.667 · tool_calls 2.000 · correct 0.500 · failed 0');
   });
 });

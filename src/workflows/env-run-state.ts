@@ -12,6 +12,10 @@ export function recordResult(progress: EnvRunProgress, result: RolloutGroupResul
   progress.completed++;
   progress.scoreSum += result.meanScore;
   progress.scoredGroups++;
+  if (result.metrics) {
+    const sums = (progress.metricSums ??= {});
+    for (const [name, value] of Object.entries(result.metrics)) sums[name] = (sums[name] ?? 0) + value;
+  }
   if (result.status === 'dropped') {
     const reason = result.dropReason ?? 'scores_all_equal';
     progress.dropped[reason] = (progress.dropped[reason] ?? 0) + 1;

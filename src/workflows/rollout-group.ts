@@ -73,10 +73,10 @@ async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>)
   const turns = turn + 1;
 
   const parsed = await parseGroup({ ...address, turn, state });
-  const { scores, advantages } = await scoreGroup({ ...address, turn, state, parsed });
+  const { scores, advantages, metrics } = await scoreGroup({ ...address, turn, state, parsed });
   await teardown();
   const meanScore = scores.reduce((a, b) => a + b, 0) / scores.length;
-  const base = { itemIndex: input.itemIndex, scores, meanScore, groupSize: input.groupSize, turns, policyVersion: input.policyVersion ?? null, ...(toolCalls > 0 ? { toolCalls } : {}) };
+  const base = { itemIndex: input.itemIndex, scores, meanScore, groupSize: input.groupSize, turns, policyVersion: input.policyVersion ?? null, ...(toolCalls > 0 ? { toolCalls } : {}), ...(Object.keys(metrics).length > 0 ? { metrics } : {}) };
   const completionTokens = tokens.reduce((a, b) => a + b, 0);
 
   if (input.ensureScoresAreNotSame && scores.every((s) => s === scores[0])) {
