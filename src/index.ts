@@ -38,6 +38,7 @@ export {
   type ToolContext,
 } from './env/tools.js';
 export { loadJsonl, resolveDataset, type DatasetSource } from './env/datasets.js';
+export { loadTable, tableFormatOf, type LoadTableOptions, type TableFormat } from './env/tables.js';
 export { ConfigError } from './env/config.js';
 export { playEpisode, resolveEnvConfig, type PlayOptions } from './env/testing.js';
 export type { AssistantTurn, Episode } from './env/episode.js';
