@@ -21,7 +21,7 @@ async function loadAll(argv: string[] = []): Promise<ToolCallingItem[]> {
 async function scoreOf(item: ToolCallingItem, config: Config, toolCalls: ToolCallRequest[], malformedToolCalls: MalformedToolCall[] = []) {
   const base = { item, config, sample: 0, toolCalls, malformedToolCalls, messages: [], finishReason: 'stop', state: null, signal: new AbortController().signal, heartbeat() {} };
   const parsed = await toolCalling.parse('', item, base);
-  return toScoreResult(await toolCalling.score({ ...base, parsed, completion: '', turnRewards: [], judge: { complete: async () => [] }, group: null }));
+  return toScoreResult(await toolCalling.score({ ...base, parsed, completion: '', turnRewards: [], judge: { complete: async () => [] }, group: null, judgements: {} }));
 }
 const requests = (calls: ModelCall[]): ToolCallRequest[] => calls.map((call, i) => ({ id: `call-${i}`, ...call }));
 

@@ -23,6 +23,7 @@ import {
   type Trajectory,
 } from './group-state.js';
 import { readToolRecord, toolCallsOf } from './tool-calls.js';
+import type { LoadedEnvironment } from '../env/loaded.js';
 
 export type { EnvironmentActivityDeps } from './environment-context.js';
 
@@ -182,10 +183,11 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
     },
 
     /** Scores every trajectory with the environment's reward, and asks it for per-turn advantages. */
-    async scoreGroup(input: TurnInput & { parsed: StoreRef }): Promise<ScoreGroupResult> {
+    async scoreGroup(input: TurnInput & { parsed: StoreRef; judgements?: StoreRef | null }): Promise<ScoreGroupResult> {
       const { env } = itemOf(environments, input);
       const state = await loadGroupState(store, input.state);
       const parsed = await store.get<unknown[]>(input.parsed);
+      const judgements = input.judgements ? await store.get<Record<string, string[]>>(input.judgements) : {};
       const group = await groupResource(store, input);
       const judge = judgeOrMissing(deps.judge?.(input.environment), input.environment);
       const results = await Promise.all(
@@ -198,6 +200,7 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
               turnRewards: t.turnRewards ?? [],
               judge,
               group,
+              judgements,
             }),
           ),
         ),
@@ -207,7 +210,7 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
           throw ApplicationFailure.nonRetryable(`score of sample ${i} is not a finite number: ${r.score}`, 'EnvironmentError');
         }
       }
-      const scores = results.map((r) => r.score);
+      const scores = rescored(env.definition, results.map((r) => r.score), state.trajectories, env.config);
       const perTurn = env.definition.advantages?.({ scores, turnRewards: state.trajectories.map((t) => t.turnRewards ?? []), config: env.config });
       const metrics = averageMetrics(results.map((r, i) => ({ ...toolMetrics(state.trajectories[i]!, state.executesTools), ...r.metrics })));
       if (!perTurn) return { scores, metrics };
@@ -220,6 +223,22 @@ export type EnvironmentActivities = ReturnType<typeof createEnvironmentActivitie
 
 export function activeSamples(state: GroupState): number[] {
   return state.trajectories.flatMap((t, i) => (t.done ? [] : [i]));
+}
+
+/** The environment's group-level rescoring (a length penalty, say), checked to give one finite score per trajectory. */
+function rescored(definition: LoadedEnvironment['definition'], scores: number[], trajectories: Trajectory[], config: LoadedEnvironment['config']): number[] {
+  if (!definition.rescoreGroup) return scores;
+  const result = definition.rescoreGroup({
+    scores,
+    completions: trajectories.map(lastAssistantText),
+    completionTokens: trajectories.map((t) => t.completionTokens),
+    finishReasons: trajectories.map((t) => t.finishReason ?? 'stop'),
+    config,
+  });
+  if (result.length !== scores.length || !result.every(Number.isFinite)) {
+    throw ApplicationFailure.nonRetryable(`rescoreGroup must return ${scores.length} finite scores, got ${JSON.stringify(result)}`, 'EnvironmentError');
+  }
+  return result;
 }
 
 /** Tool calls a trajectory made, by outcome; counted for every environment that runs tools. */

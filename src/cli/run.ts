@@ -76,6 +76,7 @@ export function envRunSettings(plan: RunPlan, searchAttributes: boolean): Omit<E
       taskQueues: runTaskQueues(plan.runId),
       steps,
       searchAttributes,
+      ...(plan.definition.judge ? { judged: true } : {}),
       ...(plan.definition.setup || plan.definition.teardown
         ? { hooks: { setup: Boolean(plan.definition.setup), teardown: Boolean(plan.definition.teardown) } }
         : {}),

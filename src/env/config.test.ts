@@ -109,8 +109,11 @@ describe('resolveConfig', () => {
     expect(resolve(['--judge.base_url', 'http://j/v1', '--judge.model_name', 'judge']).judge).toEqual([
       expect.objectContaining({ base_url: 'http://j/v1', model_name: 'judge' }),
     ]);
-    const config = yamlFile('judge:\n  base_url: http://y/v1\n  server_type: vllm\n');
-    expect(resolve(['--config', config]).judge).toEqual([expect.objectContaining({ base_url: 'http://y/v1', server_type: 'vllm' })]);
+    // A server section named like a step (judge, teacher) is not that step's retry policy.
+    const config = yamlFile('judge:\n  base_url: http://y/v1\n  server_type: vllm\nteacher:\n  base_url: http://t/v1\n');
+    const resolved = resolve(['--config', config]);
+    expect(resolved.judge).toEqual([expect.objectContaining({ base_url: 'http://y/v1', server_type: 'vllm' })]);
+    expect(resolved.teacher).toEqual([expect.objectContaining({ base_url: 'http://t/v1' })]);
     expect(problemsOf(() => resolve(['--judge.base_ulr', 'x']))).toEqual(['unknown flag --judge.base_ulr (did you mean --judge.base_url?)']);
   });
 

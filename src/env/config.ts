@@ -264,9 +264,11 @@ export function resolveConfig<Extra extends Shape, Flags extends Shape = {}>(
     origins.set(parts.length === 1 ? `rest.${key}` : key, { label: `--${key}`, raw: value, cli: true });
   }
 
-  const section = (name: string, value = yaml[name], at = name): Record<string, unknown> => {
+  // A section of the file or of its steps, by its own path: `steps.teacher` is never the top-level `teacher:`.
+  const section = (at: string, value: unknown): Record<string, unknown> => {
     // An empty YAML section (`env:` with every line commented out) reads as null.
-    if (value === undefined || value === null || isObject(value)) return value ?? {};
+    if (value === undefined || value === null) return {};
+    if (isObject(value)) return value;
     problems.push(`${configFile}: ${at}: expected a mapping`);
     return {};
   };
@@ -275,21 +277,21 @@ export function resolveConfig<Extra extends Shape, Flags extends Shape = {}>(
     if (!origins.has(`env.${k}`)) origins.set(`env.${k}`, { label: `${environment.name} defaults: ${k}`, raw, cli: false });
   }
   const envSchema = BaseEnvConfigSchema.extend(environment.config);
-  const envConfig = check(envSchema, merge(merge(defaults, section('env')), cli.env!), 'env', env, origins, problems);
+  const envConfig = check(envSchema, merge(merge(defaults, section('env', yaml.env)), cli.env!), 'env', env, origins, problems);
 
   const policy = servers('openai', yaml.openai, cli.openai!, origins, problems);
   const teacher = servers('teacher', yaml.teacher, cli.teacher!, origins, problems);
   const judge = servers('judge', yaml.judge, cli.judge!, origins, problems);
   const timeout = (list: ServerConfig[]) => (list.length ? Math.max(...list.map((s) => s.timeout)) : undefined);
   const generate = timeout(policy) ?? ServerConfigSchema.shape.timeout.parse(undefined);
-  const stepDefaults = defaultStepConfigs({ generate, teacher: timeout(teacher) ?? generate });
-  const stepYaml = section('steps');
+  const stepDefaults = defaultStepConfigs({ generate, teacher: timeout(teacher) ?? generate, judge: timeout(judge) ?? generate });
+  const stepYaml = section('steps', yaml.steps);
   for (const name of Object.keys(stepYaml)) {
     if (!(STEP_NAMES as readonly string[]).includes(name)) problems.push(`${configFile}: steps.${name}: unknown step${didYouMean(name, [...STEP_NAMES])}`);
   }
   const steps = {} as StepConfigTable;
   for (const name of STEP_NAMES) {
-    const over = merge(section(name, stepYaml[name], `steps.${name}`), (cli.steps![name] ?? {}) as Record<string, unknown>);
+    const over = merge(section(`steps.${name}`, stepYaml[name]), (cli.steps![name] ?? {}) as Record<string, unknown>);
     const parsed = check(StepConfigSchema, merge(stepDefaults[name], over), `steps.${name}`, step, origins, problems);
     // Deliveries run beside the launches of the env-run; a local activity there could reorder commands on replay.
     if (parsed && name === 'deliver' && parsed.local) problems.push('--steps.deliver.local: deliveries cannot run as local activities (they run beside launches, and replay must keep their order)');

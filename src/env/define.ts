@@ -59,6 +59,33 @@ export interface ScoreContext<Item, Parsed, Config = BaseEnvConfig> extends Pars
   judge: ModelClient;
   /** What `setup` returned for this group (null without setup). */
   group: unknown;
+  /** The judge's answers to this group's `judge` requests, by request id (empty without a `judge` hook). */
+  judgements: Record<string, string[]>;
+}
+
+/** One question for the judge model; a group's questions are asked in its own `judge` activity. */
+export interface JudgeRequest {
+  /** Names the answers in `judgements`; unique within the group. */
+  id: string;
+  messages: Message[];
+  /** Answers wanted (votes). @default 1 */
+  n?: number;
+  maxTokens?: number;
+  /** @default 0 */
+  temperature?: number;
+}
+
+/** What an environment's `judge` hook sees: the whole group, parsed, before it is scored. */
+export interface JudgeContext<Item, Parsed, Config = BaseEnvConfig> {
+  item: Item;
+  config: Config;
+  /** The final assistant text of each trajectory. */
+  completions: string[];
+  parsed: Parsed[];
+  /** Each trajectory's whole conversation. */
+  messages: Message[][];
+  /** What `setup` returned for this group (null without setup). */
+  group: unknown;
 }
 
 /** A score with named metrics beside it (metrics are averaged per group and shown in progress). */
@@ -112,6 +139,16 @@ export interface GroupContext<Item, Config = BaseEnvConfig> extends Liveness {
   groupId: string;
 }
 
+/** What `rescoreGroup` sees: each trajectory's score, final text, generated tokens and finish reason. */
+export interface RescoreContext<Config = BaseEnvConfig> {
+  scores: number[];
+  completions: string[];
+  /** Tokens each trajectory generated over all its turns. */
+  completionTokens: number[];
+  finishReasons: string[];
+  config: Config;
+}
+
 /** What `advantages` sees: the group's final scores and each trajectory's per-turn rewards. */
 export interface AdvantageContext<Config = BaseEnvConfig> {
   scores: number[];
@@ -160,6 +197,13 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
   /** Runs once per group when it ends, scored or failed, with what `setup` returned. */
   teardown?(context: GroupContext<Item, EnvConfig<Extra>> & { group: unknown }): MaybePromise<void>;
   parse(completion: string, item: Item, context: ParseContext<Item, EnvConfig<Extra>>): MaybePromise<Parsed>;
+  /**
+   * Questions for the judge model (`--judge.*`) about the whole group, before it is scored (RLAIF: pairs of
+   * completions, forward and reversed, several votes). They are asked in the group's `judge` activity, on the LLM
+   * queue with its own retry policy (`--steps.judge.*`): a judge that keeps failing fails the group with its error,
+   * never a reward. `score` reads the answers from `judgements`.
+   */
+  judge?(context: JudgeContext<Item, Parsed, EnvConfig<Extra>>): MaybePromise<JudgeRequest[]>;
   score(context: ScoreContext<Item, Parsed, EnvConfig<Extra>>): MaybePromise<number | ScoreResult>;
   /**
    * Answers an assistant turn: further messages (the next user turn, a game's observation), whether the episode is
@@ -167,6 +211,11 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
    * assistant turn that calls none.
    */
   step?(context: StepContext<Item, EnvConfig<Extra>>, config: EnvConfig<Extra>): MaybePromise<StepResult>;
+  /**
+   * Rescores the whole group once each trajectory has its score (Atropos's length penalty when every answer is
+   * right, say): the scores in, one score per trajectory out.
+   */
+  rescoreGroup?(context: RescoreContext<EnvConfig<Extra>>): number[];
   /**
    * Per-turn advantages of each trajectory (`[sample][turn]`); Clotho spreads them over each turn's tokens into the
    * group's `advantages` field. Absent or null: no `advantages` (the trainer computes its own from `scores`).

@@ -82,7 +82,17 @@ async function play(environment: LoadedEnvironment, item: unknown, group: unknow
   const { calls, malformed } = parseToolCalls(last);
   const context = { item, config, sample, toolCalls: calls, malformedToolCalls: malformed, messages, finishReason: 'stop', state, ...live };
   const parsed = await definition.parse(completion, item, context);
-  const result = toScoreResult(await definition.score({ ...context, parsed, completion, turnRewards, judge: options.judge, group }));
+  // The judge's questions about this one-trajectory group (no group rescoring: evaluation scores items alone).
+  const judgements: Record<string, string[]> = {};
+  const requests = (await definition.judge?.({ item, config, completions: [completion], parsed: [parsed], messages: [messages], group })) ?? [];
+  for (const request of requests) {
+    judgements[request.id] = await options.judge.complete(request.messages, {
+      n: request.n ?? 1,
+      temperature: request.temperature ?? 0,
+      ...(request.maxTokens === undefined ? {} : { maxTokens: request.maxTokens }),
+    });
+  }
+  const result = toScoreResult(await definition.score({ ...context, parsed, completion, turnRewards, judge: options.judge, group, judgements }));
   const toolMetrics: Record<string, number> = tools.length > 0 ? { tool_calls: Object.values(outcomes).reduce((a, b) => a + b, 0), tool_errors: outcomes.tool_error ?? 0 } : {};
   return { messages, completion, parsed, score: result.score, metrics: { ...toolMetrics, ...result.metrics }, turns };
 }

@@ -10,6 +10,8 @@ export interface StepTimeouts {
   generate: number;
   /** The teacher servers' request timeout; the policy's when no teacher is configured. */
   teacher: number;
+  /** The judge servers' request timeout; the policy's when no judge is configured. */
+  judge?: number;
 }
 
 /**
@@ -42,6 +44,7 @@ export function defaultStepConfigs(timeouts: StepTimeouts): StepConfigTable {
   for (const name of ['tool', 'setup', 'teardown'] as const) table[name] = remoteStep;
   table.generate = llmStep(timeouts.generate);
   table.teacher = llmStep(timeouts.teacher);
+  table.judge = llmStep(timeouts.judge ?? timeouts.generate);
   return table;
 }
 

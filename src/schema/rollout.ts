@@ -22,7 +22,7 @@ export const StepOptionsSchema = z.object({
 });
 export type StepOptions = z.infer<typeof StepOptionsSchema>;
 
-export const STEP_NAMES = ['prepare', 'setup', 'generate', 'tool', 'step', 'parse', 'score', 'teacher', 'assemble', 'teardown', 'deliver'] as const;
+export const STEP_NAMES = ['prepare', 'setup', 'generate', 'tool', 'step', 'parse', 'judge', 'score', 'teacher', 'assemble', 'teardown', 'deliver'] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 export type StepOptionsTable = Record<StepName, StepOptions>;
 
@@ -64,6 +64,8 @@ export interface RolloutGroupInput {
   policyVersion?: number | null;
   /** Which of the environment's group hooks run (absent in runs started before hooks existed: none). */
   hooks?: { setup: boolean; teardown: boolean };
+  /** Whether the environment asks a judge model about each group (its `judge` hook) before scoring it. */
+  judged?: boolean;
 }
 
 /** The small result of a rollout group: a reference to the full group plus what the driver counts. */

@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import { createBatcherActivities, createBatcherClientActivities } from '../activities/batcher.js';
 import { createEnvironmentActivities } from '../activities/environment.js';
 import { createInferenceActivities, type InferenceActivityDeps } from '../activities/inference.js';
+import { createJudgeActivities } from '../activities/judge.js';
 import { createTeacherActivities, type TeacherClient } from '../activities/teacher.js';
 import { createToolCallActivities } from '../activities/tool-calls.js';
 import { createTrajectoryActivities } from '../activities/trajectories.js';
@@ -95,6 +96,7 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
       activities: wrap({
         ...createInferenceActivities({ inference: setup.inference, continuation: setup.continuation, store }),
         ...createTeacherActivities({ teacher: setup.teacher ?? (() => undefined), store }),
+        ...createJudgeActivities({ environments: setup.environments, store, judge: setup.judge }),
       }),
       maxConcurrentActivityTaskExecutions: setup.llmConcurrency ?? 64,
     }),

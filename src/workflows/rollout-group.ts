@@ -1,6 +1,7 @@
 import { CancellationScope, log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { EnvironmentActivities } from '../activities/environment.js';
 import type { GenerateTurnResult, InferenceActivities } from '../activities/inference.js';
+import type { JudgeActivities } from '../activities/judge.js';
 import type { TeacherActivities } from '../activities/teacher.js';
 import type { ToolCallActivities } from '../activities/tool-calls.js';
 import type { TrajectoryActivities } from '../activities/trajectories.js';
@@ -73,7 +74,8 @@ async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>)
   const turns = turn + 1;
 
   const parsed = await parseGroup({ ...address, turn, state });
-  const { scores, advantages, metrics } = await scoreGroup({ ...address, turn, state, parsed });
+  const judgements = input.judged ? await judgeGroup(input, state, parsed) : null;
+  const { scores, advantages, metrics } = await scoreGroup({ ...address, turn, state, parsed, ...(judgements ? { judgements } : {}) });
   await teardown();
   const meanScore = scores.reduce((a, b) => a + b, 0) / scores.length;
   const base = { itemIndex: input.itemIndex, scores, meanScore, groupSize: input.groupSize, turns, policyVersion: input.policyVersion ?? null, ...(toolCalls > 0 ? { toolCalls } : {}), ...(Object.keys(metrics).length > 0 ? { metrics } : {}) };
@@ -96,6 +98,12 @@ async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>)
   });
   setAttributes(input, { status: 'scored', meanScore, turns, toolCalls });
   return { ...base, status: 'scored', group: assembled.group, tokens: assembled.tokens, longestSequence: assembled.longestSequence };
+}
+
+/** Asks the judge model the environment's questions about the group, in an activity of its own on the LLM queue. */
+function judgeGroup(input: RolloutGroupInput, state: StoreRef, parsed: StoreRef): Promise<StoreRef> {
+  const { judgeGroup: ask } = stepActivities<JudgeActivities>(input.steps.judge ?? input.steps.generate, input.taskQueues.llm);
+  return ask({ runId: input.runId, environment: input.environment, itemIndex: input.itemIndex, state, parsed });
 }
 
 /**

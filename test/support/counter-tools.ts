@@ -140,3 +140,25 @@ export const counterTools = defineEnvironment({
   },
   advantages: ({ turnRewards }) => turnRewards,
 });
+
+/**
+ * A judged environment for workflow tests: the judge is asked once per group, with three votes, which of the
+ * first two completions is better; each sample's score is its share of the votes, and `rescoreGroup` halves them.
+ */
+export const judgedPairs = defineEnvironment({
+  name: 'judged-pairs',
+  description: 'two completions compared by a judge model',
+  config: {},
+  load: async () => ({ size: 4, get: (i: number) => ({ i }) }),
+  prompt: () => [{ role: 'user', content: 'Write something good.' }],
+  parse: (completion) => completion,
+  judge: ({ completions }) => [
+    { id: 'pair', n: 3, messages: [{ role: 'user', content: `A: ${completions[0]}\nB: ${completions[1]}\nWhich is better? Answer \\boxed{A} or \\boxed{B}.` }] },
+  ],
+  score: ({ sample, judgements }) => {
+    const votes = judgements.pair ?? [];
+    const forFirst = votes.filter((v) => v.includes('\\boxed{A}')).length / votes.length;
+    return sample === 0 ? 2 * forFirst - 1 : 1 - 2 * forFirst;
+  },
+  rescoreGroup: ({ scores }) => scores.map((s) => s / 2),
+});
