@@ -10,10 +10,22 @@ describe('defaultStepConfigs', () => {
       start_to_close_timeout: 1200, heartbeat_timeout: 10, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 60, maximum_attempts: 10, local: false,
     });
     expect(table.teacher).toMatchObject({ start_to_close_timeout: 300, heartbeat_timeout: 10, maximum_attempts: 10 });
+    // The judge follows the policy's timeout unless its own servers say otherwise.
+    expect(table.judge).toMatchObject({ start_to_close_timeout: 1200, heartbeat_timeout: 10, maximum_attempts: 10 });
+    expect(defaultStepConfigs({ generate: 1200, teacher: 300, judge: 90 }).judge.start_to_close_timeout).toBe(90);
+  });
+
+  it('gives tool calls, setup and teardown five minutes on their task queue', () => {
+    for (const name of ['tool', 'setup', 'teardown'] as const) {
+      expect(table[name]).toEqual({ start_to_close_timeout: 300, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5, local: false });
+    }
+    table.tool.maximum_attempts = 99;
+    expect(table.setup.maximum_attempts).toBe(5);
   });
 
   it('gives every other step a short timeout and few attempts', () => {
-    for (const name of STEP_NAMES.filter((n) => n !== 'generate' && n !== 'teacher')) {
+    const remote = ['generate', 'teacher', 'judge', 'tool', 'setup', 'teardown'];
+    for (const name of STEP_NAMES.filter((n) => !remote.includes(n))) {
       expect(table[name]).toEqual({ start_to_close_timeout: 60, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5, local: name !== 'step' && name !== 'deliver' });
     }
   });

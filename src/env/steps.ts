@@ -41,7 +41,7 @@ const LOCAL_BY_DEFAULT: readonly StepName[] = ['prepare', 'parse', 'score', 'ass
 export function defaultStepConfigs(timeouts: StepTimeouts): StepConfigTable {
   const table = {} as StepConfigTable;
   for (const name of STEP_NAMES) table[name] = { ...localStep, local: LOCAL_BY_DEFAULT.includes(name) };
-  for (const name of ['tool', 'setup', 'teardown'] as const) table[name] = remoteStep;
+  for (const name of ['tool', 'setup', 'teardown'] as const) table[name] = { ...remoteStep };
   table.generate = llmStep(timeouts.generate);
   table.teacher = llmStep(timeouts.teacher);
   table.judge = llmStep(timeouts.judge ?? timeouts.generate);
