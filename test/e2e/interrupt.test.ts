@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTemporalCli, isServerListening } from '../../temporal-dev/index.js';
-import { spawnClotho, waitFor } from '../support/cli.js';
+import { Client, Connection } from '@temporalio/client';
+import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 
@@ -28,6 +29,9 @@ describe('clotho process on embedded defaults', () => {
     try {
       await waitFor(async () => existsSync(out) && (await readFile(out, 'utf8')).includes('\n'), 120_000, 'the first group');
       expect(await isServerListening('127.0.0.1:7233')).toBe(true);
+      // The UI link outlives the run: the output says how to serve the history again.
+      expect(run.stdout()).toMatch(/Temporal UI: http:\/\/127\.0\.0\.1:8233\/namespaces\/default\/workflows\?query=/);
+      expect(run.stdout()).toContain('`npx clotho temporal start` serves its history again at this link');
       run.child.kill('SIGINT');
       const code = await run.exited;
       expect(code).toBe(130);
@@ -35,6 +39,24 @@ describe('clotho process on embedded defaults', () => {
       expect(await isServerListening('127.0.0.1:7233')).toBe(false);
       // The run's state is in the SQLite file of the project-local state directory, for a later resume.
       expect(existsSync(join(home, 'temporal.sqlite'))).toBe(true);
+
+      // `clotho temporal start` serves the run's history again, at the printed link.
+      const env = { TEMPORAL_ADDRESS: '', CLOTHO_HOME: home, TEMPORAL_CLI_PATH: await ensureTemporalCli() };
+      expect((await runClotho(['temporal', 'start'], env)).code).toBe(0);
+      try {
+        const runId = run.stdout().match(/^run (\S+):/m)![1]!;
+        const connection = await Connection.connect({ address: '127.0.0.1:7233' });
+        try {
+          const client = new Client({ connection });
+          await waitFor(async () => (await client.workflow.count(`ClothoRunId = "${runId}"`)).count > 0, 30_000, 'the run in visibility');
+        } finally {
+          await connection.close();
+        }
+        const link = run.stdout().match(/Temporal UI: (\S+)/)![1]!;
+        expect((await fetch(link)).status).toBe(200);
+      } finally {
+        await runClotho(['temporal', 'stop'], env);
+      }
     } finally {
       if (run.child.exitCode === null) run.child.kill('SIGKILL');
     }

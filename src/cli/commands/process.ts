@@ -37,6 +37,8 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
     io.out(`run ${plan.runId}: ${totalGroups} groups of ${plan.definition.name} → ${path}`);
     const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
     if (ui) io.out(`Temporal UI: ${ui}`);
+    // The dev server this command started stops with it; its SQLite file keeps the history for `clotho temporal start`.
+    if (ui && temporal.endpoint.started) io.out('  (the dev server stops with this run; `npx clotho temporal start` serves its history again at this link)');
     const result = await raceWatching((signal) => runToEnd(plan, temporal, input, io, signal), workers.done.then(never), interrupted);
     io.status?.('');
     io.out(progressLine({ ...result, total: totalGroups, inFlight: 0 }, 1, result.completed).replace(/ · [\d.]+ groups\/s/, ''));
