@@ -187,11 +187,20 @@ function check<S extends z.ZodType>(schema: S, value: unknown, path: string, sha
 
 const envShape = (environment: Env<Shape>): Shape => ({ ...BaseEnvConfigSchema.shape, ...environment.config });
 
+/** A YAML parse error as one message: what is wrong, where, and the offending line itself. */
+function yamlProblem(error: Error & { linePos?: { line: number; col: number }[] }, file: string): string {
+  const first = error.message.split('\n')[0]!;
+  const at = error.linePos?.[0];
+  if (!at) return first;
+  const line = readFileSync(file, 'utf8').split('\n')[at.line - 1] ?? '';
+  return `${first}\n    ${at.line} | ${line}\n    ${' '.repeat(String(at.line).length)} | ${' '.repeat(Math.max(0, at.col - 1))}^`;
+}
+
 /** Reads the YAML file into its four sections, recording where each value came from. */
 function readYaml(file: string, origins: Origins, problems: string[]): Record<string, unknown> {
   let doc: unknown;
   try { doc = parseYaml(readFileSync(file, 'utf8')) ?? {}; } catch (error) {
-    problems.push(`--config ${file}: ${(error as Error).message.split('\n')[0]}`);
+    problems.push(`--config ${file}: ${yamlProblem(error as Error & { linePos?: { line: number; col: number }[] }, file)}`);
     return {};
   }
   if (!isObject(doc)) { problems.push(`${file}: expected a mapping with env:, openai:, teacher:, steps:`); return {}; }
