@@ -253,8 +253,14 @@ function toolMetrics(t: Trajectory, executesTools: boolean | undefined): Record<
   };
 }
 
+/** Each metric averaged over the trajectories that report it (a metric only some report is not diluted). */
 function averageMetrics(all: Record<string, number>[]): Record<string, number> {
-  const sums: Record<string, number> = {};
-  for (const metrics of all) for (const [k, v] of Object.entries(metrics)) sums[k] = (sums[k] ?? 0) + v;
-  return Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, v / all.length]));
+  const sums: Record<string, [number, number]> = {};
+  for (const metrics of all) {
+    for (const [k, v] of Object.entries(metrics)) {
+      const [sum, count] = sums[k] ?? [0, 0];
+      sums[k] = [sum + v, count + 1];
+    }
+  }
+  return Object.fromEntries(Object.entries(sums).map(([k, [sum, count]]) => [k, sum / count]));
 }

@@ -12,6 +12,7 @@ const BUILT_IN: Record<string, () => Promise<{ default: unknown }>> = {
   gsm8k: () => import('../../environments/gsm8k/index.js'),
   tool_calling: () => import('../../environments/tool_calling/index.js'),
   tool_use: () => import('../../environments/tool_use/index.js'),
+  fundamental_prediction: () => import('../../environments/fundamental_prediction/index.js'),
 };
 
 /** Names of the built-in environments. */

@@ -1,0 +1,158 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FIXTURE_RECORDS, writeFixture } from '../../environments/fundamental_prediction/fixture.js';
+import type { FundamentalRecord } from '../../environments/fundamental_prediction/index.js';
+import { MASKED, MASKED_LOGPROB, type Message, type ScoredDataGroup } from '../../src/schema/scored-data.js';
+import { runClotho } from '../support/cli.js';
+import { encodeCompletion, startScriptedOpenAI, type Responder, type ScriptedBody, type ScriptedOpenAI } from '../support/scripted-openai.js';
+
+const ENV = './environments/fundamental_prediction/index.ts';
+const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
+const readGroups = async (path: string) =>
+  (await readFile(path, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as ScoredDataGroup);
+const userText = (messages: Message[]) => String(messages.find((m) => m.role === 'user')?.content ?? '');
+const recordOf = (prompt: string) => FIXTURE_RECORDS.find((r) => prompt.endsWith(`\n${r.context}`));
+const recordOfBody = (body: ScriptedBody) => recordOf(userText((body as { messages: Message[] }).messages))!;
+
+const THINK = '<think>Comparing the trend with the news and the macro data.</think>\n';
+const sentence = (r: FundamentalRecord, direction: string, magnitude: string) =>
+  `The ${r.fundamental_metric} will be: ${direction} and the magnitude will be: ${magnitude}%`;
+const otherDirection = (r: FundamentalRecord) => (r.answer === 'raised' ? 'reduced' : 'raised');
+const plus = (magnitude: string | number, points: number) => String(Number(magnitude) + points);
+
+// In process, budget 400 tokens (the scripted model's tokens are code points plus an end token). Sample 1 pads its
+// thinking to 390 tokens, over 95% of the budget: penalty 0.5 × 390/400 = 0.4875.
+const MAX_TOKENS = 400;
+const LONG_TOKENS = 390;
+const padded = (text: string) => `<think>${'.'.repeat(LONG_TOKENS - 1 - text.length - '<think>'.length)}${text}`;
+
+/** Four answers per record: exact; right direction 3 points off and long; wrong direction; no thinking block. */
+const trainingAnswers = (r: FundamentalRecord) => [
+  THINK + sentence(r, r.answer, String(r.magnitude)),
+  padded(`</think>\n${sentence(r, r.answer, plus(r.magnitude, 3))}`),
+  THINK + sentence(r, otherDirection(r), String(r.magnitude)),
+  sentence(r, r.answer, String(r.magnitude)),
+];
+const trainingModel: Responder = (body) => ({ choices: trainingAnswers(recordOfBody(body)).slice(0, body.n ?? 1).map((text) => ({ text })) });
+
+/** In evaluate, one answer per record (by its index in the fixture), each scored by hand below. */
+const EVAL_ANSWERS: ((r: FundamentalRecord) => string)[] = [
+  (r) => THINK + sentence(r, 'raised', '4.5'), // revenue raised 4.5: exact → 2
+  (r) => THINK + sentence(r, 'reduced', '-12.3'), // EPS reduced 12.3: signed, 24.6 off → 1 + 0
+  (r) => THINK + sentence(r, 'raised', '2'), // dividend maintained: wrong direction → 0
+  (r) => THINK + sentence(r, 'raised', '12'), // capex raised 9.5: 2.5 off → 1 + 0.7
+  (r) => sentence(r, 'reduced', '3.2'), // gross margin reduced 3.2, no thinking block → 0, unformatted
+  (r) => THINK + sentence(r, 'maintained', '0.5'), // NIM maintained 0: 0.5 off → 1 + 0.9
+];
+const evalModel: Responder = (body) => {
+  const r = recordOfBody(body);
+  return { choices: [{ text: EVAL_ANSWERS[FIXTURE_RECORDS.indexOf(r)]!(r) }] };
+};
+
+let dir: string;
+let data: string;
+const models: ScriptedOpenAI[] = [];
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'clotho-fundamentals-e2e-'));
+  data = await writeFixture(dir, 'parquet');
+});
+afterAll(async () => {
+  await Promise.all(models.map((m) => m.close()));
+  await rm(dir, { recursive: true, force: true });
+});
+const model = async (responder: Responder) => {
+  const started = await startScriptedOpenAI({ responder });
+  models.push(started);
+  return started;
+};
+
+async function processWith(name: string, extra: string[]) {
+  const scripted = await model(trainingModel);
+  const out = join(dir, `${name}.jsonl`);
+  const { code, stdout, stderr } = await runClotho(
+    ['process', ENV, '--env.data_path', data, '--env.total_steps', '3', '--env.group_size', '4', '--env.max_token_length', String(MAX_TOKENS),
+      '--openai.base_url', scripted.baseUrl, '--env.data_path_to_save_groups', out, '--store', join(dir, `store-${name}`), ...extra],
+    env(),
+  );
+  expect(stderr).toBe('');
+  expect(code).toBe(0);
+  expect(stdout).toContain('groups 3/3');
+  const groups = await readGroups(out);
+  expect(groups).toHaveLength(3);
+  for (const group of groups) {
+    const record = recordOf(userText(group.messages![0]!))!;
+    expect(record).toBeDefined();
+    // The samples came back in the order the model gave them, and sample 1 was as long as planned.
+    expect(group.messages!.map((m) => String(m.at(-1)!.content))).toEqual(trainingAnswers(record));
+    expect(encodeCompletion(trainingAnswers(record)[1]!)).toHaveLength(LONG_TOKENS);
+  }
+  return groups;
+}
+
+describe('fundamental_prediction', () => {
+  it('process: +1 for the right direction (long or not), -1 for a wrong one or a broken format', async () => {
+    const groups = await processWith('binary', []);
+    for (const group of groups) expect(group.scores).toEqual([1, 1, -1, -1]);
+  });
+
+  it('process with binary_reward false: 1 + magnitude bonus, minus the length penalty of the long answer', async () => {
+    const groups = await processWith('graded', ['--env.binary_reward', 'false']);
+    for (const group of groups) expect(group.scores).toEqual([2, 1 + 0.7 - 0.5 * (LONG_TOKENS / MAX_TOKENS), 0, 0]);
+  });
+
+  it('evaluate: direction accuracy, magnitude accuracy over right directions, and the combined score', async () => {
+    const scripted = await model(evalModel);
+    const evals = join(dir, 'evals');
+    const { code, stdout, stderr } = await runClotho(
+      ['evaluate', ENV, '--env.data_path', data, '--env.split', 'all', '--env.seed', 'None', '--items', '6',
+        '--openai.base_url', scripted.baseUrl, '--env.data_dir_to_save_evals', evals],
+      env(),
+    );
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    const metrics = JSON.parse(await readFile(join(evals, 'metrics.json'), 'utf8')) as Record<string, number>;
+    expect(Object.keys(metrics).sort()).toEqual(['combined_score', 'direction_accuracy', 'formatted', 'items', 'magnitude_accuracy', 'score']);
+    expect(metrics.items).toBe(6);
+    expect(metrics.score).toBeCloseTo((2 + 1 + 0 + 1.7 + 0 + 1.9) / 6, 12);
+    expect(metrics.combined_score).toBeCloseTo(metrics.score!, 12);
+    expect(metrics.direction_accuracy).toBeCloseTo(4 / 6, 12);
+    expect(metrics.magnitude_accuracy).toBeCloseTo((1 + 0 + 0.7 + 0.9) / 4, 12);
+    expect(metrics.formatted).toBeCloseTo(5 / 6, 12);
+    expect(stdout).toContain('"direction_accuracy"');
+    const samples = (await readFile(join(evals, 'samples.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { score: number });
+    expect(samples.map((s) => s.score)).toEqual([2, 1, 0, 1.7, 0, 1.9]);
+  });
+
+  it('process on the embedded engine: a well-formed group of token ids, masks and logprobs', async () => {
+    const out = join(dir, 'engine.jsonl');
+    const { code, stdout, stderr } = await runClotho(
+      ['process', ENV, '--env.data_path', data, '--env.total_steps', '1', '--env.group_size', '2', '--env.max_token_length', '16',
+        '--env.ensure_scores_are_not_same', 'false', '--env.data_path_to_save_groups', out, '--store', join(dir, 'store-engine')],
+      env(),
+    );
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toContain('groups 1/1');
+    const [group, ...rest] = await readGroups(out);
+    expect(rest).toHaveLength(0);
+    // 16 random tokens never hold a thinking block and the answer sentence.
+    expect(group!.scores).toEqual([-1, -1]);
+    expect(recordOf(userText(group!.messages![0]!))).toBeDefined();
+    for (const [i, tokens] of group!.tokens.entries()) {
+      const masks = group!.masks[i]!;
+      const logprobs = group!.inference_logprobs![i]!;
+      expect(masks).toHaveLength(tokens.length);
+      expect(logprobs).toHaveLength(tokens.length);
+      const trained = masks.flatMap((m, j) => (m === MASKED ? [] : [j]));
+      expect(trained.length).toBeGreaterThan(0);
+      expect(trained.length).toBeLessThanOrEqual(16);
+      for (const j of trained) {
+        expect(masks[j]).toBe(tokens[j]);
+        expect(logprobs[j]).toBeLessThanOrEqual(0);
+      }
+      masks.forEach((m, j) => m === MASKED && expect(logprobs[j]).toBe(MASKED_LOGPROB));
+    }
+  });
+});
