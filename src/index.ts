@@ -48,3 +48,5 @@ export type { AssistantTurn, Episode } from './env/episode.js';
 export { closeMcpServers, mcpTools, McpServerConfigSchema, type McpServerConfig } from './env/mcp.js';
 export type { BaseEnvConfig } from './schema/config.js';
 export type { Message } from './schema/scored-data.js';
+export * from './env/answers.js';
+export * from './env/length-penalty.js';

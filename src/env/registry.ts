@@ -13,6 +13,7 @@ const BUILT_IN: Record<string, () => Promise<{ default: unknown }>> = {
   tool_calling: () => import('../../environments/tool_calling/index.js'),
   tool_use: () => import('../../environments/tool_use/index.js'),
   fundamental_prediction: () => import('../../environments/fundamental_prediction/index.js'),
+  mcqa: () => import('../../environments/mcqa/index.js'),
 };
 
 /** Names of the built-in environments. */
