@@ -1,13 +1,18 @@
 import { describeFlags } from '../env/config.js';
 import { loadEnvironment } from '../env/registry.js';
+import { formatEnvironments, listEnvironments } from './commands/list.js';
 import { RUN_FLAGS, type PlanOptions } from './run.js';
 
 /**
  * A rollout command's help: its usage, then every flag of the named environment (gsm8k when none is named),
- * with the defaults and the command flags that command runs with.
+ * with the defaults and the command flags that command runs with; when none is named, first the built-in
+ * environments with their descriptions.
+ * @throws ConfigError when the named environment is unknown; Error when it fails to load.
  */
 export async function environmentHelp(usage: string, args: string[], options: PlanOptions = {}): Promise<string> {
-  const name = args.find((a) => !a.startsWith('-')) ?? 'gsm8k';
+  const named = args.find((a) => !a.startsWith('-'));
+  const name = named ?? 'gsm8k';
+  const environments = named === undefined ? `\n\nEnvironments:\n${formatEnvironments(await listEnvironments()).join('\n')}` : '';
   const loaded = await loadEnvironment(name);
   const definition = { ...loaded, defaults: { ...loaded.defaults, ...options.defaults } };
   const rows = describeFlags(definition, { ...RUN_FLAGS, ...options.commandFlags });
@@ -17,5 +22,5 @@ export async function environmentHelp(usage: string, args: string[], options: Pl
     const fallback = r.default === '' ? '' : ` (default ${r.default})`;
     return `  ${left}  ${r.description}${fallback}`;
   });
-  return `${usage}\n\nFlags (${name}):\n${lines.join('\n')}`;
+  return `${usage}${environments}\n\nFlags (${name}):\n${lines.join('\n')}`;
 }

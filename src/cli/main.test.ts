@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import gsm8k from '../../environments/gsm8k/index.js';
+import toolCalling from '../../environments/tool_calling/index.js';
+import toolUse from '../../environments/tool_use/index.js';
 import { main } from './main.js';
+
+const BUILT_IN = [gsm8k, toolCalling, toolUse];
 
 async function run(...argv: string[]) {
   const out: string[] = [];
@@ -12,7 +17,7 @@ describe('clotho', () => {
   it('lists every command', async () => {
     const { code, out } = await run('--help');
     expect(code).toBe(0);
-    for (const command of ['process', 'serve', 'evaluate', 'worker', 'api', 'inference', 'temporal']) expect(out).toMatch(new RegExp(`^  ${command} `, 'm'));
+    for (const command of ['process', 'serve', 'evaluate', 'worker', 'api', 'list', 'inference', 'temporal']) expect(out).toMatch(new RegExp(`^  ${command} `, 'm'));
   });
 
   it("lists every flag of a command with the environment's own and the command's defaults", async () => {
@@ -31,4 +36,43 @@ describe('clotho', () => {
     expect(code).toBe(2);
     expect(err).toContain('unknown command "proces"');
   });
+
+  it('lists the built-in environments, one aligned line each: name, then description', async () => {
+    const { code, out, err } = await run('list');
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    const lines = out.split('\n');
+    for (const env of BUILT_IN) {
+      const line = lines.find((l) => l.startsWith(`${env.name} `));
+      expect(line).toBeDefined();
+      expect(line!.replace(/^\S+\s+/, '')).toBe(env.description);
+    }
+    // Aligned: every description starts in the same column.
+    const columns = new Set(lines.map((l) => l.length - l.replace(/^\S+\s+/, '').length));
+    expect(columns.size).toBe(1);
+  });
+
+  it('rejects an argument to list as a usage error', async () => {
+    const { code, err } = await run('list', 'gsm8k');
+    expect(code).toBe(2);
+    expect(err).toContain('clotho list: unexpected argument "gsm8k"');
+  });
+
+  it('lists every environment with its description in the help of a command given none', async () => {
+    const { code, out } = await run('process', '--help');
+    expect(code).toBe(0);
+    const section = out.slice(out.indexOf('Environments:'), out.indexOf('Flags ('));
+    expect(section).not.toBe('');
+    for (const env of BUILT_IN) expect(section).toMatch(new RegExp(`^  ${env.name} +${escape(env.description)}$`, 'm'));
+  });
+
+  it('names an unknown environment in help as a usage error, without a stack trace', async () => {
+    const { code, out, err } = await run('process', 'nope', '--help');
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(err).toMatch(/^clotho process: unknown environment "nope"/);
+    expect(err).not.toContain('    at ');
+  });
 });
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -3,6 +3,7 @@ import { createBatcherService } from './api-service.js';
 import { apiCommand } from './commands/api.js';
 import { evaluateCommand, EVALUATE_FLAGS, EVALUATE_USAGE } from './commands/evaluate.js';
 import { inferenceCommand } from './commands/inference.js';
+import { listCommand, LIST_USAGE } from './commands/list.js';
 import { PROCESS_PLAN, processCommand, PROCESS_USAGE } from './commands/process.js';
 import { SERVE_FLAGS, serveCommand, SERVE_USAGE } from './commands/serve.js';
 import { temporalCommand } from './commands/temporal.js';
@@ -44,6 +45,11 @@ const COMMANDS: Record<string, Command> = {
     summary: 'serve the Atropos-compatible trajectory API in front of the batcher workflow',
     run: (args, io) => apiCommand(args, { io, createService: createBatcherService }),
   },
+  list: {
+    summary: 'list the built-in environments with what each does',
+    run: listCommand,
+    help: async () => LIST_USAGE,
+  },
   inference: { summary: 'serve a GGUF model (or a generated one) with an OpenAI-compatible API on CPU', run: (args) => inferenceCommand(args) },
   temporal: { summary: 'start | stop | status of the local Temporal dev server', run: temporalCommand },
 };
@@ -59,7 +65,8 @@ function usage(): string {
     'Commands:',
     ...rows,
     '',
-    'Run `clotho <command> --help` for its flags; `clotho process <environment> --help` lists the environment\'s.',
+    'Run `clotho <command> --help` for its flags; `clotho process <environment> --help` lists the environment\'s;',
+    '`clotho list` names the built-in environments.',
   ].join('\n');
 }
 
@@ -75,11 +82,12 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
     io.err(`clotho: unknown command "${name}"\n\n${usage()}`);
     return 2;
   }
-  if (command.help && (args.includes('--help') || args.includes('-h'))) {
-    io.out(await command.help(args.filter((a) => a !== '--help' && a !== '-h')));
-    return 0;
-  }
   try {
+    // Help loads the named environment, so an unknown or broken one is reported like any other error.
+    if (command.help && (args.includes('--help') || args.includes('-h'))) {
+      io.out(await command.help(args.filter((a) => a !== '--help' && a !== '-h')));
+      return 0;
+    }
     return await command.run(args, io);
   } catch (error) {
     if (error instanceof InterruptedError) {
