@@ -17,6 +17,7 @@ export {
   type JudgeRequest,
   type Liveness,
   type MaybePromise,
+  type ModelCallOptions,
   type ModelClient,
   type ParseContext,
   type RescoreContext,
@@ -50,3 +51,4 @@ export type { BaseEnvConfig } from './schema/config.js';
 export type { Message } from './schema/scored-data.js';
 export * from './env/answers.js';
 export * from './env/length-penalty.js';
+export * from './env/judging.js';

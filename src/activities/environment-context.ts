@@ -38,6 +38,15 @@ export async function executableTools(env: LoadedEnvironment, item: unknown): Pr
   return ((await env.definition.tools?.(item, env.config)) ?? []).filter(isTool);
 }
 
+/**
+ * The judge as a step's code calls it: the step's cancellation, and a heartbeat while the judge works (a judge that
+ * thinks for longer than the step's heartbeat timeout is not mistaken for a dead worker).
+ */
+export function liveJudge(judge: ModelClient): ModelClient {
+  const { signal, heartbeat } = liveness();
+  return { complete: (messages, options) => judge.complete(messages, { signal, onProgress: () => heartbeat(), ...options }) };
+}
+
 /** A judge that says which flag is missing when an environment calls it without one configured. */
 export function judgeOrMissing(judge: ModelClient | undefined, environment: string): ModelClient {
   return judge ?? {

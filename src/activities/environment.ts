@@ -7,6 +7,7 @@ import {
   groupResource,
   itemOf,
   judgeOrMissing,
+  liveJudge,
   liveness,
   setupKey,
   type EnvironmentActivityDeps,
@@ -189,7 +190,8 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
       const parsed = await store.get<unknown[]>(input.parsed);
       const judgements = input.judgements ? await store.get<Record<string, string[]>>(input.judgements) : {};
       const group = await groupResource(store, input);
-      const judge = judgeOrMissing(deps.judge?.(input.environment), input.environment);
+      const configured = deps.judge?.(input.environment);
+      const judge = configured ? liveJudge(configured) : judgeOrMissing(undefined, input.environment);
       const results = await Promise.all(
         state.trajectories.map(async (t, i) =>
           toScoreResult(

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { JudgeRequest } from '../env/define.js';
 import type { StoreRef } from '../schema/rollout.js';
-import { groupResource, itemOf, type EnvironmentActivityDeps } from './environment-context.js';
+import { groupResource, itemOf, liveJudge, type EnvironmentActivityDeps } from './environment-context.js';
 import { groupKey, lastAssistantText, loadGroupState, type GroupAddress } from './group-state.js';
 
 export interface JudgeGroupInput extends GroupAddress {
@@ -18,13 +18,14 @@ export function createJudgeActivities({ environments, store, judge }: Environmen
   return {
     async judgeGroup(input: JudgeGroupInput): Promise<StoreRef> {
       const { env, item } = itemOf(environments, input);
-      const client = judge?.(input.environment);
-      if (!client) {
+      const configured = judge?.(input.environment);
+      if (!configured) {
         throw ApplicationFailure.nonRetryable(
           `environment "${input.environment}" asks a judge model, but none is configured: set --judge.base_url (and --judge.model_name)`,
           'ConfigError',
         );
       }
+      const client = liveJudge(configured);
       const state = await loadGroupState(store, input.state);
       const parsed = await store.get<unknown[]>(input.parsed);
       const requests: JudgeRequest[] = (await env.definition.judge?.({

@@ -28,7 +28,20 @@ export interface Liveness {
 /** One chat model the environment may call: a judge for rewards, configured like the teacher (`--judge.*`). */
 export interface ModelClient {
   /** `n` completions of a conversation (default 1). A failing server is an infrastructure error: the step retries. */
-  complete(messages: Message[], options?: { n?: number; maxTokens?: number; temperature?: number }): Promise<string[]>;
+  complete(messages: Message[], options?: ModelCallOptions): Promise<string[]>;
+}
+
+/** Sampling of one model call, and how a long call stays alive. */
+export interface ModelCallOptions {
+  /** @default 1 */
+  n?: number;
+  maxTokens?: number;
+  /** @default 0 */
+  temperature?: number;
+  /** Aborts the call. Inside Clotho's steps the step's own cancellation is used when this is absent. */
+  signal?: AbortSignal;
+  /** Called while the server works; Clotho's steps heartbeat on it. */
+  onProgress?: () => void;
 }
 
 /** Where a trajectory stands when its final answer is parsed. */

@@ -14,6 +14,7 @@ const BUILT_IN: Record<string, () => Promise<{ default: unknown }>> = {
   tool_use: () => import('../../environments/tool_use/index.js'),
   fundamental_prediction: () => import('../../environments/fundamental_prediction/index.js'),
   mcqa: () => import('../../environments/mcqa/index.js'),
+  rlaif: () => import('../../environments/rlaif/index.js'),
 };
 
 /** Names of the built-in environments. */

@@ -63,4 +63,24 @@ describe('the judge step (real dev server)', () => {
     for (let c: unknown = error; c instanceof Error; c = (c as { cause?: unknown }).cause) causes.push(c.message);
     expect(causes.join(' | ')).toContain('judge server answered 503');
   });
+
+  it('keeps a slow judge alive past the step’s heartbeat timeout while it reports progress', async () => {
+    const judge: ModelClient = {
+      async complete(_, options) {
+        for (let waited = 0; waited < 1500; waited += 100) {
+          options?.onProgress?.();
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        expect(options?.signal?.aborted).toBe(false);
+        return ['\\boxed{B}', '\\boxed{B}', '\\boxed{B}'];
+      },
+    };
+    harness = await startHarness({ environment: judgedPairs, envConfig: { group_size: 2 }, judge });
+    const steps = harness.groupInput(2).steps;
+    steps.judge = { ...steps.judge, heartbeatTimeoutMs: 500, maximumAttempts: 1 };
+    const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: harness.queues.workflows, workflowId: uniqueId('judged-slow'), args: [harness.groupInput(2, { judged: true, steps })],
+    });
+    expect(result.scores).toEqual([-0.5, 0.5]);
+  });
 });
