@@ -52,3 +52,7 @@ export type { Message } from './schema/scored-data.js';
 export * from './env/answers.js';
 export * from './env/length-penalty.js';
 export * from './env/judging.js';
+export * from './env/images.js';
+export * from './env/png.js';
+export * from './env/math-answer.js';
+export * from './env/rewards.js';

@@ -1,6 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { continuePrompt, type Continuation } from '../inference/continuation.js';
 import { hermesAssistantMessage } from '../inference/tool-calls.js';
+import { messageImages } from '../env/images.js';
 import type { Completion, InferenceClient } from '../inference/types.js';
 import { toApplicationFailure } from '../inference/errors.js';
 import { buildTrainingSequence, extendTrainingSequence, TokenizationDriftError } from '../inference/openai-client.js';
@@ -72,7 +73,9 @@ export function createInferenceActivities({ inference, continuation, store }: In
           ...(state.stop ? { stop: state.stop } : {}),
         };
         const options = { signal: context.cancellationSignal, onProgress: () => context.heartbeat() };
-        if (!tokenIn) {
+        // Token ids cannot carry pixels: a conversation with images goes to the server as messages (vLLM renders the
+        // image placeholders and returns the ids it used).
+        if (!tokenIn || messageImages(trajectory.messages).length > 0) {
           const request = { messages: trajectory.messages, ...sampling, ...(state.tools ? { tools: state.tools } : {}) };
           return asFailure(() => inference(input.environment).generate(request, options));
         }

@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { mkdir, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
+import { groupImages } from '../env/images.js';
 import { MASKED, ScoredDataGroupSchema, type ScoredDataGroup } from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { groupKey, loadGroupState, type GroupAddress, type Trajectory } from './group-state.js';
@@ -53,6 +54,8 @@ export function createTrajectoryActivities({ store }: { store: TrajectoryStore }
         overrides: truncated.some(Boolean) ? truncated.map((cut) => (cut ? { set_advantage_to_zero: true } : {})) : null,
         distill_token_ids: teacher?.distill_token_ids ?? null,
         distill_logprobs: teacher?.distill_logprobs ?? null,
+        // Atropos's multimodal environments: each sequence's image(s) as base64, null for text-only groups.
+        images: groupImages(state.trajectories.map((t) => t.messages)),
       });
       const ref = await store.put(groupKey(input, 'group'), group);
       const lengths = group.tokens.map((t) => t.length);

@@ -15,6 +15,8 @@ const BUILT_IN: Record<string, () => Promise<{ default: unknown }>> = {
   fundamental_prediction: () => import('../../environments/fundamental_prediction/index.js'),
   mcqa: () => import('../../environments/mcqa/index.js'),
   rlaif: () => import('../../environments/rlaif/index.js'),
+  multimodal: () => import('../../environments/multimodal/index.js'),
+  dataset: () => import('../../environments/dataset/index.js'),
 };
 
 /** Names of the built-in environments. */

@@ -22,6 +22,28 @@ describe('loadTable', () => {
     expect(await loadTable(join(dir, 't.parquet'))).toEqual(rows);
   });
 
+  it('keeps Parquet byte columns (images as the Hugging Face hub stores them) as bytes when asked', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'clotho-tables-'));
+    const bytes = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0xff, 0x00, 0xfe]);
+    const parquet = parquetWriteBuffer({
+      columnData: [{ name: 'question', data: ['What?'] }, { name: 'image', data: [{ bytes, path: 'a.png' }] }],
+      schema: [
+        { name: 'root', num_children: 2 },
+        { name: 'question', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
+        { name: 'image', repetition_type: 'OPTIONAL', num_children: 2 },
+        { name: 'bytes', type: 'BYTE_ARRAY', repetition_type: 'OPTIONAL' },
+        { name: 'path', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
+      ],
+    });
+    await writeFile(join(dir, 'images.parquet'), Buffer.from(parquet));
+    const [row] = await loadTable(join(dir, 'images.parquet'), { binary: true });
+    expect(row).toEqual({ question: 'What?', image: { bytes, path: 'a.png' } });
+    expect((row!.image as { bytes: unknown }).bytes).toBeInstanceOf(Uint8Array);
+    // Decoded as text by default, which loses bytes that are not UTF-8.
+    const [text] = await loadTable(join(dir, 'images.parquet'));
+    expect(typeof (text!.image as { bytes: unknown }).bytes).toBe('string');
+  });
+
   it('names the file and line of bad input, and an unknown extension', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'clotho-tables-'));
     await writeFile(join(dir, 'bad.jsonl'), '{"a": 1}\n{oops\n');

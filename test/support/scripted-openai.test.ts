@@ -34,6 +34,13 @@ describe('scripted tokenizer', () => {
     expect(encodeCompletion('ok')).toEqual([111, 107, TOKEN.END]);
   });
 
+  it('renders each image part as one placeholder token, as a vision server does, and its text parts as text', () => {
+    const parts = [{ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }, { type: 'text', text: 'hi' }];
+    expect(encodeChat([{ role: 'user', content: parts }], false)).toEqual([TOKEN.START, ...encodeText('user'), TOKEN.SEP, TOKEN.IMAGE, 104, 105, TOKEN.END]);
+    // Other lists are not content parts: they are written out as JSON, as before.
+    expect(encodeChat([{ role: 'user', content: [1] }], false)).toEqual([TOKEN.START, ...encodeText('user'), TOKEN.SEP, ...encodeText('[1]'), TOKEN.END]);
+  });
+
   it('makes a longer conversation extend the shorter prompt plus its completion', () => {
     const message = fc.record({ role: fc.constantFrom('system', 'user', 'tool'), content: fc.string() });
     const toolCalls = fc.option(fc.array(fc.record({ id: fc.string(), type: fc.constant('function') }), { minLength: 1 }), { nil: undefined });

@@ -10,17 +10,25 @@ import { z } from 'zod';
  * as real chat templates do for multi-turn rollouts.
  */
 
-/** Special token ids; text tokens are Unicode code points. */
-export const TOKEN = { START: 1, SEP: 2, END: 3 } as const;
-const SPECIAL_TEXT: Record<number, string> = { [TOKEN.START]: '<|start|>', [TOKEN.SEP]: '<|sep|>', [TOKEN.END]: '<|end|>' };
+/** Special token ids; text tokens are Unicode code points. IMAGE stands for one image part, as a vision server's placeholder. */
+export const TOKEN = { START: 1, SEP: 2, END: 3, IMAGE: 4 } as const;
+const SPECIAL_TEXT: Record<number, string> = { [TOKEN.START]: '<|start|>', [TOKEN.SEP]: '<|sep|>', [TOKEN.END]: '<|end|>', [TOKEN.IMAGE]: '<|image|>' };
 
 /** Code points of `text`. */
 export function encodeText(text: string): number[] {
   return Array.from(text, (c) => c.codePointAt(0) as number);
 }
 
+/** Whether content is a list of OpenAI text and image parts. */
+function isPartList(content: unknown): content is ({ type: 'text'; text: string } | { type: 'image_url' })[] {
+  return Array.isArray(content) && content.length > 0 && content.every((p: { type?: unknown; text?: unknown }) =>
+    (p?.type === 'text' && typeof p.text === 'string') || p?.type === 'image_url');
+}
+
 function encodeContent(content: unknown): number[] {
   if (content === null || content === undefined) return [];
+  // Like a vision server, each image part is one placeholder token rather than its bytes.
+  if (isPartList(content)) return content.flatMap((p) => (p.type === 'text' ? encodeText(p.text) : [TOKEN.IMAGE]));
   return encodeText(typeof content === 'string' ? content : JSON.stringify(content));
 }
 

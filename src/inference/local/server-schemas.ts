@@ -8,17 +8,28 @@ import { z } from 'zod';
 
 const TextPartSchema = z.object({ type: z.literal('text'), text: z.string() });
 
+/**
+ * An image part: the generated models cannot see, so it becomes Qwen-VL's placeholder text, as a vision model's
+ * template would mark the image's place (the prompt keeps its shape; the pixels are not used).
+ */
+const ImagePartSchema = z.object({ type: z.literal('image_url'), image_url: z.object({ url: z.string() }) });
+const IMAGE_PLACEHOLDER = '<|vision_start|><|image_pad|><|vision_end|>';
+
 const ToolCallSchema = z.object({
   id: z.string().optional(),
   type: z.literal('function').optional(),
   function: z.object({ name: z.string(), arguments: z.union([z.string(), z.record(z.string(), z.unknown())]) }),
 });
 
-/** One chat message; content parts are joined into one string because chat templates expect text. */
+/** One chat message; content parts are joined into one string (images first, as placeholders) because chat templates expect text. */
 export const ChatMessageSchema = z.object({
   role: z.enum(['system', 'user', 'assistant', 'tool', 'developer']),
-  content: z.union([z.string(), z.array(TextPartSchema), z.null()]).optional()
-    .transform((c) => (Array.isArray(c) ? c.map((p) => p.text).join('') : (c ?? ''))),
+  content: z.union([z.string(), z.array(z.discriminatedUnion('type', [TextPartSchema, ImagePartSchema])), z.null()]).optional()
+    .transform((c) => {
+      if (!Array.isArray(c)) return c ?? '';
+      const images = c.filter((p) => p.type === 'image_url').map(() => `${IMAGE_PLACEHOLDER}\n`);
+      return images.join('') + c.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
+    }),
   name: z.string().optional(),
   tool_calls: z.array(ToolCallSchema).optional(),
   tool_call_id: z.string().optional(),

@@ -1,0 +1,48 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { imagePart, textPart } from '../env/images.js';
+import { encodePng } from '../env/png.js';
+import type { Message, ScoredDataGroup } from '../schema/scored-data.js';
+import { FileSystemStore } from '../store/trajectory-store.js';
+import { saveGroupBase, type GroupState, type Trajectory } from './group-state.js';
+import { createTrajectoryActivities } from './trajectories.js';
+
+let root: string;
+let store: FileSystemStore;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'clotho-assemble-'));
+  store = new FileSystemStore(root);
+});
+afterAll(() => rm(root, { recursive: true, force: true }));
+
+const png = encodePng({ width: 2, height: 1, data: Uint8Array.from([255, 0, 0, 255, 0, 0, 255, 255]) });
+const trajectory = (prompt: Message[], answer: string): Trajectory => ({
+  messages: [...prompt, { role: 'assistant', content: answer }],
+  tokens: [1, 2, 3], masks: [-100, -100, 3], logprobs: [1, 1, -0.5], completionTokens: 1, finishReason: 'stop', done: true,
+});
+
+async function assemble(itemIndex: number, trajectories: Trajectory[]): Promise<ScoredDataGroup> {
+  const state: GroupState = { itemIndex, trajectories, groupOverrides: null, tools: null, stop: null };
+  const address = { runId: 'run', environment: 'env', itemIndex };
+  const ref = await saveGroupBase(store, `run/env/item-${itemIndex}/prompt`, state);
+  const { assembleGroup } = createTrajectoryActivities({ store });
+  const result = await assembleGroup({ ...address, state: ref, scores: trajectories.map(() => 1), teacher: null, generationParams: {} });
+  return store.get<ScoredDataGroup>(result.group);
+}
+
+describe('assembleGroup', () => {
+  it("fills `images` with each sequence's image as base64, as Atropos's multimodal environments do", async () => {
+    const prompt: Message[] = [{ role: 'user', content: [imagePart(png), textPart('Colour?')] }];
+    const group = await assemble(0, [trajectory(prompt, 'red'), trajectory(prompt, 'blue')]);
+    expect(group.images).toEqual([png.toString('base64'), png.toString('base64')]);
+    // The conversation keeps its image parts unchanged.
+    expect(group.messages![0]![0]!.content).toEqual(prompt[0]!.content);
+  });
+
+  it('leaves `images` null for text-only groups', async () => {
+    const group = await assemble(1, [trajectory([{ role: 'user', content: 'Colour?' }], 'red')]);
+    expect(group.images).toBeNull();
+  });
+});
