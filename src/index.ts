@@ -56,3 +56,4 @@ export * from './env/images.js';
 export * from './env/png.js';
 export * from './env/math-answer.js';
 export * from './env/rewards.js';
+export * from './env/sandbox.js';

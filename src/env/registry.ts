@@ -17,6 +17,7 @@ const BUILT_IN: Record<string, () => Promise<{ default: unknown }>> = {
   rlaif: () => import('../../environments/rlaif/index.js'),
   multimodal: () => import('../../environments/multimodal/index.js'),
   dataset: () => import('../../environments/dataset/index.js'),
+  code_execution: () => import('../../environments/code_execution/index.js'),
 };
 
 /** Names of the built-in environments. */
