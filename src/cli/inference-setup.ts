@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConfigError } from '../env/config.js';
 import { startLocalEngine, type RunningLocalEngine } from '../inference/local/start.js';
 import { createServerManager, type ServerManager } from '../inference/server-manager.js';
 import type { Continuation } from '../inference/continuation.js';
@@ -38,6 +39,9 @@ export interface RunInference {
  */
 export async function openInference(plan: RunPlan, model: string): Promise<RunInference> {
   const { env } = plan.config;
+  if (env.teacher_enabled && plan.config.teacher.length === 0) {
+    throw new ConfigError(['--teacher.base_url: --env.teacher_enabled needs a teacher server']);
+  }
   let servers = plan.config.servers;
   let engine: RunningLocalEngine | undefined;
   if (servers.length === 1 && !servers[0]!.base_url) {
@@ -51,7 +55,6 @@ export async function openInference(plan: RunPlan, model: string): Promise<RunIn
       tokenizerSource !== 'none' ? { tokenizer: await loadTokenizer(tokenizerSource), client: policy, toolParser: 'hermes' } : undefined;
     let teacher: ServerManager | undefined;
     if (env.teacher_enabled) {
-      if (plan.config.teacher.length === 0) throw new Error('--teacher.base_url: --env.teacher_enabled needs a teacher server');
       await checkSameTokenizer(servers[0]!, plan.config.teacher[0]!);
       teacher = createServerManager({ servers: plan.config.teacher });
     }

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { isMultiTurn, type AnyEnvironment } from '../env/define.js';
-import { resolveConfig, type ResolvedConfig } from '../env/config.js';
+import { ConfigError, resolveConfig, type ResolvedConfig } from '../env/config.js';
 import { loadEnvironmentData, type LoadedEnvironment } from '../env/loaded.js';
 import { loadEnvironment } from '../env/registry.js';
-import { BaseEnvConfigSchema, INERT_ATROPOS_FIELDS, type BaseEnvConfig } from '../schema/config.js';
+import { atroposFields, BaseEnvConfigSchema, type BaseEnvConfig } from '../schema/config.js';
 import type { EnvRunInput } from '../schema/rollout.js';
 import { clothoHome } from '../store/paths.js';
 import { FileSystemStore } from '../store/trajectory-store.js';
@@ -37,7 +37,7 @@ export interface PlanOptions {
 /** Resolves `<environment> [flags]` into a run plan; throws ConfigError naming every bad flag. */
 export async function planRun(argv: string[], options: PlanOptions = {}): Promise<RunPlan & { args: string[]; notices: string[] }> {
   const [name, ...rest] = argv;
-  if (!name || name.startsWith('-')) throw new Error('missing <environment> (for example: gsm8k)');
+  if (!name || name.startsWith('-')) throw new ConfigError(['missing <environment> (for example: gsm8k; `clotho list` names them)']);
   const loaded = await loadEnvironment(name);
   const definition = { ...loaded, defaults: { ...loaded.defaults, ...options.defaults } };
   const config = resolveConfig({ argv: rest, environment: definition, commandFlags: { ...RUN_FLAGS, ...options.commandFlags } });
@@ -45,10 +45,11 @@ export async function planRun(argv: string[], options: PlanOptions = {}): Promis
   const store = new FileSystemStore(config.rest.flags.store ?? join(clothoHome(), 'store'));
   // Base fields only: an environment's defaults may also set its own fields.
   const defaults = z.object(BaseEnvConfigSchema.shape).parse(definition.defaults ?? {}) as Record<string, unknown>;
-  const env = config.env as Record<string, unknown>;
-  const notices = INERT_ATROPOS_FIELDS.filter((field) => JSON.stringify(env[field]) !== JSON.stringify(defaults[field])).map(
-    (field) => `--env.${field} is accepted for Atropos compatibility, but Clotho does not act on it (ignored)`,
-  );
+  const atropos = atroposFields(config.env, defaults, config.servers);
+  if (atropos.problems.length > 0) throw new ConfigError(atropos.problems);
+  config.servers = atropos.servers;
+  if (atropos.maxGroupsInFlight !== undefined) config.env.max_groups_in_flight = atropos.maxGroupsInFlight;
+  const notices = atropos.notices;
   return { runId, definition, config: config as RunPlan['config'], store, args: config.rest.args, notices };
 }
 

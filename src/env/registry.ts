@@ -67,7 +67,7 @@ export async function loadEnvironment(name: string, cwd: string = process.cwd())
   } else {
     const given = isAbsolute(name) ? name : resolve(cwd, name);
     const file = await realpath(given).catch(() => null);
-    if (!file) throw new Error(`environment module not found: ${given}`);
+    if (!file) throw new ConfigError([`environment module not found: ${given}`]);
     where = file;
     forceEsm(file);
     exported = await importDefault(file, where);

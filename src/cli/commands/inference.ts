@@ -11,7 +11,7 @@ const FlagsSchema = z.strictObject({
   threads: z.coerce.number().int().positive().optional(),
 });
 
-const USAGE = 'usage: clotho inference --model <file.gguf | generate:tiny | generate:0.5b | owner/repo[:quant]> '
+export const INFERENCE_USAGE = 'Usage: clotho inference --model <file.gguf | generate:tiny | generate:0.5b | owner/repo[:quant]> '
   + '[--port 8080] [--host 127.0.0.1] [--slots 4] [--ctx 4096] [--threads N]';
 
 /** `clotho inference`: serves a local model until SIGINT or SIGTERM. Returns the exit code. */
@@ -26,13 +26,13 @@ export async function inferenceCommand(args: string[]): Promise<number> {
     const parsed = FlagsSchema.safeParse(values);
     if (!parsed.success) {
       console.error(parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('\n'));
-      console.error(USAGE);
+      console.error(INFERENCE_USAGE);
       return 2;
     }
     flags = parsed.data;
   } catch (err) {
     console.error(err instanceof Error ? err.message : String(err));
-    console.error(USAGE);
+    console.error(INFERENCE_USAGE);
     return 2;
   }
   let running: RunningLocalEngine;

@@ -1,6 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { ConfigError } from '../../env/config.js';
 import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
 import { envRun } from '../../workflows/env-run.js';
 import type { CommandIo } from '../io.js';
@@ -31,7 +32,7 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
   const resumed = env.run_id !== null;
   const path = jsonlPath(env.data_path_to_save_groups ?? `data/${plan.definition.name}.jsonl`, resumed);
   const totalGroups = env.total_steps;
-  if (totalGroups <= 0) throw new Error(`--env.total_steps: expected a positive number of groups to process, got ${totalGroups}`);
+  if (totalGroups <= 0) throw new ConfigError([`--env.total_steps: expected a positive number of groups to process, got ${totalGroups}`]);
   return withRunSession(plan, async ({ temporal, workers, interrupted }) => {
     const input: EnvRunInput = { ...envRunSettings(plan, temporal.searchAttributes), totalGroups, sink: { kind: 'jsonl', path } };
     io.out(`run ${plan.runId}: ${totalGroups} groups of ${plan.definition.name} → ${path}`);

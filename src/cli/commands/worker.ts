@@ -1,3 +1,4 @@
+import { ConfigError } from '../../env/config.js';
 import type { CommandIo } from '../io.js';
 import { planRun, withRunSession } from '../run.js';
 import { runTaskQueues } from '../runtime.js';
@@ -11,7 +12,7 @@ workers of a run whose process died (its workflows resume where they were).`;
 export async function workerCommand(argv: string[], io: CommandIo): Promise<number> {
   const plan = await planRun(argv);
   for (const notice of plan.notices) io.err(`clotho worker: ${notice}`);
-  if (plan.config.env.run_id === null) throw new Error('--env.run_id: required, to name the run whose workers these are');
+  if (plan.config.env.run_id === null) throw new ConfigError(['--env.run_id: required, to name the run whose workers these are']);
   return withRunSession(plan, async ({ workers, interrupted }) => {
     io.out(`workers of run ${plan.runId} polling ${Object.values(runTaskQueues(plan.runId)).join(', ')}`);
     await Promise.race([workers.done, interrupted]).catch((error: unknown) => io.out(`${(error as Error).message}: stopping workers`));
