@@ -103,7 +103,9 @@ async function launch(o: Resolved): Promise<DevServer> {
   const logStart = fstatSync(log).size;
   let child: ChildProcess;
   try {
-    child = spawn(o.cliPath, devServerArgs(o), { stdio: ['ignore', log, log], detached: o.detached });
+    // Always a process group of its own: a terminal's Ctrl-C reaches the command, which stops its workers before the
+    // server (a server killed first leaves the workers printing connection errors).
+    child = spawn(o.cliPath, devServerArgs(o), { stdio: ['ignore', log, log], detached: true });
   } finally {
     closeSync(log);
   }

@@ -10,8 +10,11 @@ import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 
 let model: ScriptedOpenAI;
+/** Once set, the model takes 8 s per answer: Ctrl-C then finds generations in flight, which the workers wait for. */
+let slow = false;
 beforeAll(async () => {
-  model = await startScriptedOpenAI({ responder: gsm8kResponder((_, sample) => sample === 0, 200) });
+  const answer = gsm8kResponder((_, sample) => sample === 0, 200);
+  model = await startScriptedOpenAI({ responder: async (body, i) => ({ ...(await answer(body, i)), ...(slow ? { delayMs: 8000 } : {}) }) });
 });
 afterAll(() => model.close());
 
@@ -25,6 +28,7 @@ describe('clotho process on embedded defaults', () => {
       ['process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '50', '--env.group_size', '2',
         '--env.max_groups_in_flight', '2', '--openai.base_url', model.baseUrl, '--env.data_path_to_save_groups', out],
       { TEMPORAL_ADDRESS: '', CLOTHO_HOME: home, TEMPORAL_CLI_PATH: await ensureTemporalCli() },
+      { processGroup: true },
     );
     try {
       await waitFor(async () => existsSync(out) && (await readFile(out, 'utf8')).includes('\n'), 120_000, 'the first group');
@@ -32,10 +36,15 @@ describe('clotho process on embedded defaults', () => {
       // The UI link outlives the run: the output says how to serve the history again.
       expect(run.stdout()).toMatch(/Temporal UI: http:\/\/127\.0\.0\.1:8233\/namespaces\/default\/workflows\?query=/);
       expect(run.stdout()).toContain('`npx clotho temporal start` serves its history again at this link');
-      run.child.kill('SIGINT');
+      // Ctrl-C in a terminal: SIGINT to the whole process group, while generations are in flight. It is as quiet as
+      // SIGINT to the command alone: the dev server (a group of its own) outlives the workers that talk to it.
+      slow = true;
+      const requests = model.requests.length;
+      await waitFor(() => model.requests.length > requests, 30_000, 'a generation in flight');
+      process.kill(-run.child.pid!, 'SIGINT');
       const code = await run.exited;
       expect(code).toBe(130);
-      expect(run.stderr()).toMatch(/interrupted; the run is kept in Temporal and resumes with the same --env.run_id/);
+      expect(run.stderr().trim()).toBe('clotho process: interrupted; the run is kept in Temporal and resumes with the same --env.run_id');
       expect(await isServerListening('127.0.0.1:7233')).toBe(false);
       // The run's state is in the SQLite file of the project-local state directory, for a later resume.
       expect(existsSync(join(home, 'temporal.sqlite'))).toBe(true);

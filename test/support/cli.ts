@@ -11,9 +11,12 @@ export interface CliRun {
   exited: Promise<number | string>;
 }
 
-/** Spawns `clotho <args>` as its own process, as a user would run it. */
-export function spawnClotho(args: string[], env: Record<string, string> = {}): CliRun {
-  const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Spawns `clotho <args>` as its own process, as a user would run it; with `processGroup`, as the leader of a process
+ * group of its own, as a terminal runs a command (so that `process.kill(-pid, …)` signals it as Ctrl-C does).
+ */
+export function spawnClotho(args: string[], env: Record<string, string> = {}, options: { processGroup?: boolean } = {}): CliRun {
+  const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: options.processGroup ?? false });
   let out = '';
   let err = '';
   child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
