@@ -57,3 +57,4 @@ export * from './env/png.js';
 export * from './env/math-answer.js';
 export * from './env/rewards.js';
 export * from './env/sandbox.js';
+export * from './env/games.js';

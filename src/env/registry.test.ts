@@ -36,7 +36,7 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 
 describe('loadEnvironment', () => {
   it('loads every built-in by name', async () => {
-    expect(builtInEnvironments()).toEqual(['gsm8k', 'tool_calling', 'tool_use', 'fundamental_prediction', 'mcqa', 'rlaif', 'multimodal', 'dataset', 'code_execution']);
+    expect(builtInEnvironments()).toEqual(['gsm8k', 'tool_calling', 'tool_use', 'fundamental_prediction', 'mcqa', 'rlaif', 'multimodal', 'dataset', 'code_execution', 'games', 'blackjack', 'taxi', 'text_adventure']);
     for (const name of builtInEnvironments()) expect((await loadEnvironment(name)).name).toBe(name);
   });
 

@@ -18,6 +18,10 @@ const BUILT_IN: Record<string, () => Promise<{ default: unknown }>> = {
   multimodal: () => import('../../environments/multimodal/index.js'),
   dataset: () => import('../../environments/dataset/index.js'),
   code_execution: () => import('../../environments/code_execution/index.js'),
+  games: () => import('../../environments/games/index.js'),
+  blackjack: () => import('../../environments/games/blackjack.js'),
+  taxi: () => import('../../environments/games/taxi.js'),
+  text_adventure: () => import('../../environments/games/adventure.js'),
 };
 
 /** Names of the built-in environments. */

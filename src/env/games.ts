@@ -1,0 +1,387 @@
+/**
+ * Game environments: a turn-based game (cards, a grid world, a text adventure) played by the model one action per
+ * turn, as text or as a tool call, with the game's own rewards. {@link defineGame} turns a game's rules into an
+ * environment whose whole game state lives in the trajectory's state slot, so every step is as durable as any
+ * `step`: a worker that dies mid-game resumes at the turn it reached, with the same cards still to come.
+ */
+import { z } from 'zod';
+import type { BaseEnvConfig } from '../schema/config.js';
+import type { Message } from '../schema/scored-data.js';
+import { defineEnvironment, type EnvConfig, type EnvironmentDefinition } from './define.js';
+import { parametersSchema, parseToolCalls, type Tool, type ToolCallRequest } from './tools.js';
+
+// --- a seeded generator whose state is one JSON number ---------------------------------------------------------
+
+/**
+ * A seeded pseudo-random generator (mulberry32) whose whole state is one unsigned 32-bit number, so that a game keeps
+ * it in its JSON state slot and a resumed game draws exactly what the interrupted one would have.
+ */
+export interface SeededRandom {
+  /** A float in [0, 1). */
+  next(): number;
+  /** An integer in [0, n). */
+  int(n: number): number;
+  /** One element of a non-empty list. */
+  pick<T>(items: readonly T[]): T;
+  /** A shuffled copy (Fisher–Yates). */
+  shuffle<T>(items: readonly T[]): T[];
+  /** The state now: `seededRandom(random.state)` continues the same sequence. */
+  readonly state: number;
+}
+
+/** A generator starting from `seed` (any number; only its low 32 bits count), or continuing from a saved `state`. */
+export function seededRandom(seed: number): SeededRandom {
+  let a = seed >>> 0;
+  const next = (): number => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (n: number): number => {
+    if (!Number.isInteger(n) || n <= 0) throw new RangeError(`SeededRandom.int: expected a positive integer, got ${n}`);
+    return Math.floor(next() * n);
+  };
+  return {
+    next,
+    int,
+    pick: (items) => {
+      if (items.length === 0) throw new RangeError('SeededRandom.pick: empty list');
+      return items[int(items.length)]!;
+    },
+    shuffle: (items) => {
+      const copy = [...items];
+      for (let i = copy.length - 1; i > 0; i--) {
+        const j = int(i + 1);
+        [copy[i], copy[j]] = [copy[j]!, copy[i]!];
+      }
+      return copy;
+    },
+    get state() {
+      return a;
+    },
+  };
+}
+
+/** A well-mixed unsigned 32-bit seed from any parts (`hashSeed(config.seed, itemIndex)`): FNV-1a, then murmur3's finaliser. */
+export function hashSeed(...parts: (string | number)[]): number {
+  let h = 0x811c9dc5;
+  for (const ch of parts.map(String).join('\u0000')) {
+    h ^= ch.codePointAt(0)!;
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+// --- reading the model's move -------------------------------------------------------------------------------------
+
+/** An action the model may take: a tool it may call and a command it may write (`take red key`). */
+export interface GameAction {
+  /** The tool's name and the command's verb (`hit`, `go`). */
+  name: string;
+  description: string;
+  /**
+   * The action's arguments as a zod object. In a text command the words after the verb are the first field's value
+   * (`take red key` → `{ item: 'red key' }`), so a text-friendly action has at most one (string) field.
+   */
+  parameters?: z.ZodObject;
+  /** Other verbs for it in text (`stand` for `stick`, `0` for Gymnasium's action id). */
+  aliases?: string[];
+  /** A whole command, shown in the rules (`go north`). @default the name, with `<field>` for an argument */
+  example?: string;
+}
+
+/** An action read from the model's reply, its arguments checked. */
+export interface GameCommand {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** Why a reply is not an action, as the model is told. */
+export interface Unreadable {
+  problem: string;
+}
+
+/** What the model did this turn: called a tool (extra calls are not played), wrote a command, or neither. */
+export type GameMove =
+  | { kind: 'call'; call: ToolCallRequest; extra: ToolCallRequest[] }
+  | { kind: 'text'; text: string }
+  | { kind: 'none'; problem: string };
+
+/**
+ * Reads one assistant message as a move: its first tool call (OpenAI `tool_calls` or a Hermes `<tool_call>` block),
+ * else the text command — the last `<action>…</action>` if there is one, else the last non-empty line — after any
+ * reasoning (`</think>`). Never throws: an empty reply, an unfinished `<think>` or a tool call whose JSON does not
+ * parse is a move of kind `none`.
+ */
+export function readMove(message: { content?: unknown; tool_calls?: unknown }, idPrefix = 'call'): GameMove {
+  const { calls, malformed } = parseToolCalls(message, idPrefix);
+  if (calls.length > 0) return { kind: 'call', call: calls[0]!, extra: calls.slice(1) };
+  if (malformed.length > 0) return { kind: 'none', problem: `the tool call did not parse (${malformed[0]!.error})` };
+  let text = typeof message.content === 'string' ? message.content : '';
+  const thought = text.lastIndexOf('</think>');
+  if (thought >= 0) text = text.slice(thought + '</think>'.length);
+  else if (text.includes('<think>')) return { kind: 'none', problem: 'the reply ended inside <think>' };
+  const tagged = [...text.matchAll(/<action>([\s\S]*?)<\/action>/gi)].at(-1);
+  const line = tagged ? tagged[1]! : text.split('\n').map((l) => l.trim()).filter(Boolean).at(-1) ?? '';
+  const command = normalise(line);
+  return command === '' ? { kind: 'none', problem: 'the reply holds no action' } : { kind: 'text', text: command };
+}
+
+/** Lower case, single spaces, without markdown emphasis, quotes, a leading `action:` label or final punctuation. */
+function normalise(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/[*`"“”]/g, '')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/^(?:>\s*)?(?:(?:my |final )?(?:action|command|move)\s*[:=-]\s*)/, '')
+    .replace(/^['‘’]+|['‘’.!?,;:]+$/g, '')
+    .trim();
+}
+
+const fieldsOf = (action: GameAction): string[] => (action.parameters ? Object.keys(action.parameters.shape) : []);
+
+/** Checks arguments against an action's parameters; a problem names the action. */
+function checked(action: GameAction, args: Record<string, unknown>): GameCommand | Unreadable {
+  if (!action.parameters) return { name: action.name, arguments: {} };
+  const result = action.parameters.safeParse(args);
+  if (result.success) return { name: action.name, arguments: result.data as Record<string, unknown> };
+  return { problem: `invalid arguments for ${action.name}: ${result.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}` };
+}
+
+/** Reads a text command (`take red key`, `Hit`) as one of the actions: the longest verb or alias it starts with. */
+export function parseCommand(text: string, actions: readonly GameAction[]): GameCommand | Unreadable {
+  const command = normalise(text);
+  let best: { action: GameAction; verb: string } | undefined;
+  for (const action of actions) {
+    for (const verb of [action.name, ...(action.aliases ?? [])].map((v) => v.toLowerCase())) {
+      const fits = command === verb || command.startsWith(`${verb} `);
+      if (fits && verb.length > (best?.verb.length ?? -1)) best = { action, verb };
+    }
+  }
+  if (!best) return { problem: `"${command}" is not an action (actions: ${actions.map((a) => a.name).join(', ')})` };
+  const rest = command.slice(best.verb.length).trim();
+  const [field] = fieldsOf(best.action);
+  if (!field) return rest === '' ? { name: best.action.name, arguments: {} } : { problem: `${best.action.name} takes no argument, got "${rest}"` };
+  return checked(best.action, rest === '' ? {} : { [field]: rest });
+}
+
+/** Reads a tool call as one of the actions, its arguments checked against the action's parameters. */
+export function commandFromCall(call: { name: string; arguments: Record<string, unknown> }, actions: readonly GameAction[]): GameCommand | Unreadable {
+  const action = actions.find((a) => a.name === call.name);
+  if (!action) return { problem: `unknown action "${call.name}" (actions: ${actions.map((a) => a.name).join(', ')})` };
+  return checked(action, call.arguments);
+}
+
+/** The actions as OpenAI-format tool definitions: offered to the model and rendered by the chat template, played by `step`. */
+export function actionTools(actions: readonly GameAction[]): Record<string, unknown>[] {
+  return actions.map((action) => {
+    const parameters = parametersSchema({ parameters: action.parameters ?? z.object({}) } as unknown as Tool);
+    return { type: 'function', function: { name: action.name, description: action.description, parameters } };
+  });
+}
+
+/** How an action reads in the rules: `take <item>`. */
+export const actionUsage = (action: GameAction): string => [action.name, ...fieldsOf(action).slice(0, 1).map((f) => `<${f}>`)].join(' ');
+
+// --- the game loop ---------------------------------------------------------------------------------------------------
+
+/** Config fields every game has, beside its own. */
+export const GAME_CONFIG = {
+  seed: z.number().int().default(0).describe('names the episodes: item i starts from a seed derived from (seed, i)'),
+  size: z.number().int().positive().default(1_000_000).describe('episodes per epoch; item i is episode i mod size'),
+  offer_tools: z.boolean().default(true).describe('offer the actions as tools too (text commands are always read)'),
+};
+
+/** A game's resolved config: base fields, {@link GAME_CONFIG} and its own. */
+export type GameConfig<Extra extends z.ZodRawShape = {}> = EnvConfig<typeof GAME_CONFIG> & z.infer<z.ZodObject<Extra>>;
+
+/** One episode: its index and the seed it starts from. Every sample of a group starts the same game. */
+export interface GameItem {
+  index: number;
+  seed: number;
+}
+
+/** What a game's functions get besides its state. */
+export interface GameContext<Config> {
+  config: Config;
+  /** The episode's seed, the same for every sample of the group: derive fixed parts (a world) from it. */
+  seed: number;
+  /** The episode's generator (cards to come); the loop keeps its state in the slot between turns. */
+  random: SeededRandom;
+}
+
+/** What one action did. */
+export interface GameOutcome<State> {
+  state: State;
+  reward: number;
+  /** The game is over (won, lost, delivered). */
+  done: boolean;
+  /** The game's answer, shown before the new observation (`You drew a 7.`). */
+  message: string;
+}
+
+/** The rules of a turn-based game; {@link defineGame} makes an environment of them. */
+export interface Game<State, Extra extends z.ZodRawShape> {
+  name: string;
+  description: string;
+  /** The game's own config fields (`--env.<field>`), beside {@link GAME_CONFIG}. */
+  config: Extra;
+  /** Base-field defaults; `max_turns` is 100 unless set here (one more than a step limit lets the game end it). */
+  defaults?: Partial<BaseEnvConfig>;
+  /** Offered as tools and read from text. */
+  actions: readonly GameAction[];
+  /** The rules as the model reads them in the system prompt; the loop adds the actions and how to reply. */
+  rules(config: GameConfig<Extra>): string;
+  /** The start of an episode. The state must be JSON-safe: it is stored after every turn. */
+  start(context: GameContext<GameConfig<Extra>>): State;
+  /** What the player sees of a state: the first user message, and the end of every answer while the game goes on. */
+  observe(state: State, context: GameContext<GameConfig<Extra>>): string;
+  /** Plays a command. The state is the loop's copy: change it or return a new one. */
+  play(state: State, command: GameCommand, context: GameContext<GameConfig<Extra>>): GameOutcome<State>;
+  /** What a reply that holds no action does: the game's penalty, and whether the game ends. Never throws. */
+  unreadable(state: State, problem: string, context: GameContext<GameConfig<Extra>>): GameOutcome<State>;
+  /** Steps after which the game ends unfinished (Gymnasium's TimeLimit); no limit when absent or null. */
+  maxSteps?(config: GameConfig<Extra>): number | null;
+  /** Reads a text command; `parseCommand(text, actions)` when absent. */
+  parseText?(text: string, config: GameConfig<Extra>): GameCommand | Unreadable;
+  /** Metrics of the final state, beside the loop's own. */
+  metrics?(state: State, context: GameContext<GameConfig<Extra>>): Record<string, number>;
+}
+
+/** The trajectory's state slot of a game: the game's state and the loop's bookkeeping, JSON-safe. */
+export interface GameSlot<State> {
+  game: State;
+  /** The generator's state after the last turn. */
+  random: number;
+  steps: number;
+  /** The return so far: the sum of the game's rewards. */
+  reward: number;
+  /** Replies that held no action. */
+  invalid: number;
+  done: boolean;
+  /** Ended by the step limit rather than by the game. */
+  timedOut: boolean;
+}
+
+/** The trajectory's slot; one without a game is an infrastructure fault (retried, then the group fails), never a score. */
+function slotOf<State>(state: unknown): GameSlot<State> {
+  if (typeof state !== 'object' || state === null || !('game' in state)) throw new Error(`the trajectory's state slot holds no game: ${JSON.stringify(state)}`);
+  return state as GameSlot<State>;
+}
+
+const signed = (n: number): string => (n > 0 ? `+${n}` : String(n));
+
+/** The system prompt: the game's rules, its actions, and how to reply. */
+function systemPrompt<Extra extends z.ZodRawShape>(game: Game<unknown, Extra>, config: GameConfig<Extra>): string {
+  const example = game.actions[0]!.example ?? actionUsage(game.actions[0]!);
+  const how = config.offer_tools
+    ? 'call one of the tools, or write the command as the last line of your reply'
+    : 'write the command as the last line of your reply';
+  return [
+    game.rules(config),
+    `Actions:\n${game.actions.map((a) => `- ${actionUsage(a)}: ${a.description}`).join('\n')}`,
+    `Take exactly one action per turn: ${how} (or inside <action></action>), for example \`${example}\`. ` +
+      'A reply without a readable action is penalised.',
+  ].join('\n\n');
+}
+
+/**
+ * An environment that plays a game: item i is an episode started from `hashSeed(seed, i)`, the prompt is the rules
+ * and the first observation, each assistant turn is read as one action (a tool call, else a text command), played,
+ * and answered with the game's message, the turn's reward and the new observation (a `tool` message answering the
+ * call, else a `user` message). The game's state, its generator and the return so far are the trajectory's state
+ * slot; the score is the return, the sum of the game's rewards.
+ */
+export function defineGame<State, Extra extends z.ZodRawShape>(
+  game: Game<State, Extra>,
+): EnvironmentDefinition<GameItem, null, typeof GAME_CONFIG & Extra> {
+  type Config = GameConfig<Extra>;
+  // The definition's config type is the generic intersection, which TypeScript cannot look into; it is this one.
+  const of = (config: unknown) => config as Config;
+  const contextOf = (seed: number, random: number, config: Config): GameContext<Config> => ({ config, seed, random: seededRandom(random) });
+  const begin = (item: GameItem, config: Config) => {
+    const context = contextOf(item.seed, item.seed, config);
+    return { context, state: game.start(context) };
+  };
+  const readText = (text: string, config: Config) => (game.parseText ? game.parseText(text, config) : parseCommand(text, game.actions));
+
+  return defineEnvironment({
+    name: game.name,
+    description: game.description,
+    config: { ...GAME_CONFIG, ...game.config },
+    // A game takes many turns: without a max_turns of its own it would get Clotho's single-turn default.
+    defaults: { max_turns: 100, ...game.defaults },
+    async load(resolved) {
+      const { size, seed } = of(resolved);
+      const get = (i: number) => {
+        const index = ((i % size) + size) % size;
+        return { index, seed: hashSeed(seed, index) };
+      };
+      return { size, get };
+    },
+    prompt(item, resolved) {
+      const config = of(resolved);
+      const { context, state } = begin(item, config);
+      return [
+        { role: 'system', content: systemPrompt(game as Game<unknown, Extra>, config) },
+        { role: 'user', content: game.observe(state, context) },
+      ];
+    },
+    tools: (_item, config) => (of(config).offer_tools ? actionTools(game.actions) : []),
+    initialState(item, _sample, config): GameSlot<State> {
+      const { context, state } = begin(item, of(config));
+      return { game: state, random: context.random.state, steps: 0, reward: 0, invalid: 0, done: false, timedOut: false };
+    },
+    step({ item, messages, state, turn }, resolved) {
+      const config = of(resolved);
+      const slot = slotOf<State>(state);
+      if (slot.done) return { messages: [], done: true, reward: 0 };
+      const context = contextOf(item.seed, slot.random, config);
+      const reply = messages.findLast((m) => m.role === 'assistant') ?? {};
+      const move = readMove(reply, `call-${turn}`);
+      const command =
+        move.kind === 'call' ? commandFromCall(move.call, game.actions) : move.kind === 'text' ? readText(move.text, config) : { problem: move.problem };
+      const current = structuredClone(slot.game);
+      const outcome = 'problem' in command ? game.unreadable(current, command.problem, context) : game.play(current, command, context);
+      const steps = slot.steps + 1;
+      const reward = slot.reward + outcome.reward;
+      const limit = game.maxSteps?.(config) ?? null;
+      const timedOut = !outcome.done && limit !== null && steps >= limit;
+      const done = outcome.done || timedOut;
+      const next: GameSlot<State> = {
+        game: outcome.state, random: context.random.state, steps, reward, invalid: slot.invalid + ('problem' in command ? 1 : 0), done, timedOut,
+      };
+      const end = timedOut ? `The game is over: it ends after ${limit} steps.` : 'The game is over.';
+      const answer = `${outcome.message}\nReward ${signed(outcome.reward)}, total ${signed(reward)}.\n\n${done ? end : game.observe(outcome.state, context)}`;
+      const replies: Message[] =
+        move.kind === 'call'
+          ? [
+            { role: 'tool', tool_call_id: move.call.id, name: move.call.name, content: answer },
+            ...move.extra.map((c) => ({ role: 'tool', tool_call_id: c.id, name: c.name, content: 'Not played: one action per turn.' })),
+          ]
+          : [{ role: 'user', content: answer }];
+      return { messages: replies, done, state: next, reward: outcome.reward };
+    },
+    parse: () => null,
+    score({ item, state, config }) {
+      const slot = slotOf<State>(state);
+      const context = contextOf(item.seed, slot.random, of(config));
+      return {
+        score: slot.reward,
+        metrics: {
+          steps: slot.steps,
+          invalid_actions: slot.invalid,
+          finished: slot.done && !slot.timedOut ? 1 : 0,
+          timed_out: slot.timedOut ? 1 : 0,
+          ...game.metrics?.(slot.game, context),
+        },
+      };
+    },
+  });
+}
