@@ -11,6 +11,8 @@ const passThrough = process.argv.slice(2);
 // The code-execution sandbox needs bubblewrap: installed here when missing and we are root (CI); otherwise the script
 // says what to do, and the sandbox's tests fail with the same message.
 spawnSync(process.execPath, ['scripts/ensure-sandbox.mjs'], { stdio: 'inherit' });
+// The viewer's browser test drives Debian's Chromium (playwright's own download does not work offline).
+spawnSync(process.execPath, ['scripts/ensure-chromium.mjs'], { stdio: 'inherit' });
 
 const vitest = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${results}/vitest.json`, ...passThrough], {
   stdio: 'inherit',

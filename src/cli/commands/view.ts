@@ -1,0 +1,120 @@
+import { existsSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { status as devServerStatus } from '../../../temporal-dev/index.js';
+import { startApiServer } from '../../api/server.js';
+import { ConfigError } from '../../env/config.js';
+import { clothoHome } from '../../store/paths.js';
+import type { CommandIo } from '../io.js';
+import { createViewApp } from '../view/app.js';
+import { jsonlSource } from '../view/jsonl-source.js';
+import type { RunSource } from '../view/source.js';
+import { listStoredRuns } from '../view/store-layout.js';
+import { storeSource } from '../view/store-source.js';
+import { connectRunWorkflows, type RunWorkflows } from '../view/temporal.js';
+import { decodersFor } from '../view/tokens.js';
+import { isLoopback } from './api.js';
+
+export const VIEW_USAGE = `Usage: clotho view [<groups.jsonl> ...] [--run <id> ...] [options]
+
+Serves a read-only web page to browse runs → groups → rollouts: each rollout's messages turn by turn with its tool
+calls and results, its score, per-turn rewards and parsed answer, and its tokens tinted by inference logprob with the
+masked (untrained) part set apart; each group's score spread and a link to its workflow in the Temporal UI.
+
+Sources (any number of each; with none, every run in the trajectory store):
+  <groups.jsonl>          scored groups as \`clotho process\` (or Atropos's process) writes them; lines the store also
+                          holds link to their workflows and show their parsed answers
+  --run <id>              a run in the trajectory store: its scored groups, and its dropped, failed or running ones
+                          as far as they got (Temporal's visibility says which, when a server answers)
+
+Options:
+  --store <dir>           trajectory store directory (default $CLOTHO_HOME/store)
+  --host <addr>           address to listen on (default 127.0.0.1)
+  --port <n>              port (default 8300; 0 picks a free one)
+  --temporal-ui <url>     base URL of the Temporal UI for workflow links (default: the local dev server's, else
+                          http://127.0.0.1:8233)
+  --no-temporal           do not ask Temporal (TEMPORAL_ADDRESS, or a dev server on 127.0.0.1:7233) about the runs
+  --tokenizer <source>    how token ids are shown: auto (decoded with the embedded engine's tokenizer, qwen3, for
+                          runs it reproduces), none (ids), or a tokenizer source: qwen3, a Hub repo id, a folder
+                          (default auto)
+  -h, --help              show this help`;
+
+const OPTIONS = {
+  run: { type: 'string', multiple: true },
+  store: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'temporal-ui': { type: 'string' },
+  'no-temporal': { type: 'boolean' },
+  tokenizer: { type: 'string' },
+} as const;
+
+const FlagsSchema = z.strictObject({
+  run: z.array(z.string().regex(/^[A-Za-z0-9._-]+$/, 'expected a run id (letters, digits, . _ -)')).default([]),
+  store: z.string().min(1).optional(),
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.coerce.number().int().min(0).max(65535).default(8300),
+  'temporal-ui': z.url().optional(),
+  'no-temporal': z.boolean().default(false),
+  tokenizer: z.string().min(1).default('auto'),
+});
+
+const untilSignal = () =>
+  new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+
+/** `clotho view`: serves the viewer until Ctrl-C or SIGTERM. */
+export async function viewCommand(args: string[], io: CommandIo, untilStopped: () => Promise<void> = untilSignal): Promise<number> {
+  let values: unknown;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: true }));
+  } catch (error) {
+    throw new ConfigError([(error as Error).message]);
+  }
+  const parsed = FlagsSchema.safeParse(values);
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`));
+  const flags = parsed.data;
+  for (const path of positionals) if (!existsSync(path)) throw new ConfigError([`${path}: no such file`]);
+  const store = flags.store ?? join(clothoHome(), 'store');
+  const decoders = await decodersFor(flags.tokenizer);
+  const workflows = flags['no-temporal'] || (positionals.length > 0 && flags.run.length === 0) ? undefined : await connectRunWorkflows();
+  try {
+    const runs = await sources(positionals, flags.run, store, workflows);
+    if (runs.length === 0) io.err(`clotho view: no runs in ${store}; name a JSONL file or --run <id> (--store <dir>)`);
+    const temporalUi = {
+      base: flags['temporal-ui'] ?? (process.env.TEMPORAL_ADDRESS ? undefined : (await devServerStatus()).server?.uiUrl) ?? 'http://127.0.0.1:8233',
+      namespace: process.env.TEMPORAL_NAMESPACE || 'default',
+    };
+    const app = createViewApp({ runs, decoders, temporalUi });
+    const server = await startApiServer({ app, host: flags.host, port: flags.port });
+    io.out(`clotho view listening on ${server.url}/ (${runs.length} run${runs.length === 1 ? '' : 's'}${workflows ? ', with Temporal' : ''})`);
+    if (!isLoopback(flags.host)) io.err(`clotho view: --host ${flags.host} shows these trajectories to other machines, without a password`);
+    await untilStopped();
+    await server.close();
+  } finally {
+    await workflows?.close();
+  }
+  return 0;
+}
+
+/** The runs to browse: the JSONL files and store runs named, or every run in the store when none is. */
+async function sources(files: string[], runIds: string[], store: string, workflows: RunWorkflows | undefined): Promise<RunSource[]> {
+  const ids = new Set<string>();
+  const unique = (wanted: string) => {
+    let id = wanted;
+    for (let n = 2; ids.has(id); n++) id = `${wanted} (${n})`;
+    ids.add(id);
+    return id;
+  };
+  const storeFound = existsSync(store) ? store : null;
+  const named = files.length > 0 || runIds.length > 0;
+  const stored = named ? runIds : storeFound ? await listStoredRuns(storeFound) : [];
+  return [
+    ...files.map((path) => jsonlSource(path, { id: unique(basename(path)), store: storeFound })),
+    ...stored.map((runId) => storeSource(store, runId, { id: unique(runId), ...(workflows ? { workflows } : {}) })),
+  ];
+}

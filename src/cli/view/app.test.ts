@@ -1,0 +1,73 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createViewApp } from './app.js';
+import { jsonlSource } from './jsonl-source.js';
+import { VIEW_SCRIPT } from './page-script.js';
+import { tokenDecoders } from './tokens.js';
+
+let dir: string;
+let app: ReturnType<typeof createViewApp>;
+const group = (scores: number[], answer: (i: number) => string) => ({
+  tokens: scores.map(() => [5, 6, 7]),
+  masks: scores.map(() => [-100, 6, 7]),
+  inference_logprobs: scores.map(() => [1, -0.5, -0.25]),
+  scores,
+  messages: scores.map((_, i) => [{ role: 'user', content: 'Q?' }, { role: 'assistant', content: answer(i), reward: 0.5 }]),
+});
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'clotho-view-app-'));
+  const lines = [group([1, 0], (i) => `answer ${i}`), group([0.5], () => 'kiwi'), { not: 'a group' }];
+  await writeFile(join(dir, 'run.jsonl'), `${lines.map((l) => JSON.stringify(l)).join('\n')}\n\n`);
+  app = createViewApp({
+    runs: [jsonlSource(join(dir, 'run.jsonl'), { id: 'run.jsonl', store: null })],
+    decoders: tokenDecoders(async () => null, false),
+    temporalUi: { base: 'http://ui.test', namespace: 'default' },
+  });
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+const get = async (path: string) => {
+  const response = await app.request(path);
+  return { status: response.status, body: (await response.json()) as Record<string, any> };
+};
+
+describe('the viewer\'s server', () => {
+  it('serves a page whose script parses', async () => {
+    const response = await app.request('/');
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await response.text()).toContain('<select id="run">');
+    expect(() => new Function(VIEW_SCRIPT)).not.toThrow();
+  });
+
+  it('lists a run\'s groups with their spread, and says which lines are not groups', async () => {
+    const { status, body } = await get('/api/groups?run=run.jsonl');
+    expect(status).toBe(200);
+    expect(body.total).toEqual({ groups: 2, rollouts: 3 });
+    expect(body.groups.map((g: { id: string }) => g.id)).toEqual(['line-1', 'line-2']);
+    expect(body.groups[0].spread).toEqual({ min: 0, max: 1, mean: 0.5, std: 0.5 });
+    expect(body.groups[0].workflowUrl).toBeNull();
+    expect(body.groups[0].rollouts[0]).not.toHaveProperty('text');
+    expect(body.notices).toEqual([expect.stringMatching(/^run\.jsonl line 3: not a scored group/)]);
+  });
+
+  it('filters on the server', async () => {
+    const { body } = await get('/api/groups?run=run.jsonl&q=KIWI');
+    expect(body.shown).toEqual({ groups: 1, rollouts: 1 });
+    expect((await get('/api/groups?run=run.jsonl&min=0.75')).body.shown).toEqual({ groups: 1, rollouts: 1 });
+  });
+
+  it('gives one rollout in full, and 404 for what is not there', async () => {
+    const { status, body } = await get('/api/rollout?run=run.jsonl&group=line-1&sample=1');
+    expect(status).toBe(200);
+    expect(body.group).toMatchObject({ id: 'line-1', status: 'scored' });
+    expect(body.rollout).toMatchObject({ sample: 1, score: 0, rewards: [0.5], parsed: null, gold: null });
+    expect(body.rollout.messages.map((m: { turn: number | null }) => m.turn)).toEqual([null, 0]);
+    expect(body.rollout.tokens).toEqual({ ids: [5, 6, 7], masks: [-100, 6, 7], logprobs: [1, -0.5, -0.25], pieces: null, tokenizer: null });
+    for (const path of ['/api/rollout?run=run.jsonl&group=line-1&sample=2', '/api/rollout?run=run.jsonl&group=line-9&sample=0', '/api/groups?run=nope']) {
+      expect((await get(path)).status).toBe(404);
+    }
+  });
+});

@@ -1,0 +1,62 @@
+import type { GroupState } from '../../activities/group-state.js';
+import { MessageSchema, type Message } from '../../schema/scored-data.js';
+import { z } from 'zod';
+import type { RawGroup } from './model.js';
+
+/**
+ * A scored group as Atropos writes it, read loosely: a file from Atropos itself, or from an older Clotho, may lack
+ * the optional fields or carry others. Only what the viewer shows must be there and well typed.
+ */
+const ScoredLineSchema = z.looseObject({
+  tokens: z.array(z.array(z.number())),
+  masks: z.array(z.array(z.number())),
+  scores: z.array(z.number()),
+  messages: z.array(z.array(MessageSchema)).nullish(),
+  inference_logprobs: z.array(z.array(z.number())).nullish(),
+  overrides: z.array(z.record(z.string(), z.unknown()).nullable()).nullish(),
+  group_overrides: z.record(z.string(), z.unknown()).nullish(),
+});
+
+/** A JSONL line (or a store's `group.json`) as a viewer group; throws with the first problem when it is not one. */
+export function fromScored(value: unknown, parsed: unknown[] | null = null): RawGroup {
+  const result = ScoredLineSchema.safeParse(value);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    throw new Error(`not a scored group: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  const group = result.data;
+  const n = group.scores.length;
+  return {
+    scores: group.scores,
+    messages: Array.from({ length: n }, (_, i) => (group.messages?.[i] ?? []) as Message[]),
+    tokens: group.tokens,
+    masks: group.masks,
+    logprobs: Array.from({ length: n }, (_, i) => group.inference_logprobs?.[i] ?? null),
+    overrides: Array.from({ length: n }, (_, i) => group.overrides?.[i] ?? null),
+    groupOverrides: group.group_overrides ?? null,
+    parsed,
+  };
+}
+
+/**
+ * A group that was never assembled (dropped, failed or still running) from its newest state in the store: the
+ * trajectories as far as they got, with the scores Temporal knows (a dropped group's are all its mean) or none.
+ */
+export function fromState(state: GroupState, scores: number | null, parsed: unknown[] | null): RawGroup {
+  const trajectories = state.trajectories;
+  return {
+    scores: trajectories.map(() => scores),
+    messages: trajectories.map((t) => t.messages),
+    tokens: trajectories.map((t) => t.tokens),
+    masks: trajectories.map((t) => t.masks),
+    logprobs: trajectories.map((t) => t.logprobs),
+    overrides: trajectories.map((t) => (t.truncated === true ? { set_advantage_to_zero: true } : null)),
+    groupOverrides: state.groupOverrides,
+    parsed,
+  };
+}
+
+/** A group Temporal knows of but the store holds nothing for (it failed before its first record). */
+export function emptyGroup(): RawGroup {
+  return { scores: [], messages: [], tokens: [], masks: [], logprobs: [], overrides: [], groupOverrides: null, parsed: null };
+}

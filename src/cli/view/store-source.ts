@@ -1,0 +1,70 @@
+import { resolve } from 'node:path';
+import { emptyGroup, fromScored, fromState } from './groups.js';
+import { summariseGroup, type GroupAddress, type GroupStatus, type GroupSummary, type RawGroup } from './model.js';
+import type { LoadedRun, RunSource } from './source.js';
+import { listStoredItems, readAssembled, readNewestState, readParsed } from './store-layout.js';
+import type { RunWorkflows, WorkflowFacts } from './temporal.js';
+
+/**
+ * A run in the trajectory store, by run id. Assembled groups (`group.json`) were scored; the others were dropped,
+ * failed or are still going, which only Temporal can tell: with `workflows`, its visibility lists every rollout group
+ * of the run by status, also those that failed before writing anything to the store.
+ */
+export function storeSource(root: string, runId: string, options: { id: string; workflows?: RunWorkflows }): RunSource {
+  const store = resolve(root);
+  let facts = new Map<string, WorkflowFacts>();
+
+  /** A group from the store and what Temporal says of it; undefined when neither knows it. */
+  const read = async (address: GroupAddress): Promise<{ group: RawGroup; status: GroupStatus; note: string | null } | undefined> => {
+    const fact = facts.get(`${address.environment}/item-${address.itemIndex}`);
+    const parsed = await readParsed(store, address);
+    const assembled = await readAssembled(store, address);
+    if (assembled !== undefined) return { group: fromScored(assembled, parsed), status: 'scored', note: null };
+    const state = await readNewestState(store, address);
+    if (!state && !fact) return undefined;
+    // Visibility saying "scored" of a group the store lacks means the store was cleaned since: unknown.
+    const status: GroupStatus = !fact || fact.status === 'scored' ? 'unknown' : fact.status;
+    const note = fact?.note ?? (fact ? null : 'not assembled; Temporal was not reachable to say whether it was dropped or failed');
+    const scores = status === 'dropped' ? fact!.meanScore : null;
+    return { group: state ? fromState(state, scores, parsed) : emptyGroup(), status, note };
+  };
+
+  return {
+    id: options.id,
+    kind: 'store',
+    origin: `${store} · run ${runId}`,
+    async load(): Promise<LoadedRun> {
+      const notices: string[] = [];
+      if (options.workflows) {
+        facts = await options.workflows.list(runId).catch((error: unknown) => {
+          notices.push(`Temporal visibility: ${(error as Error).message}`);
+          return new Map<string, WorkflowFacts>();
+        });
+      }
+      const stored = await listStoredItems(store, runId);
+      const inStore = new Set(stored.map((s) => `${s.environment}/item-${s.itemIndex}`));
+      const onlyInTemporal = [...facts.entries()].filter(([id]) => !inStore.has(id)).map(([, f]) => ({ runId, ...f, assembled: false }));
+      const all = [...stored, ...onlyInTemporal].sort((a, b) => a.environment.localeCompare(b.environment) || a.itemIndex - b.itemIndex);
+      if (all.length === 0) notices.push(`run ${runId} has no groups in ${store}${options.workflows ? ' nor in Temporal' : ''}`);
+      const groups: GroupSummary[] = [];
+      for (const item of all) {
+        const address = { runId, environment: item.environment, itemIndex: item.itemIndex };
+        try {
+          const found = await read(address);
+          if (!found) continue;
+          const { group, status, note } = found;
+          const id = `${item.environment}/item-${item.itemIndex}`;
+          groups.push(summariseGroup(group, { id, label: `${item.environment} · item ${item.itemIndex}`, address, status, note }));
+        } catch (error) {
+          notices.push(`${item.environment} item ${item.itemIndex}: ${(error as Error).message}`);
+        }
+      }
+      return { groups, notices };
+    },
+    async group(id) {
+      const match = /^(.+)\/item-(\d+)$/.exec(id);
+      if (!match) return undefined;
+      return (await read({ runId, environment: match[1]!, itemIndex: Number(match[2]) }))?.group;
+    },
+  };
+}
