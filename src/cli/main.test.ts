@@ -31,6 +31,22 @@ describe('clotho', () => {
     expect(out).toMatch(/--env\.ensure_scores_are_not_same .*\(default false\)/);
   });
 
+  it('answers --help for every command with its usage, exit 0', async () => {
+    for (const command of ['process', 'serve', 'evaluate', 'worker', 'api', 'list', 'inference', 'temporal', 'sft-gen', 'dpo-gen', 'inspect', 'view']) {
+      const { code, out } = await run(command, '--help');
+      expect(code, command).toBe(0);
+      expect(out, command).toMatch(/^Usage: clotho /m);
+    }
+  });
+
+  it('exits 2 for usage errors (no environment, a missing module, a flag out of range) and names what is wrong', async () => {
+    expect(await run('process')).toMatchObject({ code: 2, err: expect.stringContaining('missing <environment>') });
+    expect(await run('process', './no/such/env.ts')).toMatchObject({ code: 2, err: expect.stringContaining('environment module not found') });
+    expect(await run('worker', 'gsm8k')).toMatchObject({ code: 2, err: expect.stringContaining('--env.run_id: required') });
+    expect(await run('process', 'gsm8k', '--env.total_steps', '0')).toMatchObject({ code: 2, err: expect.stringContaining('--env.total_steps: expected a positive number') });
+    expect(await run('process', 'gsm8k', '--env.teacher_enabled')).toMatchObject({ code: 2, err: expect.stringContaining('--teacher.base_url') });
+  });
+
   it('names an unknown command', async () => {
     const { code, err } = await run('proces');
     expect(code).toBe(2);

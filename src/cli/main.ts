@@ -1,11 +1,14 @@
 import { ConfigError } from '../env/config.js';
 import { createBatcherService } from './api-service.js';
 import { apiCommand } from './commands/api.js';
+import { dpoGenCommand, DPO_GEN_USAGE } from './commands/dpo-gen.js';
 import { evaluateCommand, EVALUATE_FLAGS, EVALUATE_USAGE } from './commands/evaluate.js';
-import { inferenceCommand } from './commands/inference.js';
+import { inferenceCommand, INFERENCE_USAGE } from './commands/inference.js';
+import { inspectCommand, INSPECT_USAGE } from './commands/inspect.js';
 import { listCommand, LIST_USAGE } from './commands/list.js';
 import { PROCESS_PLAN, processCommand, PROCESS_USAGE } from './commands/process.js';
 import { SERVE_FLAGS, serveCommand, SERVE_USAGE } from './commands/serve.js';
+import { sftGenCommand, SFT_GEN_USAGE } from './commands/sft-gen.js';
 import { temporalCommand } from './commands/temporal.js';
 import { workerCommand, WORKER_USAGE } from './commands/worker.js';
 import { processIo, type CommandIo } from './io.js';
@@ -50,8 +53,32 @@ const COMMANDS: Record<string, Command> = {
     run: listCommand,
     help: async () => LIST_USAGE,
   },
-  inference: { summary: 'serve a GGUF model (or a generated one) with an OpenAI-compatible API on CPU', run: (args) => inferenceCommand(args) },
+  inference: {
+    summary: 'serve a GGUF model (or a generated one) with an OpenAI-compatible API on CPU',
+    run: (args) => inferenceCommand(args),
+    help: async () => INFERENCE_USAGE,
+  },
   temporal: { summary: 'start | stop | status of the local Temporal dev server', run: temporalCommand },
+  'sft-gen': {
+    summary: "write SFT data (each group's best sequences) from the API's batches, a run's JSONL or the store",
+    run: sftGenCommand,
+    help: async () => SFT_GEN_USAGE,
+  },
+  'dpo-gen': {
+    summary: 'write DPO pairs (chosen, rejected) from the API’s batches, a run’s JSONL or the store',
+    run: dpoGenCommand,
+    help: async () => DPO_GEN_USAGE,
+  },
+  inspect: {
+    summary: "print a rollout group's timeline: steps, turns, tool calls, retries with their errors, scores",
+    run: inspectCommand,
+    help: async () => INSPECT_USAGE,
+  },
+  view: {
+    summary: 'browse runs, groups and rollouts (JSONL, store, Temporal) in a local web page',
+    run: async (args, io) => (await import('./commands/view.js')).viewCommand(args, io),
+    help: async () => (await import('./commands/view.js')).VIEW_USAGE,
+  },
 };
 
 function usage(): string {

@@ -1,0 +1,103 @@
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../../env/config.js';
+import type { RolloutGroupInput, RolloutGroupResult } from '../../schema/rollout.js';
+import { clothoHome } from '../../store/paths.js';
+import { FileSystemStore } from '../../store/trajectory-store.js';
+import { rolloutGroupId } from '../../workflows/rollout-children.js';
+import { buildTimeline, type Timeline } from '../history-timeline.js';
+import type { CommandIo } from '../io.js';
+import { openTemporal } from '../runtime.js';
+import { duration, formatEnd, formatSteps } from '../timeline-format.js';
+import { sampleLines } from '../group-summary.js';
+
+export const INSPECT_USAGE = `Usage: clotho inspect <run id> <item> [--env <environment>] [--store <dir>]
+       clotho inspect <workflow id>          (clotho/<run id>/<environment>/item-<i>)
+
+Prints a rollout group's timeline from its workflow history: every step in order (prepare, generateTurn turn k, each
+callTool with its tool, arguments and outcome, stepTurn, parse, judge, score, teacher, assemble; local activities
+from their markers), when each started and how long it took, retries with the error of the failed attempt, and the
+scores; then each sample's episode from the trajectory store.
+
+Options:
+  --env <name>      the run's environment (found by search attributes or in the store when not given)
+  --store <dir>     trajectory store directory (default $CLOTHO_HOME/store)
+
+Connects to TEMPORAL_ADDRESS (and TEMPORAL_NAMESPACE) when set, otherwise to the local dev server.`;
+
+/** `clotho inspect`: a rollout group's steps, retries and scores, from Temporal and the trajectory store. */
+export async function inspectCommand(argv: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parse(argv);
+  const store = new FileSystemStore(values.store ?? join(clothoHome(), 'store'));
+  const temporal = await openTemporal();
+  try {
+    const workflowId = await resolveWorkflowId(temporal.client, store.root, positionals, values.env, temporal.searchAttributes);
+    const handle = temporal.client.workflow.getHandle(workflowId);
+    const [history, description] = await Promise.all([handle.fetchHistory(), handle.describe()]).catch((error: unknown) => {
+      if (error instanceof WorkflowNotFoundError) throw new Error(`no workflow ${workflowId} in namespace ${temporal.endpoint.namespace} at ${temporal.endpoint.address}`);
+      throw error;
+    });
+    const converter = temporal.client.options.loadedDataConverter.payloadConverter;
+    const timeline = buildTimeline(history, (payload) => converter.fromPayload(payload), description.raw.pendingActivities ?? []);
+    for (const line of header(workflowId, description.runId, timeline)) io.out(line);
+    io.out('');
+    for (const line of formatSteps(timeline)) io.out(line);
+    io.out('');
+    io.out(formatEnd(timeline));
+    const key = (timeline.end.result as RolloutGroupResult | undefined)?.group?.key;
+    if (key) for (const line of await sampleLines(store, key)) io.out(line);
+    return timeline.end.status === 'completed' || timeline.end.status === 'running' ? 0 : 1;
+  } finally {
+    await temporal.close();
+  }
+}
+
+function parse(argv: string[]) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: { env: { type: 'string' }, store: { type: 'string' } }, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new ConfigError([(error as Error).message]);
+  }
+  const { positionals } = parsed;
+  const byWorkflowId = positionals.length === 1 && positionals[0]!.includes('/');
+  const byItem = positionals.length === 2 && /^\d+$/.test(positionals[1]!);
+  if (!byWorkflowId && !byItem) throw new ConfigError([`expected <run id> <item> or <workflow id>; ${INSPECT_USAGE.split('\n')[0]}`]);
+  return { values: parsed.values, positionals };
+}
+
+/** The group's workflow id: given, or built from run, item and the environment (named, searched, or in the store). */
+async function resolveWorkflowId(client: Client, storeRoot: string, positionals: string[], env: string | undefined, search: boolean): Promise<string> {
+  if (positionals.length === 1) return positionals[0]!;
+  const [runId, item] = [positionals[0]!, Number(positionals[1])];
+  if (env !== undefined) return rolloutGroupId(runId, env, item);
+  const found = new Set<string>();
+  if (search) {
+    const query = `WorkflowType = 'rolloutGroup' AND ClothoRunId = ${JSON.stringify(runId)} AND ClothoItemIndex = ${item}`;
+    for await (const execution of client.workflow.list({ query })) found.add(execution.workflowId);
+  }
+  // A cluster without Clotho's search attributes, or a visibility store that lags: the store has the run's environments.
+  const runDir = join(storeRoot, runId);
+  if (found.size === 0 && existsSync(runDir)) {
+    for (const entry of await readdir(runDir, { withFileTypes: true })) {
+      if (entry.isDirectory() && existsSync(join(runDir, entry.name, `item-${item}`))) found.add(rolloutGroupId(runId, entry.name, item));
+    }
+  }
+  if (found.size === 1) return [...found][0]!;
+  if (found.size > 1) throw new Error(`run ${runId} has item ${item} in several environments: ${[...found].join(', ')}; name one with --env`);
+  throw new Error(`no rollout group of run ${runId}, item ${item} (searched Temporal and the store ${storeRoot}); name the environment with --env`);
+}
+
+function header(workflowId: string, runId: string, timeline: Timeline): string[] {
+  const input = (timeline.input ?? {}) as Partial<RolloutGroupInput>;
+  const took = timeline.end.atMs === null ? `running for ${duration(Date.now() - timeline.startedAt)}` : `${timeline.end.status} in ${duration(timeline.end.atMs)}`;
+  const lines = [`${workflowId} (${timeline.workflowType}, run ${runId}): ${took}, started ${new Date(timeline.startedAt).toISOString()}`];
+  if (input.runId !== undefined) {
+    const turns = input.maxTurns !== undefined && input.maxTurns > 1 ? ` · up to ${input.maxTurns} turns` : '';
+    lines.push(`run ${input.runId} · environment ${input.environment} · item ${input.itemIndex} · group of ${input.groupSize}${turns}`);
+  }
+  return lines;
+}

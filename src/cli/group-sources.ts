@@ -1,0 +1,60 @@
+import { createReadStream, existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { z } from 'zod';
+import { ScoredDataGroupSchema, type ScoredDataGroup } from '../schema/scored-data.js';
+import { FileSystemStore, storeKey } from '../store/trajectory-store.js';
+
+/**
+ * Where `clotho sft-gen` and `clotho dpo-gen` read scored groups: a trainer's batches from the trajectory API, a
+ * finished run's JSONL, or a run's groups in the trajectory store. Each yields groups in batches; a batch taken from
+ * the API under a lease carries `ack`, to be called once its records are safely written.
+ */
+export interface GroupBatch {
+  groups: ScoredDataGroup[];
+  ack?: () => Promise<void>;
+}
+
+export type GroupSource = AsyncIterable<GroupBatch>;
+
+/** The lines of a JSONL file of Atropos `ScoredDataGroup`s (`clotho process`'s and Atropos's `process` output). */
+export async function* jsonlGroups(path: string): GroupSource {
+  if (!existsSync(path)) throw new Error(`--from ${path}: no such file`);
+  const lines = createInterface({ input: createReadStream(path, 'utf8'), crlfDelay: Infinity });
+  let number = 0;
+  for await (const line of lines) {
+    number++;
+    if (line.trim() === '') continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (error) {
+      throw new Error(`${path}:${number}: not JSON (${(error as Error).message})`);
+    }
+    const group = ScoredDataGroupSchema.safeParse(value);
+    if (!group.success) throw new Error(`${path}:${number}: not a scored group: ${z.prettifyError(group.error).replaceAll('\n', ' ')}`);
+    yield { groups: [group.data] };
+  }
+}
+
+/**
+ * The groups a run assembled, from the trajectory store (`<run>/<environment>/item-<i>/group`), environment by
+ * environment in name order, items in index order. Every group the run assembled is there, also one a batcher then
+ * dropped (too long, stale); groups dropped before assembly (all scores equal) never are.
+ */
+export async function* storeGroups(root: string, runId: string): GroupSource {
+  const store = new FileSystemStore(root);
+  const runDir = join(store.root, storeKey(runId));
+  if (!existsSync(runDir)) throw new Error(`--run ${runId}: no such run in the trajectory store ${store.root} (set --store)`);
+  const environments = (await readdir(runDir, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+  for (const environment of environments) {
+    const items = (await readdir(join(runDir, environment), { withFileTypes: true }))
+      .flatMap((d) => (d.isDirectory() && /^item-\d+$/.test(d.name) ? [Number(d.name.slice(5))] : []))
+      .sort((a, b) => a - b);
+    for (const item of items) {
+      const group = await store.tryGet(storeKey(runId, environment, `item-${item}`, 'group'));
+      if (group !== undefined) yield { groups: [ScoredDataGroupSchema.parse(group)] };
+    }
+  }
+}

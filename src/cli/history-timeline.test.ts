@@ -1,0 +1,93 @@
+import { defaultPayloadConverter } from '@temporalio/common';
+import { describe, expect, it } from 'vitest';
+import { buildTimeline, type History, type PendingActivity } from './history-timeline.js';
+import { formatEnd, formatSteps } from './timeline-format.js';
+
+const T0 = 1_800_000_000;
+const payloads = (value: unknown) => ({ payloads: [defaultPayloadConverter.toPayload(value)] });
+const decode = (payload: Parameters<typeof defaultPayloadConverter.fromPayload>[0]) => defaultPayloadConverter.fromPayload(payload);
+const time = (ms: number) => ({ seconds: T0 + Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 });
+const marker = (seq: number, type: string, attempt: number, completeMs: number, extra: Record<string, unknown> = {}) =>
+  payloads({ seq, attempt, activity_id: String(seq), activity_type: type, complete_time: time(completeMs), backoff: null, original_schedule_time: null, ...extra });
+
+/** A history as a list of [ms since start, attributes] pairs; event ids are positions from 1. */
+function history(events: [number, Record<string, unknown>][]): History {
+  return { events: events.map(([ms, attributes], i) => ({ eventId: i + 1, eventTime: time(ms), ...attributes })) } as unknown as History;
+}
+
+const started = { workflowExecutionStartedEventAttributes: { workflowType: { name: 'rolloutGroup' }, input: payloads({ runId: 'r', environment: 'e', itemIndex: 3, groupSize: 2 }) } };
+
+describe('buildTimeline', () => {
+  it('decodes local-activity markers: their results, failed attempts waiting on a backoff, and a final failure', () => {
+    const timeline = buildTimeline(
+      history([
+        [0, started],
+        [10, { workflowTaskStartedEventAttributes: {} }], // 2
+        [30, { workflowTaskCompletedEventAttributes: { startedEventId: 2 } }], // 3
+        [30, { markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: 3, details: { data: marker(1, 'parseGroup', 1, 14), result: payloads({ key: 'p' }) } } }],
+        [30, { markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: 3, details: { data: marker(2, 'scoreGroup', 1, 25, { backoff: { seconds: 2 } }) }, failure: { message: 'judge busy' } } }],
+        [2000, { workflowTaskStartedEventAttributes: {} }], // 6
+        [2050, { workflowTaskCompletedEventAttributes: { startedEventId: 6 } }], // 7
+        [2050, { markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: 7, details: { data: marker(2, 'scoreGroup', 2, 2040), result: payloads({ scores: [1, -1], metrics: {} }) } } }],
+        [2060, { markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: 7, details: { data: marker(3, 'assembleGroup', 3, 2045) }, failure: { message: 'Activity failed', cause: { message: 'disk full' } } } }],
+        [2070, { workflowExecutionFailedEventAttributes: { failure: { message: 'Activity task failed', cause: { message: 'disk full' } } } }],
+      ]),
+      decode,
+    );
+    expect(timeline.input).toMatchObject({ itemIndex: 3 });
+    expect(timeline.steps.map((s) => [s.activity, s.local, s.startMs, s.durationMs, s.status, s.attempt])).toEqual([
+      ['parseGroup', true, 10, 4, 'completed', 1],
+      // Starts when parseGroup ended (same workflow task); its retry ran in the next task.
+      ['scoreGroup', true, 14, 2026, 'completed', 2],
+      ['assembleGroup', true, 2040, 5, 'failed', 3],
+    ]);
+    expect(timeline.steps[1]!.retries).toEqual([{ attempt: 1, message: 'judge busy' }]);
+    expect(timeline.end).toEqual({ status: 'failed', atMs: 2070, error: 'Activity task failed: disk full' });
+    expect(formatSteps(timeline)).toEqual([
+      '   +0.010s       4 ms  parseGroup [local]',
+      '   +0.014s     2.03 s  scoreGroup: scores 1, -1 [local, attempt 2]',
+      '                       retry: attempt 1 failed: judge busy',
+      '   +2.040s       5 ms  assembleGroup [local, attempt 3, FAILED]',
+      "                       retry: 2 earlier attempts failed (a local activity's failures are not kept in the history)",
+      '                       error: Activity failed: disk full',
+    ]);
+    expect(formatEnd(timeline)).toBe('result: failed: Activity task failed: disk full');
+  });
+
+  it('shows a timed-out activity, and a running one with the attempt and failure describe reports', () => {
+    const pending = [{ activityId: '2', attempt: 4, lastFailure: { message: 'HTTP 503 from the model server' } }] as PendingActivity[];
+    const timeline = buildTimeline(
+      history([
+        [0, started],
+        [5, { activityTaskScheduledEventAttributes: { activityId: '1', activityType: { name: 'stepTurn' }, input: payloads({ turn: 0 }) } }],
+        [9, { activityTaskStartedEventAttributes: { scheduledEventId: 2, attempt: 1 } }],
+        [60_005, { activityTaskTimedOutEventAttributes: { scheduledEventId: 2, failure: { message: 'activity StartToClose timeout' } } }],
+        [60_010, { activityTaskScheduledEventAttributes: { activityId: '2', activityType: { name: 'generateTurn' }, input: payloads({ turn: 1 }) } }],
+      ]),
+      decode,
+      pending,
+    );
+    expect(formatSteps(timeline)).toEqual([
+      '   +0.005s    60.00 s  stepTurn turn 0 [TIMED OUT]',
+      '                       error: activity StartToClose timeout',
+      '  +60.010s    running  generateTurn turn 1 [attempt 4]',
+      '                       retry: attempt 3 failed: HTTP 503 from the model server',
+    ]);
+    expect(formatEnd(timeline)).toBe('result: still running');
+  });
+
+  it('reports a dropped group with its reason', () => {
+    const result = { status: 'dropped', dropReason: 'scores_all_equal', scores: [0, 0], meanScore: 0, turns: 1 };
+    const timeline = buildTimeline(history([[0, started], [40, { workflowExecutionCompletedEventAttributes: { result: payloads(result) } }]]), decode);
+    expect(formatEnd(timeline)).toBe('result: dropped (scores_all_equal) · scores 0, 0 · mean 0 · 1 turn');
+  });
+
+  it('shows a failed workflow task (a nondeterminism error stalls the group)', () => {
+    const failure = { message: '[TMPRL1100] Nondeterminism error: Activity type of scheduled event does not match' };
+    const timeline = buildTimeline(history([[0, started], [1500, { workflowTaskFailedEventAttributes: { cause: 24, failure } }]]), decode);
+    expect(formatSteps(timeline)).toEqual([
+      '   +1.500s       0 ms  workflow task [FAILED]',
+      `                       error: ${failure.message}`,
+    ]);
+  });
+});

@@ -1,0 +1,113 @@
+import type { Timeline, TimelineStep } from './history-timeline.js';
+
+/** Fields of Clotho's activity inputs and results that the timeline shows; all optional, read defensively. */
+interface StepData {
+  turn?: number;
+  sample?: number;
+  call?: number;
+  name?: string;
+  arguments?: string;
+  topK?: number;
+  active?: number[];
+  completionTokens?: number[];
+  toolCalls?: { calls: unknown[] }[];
+  outcome?: string;
+  content?: string;
+  scores?: number[];
+  metrics?: Record<string, number>;
+  tokens?: number;
+  group?: { key?: string };
+}
+
+/** Longest tool result or argument text shown on a timeline line. */
+const PREVIEW = 80;
+
+/** `12 ms`, `1.24 s`. */
+export function duration(ms: number | null): string {
+  if (ms === null) return 'running';
+  return ms < 1000 ? `${Math.max(0, Math.round(ms))} ms` : `${(ms / 1000).toFixed(2)} s`;
+}
+
+const preview = (text: string, max = PREVIEW) => {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+};
+
+const numbers = (values: readonly number[]) => values.map((v) => String(Number(v.toFixed(4)))).join(', ');
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/**
+ * What a step did, in one line: `generateTurn turn 0: …`, `callTool add({"x":2}) sample 0 call 0 → ok: total 2`,
+ * `scoreGroup: scores 1, -1`. `turn` is the episode's turn so far, for steps whose input the history lacks (local
+ * activities).
+ */
+export function describeStep(step: TimelineStep, turn: number): string {
+  const input = (step.input ?? {}) as StepData;
+  const result = (step.result ?? {}) as StepData;
+  const t = input.turn ?? turn;
+  switch (step.activity) {
+    case 'generateTurn': {
+      if (step.result === undefined) return `generateTurn turn ${t}`;
+      const tokens = (result.completionTokens ?? []).reduce((a, b) => a + b, 0);
+      const calls = (result.toolCalls ?? []).reduce((n, c) => n + c.calls.length, 0);
+      const active = result.active?.length ?? 0;
+      return `generateTurn turn ${t}: ${plural(tokens, 'token')}, ${plural(calls, 'tool call')}, ${active} still active`;
+    }
+    case 'callTool': {
+      const call = `callTool ${input.name ?? '?'}(${preview(input.arguments ?? '', PREVIEW)}) turn ${t} sample ${input.sample ?? '?'} call ${input.call ?? '?'}`;
+      return result.outcome === undefined ? call : `${call} → ${result.outcome}: ${preview(result.content ?? '')}`;
+    }
+    case 'stepTurn':
+      return step.result === undefined ? `stepTurn turn ${t}` : `stepTurn turn ${t}: ${result.active?.length ?? 0} still active`;
+    case 'scoreGroup': {
+      if (!result.scores) return 'scoreGroup';
+      const metrics = Object.entries(result.metrics ?? {}).map(([k, v]) => `${k} ${Number(v.toFixed(4))}`);
+      return `scoreGroup: scores ${numbers(result.scores)}${metrics.length > 0 ? ` (${metrics.join(', ')})` : ''}`;
+    }
+    case 'teacherLogprobs':
+      return input.topK === undefined ? 'teacherLogprobs' : `teacherLogprobs top ${input.topK}`;
+    case 'assembleGroup':
+      return result.group?.key ? `assembleGroup: ${plural(result.tokens ?? 0, 'token')} → ${result.group.key}` : 'assembleGroup';
+    default:
+      return step.activity;
+  }
+}
+
+/** The timeline's lines: one per step (offset from the start, duration, what it did), retries and errors beneath. */
+export function formatSteps(timeline: Timeline): string[] {
+  const lines: string[] = [];
+  let turn = -1;
+  const pad = ' '.repeat(23);
+  for (const step of timeline.steps) {
+    if (step.activity === 'generateTurn') turn = (step.input as StepData | undefined)?.turn ?? turn + 1;
+    const flags = [
+      step.local ? 'local' : '',
+      step.attempt > 1 ? `attempt ${step.attempt}` : '',
+      step.status === 'completed' || step.status === 'running' ? '' : step.status.toUpperCase(),
+    ].filter(Boolean);
+    const offset = `+${(step.startMs / 1000).toFixed(3)}s`.padStart(10);
+    lines.push(`${offset} ${duration(step.durationMs).padStart(10)}  ${describeStep(step, Math.max(0, turn))}${flags.length > 0 ? ` [${flags.join(', ')}]` : ''}`);
+    for (const retry of step.retries) lines.push(`${pad}retry: attempt ${retry.attempt} failed: ${retry.message}`);
+    if (step.local && step.attempt > 1 && step.retries.length === 0) {
+      lines.push(`${pad}retry: ${plural(step.attempt - 1, 'earlier attempt')} failed (a local activity's failures are not kept in the history)`);
+    }
+    if (step.error) lines.push(`${pad}error: ${step.error}`);
+  }
+  return lines;
+}
+
+/** The workflow's outcome: `result: scored · scores 1, 1 · mean 1 · 3 turns · 10 tool calls`, or its failure. */
+export function formatEnd(timeline: Timeline): string {
+  const { end } = timeline;
+  if (end.status === 'running') return 'result: still running';
+  if (end.status !== 'completed') return `result: ${end.status}${end.error ? `: ${end.error}` : ''}`;
+  const r = (end.result ?? {}) as { status?: string; dropReason?: string; scores?: number[]; meanScore?: number; turns?: number; toolCalls?: number };
+  const parts = [
+    `${r.status ?? 'completed'}${r.dropReason ? ` (${r.dropReason})` : ''}`,
+    ...(r.scores ? [`scores ${numbers(r.scores)}`] : []),
+    ...(r.meanScore === undefined ? [] : [`mean ${Number(r.meanScore.toFixed(4))}`]),
+    ...(r.turns === undefined ? [] : [plural(r.turns, 'turn')]),
+    ...(r.toolCalls === undefined ? [] : [plural(r.toolCalls, 'tool call')]),
+  ];
+  return `result: ${parts.join(' · ')}`;
+}
