@@ -13,10 +13,14 @@ import {
   ScoredDataPostSchema,
 } from '../schema/api.js';
 import { bearerAuth } from './auth.js';
+import { keepExactNumbers } from './exact-json.js';
 import { gzipResponses } from './gzip.js';
 import { ingest, summarise, toIngestGroup } from './ingest.js';
+import { IrregularInput } from './irregular.js';
+import { laxNumbers } from './lax-numbers.js';
 import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from './metrics.js';
-import { readJson, unprocessable, validate } from './request.js';
+import { groupJson, responseJson } from './render.js';
+import { readJson, toDetail, unprocessable, validate } from './request.js';
 import { UnknownEnvError, type TrajectoryService } from './service.js';
 
 /** 64 MiB: far above any real group (Atropos envs gzip bodies), low enough to stop a gzip bomb. */
@@ -28,6 +32,8 @@ export interface ApiOptions {
   token?: string;
   /** Largest request body, before and after gzip decompression. @default DEFAULT_MAX_BODY_BYTES */
   maxBodyBytes?: number;
+  /** Where warnings about irregular posted groups go. @default console.warn */
+  warn?: (line: string) => void;
 }
 
 /** A uuid4 as Python's `uuid.uuid4().int`: a 128-bit integer in decimal digits. */
@@ -43,6 +49,7 @@ const LEASE_GONE = 'lease expired before the ack; the batch is served again unde
  */
 export function createApi({ service, options = {} }: { service: TrajectoryService; options?: ApiOptions }): Hono {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const irregular = new IrregularInput(options.warn);
   const app = new Hono();
 
   /** Reads and validates a JSON body; a Response means the request was refused. */
@@ -50,6 +57,31 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
     const read = await readJson(c, maxBodyBytes);
     return read instanceof Response ? read : validate(c, schema, read.value);
   };
+  /**
+   * Reads posted groups: strictly, or else with numbers made lax as pydantic makes them (`coerced` says which
+   * groups); then their free-form numbers are kept as posted.
+   */
+  const scoredBody = async <S extends z.ZodType>(c: Context, schema: S) => {
+    const read = await readJson(c, maxBodyBytes);
+    if (read instanceof Response) return read;
+    const strict = schema.safeParse(read.value, { reportInput: true });
+    let data: z.output<S>;
+    let coerced: boolean[] = [];
+    if (strict.success) data = strict.data;
+    else {
+      const lax = laxNumbers(read.value);
+      if (!lax) return unprocessable(c, toDetail(strict.error.issues, ['body']));
+      const valid = validate(c, schema, lax.body);
+      if (valid instanceof Response) return valid;
+      data = valid.data;
+      coerced = lax.coerced;
+    }
+    const groups: unknown = data;
+    keepExactNumbers(read.text, (Array.isArray(groups) ? groups : [groups]) as Record<string, unknown>[]);
+    return { data, coerced };
+  };
+  /** JSON text written by `render.ts` (floats as floats, free-form numbers as posted). */
+  const jsonText = (c: Context, text: string) => c.body(text, 200, { 'Content-Type': 'application/json' });
 
   app.use(gzipResponses(1000));
   // Atropos allows every origin with credentials; echoing the origin is what makes that legal.
@@ -88,9 +120,12 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
   app.get('/wandb_info', async (c) => c.json(await service.wandbInfo()));
   app.get('/info', async (c) => c.json(await service.info()));
   app.get('/status', async (c) => c.json(await service.status()));
-  app.get('/latest_example', async (c) => c.json((await service.latestExample()) ?? EMPTY_EXAMPLE));
+  app.get('/latest_example', async (c) => {
+    const latest = await service.latestExample();
+    return latest ? jsonText(c, groupJson(latest)) : c.json(EMPTY_EXAMPLE);
+  });
   app.get('/metrics', async (c) =>
-    c.body(renderPrometheus(await service.metrics()), 200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE }),
+    c.body(renderPrometheus(await service.metrics(), irregular.counts), 200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE }),
   );
 
   app.get('/reset_data', async (c) => {
@@ -109,8 +144,9 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
       const message = 'this API feeds trainer workers on a Temporal task queue (--trainer temporal); GET /batch is off';
       return c.json({ status: 'error', message, batch: [] }, 409);
     }
-    if (taken.leaseExpiresAt === null) return c.json({ batch: taken.batch });
-    return c.json({ batch: taken.batch, batch_id: taken.batchId, lease_expires_at: taken.leaseExpiresAt });
+    if (taken.leaseExpiresAt === null) return jsonText(c, responseJson({ batch: taken.batch }, { groups: ['batch'] }));
+    const leased = { batch: taken.batch, batch_id: taken.batchId, lease_expires_at: taken.leaseExpiresAt };
+    return jsonText(c, responseJson(leased, { groups: ['batch'] }));
   });
 
   app.post('/batch/ack', async (c) => {
@@ -125,22 +161,26 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
   app.get('/batch/:id', async (c) => {
     const batchId = c.req.param('id');
     const batch = await service.getBatchById(batchId);
-    return batch ? c.json({ batch, batch_id: batchId }) : c.json({ detail: 'Batch not found' }, 404);
+    return batch ? jsonText(c, responseJson({ batch, batch_id: batchId }, { groups: ['batch'] })) : c.json({ detail: 'Batch not found' }, 404);
   });
 
   app.post('/scored_data', async (c) => {
-    const req = await body(c, ScoredDataPostSchema);
+    const req = await scoredBody(c, ScoredDataPostSchema);
     if (req instanceof Response) return req;
     const results = await ingest(c, service, [toIngestGroup(req.data, c.req.header('Idempotency-Key'))], true);
-    return results instanceof Response ? results : c.json(results[0]);
+    if (results instanceof Response) return results;
+    irregular.record([req.data], req.coerced);
+    return c.json(results[0]);
   });
 
   app.post('/scored_data_list', async (c) => {
-    const req = await body(c, ScoredDataListPostSchema);
+    const req = await scoredBody(c, ScoredDataListPostSchema);
     if (req instanceof Response) return req;
     const groups = req.data.map((post) => toIngestGroup(post));
     const results = groups.length > 0 ? await ingest(c, service, groups, false) : [];
-    return results instanceof Response ? results : c.json(summarise(results));
+    if (results instanceof Response) return results;
+    irregular.record(req.data, req.coerced);
+    return c.json(summarise(results));
   });
 
   // Atropos's env client sends the env id as a JSON body on a GET; `?env_id=` serves everyone else.
@@ -154,7 +194,8 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
       : validate(c, EnvIdSchema, read.value);
     if (req instanceof Response) return req;
     try {
-      return c.json(await service.statusEnv(req.data.env_id));
+      // Atropos computes both as Python floats: a trainer or env reading them gets `1.0`, not `1`.
+      return jsonText(c, responseJson(await service.statusEnv(req.data.env_id), { floats: ['env_weight', 'unallocated_fraction'] }));
     } catch (error) {
       if (!(error instanceof UnknownEnvError)) throw error;
       return unprocessable(c, [{ loc: [where, 'env_id'], msg: error.message, type: 'value_error' }]);

@@ -1,14 +1,18 @@
 import type { Context } from 'hono';
 import type { IngestResult, ScoredDataListResponse, ScoredDataPost } from '../schema/api.js';
+import type { ScoredDataGroup } from '../schema/scored-data.js';
 import { QueueFullError, UnknownEnvError, type IngestGroup, type TrajectoryService } from './service.js';
 import { unprocessable } from './request.js';
 
-/** Takes Clotho's additions out of a posted group, leaving Atropos's 14 keys. */
+/**
+ * Takes Clotho's additions out of a posted group, leaving Atropos's 14 keys. Its messages are as posted (Atropos
+ * takes any content); nothing on the way to the trainer reads them, so they pass as the group type's messages.
+ */
 export function toIngestGroup(post: ScoredDataPost, fallbackKey?: string): IngestGroup {
   const { idempotency_key, policy_version, ...group } = post;
   const idempotencyKey = idempotency_key ?? fallbackKey;
   return {
-    group,
+    group: group as ScoredDataGroup,
     ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     ...(policy_version === undefined ? {} : { policyVersion: policy_version }),
   };

@@ -47,7 +47,7 @@ describe('renderPrometheus', () => {
   it('declares each family once with its type, and ends with a newline', () => {
     expect(text).toContain('# TYPE clotho_groups_dropped_total counter\n');
     expect(text).toContain('# TYPE clotho_queue_depth gauge\n');
-    expect(text.match(/^# TYPE /gm)).toHaveLength(13);
+    expect(text.match(/^# TYPE /gm)).toHaveLength(14);
     expect(text.endsWith('\n')).toBe(true);
   });
 });

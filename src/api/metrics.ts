@@ -23,8 +23,9 @@ const byReason = (dropped: Record<string, number>, labels: Labels = {}): Sample[
 /**
  * Renders a metrics snapshot in the Prometheus text format. Totals and per-environment series are
  * separate families (`clotho_*` and `clotho_env_*`), so summing a family never counts a group twice.
+ * `irregular` counts the groups this API process accepted although part of them looks wrong, by kind.
  */
-export function renderPrometheus(m: MetricsSnapshot): string {
+export function renderPrometheus(m: MetricsSnapshot, irregular: Record<string, number | undefined> = {}): string {
   const perEnv = (pick: (e: MetricsSnapshot['envs'][number]) => number): Sample[] =>
     m.envs.map((e) => [{ env: e.env }, pick(e)]);
   return [
@@ -37,6 +38,12 @@ export function renderPrometheus(m: MetricsSnapshot): string {
     family('clotho_queue_depth', 'gauge', 'Groups waiting in the queue.', [[{}, m.queueDepth]]),
     family('clotho_posts_refused_total', 'counter', 'Posts of scored groups this API process answered 503: the queue was full.', [[{}, m.postsRefused]]),
     family('clotho_groups_refused_total', 'counter', 'Groups in the posts this API process answered 503.', [[{}, m.groupsRefused]]),
+    family(
+      'clotho_groups_irregular_total',
+      'counter',
+      'Groups this API process accepted, as Atropos does, though part of them looks wrong, by kind.',
+      Object.entries(irregular).map(([kind, n]): Sample => [{ kind }, n ?? 0]),
+    ),
     family('clotho_env_groups_received_total', 'counter', 'Scored groups posted, per environment.', perEnv((e) => e.groupsReceived)),
     family('clotho_env_groups_buffered_total', 'counter', 'Groups held back, per environment.', perEnv((e) => e.groupsBuffered)),
     family(

@@ -49,11 +49,11 @@ function rawChunks(c: Context): AsyncIterable<Uint8Array | string> | null {
 }
 
 /**
- * Reads the body as JSON: undefined when there is none. Gzip bodies are inflated; `maxBytes`
- * bounds both the bytes received and the bytes inflated. On failure returns the error response:
+ * Reads the body as JSON: undefined when there is none; `text` is the body itself. Gzip bodies are inflated;
+ * `maxBytes` bounds both the bytes received and the bytes inflated. On failure returns the error response:
  * 413, 400 `Invalid gzip payload`, or 422 for malformed JSON as FastAPI answers.
  */
-export async function readJson(c: Context, maxBytes: number): Promise<{ value: unknown } | Response> {
+export async function readJson(c: Context, maxBytes: number): Promise<{ value: unknown; text: string } | Response> {
   const tooLarge = () => c.json({ detail: `Request body larger than ${maxBytes} bytes` }, 413);
   if (Number(c.req.header('Content-Length') ?? 0) > maxBytes) return tooLarge();
   const chunks = rawChunks(c);
@@ -67,9 +67,9 @@ export async function readJson(c: Context, maxBytes: number): Promise<{ value: u
     throw error;
   }
   const text = Buffer.from(bytes).toString('utf8');
-  if (text.trim() === '') return { value: undefined };
+  if (text.trim() === '') return { value: undefined, text };
   try {
-    return { value: JSON.parse(text) };
+    return { value: JSON.parse(text), text };
   } catch (error) {
     return unprocessable(c, [{ loc: ['body'], msg: `JSON decode error: ${(error as Error).message}`, type: 'json_invalid' }]);
   }

@@ -19,6 +19,7 @@ import {
   type batcher,
 } from '../workflows/batcher.js';
 import { acceptedKeys } from './accepted-keys.js';
+import { fromStored, toStored } from './exact-json.js';
 import { DEFAULT_MAX_QUEUE_GROUPS, QueueBound, type Refusals } from './queue-bound.js';
 import { UnknownEnvError, type IngestGroup, type TrajectoryService } from './service.js';
 
@@ -48,7 +49,7 @@ export function createTemporalTrajectoryService({
   const readGroups = (refs: GroupRef[]) =>
     Promise.all(
       refs.map(async (ref) => {
-        const group = await store.get<ScoredDataGroup>(ref.ref);
+        const group = fromStored(await store.get<ScoredDataGroup>(ref.ref));
         return ref.envId !== null && group.env_id === null ? { ...group, env_id: ref.envId } : group;
       }),
     );
@@ -154,11 +155,14 @@ const DUPLICATE: IngestResult = { status: 'received', duplicate: true };
 /** Ingest updates in flight at once from one API process (Temporal allows 10 per workflow). */
 const INGEST_LANES = 3;
 
-/** Writes a posted group to the store; its key derives from the idempotency key when there is one. */
+/**
+ * Writes a posted group to the store; its key derives from the idempotency key when there is one. Free-form numbers
+ * kept exact go beside the plain group (`toStored`), since the store writes plain JSON.
+ */
 async function storeGroup(store: TrajectoryStore, posted: IngestGroup): Promise<GroupRef> {
   const id = posted.idempotencyKey ?? `api-${randomUUID()}`;
   const key = storeKey('api', createHash('sha256').update(id).digest('hex'));
-  await store.put(key, posted.group);
+  await store.put(key, toStored(posted.group));
   return {
     id,
     ref: key,

@@ -120,11 +120,24 @@ const groupAdditions = {
   policy_version: int.nonnegative().optional(),
 };
 
-/** Per-sequence fields whose rows must match `tokens` row for row, token for token. */
-const PER_TOKEN_FIELDS = ['masks', 'inference_logprobs', 'ref_logprobs', 'advantages'] as const;
+/**
+ * A message as Atropos's API takes it (`Dict[str, Any]` with `role` and `content` present): any values, any other
+ * keys. An object `content` or a non-string `role` is unusual and is counted on `/metrics`, not refused.
+ */
+export const PostedMessageSchema = z.looseObject({ role: z.unknown(), content: z.unknown() });
 
-/** Rejects groups whose arrays disagree in length; Atropos checks nothing and lets the trainer crash. */
-function checkAlignment(group: ScoredDataGroup, ctx: z.RefinementCtx): void {
+/**
+ * Per-sequence fields whose rows must match `tokens` row for row, token for token: Atropos's trainer reads them
+ * position by position, so a misaligned row would train on the wrong tokens. (`advantages` and `ref_logprobs`,
+ * which Atropos accepts misaligned and its trainer ignores, are only counted; see `src/api/irregular.ts`.)
+ */
+const PER_TOKEN_FIELDS = ['masks', 'inference_logprobs'] as const;
+
+/**
+ * Rejects groups a trainer cannot use: Atropos checks nothing, and its trainer then fails on the batch (fewer
+ * scores than sequences) or trains on misaligned positions (masks, inference logprobs).
+ */
+function checkAlignment(group: Pick<ScoredDataGroup, 'tokens' | 'scores' | (typeof PER_TOKEN_FIELDS)[number]>, ctx: z.RefinementCtx): void {
   const n = group.tokens.length;
   if (n === 0) ctx.addIssue({ code: 'custom', path: ['tokens'], message: 'a group needs at least one sequence' });
   if (group.scores.length !== n) {
@@ -146,8 +159,14 @@ function checkAlignment(group: ScoredDataGroup, ctx: z.RefinementCtx): void {
   }
 }
 
-/** Body of `POST /scored_data`: an Atropos `ScoredData` plus the optional additions, shapes checked. */
-export const ScoredDataPostSchema = ScoredDataGroupSchema.extend(groupAdditions).superRefine(checkAlignment);
+/**
+ * Body of `POST /scored_data`: an Atropos `ScoredData` plus the optional additions, shapes checked. Messages are
+ * taken as Atropos takes them ({@link PostedMessageSchema}) and served back as posted.
+ */
+export const ScoredDataPostSchema = ScoredDataGroupSchema.extend({
+  ...groupAdditions,
+  messages: z.array(z.array(PostedMessageSchema)).nullable().default(null),
+}).superRefine(checkAlignment);
 export type ScoredDataPost = z.infer<typeof ScoredDataPostSchema>;
 
 /** Body of `POST /scored_data_list`. */

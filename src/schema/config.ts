@@ -9,7 +9,8 @@ export const BaseEnvConfigSchema = z.strictObject({
   max_num_workers: z.number().int().min(-1).default(-1),
   max_eval_workers: z.number().int().positive().default(16),
   max_num_workers_per_node: z.number().int().positive().default(8),
-  steps_per_eval: z.number().int().positive().default(100),
+  /** 0 or less: no evaluation during training (what Clotho does; see `atroposFields`). */
+  steps_per_eval: z.number().int().default(100),
   max_token_length: z.number().int().positive().default(2048),
   eval_handling: z.enum(['STOP_TRAIN', 'LIMIT_TRAIN', 'NONE']).default('STOP_TRAIN'),
   eval_limit_ratio: z.number().min(0).max(1).default(0.5),
@@ -49,17 +50,82 @@ export const BaseEnvConfigSchema = z.strictObject({
 });
 export type BaseEnvConfig = z.infer<typeof BaseEnvConfigSchema>;
 
+const REASONING = 'reasoning requests are not supported yet (Atropos adds extra_body.reasoning to chat requests)';
+const EVAL_DURING_SERVE = 'which Clotho does not do yet (see steps_per_eval)';
+const atMost0 = (v: unknown) => typeof v === 'number' && v <= 0;
+
 /**
- * Atropos fields Clotho accepts, so that Atropos configs load unchanged, but does not act on: their work is done
- * another way (the trajectory store and Temporal UI instead of wandb, max_groups_in_flight instead of worker
- * counts) or not at all yet. Setting one is reported, never silently ignored.
+ * Atropos fields Clotho cannot honour yet, or that mean nothing here, with the values it does honour (Atropos's
+ * default always among them, so an Atropos config loads unchanged) and why any other value is an error.
+ * `max_eval_workers` (`clotho evaluate`'s concurrency) and `include_messages` (Clotho's groups always carry their
+ * messages) do what they do in Atropos and are not listed; nor are those {@link atroposFields} maps.
  */
-export const INERT_ATROPOS_FIELDS = [
-  'max_num_workers', 'max_eval_workers', 'max_num_workers_per_node', 'steps_per_eval', 'eval_handling', 'eval_limit_ratio',
-  'use_wandb', 'num_rollouts_to_keep', 'num_rollouts_per_group_for_logging', 'min_items_sent_before_logging',
-  'include_messages', 'worker_timeout', 'thinking_mode', 'reasoning_effort', 'max_reasoning_tokens',
-  'custom_thinking_prompt', 'tokenizer_name', 'rollout_server_url', 'batch_size',
-] as const satisfies readonly (keyof BaseEnvConfig)[];
+const UNSUPPORTED: Partial<Record<keyof BaseEnvConfig, { accepts: (value: unknown) => boolean; why: string }>> = {
+  steps_per_eval: { accepts: (v) => v === 100 || atMost0(v),
+    why: 'Clotho does not evaluate during training yet (Atropos runs evaluate() every steps_per_eval trainer steps); run `clotho evaluate` on a checkpoint instead, or set 0' },
+  eval_handling: { accepts: (v) => v === 'STOP_TRAIN', why: `it decides what training does while \`clotho serve\` evaluates, ${EVAL_DURING_SERVE}` },
+  eval_limit_ratio: { accepts: (v) => v === 0.5, why: `it limits training while \`clotho serve\` evaluates, ${EVAL_DURING_SERVE}` },
+  worker_timeout: { accepts: (v) => v === 600 || atMost0(v),
+    why: 'a deadline on a whole group is not supported yet; Clotho bounds and retries each step instead (--steps.<step>.start_to_close_timeout, --steps.<step>.maximum_attempts); -1 (no deadline) is accepted' },
+  thinking_mode: { accepts: (v) => v === false, why: REASONING },
+  reasoning_effort: { accepts: (v) => v === null, why: REASONING },
+  max_reasoning_tokens: { accepts: (v) => v === null, why: REASONING },
+  custom_thinking_prompt: { accepts: (v) => v === null, why: "thinking prompts are not supported yet; put the instruction in the environment's system prompt" },
+  rollout_server_url: { accepts: (v) => v === 'http://localhost:8000',
+    why: 'environments do not post groups over HTTP here: `clotho serve --batcher-id <id>` signals the batcher behind `clotho api --batcher-id <id>` through Temporal (both default to the same id)' },
+  batch_size: { accepts: (v) => v === -1, why: "the trainer's batch size (POST /register) applies to every environment; Atropos too overwrites this field from /info" },
+};
+
+/** What {@link atroposFields} decided. */
+export interface AtroposFields {
+  /** One line per field set to a value Clotho cannot honour, naming the flag and why. */
+  problems: string[];
+  /** Lines to print: a setting taken over from an Atropos field, or one accepted and not acted on. */
+  notices: string[];
+  /** Groups in flight from `max_num_workers` (or `max_num_workers_per_node` × servers), when one is set. */
+  maxGroupsInFlight?: number;
+  /** The policy servers, `tokenizer_name` filled in from `--env.tokenizer_name` where it was "none". */
+  servers: ServerConfig[];
+}
+
+const ATROPOS_TOKENIZER = 'NousResearch/DeepHermes-3-Llama-3-3B-Preview';
+
+/**
+ * Applies the Atropos fields that map onto Clotho settings and checks the rest (README: "Atropos config fields").
+ * A field counts as set when it differs from `defaults` (the environment's and the command's); Atropos's own default
+ * is always accepted, so an Atropos config loads unchanged.
+ */
+export function atroposFields(env: BaseEnvConfig, defaults: Record<string, unknown>, servers: ServerConfig[]): AtroposFields {
+  const set = (field: keyof BaseEnvConfig) => JSON.stringify(env[field]) !== JSON.stringify(defaults[field]);
+  const out: AtroposFields = { problems: [], notices: [], servers };
+  for (const [field, rule] of Object.entries(UNSUPPORTED)) {
+    const value = env[field as keyof BaseEnvConfig];
+    if (set(field as keyof BaseEnvConfig) && !rule.accepts(value)) out.problems.push(`--env.${field} ${JSON.stringify(value)}: ${rule.why}`);
+  }
+
+  // Atropos's workers are groups in flight: max_num_workers, or max_num_workers_per_node per inference server.
+  const workers = set('max_num_workers') && env.max_num_workers > 0 ? env.max_num_workers
+    : set('max_num_workers_per_node') && env.max_num_workers === -1 ? env.max_num_workers_per_node * servers.length : undefined;
+  if (workers !== undefined) {
+    if (set('max_groups_in_flight') && env.max_groups_in_flight !== workers) {
+      out.problems.push(`--env.max_num_workers: ${workers} workers disagree with --env.max_groups_in_flight ${env.max_groups_in_flight}; set one`);
+    } else {
+      out.maxGroupsInFlight = workers;
+      out.notices.push(`--env.max_num_workers: ${workers} groups in flight (max_groups_in_flight)`);
+    }
+  }
+
+  // Atropos's env tokenizer is the policy's: it is the tokenizer the served model must share.
+  if (set('tokenizer_name') && env.tokenizer_name !== ATROPOS_TOKENIZER) {
+    if (servers.some((s) => s.base_url === '')) {
+      out.problems.push(`--env.tokenizer_name ${env.tokenizer_name}: the embedded engine (no --openai.base_url) serves a model with its own tokenizer; give --openai.base_url for a server of that model`);
+    }
+    const other = servers.find((s) => s.tokenizer_name !== 'none' && s.tokenizer_name !== env.tokenizer_name);
+    if (other) out.problems.push(`--env.tokenizer_name ${env.tokenizer_name} and --openai.tokenizer_name ${other.tokenizer_name} name different tokenizers for the policy`);
+    out.servers = servers.map((s) => (s.tokenizer_name === 'none' ? { ...s, tokenizer_name: env.tokenizer_name } : s));
+  }
+  return out;
+}
 
 export const SERVER_TYPES = ['openai', 'trl', 'sglang', 'vllm', 'llama'] as const;
 

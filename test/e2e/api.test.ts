@@ -112,6 +112,79 @@ describe('clotho api, black box: the calls an Atropos environment and trainer ma
   });
 });
 
+describe('clotho api, Atropos parity: what Atropos accepts and how its JSON reads', () => {
+  /** A group posted as raw JSON text, so that `1.0` and a 20-digit seed reach the API as written. */
+  const rawGroup = (tag: number) => `{"tokens": [[${tag}, 101, 102], [${tag}, 201, 202]], "masks": [[-100, 101, 102], [-100, 201, 202]],
+    "scores": [1, 0], "inference_logprobs": [[1.0, -1, -0.5], [1, -2.0, -0.25]], "advantages": [[1, 1, 1], [0, 0, 0]],
+    "generation_params": {"temperature": 1.0, "top_p": 0.95, "max_tokens": 64, "seed": 12345678901234567890},
+    "overrides": [{"temperature": 2.0}, {"set_advantage_to_zero": true}], "group_overrides": {"group_size": 2, "weight": 1.50},
+    "messages": [[{"role": "assistant", "content": "a", "reward": 1.0}], [{"role": "assistant", "content": "b", "reward": 0}]],
+    "env_id": 0}`;
+
+  it('serves whole-number floats as 1.0 and free-form fields exactly as posted, through the batcher and the store', async () => {
+    await http.get('/reset_data');
+    await http.post('/register', TRAINER);
+    await http.get('/batch');
+    await http.post('/register-env', { max_token_length: 2048, desired_name: 'floats', weight: 1, group_size: 2 });
+    expect((await http.post('/scored_data', rawGroup(1))).json).toEqual({ status: 'received' });
+    expect((await http.post('/scored_data_list', `[${rawGroup(2)}]`)).json).toEqual({ status: 'received', groups_processed: 1 });
+
+    const expectAsPosted = (text: string) => {
+      expect(text).toContain('"scores":[1.0,0.0]');
+      expect(text).toContain('"inference_logprobs":[[1.0,-1.0,-0.5],[1.0,-2.0,-0.25]]');
+      expect(text).toContain('"advantages":[[1.0,1.0,1.0],[0.0,0.0,0.0]]');
+      expect(text).toContain('"generation_params":{"temperature":1.0,"top_p":0.95,"max_tokens":64,"seed":12345678901234567890}');
+      expect(text).toContain('"overrides":[{"temperature":2.0},{"set_advantage_to_zero":true}]');
+      expect(text).toContain('"group_overrides":{"group_size":2,"weight":1.50}');
+      expect(text).toContain('"messages":[[{"role":"assistant","content":"a","reward":1.0}],[{"role":"assistant","content":"b","reward":0}]]');
+      expect(text).toContain('"tokens":[[');
+      expect(text).toMatch(/"env_id":0,/);
+    };
+    expectAsPosted((await http.get('/latest_example')).text);
+    const status = await http.call('GET', '/status-env?env_id=0');
+    expect(status.text).toMatch(/"unallocated_fraction":1\.0,.*"env_weight":1\.0\}$/);
+
+    const leased = await http.get('/batch?lease_seconds=60');
+    expect(leased.json.batch.map((g: { tokens: number[][] }) => g.tokens[0]![0])).toEqual([1, 2]);
+    for (const group of leased.text.match(/\{"tokens".*?"distill_logprobs":null\}/g)!) expectAsPosted(group);
+    const byId = await http.get(`/batch/${leased.json.batch_id}`);
+    expect(byId.text).toContain(leased.text.slice('{"batch":'.length, leased.text.indexOf(',"batch_id"')));
+  });
+
+  it('accepts object message content and advantages that do not align with tokens, counting and logging them', async () => {
+    await http.get('/reset_data');
+    await http.post('/register', { ...TRAINER, batch_size: 2 });
+    const odd = {
+      ...group(5, 2, null),
+      messages: [[{ role: 'user', content: { text: 'Complex content', metadata: { nested: { deeply: ['list'] } } } }], [{ role: 'user', content: 'x' }]],
+      advantages: [[0.5, 0.5, 0.5, 0.5], [0.5]],
+    };
+    const irregular = async (kind: string) =>
+      Number((await http.get('/metrics')).text.match(new RegExp(`^clotho_groups_irregular_total\\{kind="${kind}"\\} (\\d+)$`, 'm'))?.[1] ?? 0);
+    const before = { content: await irregular('message_content_not_text'), advantages: await irregular('advantages_misaligned') };
+    expect(await http.post('/scored_data', odd)).toMatchObject({ status: 200, json: { status: 'received' } });
+    expect(await irregular('message_content_not_text')).toBe(before.content + 1);
+    expect(await irregular('advantages_misaligned')).toBe(before.advantages + 1);
+    await waitFor(() => /accepted .* advantages whose rows do not match tokens/.test(api.run.stderr()), 10_000, 'the warning');
+    const served = (await http.get('/batch')).json.batch[0];
+    expect(served.messages[0][0].content).toEqual(odd.messages[0]![0]!.content);
+    expect(served.advantages).toEqual(odd.advantages);
+
+    // A Python environment appending bools as scores: pydantic takes them as 1.0 and 0.0, and so does this API.
+    expect((await http.post('/scored_data', { ...group(6, 2, null), scores: [true, false] })).json).toEqual({ status: 'received' });
+    expect((await http.get('/batch')).text).toContain('"scores":[1.0,0.0]');
+    expect(await irregular('numbers_coerced')).toBeGreaterThan(0);
+  });
+
+  it("keeps the trainer's max_token_len in /info after /reset_data, as Atropos does (only batch_size goes back to -1)", async () => {
+    await http.get('/reset_data');
+    await http.post('/register', { ...TRAINER, max_token_len: 1234 });
+    expect((await http.get('/info')).json).toEqual({ batch_size: 4, max_token_len: 1234 });
+    await http.get('/reset_data');
+    expect((await http.get('/info')).json).toEqual({ batch_size: -1, max_token_len: 1234 });
+  });
+});
+
 describe('clotho api --idempotency-window 2 --max-queue-groups 4', () => {
   let small: ApiProcess;
   let client: ReturnType<typeof apiClient>;

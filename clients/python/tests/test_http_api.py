@@ -66,6 +66,33 @@ def test_env_endpoints_after_the_trainer_started(client: TrajectoryClient) -> No
     assert status["self_queue_size"] == 1 and status["max_group_size"] == 2
 
 
+def test_floats_come_back_as_floats_and_free_form_numbers_as_posted(client: TrajectoryClient) -> None:
+    # Python ints where Atropos types floats; free-form numbers of both kinds, and one too long for a double.
+    posted = {
+        **group(31),
+        "scores": [1, 0],
+        "inference_logprobs": [[1, 1, -1], [1.0, 1.0, -2]],
+        "generation_params": {"temperature": 1.0, "max_tokens": 64, "seed": 12345678901234567890},
+        "overrides": [{"temperature": 2.0}, {}],
+        "group_overrides": {"group_size": 2},
+        "messages": [[{"role": "assistant", "content": "a", "reward": 1.0}], [{"role": "assistant", "content": {"parts": 2}}]],
+    }
+    client.scored_data_list([posted, group(32)])
+    batch = client.batch(lease_seconds=60)
+    assert batch is not None and tags(batch.groups) == [31, 32]
+    served = batch.groups[0]
+    assert [type(s) for s in served["scores"]] == [float, float] and served["scores"] == [1.0, 0.0]
+    assert all(type(lp) is float for row in served["inference_logprobs"] for lp in row)
+    assert all(type(t) is int for row in served["tokens"] for t in row)
+    params = served["generation_params"]
+    assert type(params["temperature"]) is float and type(params["max_tokens"]) is int
+    assert params["seed"] == 12345678901234567890
+    assert type(served["overrides"][0]["temperature"]) is float
+    assert type(served["group_overrides"]["group_size"]) is int
+    assert type(served["messages"][0][0]["reward"]) is float and served["messages"][1][0]["content"] == {"parts": 2}
+    client.ack(batch.batch_id)
+
+
 def test_a_batch_not_acked_comes_back_after_its_lease(client: TrajectoryClient) -> None:
     client.scored_data_list([group(7), group(8)])
     with pytest.raises(RuntimeError, match="crash"):
