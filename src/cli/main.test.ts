@@ -32,7 +32,7 @@ describe('clotho', () => {
   });
 
   it('answers --help for every command with its usage, exit 0', async () => {
-    for (const command of ['process', 'serve', 'evaluate', 'worker', 'api', 'list', 'inference', 'temporal', 'sft-gen', 'dpo-gen', 'inspect', 'view']) {
+    for (const command of ['process', 'serve', 'evaluate', 'worker', 'api', 'list', 'inference', 'temporal', 'sft-gen', 'dpo-gen', 'inspect', 'view', 'proxy']) {
       const { code, out } = await run(command, '--help');
       expect(code, command).toBe(0);
       expect(out, command).toMatch(/^Usage: clotho /m);

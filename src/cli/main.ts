@@ -11,6 +11,7 @@ import { SERVE_FLAGS, serveCommand, SERVE_USAGE } from './commands/serve.js';
 import { sftGenCommand, SFT_GEN_USAGE } from './commands/sft-gen.js';
 import { temporalCommand } from './commands/temporal.js';
 import { workerCommand, WORKER_USAGE } from './commands/worker.js';
+import { METRICS_FLAGS } from './run-metrics.js';
 import { processIo, type CommandIo } from './io.js';
 import { environmentHelp } from './help.js';
 import { InterruptedError } from './interrupt.js';
@@ -42,7 +43,7 @@ const COMMANDS: Record<string, Command> = {
   worker: {
     summary: "run a run's workers (scale out, or resume after a crash) against TEMPORAL_ADDRESS",
     run: workerCommand,
-    help: (args) => environmentHelp(WORKER_USAGE, args),
+    help: (args) => environmentHelp(WORKER_USAGE, args, { commandFlags: METRICS_FLAGS }),
   },
   api: {
     summary: 'serve the Atropos-compatible trajectory API in front of the batcher workflow',
@@ -73,6 +74,11 @@ const COMMANDS: Record<string, Command> = {
     summary: "print a rollout group's timeline: steps, turns, tool calls, retries with their errors, scores",
     run: inspectCommand,
     help: async () => INSPECT_USAGE,
+  },
+  proxy: {
+    summary: "Atropos's ManagedServer OpenAI proxy: token ids, masks and logprobs per session for plain-OpenAI agents",
+    run: async (args, io) => (await import('../inference/managed-proxy-server.js')).proxyCommand(args, io),
+    help: async () => (await import('../inference/managed-proxy-server.js')).PROXY_USAGE,
   },
   view: {
     summary: 'browse runs, groups and rollouts (JSONL, store, Temporal) in a local web page',
