@@ -9,13 +9,20 @@ import { RUN_FLAGS, type PlanOptions } from './run.js';
  * environments with their descriptions.
  * @throws ConfigError when the named environment is unknown; Error when it fails to load.
  */
-export async function environmentHelp(usage: string, args: string[], options: PlanOptions = {}): Promise<string> {
+export async function environmentHelp(
+  usage: string,
+  args: string[],
+  options: PlanOptions = {},
+  /** Defaults the command computes itself (from the environment's name), shown instead of the schema's. */
+  computedDefaults: (environment: string) => Record<string, string> = () => ({}),
+): Promise<string> {
   const named = args.find((a) => !a.startsWith('-'));
   const name = named ?? 'gsm8k';
   const environments = named === undefined ? `\n\nEnvironments:\n${formatEnvironments(await listEnvironments()).join('\n')}` : '';
   const loaded = await loadEnvironment(name);
   const definition = { ...loaded, defaults: { ...loaded.defaults, ...options.defaults } };
-  const rows = describeFlags(definition, { ...RUN_FLAGS, ...options.commandFlags });
+  const computed = computedDefaults(definition.name);
+  const rows = describeFlags(definition, { ...RUN_FLAGS, ...options.commandFlags }).map((r) => (r.flag in computed ? { ...r, default: computed[r.flag]! } : r));
   const width = Math.min(48, Math.max(...rows.map((r) => `${r.flag} ${r.type}`.length)));
   const lines = rows.map((r) => {
     const left = `${r.flag} ${r.type}`.padEnd(width);

@@ -27,6 +27,8 @@ describe('clotho', () => {
       expect(out).toContain(flag);
     }
     expect(out).toMatch(/--env\.group_size .*\(default 8\)/);
+    // process writes to data/<environment>.jsonl unless told otherwise, and its help says so.
+    expect(out).toMatch(/--env\.data_path_to_save_groups .*\(default data\/gsm8k\.jsonl\)/);
     // process keeps equal-score groups by default, as Atropos's process does.
     expect(out).toMatch(/--env\.ensure_scores_are_not_same .*\(default false\)/);
   });

@@ -28,7 +28,7 @@ const COMMANDS: Record<string, Command> = {
   process: {
     summary: 'run an environment durably and write scored groups to JSONL + HTML',
     run: processCommand,
-    help: (args) => environmentHelp(PROCESS_USAGE, args, PROCESS_PLAN),
+    help: (args) => environmentHelp(PROCESS_USAGE, args, PROCESS_PLAN, (name) => ({ '--env.data_path_to_save_groups': `data/${name}.jsonl` })),
   },
   serve: {
     summary: "feed a running `clotho api`'s trainer, as an Atropos environment in serve mode",
