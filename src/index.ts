@@ -58,3 +58,4 @@ export * from './env/math-answer.js';
 export * from './env/rewards.js';
 export * from './env/sandbox.js';
 export * from './env/games.js';
+export * from './env/problems.js';

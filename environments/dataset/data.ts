@@ -1,7 +1,7 @@
 /** Rows of any table (JSONL, CSV, Parquet) turned into prompts and gold answers by the environment's config. */
 import { createHash } from 'node:crypto';
 import { basename } from 'node:path';
-import { loadTable, resolveDataset, tableFormatOf, type TableFormat } from 'clotho';
+import { loadTable, problemsError, resolveDataset, seededRandom, tableFormatOf, type TableFormat } from 'clotho';
 
 /** One item: the user message's text and the gold answer as the data set gives it (null without one). */
 export interface DatasetItem {
@@ -24,9 +24,6 @@ export interface DataOptions {
   /** Fixed shuffle of the rows; null keeps the file's order. */
   shuffleSeed: number | null;
 }
-
-/** Problems past this many are counted, not listed. */
-const MAX_LISTED = 10;
 
 const PLACEHOLDER = /\{\{|\}\}|\{([A-Za-z_][\w .-]*)\}/g;
 
@@ -79,33 +76,13 @@ export async function loadItems(options: DataOptions): Promise<DatasetItem[]> {
     const prompt = options.template === null ? cellText(row[options.promptField]) : renderTemplate(options.template, row);
     return { prompt, answer };
   });
-  if (problems.length > 0) {
-    const more = problems.length > MAX_LISTED ? `\n  … and ${problems.length - MAX_LISTED} more` : '';
-    throw new Error(`invalid data in ${options.dataPath}:\n  ${problems.slice(0, MAX_LISTED).join('\n  ')}${more}`);
-  }
-  return options.shuffleSeed === null ? items : shuffled(items, options.shuffleSeed);
+  if (problems.length > 0) throw problemsError(`invalid data in ${options.dataPath}`, problems);
+  // The same permutation for the same seed on every worker.
+  return options.shuffleSeed === null ? items : seededRandom(options.shuffleSeed).shuffle(items);
 }
 
 /** A cache file name for a URL: its own name, kept apart from same-named files of other URLs. */
 function cacheName(url: string): string {
   const hash = createHash('sha256').update(url).digest('hex').slice(0, 12);
   return `dataset-${hash}-${basename(new URL(url).pathname) || 'data'}`;
-}
-
-/** The same permutation for the same seed on every worker (Fisher–Yates on mulberry32). */
-function shuffled<T>(items: T[], seed: number): T[] {
-  const out = [...items];
-  let state = seed >>> 0;
-  const random = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
 }

@@ -1,5 +1,5 @@
 /** The data set's records: reading them (JSON lines or Parquet), checking their layout, and the train/test split. */
-import { loadTable, resolveDataset, z } from 'clotho';
+import { loadTable, problemsError, resolveDataset, seededRandom, z } from 'clotho';
 
 /** The data set Atropos trains on (`load_dataset(..., "default", split="train")`). */
 export const HF_DATASET = 'NousResearch/company-fundamentals-prediction-lite';
@@ -28,9 +28,6 @@ const RecordSchema = z.object({
   fundamental_metric: z.string().min(1),
 });
 
-/** Problems past this many are counted, not listed. */
-const MAX_LISTED = 10;
-
 /** Reads and checks every record of a JSONL or Parquet file; errors name the file, the record and the column. */
 export async function loadRecords(path: string): Promise<FundamentalRecord[]> {
   const rows = await loadTable(path);
@@ -41,10 +38,7 @@ export async function loadRecords(path: string): Promise<FundamentalRecord[]> {
     if (result.success) records.push(result.data);
     else for (const issue of result.error.issues) problems.push(`record ${i + 1}: ${issue.path.join('.') || '(record)'}: ${issue.message}`);
   });
-  if (problems.length > 0) {
-    const more = problems.length > MAX_LISTED ? `\n  … and ${problems.length - MAX_LISTED} more` : '';
-    throw new Error(`invalid data in ${path}:\n  ${problems.slice(0, MAX_LISTED).join('\n  ')}${more}`);
-  }
+  if (problems.length > 0) throw problemsError(`invalid data in ${path}`, problems);
   return records;
 }
 
@@ -69,29 +63,12 @@ export type Split = 'train' | 'test' | 'all';
 
 /**
  * Atropos's split, in shape: shuffle with a seed, then hold out `ceil(testFraction × n)` records as the test split
- * (the first of the permutation) and train on the rest. `seed` null keeps the file's order. The permutation is this
- * module's own (mulberry32 + Fisher–Yates), not numpy's, so the held-out records differ from Atropos's.
+ * (the first of the permutation) and train on the rest. `seed` null keeps the file's order. The permutation is the
+ * SDK's `seededRandom` shuffle (mulberry32 + Fisher–Yates), not numpy's, so the held-out records differ from Atropos's.
  */
 export function splitRecords<T>(records: T[], split: Split, testFraction: number, seed: number | null): T[] {
-  const ordered = seed === null ? [...records] : shuffled(records, seed);
+  const ordered = seed === null ? [...records] : seededRandom(seed).shuffle(records);
   if (split === 'all') return ordered;
   const nTest = Math.ceil(testFraction * ordered.length);
   return split === 'test' ? ordered.slice(0, nTest) : ordered.slice(nTest);
-}
-
-function shuffled<T>(values: T[], seed: number): T[] {
-  const out = [...values];
-  let state = seed >>> 0;
-  const random = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
 }

@@ -1,6 +1,6 @@
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { loadTable, tableFormatOf, z, type TableFormat } from 'clotho';
+import { loadTable, problemsError, tableFormatOf, z, type TableFormat } from 'clotho';
 
 /** One multiple-choice question: its subject, the choices in order, and the index of the right one. */
 export interface McqaItem {
@@ -50,8 +50,6 @@ const HubRow = z.looseObject({
   answer: z.union([z.number().int(), z.bigint().transform(Number)]),
 }).refine((row) => row.answer >= 0 && row.answer < row.choices.length, { path: ['answer'], message: 'expected an index into choices' });
 
-const MAX_LISTED = 10;
-
 /** Validates every row, naming the file and row of each problem (the first ten). */
 function validate<S extends z.ZodType>(rows: Record<string, unknown>[], schema: S, file: string): z.infer<S>[] {
   const problems: string[] = [];
@@ -61,10 +59,7 @@ function validate<S extends z.ZodType>(rows: Record<string, unknown>[], schema: 
     for (const issue of result.error.issues) problems.push(`${file}: row ${i + 1}: ${issue.path.join('.') || '(row)'}: ${issue.message}`);
     return [];
   });
-  if (problems.length > 0) {
-    const more = problems.length > MAX_LISTED ? `\n  … and ${problems.length - MAX_LISTED} more` : '';
-    throw new Error(`invalid MMLU data in ${file}:\n  ${problems.slice(0, MAX_LISTED).join('\n  ')}${more}`);
-  }
+  if (problems.length > 0) throw problemsError(`invalid MMLU data in ${file}`, problems);
   return valid;
 }
 

@@ -2,7 +2,7 @@
  * Seeded scenes of flat-coloured shapes and questions about them (counting, colours, positions) whose answers are
  * known by construction. Pure: the same seed and index give the same scene, question and PNG bytes on every worker.
  */
-import { encodePng, type RgbaImage } from 'clotho';
+import { encodePng, seededRandom, type RgbaImage, type SeededRandom } from 'clotho';
 
 export const SHAPE_KINDS = ['circle', 'square', 'triangle'] as const;
 export type ShapeKind = (typeof SHAPE_KINDS)[number];
@@ -47,33 +47,15 @@ export interface ShapeOptions {
   maxShapes: number;
 }
 
-/** mulberry32 over a seed mixed with the index: item i is independent of every other item. */
-function rng(seed: number, index: number): () => number {
-  let state = (Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(index + 1, 0xc2b2ae35)) >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const pick = <T>(random: () => number, values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
-
-function shuffled<T>(random: () => number, values: readonly T[]): T[] {
-  const out = [...values];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
+/** The SDK's seeded generator over a seed mixed with the index: item i is independent of every other item. */
+function rng(seed: number, index: number): SeededRandom {
+  return seededRandom(Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(index + 1, 0xc2b2ae35));
 }
 
 /** Shapes with distinct (colour, kind) pairs in distinct cells, so that "the red circle" names one shape. */
-function scene(random: () => number, count: number): Shape[] {
-  const cells = shuffled(random, Array.from({ length: GRID * GRID }, (_, i) => i)).slice(0, count);
-  const looks = shuffled(random, COLOUR_NAMES.flatMap((colour) => SHAPE_KINDS.map((kind) => ({ colour, kind })))).slice(0, count);
+function scene(random: SeededRandom, count: number): Shape[] {
+  const cells = random.shuffle(Array.from({ length: GRID * GRID }, (_, i) => i)).slice(0, count);
+  const looks = random.shuffle(COLOUR_NAMES.flatMap((colour) => SHAPE_KINDS.map((kind) => ({ colour, kind })))).slice(0, count);
   return cells.map((cell, i) => ({ ...looks[i]!, column: cell % GRID, row: Math.floor(cell / GRID) }));
 }
 
@@ -81,27 +63,27 @@ const plural = (kind: ShapeKind) => `${kind}s`;
 const name = (s: Shape) => `${s.colour} ${s.kind}`;
 
 /** A question of the task about the scene, or null when the scene cannot ask it unambiguously (then another is drawn). */
-function ask(random: () => number, task: ShapeTask, shapes: Shape[]): { question: string; answer: string } | null {
+function ask(random: SeededRandom, task: ShapeTask, shapes: Shape[]): { question: string; answer: string } | null {
   if (task === 'count') {
-    const variant = pick(random, ['all', 'colour', 'kind'] as const);
+    const variant = random.pick(['all', 'colour', 'kind'] as const);
     if (variant === 'all') return { question: 'How many shapes are in the image?', answer: String(shapes.length) };
     if (variant === 'colour') {
-      const colour = pick(random, COLOUR_NAMES);
+      const colour = random.pick(COLOUR_NAMES);
       return { question: `How many ${colour} shapes are in the image?`, answer: String(shapes.filter((s) => s.colour === colour).length) };
     }
-    const kind = pick(random, SHAPE_KINDS);
+    const kind = random.pick(SHAPE_KINDS);
     return { question: `How many ${plural(kind)} are in the image?`, answer: String(shapes.filter((s) => s.kind === kind).length) };
   }
   if (task === 'color') {
     const unique = SHAPE_KINDS.filter((kind) => shapes.filter((s) => s.kind === kind).length === 1);
     if (unique.length === 0) return null;
-    const kind = pick(random, unique);
+    const kind = random.pick(unique);
     return { question: `What colour is the ${kind}?`, answer: shapes.find((s) => s.kind === kind)!.colour };
   }
-  const horizontal = random() < 0.5;
+  const horizontal = random.next() < 0.5;
   const pairs = shapes.flatMap((a) => shapes.filter((b) => (horizontal ? a.column !== b.column : a.row !== b.row)).map((b) => [a, b] as const));
   if (pairs.length === 0) return null;
-  const [a, b] = pick(random, pairs);
+  const [a, b] = random.pick(pairs);
   return horizontal
     ? { question: `Is the ${name(a)} to the left or to the right of the ${name(b)}? Answer left or right.`, answer: a.column < b.column ? 'left' : 'right' }
     : { question: `Is the ${name(a)} above or below the ${name(b)}? Answer above or below.`, answer: a.row < b.row ? 'above' : 'below' };
@@ -113,11 +95,11 @@ export function shapeQuestion(options: ShapeOptions): ShapeQuestion {
   const task = options.tasks[options.index % options.tasks.length]!;
   // Draws until the scene can ask the task's question: most scenes can, so this ends after a draw or two.
   for (;;) {
-    const count = 1 + Math.floor(random() * options.maxShapes);
+    const count = 1 + Math.floor(random.next() * options.maxShapes);
     const shapes = scene(random, Math.max(count, task === 'position' ? 2 : 1));
     const asked = ask(random, task, shapes);
     if (asked) {
-      const png = encodePng(drawScene(shapes, options.imageSize, random));
+      const png = encodePng(drawScene(shapes, options.imageSize, random.next));
       return { id: `shapes-${options.seed}-${options.index}`, task, ...asked, shapes, png };
     }
   }

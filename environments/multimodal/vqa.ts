@@ -7,7 +7,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { imageDataUrl, imageMediaType, loadTable, tableFormatOf, z, type ItemSource } from 'clotho';
+import { imageDataUrl, imageMediaType, loadTable, problemsError, tableFormatOf, z, type ItemSource } from 'clotho';
 
 /** One question about one image, generated or loaded. */
 export interface MultimodalItem {
@@ -33,9 +33,6 @@ const RowSchema = z.looseObject({
 });
 type Row = z.infer<typeof RowSchema>;
 
-/** Problems past this many are counted, not listed. */
-const MAX_LISTED = 10;
-
 /** Loads VQAv2 questions from a `.parquet` or `.jsonl` file; every row is checked, and every image found, at load. */
 export async function loadVqa(path: string): Promise<ItemSource<MultimodalItem>> {
   const rows = await loadTable(path, { binary: true, format: tableFormatOf(path) });
@@ -53,10 +50,7 @@ export async function loadVqa(path: string): Promise<ItemSource<MultimodalItem>>
     if (typeof image === 'string') problems.push(`${where}: ${image}`);
     else items.push(() => toItem(parsed.data, i, image()));
   });
-  if (problems.length > 0) {
-    const more = problems.length > MAX_LISTED ? `\n  … and ${problems.length - MAX_LISTED} more` : '';
-    throw new Error(`invalid VQA data in ${path}:\n  ${problems.slice(0, MAX_LISTED).join('\n  ')}${more}`);
-  }
+  if (problems.length > 0) throw problemsError(`invalid VQA data in ${path}`, problems);
   if (items.length === 0) throw new Error(`no VQA questions in ${path}`);
   // Image files are read when their item is asked for: a split's images need not fit in memory at once.
   return { size: items.length, get: (index) => items[((index % items.length) + items.length) % items.length]!() };

@@ -1,4 +1,4 @@
-import { loadTable, type Message } from 'clotho';
+import { loadTable, problemsError, type Message } from 'clotho';
 
 /** One prompt: the conversation the policy answers, and a reference answer when the data has one. */
 export interface RlaifItem {
@@ -14,9 +14,6 @@ export interface RowFields {
   /** A column holding a reference answer; null: the conversation's own final assistant turn. */
   referenceField: string | null;
 }
-
-/** Problems past this many are counted, not listed. */
-const MAX_LISTED = 10;
 
 const isTurn = (value: unknown): value is { role: string; content: string } =>
   typeof value === 'object' && value !== null &&
@@ -70,10 +67,7 @@ export async function loadItems(path: string, fields: RowFields): Promise<RlaifI
       problems.push(`row ${i + 1}: ${(error as Error).message}`);
     }
   });
-  if (problems.length > 0) {
-    const more = problems.length > MAX_LISTED ? `\n  … and ${problems.length - MAX_LISTED} more` : '';
-    throw new Error(`invalid prompts in ${path}:\n  ${problems.slice(0, MAX_LISTED).join('\n  ')}${more}`);
-  }
+  if (problems.length > 0) throw problemsError(`invalid prompts in ${path}`, problems);
   if (items.length === 0) throw new Error(`no prompts in ${path}`);
   return items;
 }

@@ -5,8 +5,9 @@ import { Ajv } from 'ajv';
 import { ConfigError, parseToolCalls, resolveEnvConfig, toScoreResult, type MalformedToolCall, type ToolCallRequest } from 'clotho';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CATEGORY_FILES, toJsonSchema } from './bfcl.js';
-import type { BfclFunction, BfclSchema, ExpectedCall, ModelCall } from './checker.js';
+import type { BfclSchema, ModelCall } from './checker.js';
 import toolCalling, { SYSTEM_PROMPT, type ToolCallingItem } from './index.js';
+import { groundTruthCall } from './testing.js';
 
 const BFCL_DIR = '../shared/datasets/bfcl';
 const configFor = (argv: string[]) => resolveEnvConfig(toolCalling, argv);
@@ -24,30 +25,6 @@ async function scoreOf(item: ToolCallingItem, config: Config, toolCalls: ToolCal
   return toScoreResult(await toolCalling.score({ ...base, parsed, completion: '', turnRewards: [], judge: { complete: async () => [] }, group: null, judgements: {} }));
 }
 const requests = (calls: ModelCall[]): ToolCallRequest[] => calls.map((call, i) => ({ id: `call-${i}`, ...call }));
-
-// The first acceptable value of a parameter, with dicts (and lists of dicts) of acceptable values made concrete.
-function concrete(value: unknown, schema: BfclSchema | undefined): unknown {
-  if (schema?.type === 'dict' && typeof value === 'object' && value !== null && !Array.isArray(value)) {
-    const entries = Object.entries(value).map(([key, options]) => [key, (options as unknown[]).find((v) => v !== ''), schema.properties?.[key]] as const);
-    return Object.fromEntries(entries.filter(([, v]) => v !== undefined).map(([key, v, sub]) => [key, concrete(v, sub)]));
-  }
-  if (Array.isArray(value) && schema?.items?.type === 'dict') return value.map((element) => concrete(element, schema.items));
-  return value;
-}
-
-/** The ground truth as a model would write it: the first acceptable value of each parameter. */
-function groundTruthCall(expected: ExpectedCall, functions: BfclFunction[]): ModelCall {
-  const properties = functions.find((fn) => fn.name === expected.name)?.parameters.properties ?? {};
-  const args: Record<string, unknown> = {};
-  for (const [param, acceptable] of Object.entries(expected.arguments)) {
-    const value = acceptable.find((v) => v !== '');
-    // A few answers list an optional parameter the function does not declare (parallel_multiple_12, _26); BFCL would
-    // reject it as unexpected, so the right call leaves it out.
-    if (value === undefined || (!Object.hasOwn(properties, param) && acceptable.includes(''))) continue;
-    args[param] = concrete(value, properties[param]);
-  }
-  return { name: expected.name, arguments: args };
-}
 
 describe('tool_calling config', () => {
   it('serves all four categories by default, without partial credit', () => {

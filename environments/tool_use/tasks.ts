@@ -3,6 +3,7 @@
  * corpus, and shop ledgers or report codes preloaded in a key-value store. Pure: the same seed, index and hops give
  * the same task on every worker.
  */
+import { seededRandom, type SeededRandom } from 'clotho';
 
 /** Kinds of task; each needs about `hops` tool calls in sequence before the final arithmetic. */
 export const TASK_KINDS = ['province_sum', 'founding_chain', 'ledger', 'codes'] as const;
@@ -37,17 +38,6 @@ export interface GenerateOptions {
   kinds?: readonly TaskKind[];
 }
 
-/** mulberry32: a tiny, fast PRNG; good enough for data generation and the same in every JS engine. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 // Mixes seed and index so that neighbouring items do not get correlated streams.
 function mix(seed: number, index: number): number {
   let h = Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(index + 0x632be5ab, 0xc2b2ae35);
@@ -55,19 +45,16 @@ function mix(seed: number, index: number): number {
   return (h ^ (h >>> 15)) >>> 0;
 }
 
+/** Draws of one task, from the SDK's seeded generator: inclusive integer ranges, as the generators below ask. */
 class Random {
-  private readonly next: () => number;
-  constructor(seed: number) { this.next = mulberry32(seed); }
-  int(min: number, max: number): number { return min + Math.floor(this.next() * (max - min + 1)); }
-  pick<T>(items: readonly T[]): T { return items[Math.floor(this.next() * items.length)]!; }
-  chance(p: number): boolean { return this.next() < p; }
-  shuffle<T>(items: T[]): T[] {
-    for (let i = items.length - 1; i > 0; i--) {
-      const j = Math.floor(this.next() * (i + 1));
-      [items[i], items[j]] = [items[j]!, items[i]!];
-    }
-    return items;
-  }
+  private readonly random: SeededRandom;
+  constructor(seed: number) { this.random = seededRandom(seed); }
+  /** An integer in [min, max]. */
+  int(min: number, max: number): number { return min + this.random.int(max - min + 1); }
+  pick<T>(items: readonly T[]): T { return this.random.pick(items); }
+  chance(p: number): boolean { return this.random.next() < p; }
+  /** A shuffled copy. */
+  shuffle<T>(items: readonly T[]): T[] { return this.random.shuffle(items); }
 }
 
 const ONSETS = ['br', 'k', 'v', 't', 'm', 'dr', 'sk', 'h', 'l', 'gr', 's', 'th', 'f', 'n', 'r', 'p', 'z', 'w', 'st', 'c'];
@@ -108,7 +95,7 @@ function world(rng: Random, hops: number, sized: boolean) {
     founded: rng.int(1100, 1899), origin: null,
   }));
   // Founding links point to a town earlier in a random order, so following them never loops.
-  const order = rng.shuffle([...towns]);
+  const order = rng.shuffle(towns);
   order.forEach((town, i) => { if (i > 0 && rng.chance(0.6)) town.origin = order[rng.int(0, i - 1)]!.name; });
   return { provinces, towns };
 }
@@ -139,7 +126,7 @@ function provinceSum(rng: Random, towns: Town[], provinces: string[]): Made {
 function foundingChain(rng: Random, hops: number, towns: Town[]): Made {
   // Rewire a path of hops links through distinct towns, ending at a town with no origin. Still no loops: chain towns
   // lead only along the chain, and the other towns' links point earlier in the world's order or into the chain.
-  const chain = rng.shuffle([...towns]).slice(0, hops + 1);
+  const chain = rng.shuffle(towns).slice(0, hops + 1);
   chain.forEach((town, i) => { town.origin = chain[i + 1]?.name ?? null; });
   const steps = hops === 1 ? 'one step' : `${hops} steps (to the town its settlers came from, then to the town those settlers came from, and so on)`;
   return {
@@ -168,7 +155,7 @@ function ledger(rng: Random, hops: number): Made {
 }
 
 function codes(rng: Random, hops: number, towns: Town[]): Made {
-  const filed = rng.shuffle([...towns]).slice(0, hops + 3);
+  const filed = rng.shuffle(towns).slice(0, hops + 3);
   const labels = uniqueNames(filed.length, () => `R-${rng.int(10, 99)}`, new Set());
   const kv = Object.fromEntries(filed.map((t, i) => [`code/${labels[i]}`, t.name]));
   const asked = labels.slice(0, hops);

@@ -1,3 +1,4 @@
+import { seededRandom as sdkSeededRandom } from '../env/games.js';
 import type { Message, ScoredDataGroup } from '../schema/scored-data.js';
 
 /**
@@ -115,14 +116,7 @@ export function dpoPairs(
   return pairs;
 }
 
-/** A small seeded generator (mulberry32), so that `--seed` makes DPO's random pairing repeatable. */
+/** A seeded generator of floats in [0, 1) (the SDK's `seededRandom`), so that `--seed` makes DPO's random pairing repeatable. */
 export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return sdkSeededRandom(seed).next;
 }

@@ -3,9 +3,7 @@ import { access, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises
 import { dirname, join } from 'node:path';
 import type { z } from 'zod';
 import { clothoHome } from '../store/paths.js';
-
-/** Problems past this many are counted, not listed: one broken file should not flood the terminal. */
-const MAX_LISTED = 10;
+import { problemsError } from './problems.js';
 
 /**
  * Reads a JSON-lines file, validating each line with `schema`. Blank lines are skipped.
@@ -29,10 +27,7 @@ export async function loadJsonl<S extends z.ZodType>(path: string, schema: S): P
     if (result.success) rows.push(result.data);
     else for (const issue of result.error.issues) problems.push(`${where}: ${issue.path.join('.') || '(line)'}: ${issue.message}`);
   });
-  if (problems.length > 0) {
-    const more = problems.length > MAX_LISTED ? `\n  … and ${problems.length - MAX_LISTED} more` : '';
-    throw new Error(`invalid data in ${path}:\n  ${problems.slice(0, MAX_LISTED).join('\n  ')}${more}`);
-  }
+  if (problems.length > 0) throw problemsError(`invalid data in ${path}`, problems);
   return rows;
 }
 

@@ -1,19 +1,14 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { parquetWriteBuffer } from 'hyparquet-writer';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { combineRewards } from '../../src/env/rewards.js';
-import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
-import { runClotho } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
-import { startScriptedOpenAI, type Responder, type ScriptedOpenAI } from '../support/scripted-openai.js';
+import { expectWellFormedGroup } from '../support/groups.js';
+import { processEngineGroup, runEvaluate, runProcess, useScratch } from '../support/runs.js';
+import { startScriptedOpenAI, type Responder } from '../support/scripted-openai.js';
 
 const DATASET = fileURLToPath(new URL('../../environments/dataset/index.ts', import.meta.url));
-const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
-const readGroups = async (path: string) =>
-  (await readFile(path, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as ScoredDataGroup);
 
 // A small competition-math table: golds in LaTeX, answered by the scripted model in other, equal forms.
 const PROBLEMS = [
@@ -42,45 +37,29 @@ const responder = (right: (index: number, sample: number) => boolean): Responder
   return { choices: Array.from({ length: body.n ?? 1 }, (_, sample) => ({ text: right(index, sample) ? rightText(p) : wrongText(p) })) };
 };
 
-let dir: string;
+const scratch = useScratch('clotho-dataset-e2e-');
 let jsonl: string;
 let parquet: string;
-const models: ScriptedOpenAI[] = [];
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'clotho-dataset-e2e-'));
-  jsonl = join(dir, 'math.jsonl');
+  jsonl = scratch.path('math.jsonl');
   await writeFile(jsonl, PROBLEMS.map(({ problem, solution }) => JSON.stringify({ problem, solution })).join('\n') + '\n');
-  parquet = join(dir, 'math.parquet');
+  parquet = scratch.path('math.parquet');
   await writeFile(parquet, Buffer.from(parquetWriteBuffer({
     columnData: [{ name: 'problem', data: PROBLEMS.map((p) => p.problem) }, { name: 'solution', data: PROBLEMS.map((p) => p.solution) }],
   })));
 });
-afterAll(async () => {
-  await Promise.all(models.map((m) => m.close()));
-  await rm(dir, { recursive: true, force: true });
-});
-const model = async (r: Responder) => {
-  const started = await startScriptedOpenAI({ responder: r });
-  models.push(started);
-  return started;
-};
+const model = async (responder: Responder) => scratch.closeAfter(await startScriptedOpenAI({ responder }));
 const mathFlags = (data: string) => ['--env.data_path', data, '--env.prompt_field', 'problem', '--env.answer_field', 'solution',
   '--env.system_prompt', SYSTEM, '--env.reward_fns', REWARDS];
 
 describe('dataset environment', () => {
   it('process: a Parquet table, scored by a weighted combination of named rewards', async () => {
     const scripted = await model(responder((_, sample) => sample === 0));
-    const out = join(dir, 'process.jsonl');
-    const { code, stdout, stderr } = await runClotho(
-      ['process', DATASET, ...mathFlags(parquet), '--env.total_steps', '4', '--env.group_size', '2',
-        '--openai.base_url', scripted.baseUrl, '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
-      env(),
+    const { groups } = await runProcess(
+      [DATASET, ...mathFlags(parquet), '--env.total_steps', '4', '--env.group_size', '2',
+        '--openai.base_url', scripted.baseUrl, '--store', scratch.path('store')],
+      scratch.path('process.jsonl'), 4,
     );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toContain('groups 4/4');
-    const groups = await readGroups(out);
-    expect(groups).toHaveLength(4);
     const seen = new Set<string>();
     for (const group of groups) {
       expect(group.scores).toEqual([RIGHT_SCORE, WRONG_SCORE]);
@@ -94,57 +73,33 @@ describe('dataset environment', () => {
 
   it('evaluate: each reward function\'s mean is a metric beside the weighted score', async () => {
     const scripted = await model(responder((index) => index % 2 === 0));
-    const evals = join(dir, 'evals');
-    const { code, stdout, stderr } = await runClotho(
-      ['evaluate', DATASET, ...mathFlags(jsonl), '--items', '4', '--openai.base_url', scripted.baseUrl, '--env.data_dir_to_save_evals', evals],
-    );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
+    const { metrics, samples, stdout } = await runEvaluate(
+      [DATASET, ...mathFlags(jsonl), '--items', '4', '--openai.base_url', scripted.baseUrl], scratch.path('evals'));
     const expected = { items: 4, score: (RIGHT_SCORE + WRONG_SCORE) / 2, accuracy: 0.5, format: 0.5, length: 0.75 };
-    expect(JSON.parse(await readFile(join(evals, 'metrics.json'), 'utf8'))).toEqual(expected);
+    expect(metrics).toEqual(expected);
     expect(stdout).toContain('"accuracy": 0.5');
-    const samples = (await readFile(join(evals, 'samples.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { score: number });
     expect(samples.map((s) => s.score)).toEqual([RIGHT_SCORE, WRONG_SCORE, RIGHT_SCORE, WRONG_SCORE]);
   });
 
   it('evaluate on GSM8K\'s real test file, gold answers taken from its "#### n" lines', async () => {
     const scripted = await model(gsm8kResponder((item) => item % 2 === 0));
-    const evals = join(dir, 'gsm8k-evals');
-    const { code, stderr } = await runClotho([
-      'evaluate', DATASET, '--env.data_path', GSM8K_TEST, '--env.prompt_field', 'question', '--env.answer_field', 'answer',
-      '--env.answer_pattern', '####\\s*(.+)$', '--env.reward_fns', 'accuracy', '--items', '10',
-      '--openai.base_url', scripted.baseUrl, '--env.data_dir_to_save_evals', evals,
-    ]);
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(JSON.parse(await readFile(join(evals, 'metrics.json'), 'utf8'))).toEqual({ items: 10, score: 0.5, accuracy: 0.5 });
+    const { metrics } = await runEvaluate([
+      DATASET, '--env.data_path', GSM8K_TEST, '--env.prompt_field', 'question', '--env.answer_field', 'answer',
+      '--env.answer_pattern', '####\\s*(.+)$', '--env.reward_fns', 'accuracy', '--items', '10', '--openai.base_url', scripted.baseUrl,
+    ], scratch.path('gsm8k-evals'));
+    expect(metrics).toEqual({ items: 10, score: 0.5, accuracy: 0.5 });
   });
 
   it('process on the embedded engine: well-formed groups of generated tokens', async () => {
-    const out = join(dir, 'engine.jsonl');
-    const { code, stdout, stderr } = await runClotho(
-      ['process', DATASET, ...mathFlags(jsonl), '--env.total_steps', '1', '--env.group_size', '2', '--env.max_token_length', '16',
-        '--env.ensure_scores_are_not_same', 'false', '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
-      env(),
-    );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toContain('groups 1/1');
-    const [group, ...rest] = await readGroups(out);
-    expect(rest).toHaveLength(0);
-    expect(group!.tokens).toHaveLength(2);
+    const group = await processEngineGroup([DATASET, ...mathFlags(jsonl), '--store', scratch.path('store')], scratch.path('engine.jsonl'), 16);
+    expectWellFormedGroup(group, { maxTrained: 16 });
     const rewards = combineRewards(JSON.parse(REWARDS));
-    for (const [i, tokens] of group!.tokens.entries()) {
-      const masks = group!.masks[i]!;
-      expect(masks).toHaveLength(tokens.length);
-      const generated = masks.filter((m) => m !== -100);
-      expect(generated.length).toBeGreaterThan(0);
-      expect(generated.length).toBeLessThanOrEqual(16);
+    for (const i of group.tokens.keys()) {
       // The score is the weighted rewards of the text the engine generated, against the item's gold solution.
-      const [system, user, assistant] = group!.messages![i]!;
+      const [system, user, assistant] = group.messages![i]!;
       expect(system).toEqual({ role: 'system', content: SYSTEM });
       const { solution } = PROBLEMS.find((p) => p.problem === user!.content)!;
-      expect(group!.scores[i]).toBe(rewards.score({ completion: String(assistant!.content), answer: solution }).score);
+      expect(group.scores[i]).toBe(rewards.score({ completion: String(assistant!.content), answer: solution }).score);
     }
   });
 });

@@ -1,27 +1,21 @@
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { startLocalEngine, type RunningLocalEngine } from '../../src/inference/local/start.js';
-import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
-import { runClotho } from '../support/cli.js';
 import { GSM8K_TEST } from '../support/gsm8k-model.js';
+import { processEngineGroup, useScratch } from '../support/runs.js';
 
 /** The documented config (environments/gsm8k/README.md, "Teacher distillation"). */
 const DISTILL_YAML = fileURLToPath(new URL('../../environments/gsm8k/distill.yaml', import.meta.url));
 
+const scratch = useScratch('clotho-distill-');
 let teacher: RunningLocalEngine;
-let dir: string;
-const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
 
 beforeAll(async () => {
   // The same generated model the CLI's embedded student runs, so the two share Qwen's tokenizer.
-  teacher = await startLocalEngine({ model: 'generate:tiny', port: 0, slots: 1, threads: 1 });
-  dir = await mkdtemp(join(tmpdir(), 'clotho-distill-'));
+  teacher = scratch.closeAfter(await startLocalEngine({ model: 'generate:tiny', port: 0, slots: 1, threads: 1 }));
 });
-afterAll(() => teacher?.close());
 
 type PromptPosition = Record<string, { logprob: number; rank: number | null }> | null;
 
@@ -55,22 +49,12 @@ describe('gsm8k with a teacher (environments/gsm8k/distill.yaml)', () => {
     const k = config.env.teacher_top_k;
     expect(k).toBeGreaterThan(0);
 
-    const out = join(dir, 'distill.jsonl');
     // No --openai.base_url: the student is the CLI's own embedded engine (generate:tiny, tokenizer qwen3).
-    const { code, stdout, stderr } = await runClotho(
-      ['process', 'gsm8k', '--config', DISTILL_YAML, '--teacher.base_url', teacher.baseUrl, '--teacher.tokenizer_name', 'qwen3',
-        '--env.data_path', GSM8K_TEST, '--env.total_steps', '1', '--env.group_size', '2', '--env.max_token_length', '16',
-        '--env.ensure_scores_are_not_same', 'false', '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
-      env(),
+    const group = await processEngineGroup(
+      ['gsm8k', '--config', DISTILL_YAML, '--teacher.base_url', teacher.baseUrl, '--teacher.tokenizer_name', 'qwen3',
+        '--env.data_path', GSM8K_TEST, '--store', scratch.path('store')],
+      scratch.path('distill.jsonl'), 16,
     );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toContain('groups 1/1');
-
-    const groups = (await readFile(out, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as ScoredDataGroup);
-    expect(groups).toHaveLength(1);
-    const group = groups[0]!;
-    expect(group.tokens).toHaveLength(2);
     expect(group.distill_token_ids).toHaveLength(2);
     expect(group.distill_logprobs).toHaveLength(2);
 

@@ -1,17 +1,12 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_RECORDS, writeFixture } from '../../environments/fundamental_prediction/fixture.js';
 import type { FundamentalRecord } from '../../environments/fundamental_prediction/index.js';
-import { MASKED, MASKED_LOGPROB, type Message, type ScoredDataGroup } from '../../src/schema/scored-data.js';
-import { runClotho } from '../support/cli.js';
-import { encodeCompletion, startScriptedOpenAI, type Responder, type ScriptedBody, type ScriptedOpenAI } from '../support/scripted-openai.js';
+import type { Message } from '../../src/schema/scored-data.js';
+import { expectWellFormedGroup } from '../support/groups.js';
+import { processEngineGroup, runEvaluate, runProcess, useScratch } from '../support/runs.js';
+import { encodeCompletion, startScriptedOpenAI, type Responder, type ScriptedBody } from '../support/scripted-openai.js';
 
 const ENV = './environments/fundamental_prediction/index.ts';
-const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
-const readGroups = async (path: string) =>
-  (await readFile(path, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as ScoredDataGroup);
 const userText = (messages: Message[]) => String(messages.find((m) => m.role === 'user')?.content ?? '');
 const recordOf = (prompt: string) => FIXTURE_RECORDS.find((r) => prompt.endsWith(`\n${r.context}`));
 const recordOfBody = (body: ScriptedBody) => recordOf(userText((body as { messages: Message[] }).messages))!;
@@ -51,36 +46,20 @@ const evalModel: Responder = (body) => {
   return { choices: [{ text: EVAL_ANSWERS[FIXTURE_RECORDS.indexOf(r)]!(r) }] };
 };
 
-let dir: string;
+const scratch = useScratch('clotho-fundamentals-e2e-');
 let data: string;
-const models: ScriptedOpenAI[] = [];
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'clotho-fundamentals-e2e-'));
-  data = await writeFixture(dir, 'parquet');
+  data = await writeFixture(scratch.dir, 'parquet');
 });
-afterAll(async () => {
-  await Promise.all(models.map((m) => m.close()));
-  await rm(dir, { recursive: true, force: true });
-});
-const model = async (responder: Responder) => {
-  const started = await startScriptedOpenAI({ responder });
-  models.push(started);
-  return started;
-};
+const model = async (responder: Responder) => scratch.closeAfter(await startScriptedOpenAI({ responder }));
 
 async function processWith(name: string, extra: string[]) {
   const scripted = await model(trainingModel);
-  const out = join(dir, `${name}.jsonl`);
-  const { code, stdout, stderr } = await runClotho(
-    ['process', ENV, '--env.data_path', data, '--env.total_steps', '3', '--env.group_size', '4', '--env.max_token_length', String(MAX_TOKENS),
-      '--openai.base_url', scripted.baseUrl, '--env.data_path_to_save_groups', out, '--store', join(dir, `store-${name}`), ...extra],
-    env(),
+  const { groups } = await runProcess(
+    [ENV, '--env.data_path', data, '--env.total_steps', '3', '--env.group_size', '4', '--env.max_token_length', String(MAX_TOKENS),
+      '--openai.base_url', scripted.baseUrl, '--store', scratch.path(`store-${name}`), ...extra],
+    scratch.path(`${name}.jsonl`), 3,
   );
-  expect(stderr).toBe('');
-  expect(code).toBe(0);
-  expect(stdout).toContain('groups 3/3');
-  const groups = await readGroups(out);
-  expect(groups).toHaveLength(3);
   for (const group of groups) {
     const record = recordOf(userText(group.messages![0]!))!;
     expect(record).toBeDefined();
@@ -104,15 +83,10 @@ describe('fundamental_prediction', () => {
 
   it('evaluate: direction accuracy, magnitude accuracy over right directions, and the combined score', async () => {
     const scripted = await model(evalModel);
-    const evals = join(dir, 'evals');
-    const { code, stdout, stderr } = await runClotho(
-      ['evaluate', ENV, '--env.data_path', data, '--env.split', 'all', '--env.seed', 'None', '--items', '6',
-        '--openai.base_url', scripted.baseUrl, '--env.data_dir_to_save_evals', evals],
-      env(),
+    const { metrics, samples, stdout } = await runEvaluate(
+      [ENV, '--env.data_path', data, '--env.split', 'all', '--env.seed', 'None', '--items', '6', '--openai.base_url', scripted.baseUrl],
+      scratch.path('evals'),
     );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    const metrics = JSON.parse(await readFile(join(evals, 'metrics.json'), 'utf8')) as Record<string, number>;
     expect(Object.keys(metrics).sort()).toEqual(['combined_score', 'direction_accuracy', 'formatted', 'items', 'magnitude_accuracy', 'score']);
     expect(metrics.items).toBe(6);
     expect(metrics.score).toBeCloseTo((2 + 1 + 0 + 1.7 + 0 + 1.9) / 6, 12);
@@ -121,38 +95,15 @@ describe('fundamental_prediction', () => {
     expect(metrics.magnitude_accuracy).toBeCloseTo((1 + 0 + 0.7 + 0.9) / 4, 12);
     expect(metrics.formatted).toBeCloseTo(5 / 6, 12);
     expect(stdout).toContain('"direction_accuracy"');
-    const samples = (await readFile(join(evals, 'samples.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { score: number });
     expect(samples.map((s) => s.score)).toEqual([2, 1, 0, 1.7, 0, 1.9]);
   });
 
   it('process on the embedded engine: a well-formed group of token ids, masks and logprobs', async () => {
-    const out = join(dir, 'engine.jsonl');
-    const { code, stdout, stderr } = await runClotho(
-      ['process', ENV, '--env.data_path', data, '--env.total_steps', '1', '--env.group_size', '2', '--env.max_token_length', '16',
-        '--env.ensure_scores_are_not_same', 'false', '--env.data_path_to_save_groups', out, '--store', join(dir, 'store-engine')],
-      env(),
-    );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toContain('groups 1/1');
-    const [group, ...rest] = await readGroups(out);
-    expect(rest).toHaveLength(0);
+    const group = await processEngineGroup(
+      [ENV, '--env.data_path', data, '--store', scratch.path('store-engine')], scratch.path('engine.jsonl'), 16);
     // 16 random tokens never hold a thinking block and the answer sentence.
-    expect(group!.scores).toEqual([-1, -1]);
-    expect(recordOf(userText(group!.messages![0]!))).toBeDefined();
-    for (const [i, tokens] of group!.tokens.entries()) {
-      const masks = group!.masks[i]!;
-      const logprobs = group!.inference_logprobs![i]!;
-      expect(masks).toHaveLength(tokens.length);
-      expect(logprobs).toHaveLength(tokens.length);
-      const trained = masks.flatMap((m, j) => (m === MASKED ? [] : [j]));
-      expect(trained.length).toBeGreaterThan(0);
-      expect(trained.length).toBeLessThanOrEqual(16);
-      for (const j of trained) {
-        expect(masks[j]).toBe(tokens[j]);
-        expect(logprobs[j]).toBeLessThanOrEqual(0);
-      }
-      masks.forEach((m, j) => m === MASKED && expect(logprobs[j]).toBe(MASKED_LOGPROB));
-    }
+    expect(group.scores).toEqual([-1, -1]);
+    expect(recordOf(userText(group.messages![0]!))).toBeDefined();
+    expectWellFormedGroup(group, { maxTrained: 16 });
   });
 });

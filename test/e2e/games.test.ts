@@ -1,7 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import adventureEnv, { adventureGame } from '../../environments/games/adventure.js';
 import blackjackEnv, { blackjackGame } from '../../environments/games/blackjack.js';
 import games, { type GamesItem } from '../../environments/games/index.js';
@@ -10,14 +7,12 @@ import taxiEnv, { taxiGame } from '../../environments/games/taxi.js';
 import { seededRandom, type GameCommand } from '../../src/env/games.js';
 import { resolveEnvConfig } from '../../src/env/testing.js';
 import { loadTokenizer } from '../../src/inference/tokenizer.js';
-import { MASKED, MASKED_LOGPROB, type Message, type ScoredDataGroup } from '../../src/schema/scored-data.js';
-import { runClotho } from '../support/cli.js';
+import { MASKED, type Message, type ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { blackjackMove, CAREFUL, commandText, gamePlayer, SLOPPY } from '../support/game-models.js';
-import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
+import { expectWellFormedSequence } from '../support/groups.js';
+import { processEngineGroup, runEvaluate, runProcess, useScratch } from '../support/runs.js';
+import { startScriptedOpenAI } from '../support/scripted-openai.js';
 
-const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
-const readGroups = async (path: string) =>
-  (await readFile(path, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as ScoredDataGroup);
 const text = (m: Message | undefined) => String(m?.content ?? '');
 const opening = (messages: Message[]) => text(messages.find((m) => m.role === 'user'));
 
@@ -57,27 +52,12 @@ function blackjackReturn(item: GamesItem): { rewards: number[]; moves: string[] 
   }
 }
 
-let dir: string;
-const models: ScriptedOpenAI[] = [];
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'clotho-games-'));
-});
-afterAll(async () => {
-  await Promise.all(models.map((m) => m.close()));
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = useScratch('clotho-games-');
 
 /** Trained spans are exactly the assistant turns: one span per assistant message, each ending with the model's end. */
 function expectTrainedTurns(group: ScoredDataGroup, sample: number) {
-  const masks = group.masks[sample]!;
-  const logprobs = group.inference_logprobs![sample]!;
-  expect(masks).toHaveLength(group.tokens[sample]!.length);
-  let spans = 0;
-  masks.forEach((m, i) => {
-    if (m === MASKED) return void expect(logprobs[i]).toBe(MASKED_LOGPROB);
-    if (i === 0 || masks[i - 1] === MASKED) spans++;
-  });
-  expect(spans).toBe(group.messages![sample]!.filter((m) => m.role === 'assistant').length);
+  const spans = expectWellFormedSequence(group, sample);
+  expect(spans).toHaveLength(group.messages![sample]!.filter((m) => m.role === 'assistant').length);
 }
 
 describe('games under clotho process and evaluate, against a scripted player', () => {
@@ -85,24 +65,17 @@ describe('games under clotho process and evaluate, against a scripted player', (
     const episodes = [0, 1, 2].map((i) => items.get(i));
     expect(episodes.map((e) => e.game)).toEqual(['blackjack', 'taxi', 'adventure']);
     const plans = plansOf(episodes);
-    const scripted = await startScriptedOpenAI({ responder: gamePlayer(plans) });
-    models.push(scripted);
-    const out = join(dir, 'games.jsonl');
-    const { code, stdout, stderr } = await runClotho(
-      ['process', GAMES, '--env.total_steps', '3', '--env.group_size', '2', '--env.ensure_scores_are_not_same', 'false',
-        '--openai.base_url', scripted.baseUrl, '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
-      env(),
+    const scripted = scratch.closeAfter(await startScriptedOpenAI({ responder: gamePlayer(plans) }));
+    const { groups } = await runProcess(
+      [GAMES, '--env.total_steps', '3', '--env.group_size', '2', '--env.ensure_scores_are_not_same', 'false',
+        '--openai.base_url', scripted.baseUrl, '--store', scratch.path('store')],
+      scratch.path('games.jsonl'), 3,
     );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toContain('groups 3/3');
     // Every request offered the game's actions as tools.
     const offered = scripted.requests.filter((r) => r.path === '/v1/chat/completions')
       .map((r) => (r.body as { tools: { function: { name: string } }[] }).tools.map((t) => t.function.name).join(','));
     expect(new Set(offered)).toEqual(new Set(['stick,hit', 'south,north,east,west,pickup,dropoff', 'go,take,drop,unlock,look,inventory']));
 
-    const groups = await readGroups(out);
-    expect(groups).toHaveLength(3);
     const byOpening = new Map(episodes.map((e) => [opening(games.prompt(e, config)), e]));
     for (const group of groups) {
       const episode = byOpening.get(opening(group.messages![0]!))!;
@@ -141,15 +114,9 @@ describe('games under clotho process and evaluate, against a scripted player', (
     const adventureItems = await adventureEnv.load(resolveEnvConfig(adventureEnv, []));
     const episodes = [0, 1].map((i) => ({ ...adventureItems.get(i), game: 'adventure' as const }));
     const plans = plansOf(episodes);
-    const scripted = await startScriptedOpenAI({ responder: gamePlayer(plans) });
-    models.push(scripted);
-    const evals = join(dir, 'adventure-evals');
-    const { code, stdout, stderr } = await runClotho(
-      ['evaluate', './environments/games/adventure.ts', '--items', '2', '--openai.base_url', scripted.baseUrl, '--env.data_dir_to_save_evals', evals],
-      env(),
-    );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
+    const scripted = scratch.closeAfter(await startScriptedOpenAI({ responder: gamePlayer(plans) }));
+    const { metrics, stdout } = await runEvaluate(
+      ['./environments/games/adventure.ts', '--items', '2', '--openai.base_url', scripted.baseUrl], scratch.path('adventure-evals'));
     const lengths = episodes.map((e) => plans.get(opening(games.prompt(e, config)))!.length);
     // Rooms seen by the end of each plan, replayed through the rules.
     const visited = episodes.map((e) => {
@@ -159,7 +126,6 @@ describe('games under clotho process and evaluate, against a scripted player', (
       return adventureGame.metrics!(state, context).rooms_visited!;
     });
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-    const metrics = JSON.parse(await readFile(join(evals, 'metrics.json'), 'utf8')) as Record<string, number>;
     expect(metrics).toEqual({
       items: 2, score: mean(lengths.map((l) => 21 - l)), steps: mean(lengths), invalid_actions: 0, finished: 1, timed_out: 0, won: 1,
       rooms_visited: expect.closeTo(mean(visited), 10),
@@ -170,32 +136,23 @@ describe('games under clotho process and evaluate, against a scripted player', (
 
 describe('games on the embedded engine', () => {
   it('process taxi: a random-weight model\'s replies are no actions, each penalised −10, and the run exits 0', async () => {
-    const out = join(dir, 'engine-taxi.jsonl');
-    const { code, stdout, stderr } = await runClotho(
-      ['process', './test/support/taxi-engine-env.ts', '--env.total_steps', '1', '--env.group_size', '2', '--env.max_turns', '4',
-        '--env.max_token_length', '64', '--env.ensure_scores_are_not_same', 'false', '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
-      env(),
-    );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toContain('groups 1/1');
-    const [group, ...rest] = await readGroups(out);
-    expect(rest).toHaveLength(0);
+    const group = await processEngineGroup(
+      ['./test/support/taxi-engine-env.ts', '--env.max_turns', '4', '--store', scratch.path('store')], scratch.path('engine-taxi.jsonl'), 64);
     const tokenizer = await loadTokenizer('qwen3');
     let penalised = 0;
-    group!.messages!.forEach((messages, sample) => {
+    group.messages!.forEach((messages, sample) => {
       const stepped = messages.filter((m) => m.role === 'assistant' && typeof m.reward === 'number');
       const rewards = stepped.map((m) => m.reward!);
       // Random text is almost never a command; when it is (a stray "n" or "4"), it costs −1 or −10 like any action.
       for (const r of rewards) expect([-1, -10]).toContain(r);
       penalised += rewards.filter((r) => r === -10).length;
-      expect(group!.scores[sample]).toBe(rewards.reduce((a, b) => a + b, 0));
+      expect(group.scores[sample]).toBe(rewards.reduce((a, b) => a + b, 0));
       for (const answer of messages.filter((m) => m.role === 'user').slice(1)) expect(text(answer)).toMatch(/\nReward -(1|10), total -\d+\./);
-      const masks = group!.masks[sample]!;
-      const prompt = tokenizer.decode(group!.tokens[sample]!.slice(0, masks.findIndex((m) => m !== MASKED)));
+      const masks = group.masks[sample]!;
+      const prompt = tokenizer.decode(group.tokens[sample]!.slice(0, masks.findIndex((m) => m !== MASKED)));
       expect(prompt).toContain('<tools>');
       for (const name of ['south', 'north', 'east', 'west', 'pickup', 'dropoff']) expect(prompt).toContain(`"name": "${name}"`);
-      expectTrainedTurns(group!, sample);
+      expectTrainedTurns(group, sample);
     });
     expect(penalised).toBeGreaterThan(0);
   });

@@ -1,16 +1,17 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runClotho } from '../support/cli.js';
+import { readGroups } from '../support/groups.js';
+import { temporalEnv } from '../support/runs.js';
 
 // A user's own folders, outside the repository: Clotho installed by path (a symlink to this checkout), the
 // environment pasted from the README, and an environment published as a package.
 const repo = fileURLToPath(new URL('../../', import.meta.url));
-const bin = join(repo, 'bin/clotho.js');
 const run = promisify(execFile);
 let root: string;
 
@@ -23,16 +24,8 @@ async function readmeEnvironment(): Promise<string> {
 
 const npm = (cwd: string, ...args: string[]) => run('npm', [...args, '--no-audit', '--no-fund', '--ignore-scripts', '--offline'], { cwd });
 
-/** `clotho <args>` as its own process in `cwd` (test/support/cli.ts runs in the suite's directory). */
-function clotho(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') };
-  const child = spawn(process.execPath, [bin, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
-}
+/** `clotho <args>` as its own process in `cwd`, as the user runs it from a folder of theirs. */
+const clotho = (args: string[], cwd: string) => runClotho(args, temporalEnv(), { cwd });
 
 const processArgs = (environment: string, out: string) => ['process', environment, '--env.total_steps', '2', '--env.group_size', '2',
   '--env.max_token_length', '8', '--env.ensure_scores_are_not_same', 'false', '--env.data_path_to_save_groups', out,
@@ -41,7 +34,7 @@ const processArgs = (environment: string, out: string) => ['process', environmen
 async function expectTwoGroups(result: Awaited<ReturnType<typeof clotho>>, out: string): Promise<void> {
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
-  const groups = (await readFile(out, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as ScoredDataGroup);
+  const groups = await readGroups(out);
   expect(groups).toHaveLength(2);
   for (const group of groups) expect(group.scores).toHaveLength(2);
 }

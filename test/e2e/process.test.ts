@@ -2,16 +2,16 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kItems, gsm8kResponder } from '../support/gsm8k-model.js';
+import { readGroups } from '../support/groups.js';
+import { temporalEnv as env } from '../support/runs.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
 
 let model: ScriptedOpenAI;
 let dir: string;
-const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
 
 beforeAll(async () => {
   // 60 ms per call so that a run of a dozen groups is still going when the crash test kills it.
@@ -19,9 +19,6 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'clotho-process-'));
 });
 afterAll(() => model.close());
-
-const readGroups = async (path: string) =>
-  (await readFile(path, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as ScoredDataGroup);
 
 const questionIndex = () => new Map(gsm8kItems().map((item, i) => [item.question, i]));
 

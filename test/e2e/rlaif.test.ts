@@ -1,17 +1,11 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_QUESTIONS, writeFixture } from '../../environments/rlaif/fixture.js';
 import { startLocalEngine, type RunningLocalEngine } from '../../src/inference/local/start.js';
-import type { Message, ScoredDataGroup } from '../../src/schema/scored-data.js';
-import { runClotho } from '../support/cli.js';
-import { startScriptedOpenAI, type Responder, type ScriptedBody, type ScriptedChoice, type ScriptedOpenAI } from '../support/scripted-openai.js';
+import type { Message } from '../../src/schema/scored-data.js';
+import { runEvaluate, runProcess, useScratch } from '../support/runs.js';
+import { startScriptedOpenAI, type Responder, type ScriptedBody, type ScriptedChoice } from '../support/scripted-openai.js';
 
 const ENV = './environments/rlaif/index.ts';
-const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
-const readGroups = async (path: string) =>
-  (await readFile(path, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as ScoredDataGroup);
 const lastUser = (messages: Message[]) => String(messages.filter((m) => m.role === 'user').at(-1)?.content ?? '');
 const itemOf = (messages: Message[]) => FIXTURE_QUESTIONS.indexOf(lastUser(messages));
 const bodyMessages = (body: ScriptedBody) => (body as { messages: Message[] }).messages;
@@ -43,40 +37,24 @@ const trainingPolicy: Responder = (body) => ({ choices: TRAINING[itemOf(bodyMess
 const EVALUATION = [`${GOOD} Sourdough Sunrise`, `${BAD} 100`, 'Rain on red maples'];
 const evaluationPolicy: Responder = (body) => ({ choices: [{ text: EVALUATION[itemOf(bodyMessages(body))]! }] });
 
-let dir: string;
+const scratch = useScratch('clotho-rlaif-e2e-');
 let data: string;
 let engine: RunningLocalEngine;
-const servers: ScriptedOpenAI[] = [];
-const scripted = async (responder: Responder) => {
-  const server = await startScriptedOpenAI({ responder });
-  servers.push(server);
-  return server;
-};
+const scripted = async (responder: Responder) => scratch.closeAfter(await startScriptedOpenAI({ responder }));
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'clotho-rlaif-e2e-'));
-  data = await writeFixture(dir, 'parquet');
-  engine = await startLocalEngine({ model: 'generate:tiny', port: 0, slots: 2, threads: 1 });
+  data = await writeFixture(scratch.dir, 'parquet');
+  engine = scratch.closeAfter(await startLocalEngine({ model: 'generate:tiny', port: 0, slots: 2, threads: 1 }));
 }, 120_000);
-afterAll(async () => {
-  await Promise.all(servers.map((s) => s.close()));
-  await engine?.close();
-  await rm(dir, { recursive: true, force: true });
-});
 
 describe('rlaif with a scripted judge', () => {
   it('process: each pair judged forward and reversed, scores from the votes, a cut-off answer −1', async () => {
     const [policy, judge] = [await scripted(trainingPolicy), await scripted(judgeResponder)];
-    const out = join(dir, 'process.jsonl');
-    const { code, stdout, stderr } = await runClotho(
-      ['process', ENV, '--env.data_path', data, '--env.total_steps', '3', '--env.group_size', '2', '--env.judge_max_tokens', '64',
+    const { groups, stdout } = await runProcess(
+      [ENV, '--env.data_path', data, '--env.total_steps', '3', '--env.group_size', '2', '--env.judge_max_tokens', '64',
         '--openai.base_url', policy.baseUrl, '--judge.base_url', judge.baseUrl, '--judge.model_name', 'judge-model',
-        '--env.data_path_to_save_groups', out, '--store', join(dir, 'store-process')],
-      env(),
+        '--store', scratch.path('store-process')],
+      scratch.path('process.jsonl'), 3,
     );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toContain('groups 3/3');
-    const groups = await readGroups(out);
     const scores = Object.fromEntries(groups.map((g) => [itemOf(g.messages![0]!), g.scores]));
     // 4 of 6 votes for the better answer, 2 without a verdict: preference 5/6, score ±1/3.
     expect(scores[0]![0]).toBeCloseTo(1 / 3, 12);
@@ -99,15 +77,10 @@ describe('rlaif with a scripted judge', () => {
 
   it('evaluate: one answer per item against the reference reply, win_rate, and 0 unjudged without one', async () => {
     const [policy, judge] = [await scripted(evaluationPolicy), await scripted(judgeResponder)];
-    const evals = join(dir, 'evals');
-    const { code, stderr } = await runClotho(
-      ['evaluate', ENV, '--env.data_path', data, '--items', '3', '--openai.base_url', policy.baseUrl, '--judge.base_url', judge.baseUrl,
-        '--env.data_dir_to_save_evals', evals],
-      env(),
+    const { metrics, samples } = await runEvaluate(
+      [ENV, '--env.data_path', data, '--items', '3', '--openai.base_url', policy.baseUrl, '--judge.base_url', judge.baseUrl],
+      scratch.path('evals'),
     );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    const metrics = JSON.parse(await readFile(join(evals, 'metrics.json'), 'utf8')) as Record<string, number>;
     // Bakery beats the reference (5/6), the boiling point loses to it (1/6); the haiku is not judged.
     expect(Object.keys(metrics).sort()).toEqual(['items', 'score', 'truncated', 'unparsed_votes', 'votes', 'win_rate']);
     expect(metrics.items).toBe(3);
@@ -115,7 +88,6 @@ describe('rlaif with a scripted judge', () => {
     expect(metrics.win_rate).toBeCloseTo(0.5, 12);
     expect(metrics.votes).toBe(4);
     expect(metrics.unparsed_votes).toBeCloseTo(4 / 3, 12);
-    const samples = (await readFile(join(evals, 'samples.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { score: number; metrics: Record<string, number> });
     expect(samples.map((s) => s.score)).toEqual([expect.closeTo(1 / 3, 12), expect.closeTo(-1 / 3, 12), 0]);
     expect(samples.map((s) => s.metrics.win_rate)).toEqual([expect.closeTo(5 / 6, 12), expect.closeTo(1 / 6, 12), undefined]);
     expect(judge.requests.filter((r) => r.path === '/v1/chat/completions')).toHaveLength(4);
@@ -126,17 +98,12 @@ describe('rlaif with the embedded engine as the judge', () => {
   // Random weights give no verdicts: every vote should be counted, as unreadable, and the scores stay in range.
   it('process: groups scored in range, every vote counted', async () => {
     const policy = await scripted(trainingPolicy);
-    const out = join(dir, 'engine.jsonl');
-    const { code, stdout, stderr } = await runClotho(
-      ['process', ENV, '--env.data_path', data, '--env.total_steps', '2', '--env.group_size', '2', '--env.judge_votes', '2',
+    const { groups, stdout } = await runProcess(
+      [ENV, '--env.data_path', data, '--env.total_steps', '2', '--env.group_size', '2', '--env.judge_votes', '2',
         '--env.judge_max_tokens', '8', '--openai.base_url', policy.baseUrl, '--judge.base_url', engine.baseUrl,
-        '--judge.model_name', engine.modelName, '--env.data_path_to_save_groups', out, '--store', join(dir, 'store-engine')],
-      env(),
+        '--judge.model_name', engine.modelName, '--store', scratch.path('store-engine')],
+      scratch.path('engine.jsonl'), 2,
     );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toContain('groups 2/2');
-    const groups = await readGroups(out);
     expect(groups.map((g) => itemOf(g.messages![0]!)).sort()).toEqual([0, 1]);
     for (const group of groups) {
       expect(group.scores).toHaveLength(2);
@@ -152,15 +119,11 @@ describe('rlaif with the embedded engine as the judge', () => {
 
   it('evaluate: each answer judged against its reference by the engine', async () => {
     const policy = await scripted(evaluationPolicy);
-    const evals = join(dir, 'engine-evals');
-    const { code, stderr } = await runClotho(
-      ['evaluate', ENV, '--env.data_path', data, '--items', '2', '--env.judge_votes', '2', '--env.judge_max_tokens', '8',
-        '--openai.base_url', policy.baseUrl, '--judge.base_url', engine.baseUrl, '--env.data_dir_to_save_evals', evals],
-      env(),
+    const { metrics } = await runEvaluate(
+      [ENV, '--env.data_path', data, '--items', '2', '--env.judge_votes', '2', '--env.judge_max_tokens', '8',
+        '--openai.base_url', policy.baseUrl, '--judge.base_url', engine.baseUrl],
+      scratch.path('engine-evals'),
     );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    const metrics = JSON.parse(await readFile(join(evals, 'metrics.json'), 'utf8')) as Record<string, number>;
     expect(metrics).toEqual({ items: 2, votes: 4, unparsed_votes: 4, truncated: 0, score: 0, win_rate: 0.5 });
   });
 });

@@ -1,43 +1,31 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { readFile } from 'node:fs/promises';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { generateTask, type ToolUseTask } from '../../environments/tool_use/tasks.js';
 import { parseToolCalls } from '../../src/inference/tool-calls.js';
 import { loadTokenizer } from '../../src/inference/tokenizer.js';
-import { MASKED, MASKED_LOGPROB, type Message, type ScoredDataGroup } from '../../src/schema/scored-data.js';
+import type { Message, ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
-import { runClotho, spawnClotho, waitFor, type CliRun } from '../support/cli.js';
-import { encodeCompletion, startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
+import { spawnClotho, waitFor, type CliRun } from '../support/cli.js';
+import { expectWellFormedGroup, expectWellFormedSequence } from '../support/groups.js';
+import { processEngineGroup, runEvaluate, runProcess, useScratch } from '../support/runs.js';
+import { encodeCompletion, startScriptedOpenAI } from '../support/scripted-openai.js';
 import {
   BFCL_DIR, bfclItems, bfclResponder, CAREFUL, firstBfclIds, MISSING_TITLE, rightCalls, SLOPPY, toolUseAgent, type BfclAnswer,
 } from '../support/tool-models.js';
 import { uniqueId } from '../support/temporal.js';
 
-const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
-const readGroups = async (path: string) =>
-  (await readFile(path, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as ScoredDataGroup);
 const text = (m: Message | undefined) => String(m?.content ?? '');
 const userText = (messages: Message[]) => text(messages.find((m) => m.role === 'user'));
 
-let dir: string;
-const models: ScriptedOpenAI[] = [];
+// Registered first, so its folder and models go after the hook below has stopped the processes that use them.
+const scratch = useScratch('clotho-tool-envs-');
 const children: CliRun[] = [];
 let api: ApiProcess | undefined;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'clotho-tool-envs-'));
-});
 afterAll(async () => {
   for (const child of children) if (child.child.exitCode === null && child.child.signalCode === null) child.child.kill('SIGKILL');
   await api?.stop();
-  await Promise.all(models.map((m) => m.close()));
-  await rm(dir, { recursive: true, force: true });
 });
-const model = async (options: Parameters<typeof startScriptedOpenAI>[0]) => {
-  const started = await startScriptedOpenAI(options);
-  models.push(started);
-  return started;
-};
+const model = async (options: Parameters<typeof startScriptedOpenAI>[0]) => scratch.closeAfter(await startScriptedOpenAI(options));
 
 // --- tool_calling ------------------------------------------------------------------------------------------------
 
@@ -58,15 +46,11 @@ const callNames = (message: Message) => parseToolCalls(message).calls.map((c) =>
 describe('tool_calling', () => {
   it('process: offers each item\'s functions as tools and scores the calls +1 right, -1 wrong', async () => {
     const scripted = await model({ responder: bfclResponder(trainingPlan) });
-    const out = join(dir, 'tool_calling.jsonl');
-    const { code, stdout, stderr } = await runClotho(
-      ['process', 'tool_calling', '--env.data_dir', BFCL_DIR, '--env.total_steps', '4', '--env.group_size', '2',
-        '--openai.base_url', scripted.baseUrl, '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
-      env(),
+    const { groups } = await runProcess(
+      ['tool_calling', '--env.data_dir', BFCL_DIR, '--env.total_steps', '4', '--env.group_size', '2',
+        '--openai.base_url', scripted.baseUrl, '--store', scratch.path('store')],
+      scratch.path('tool_calling.jsonl'), 4,
     );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toContain('groups 4/4');
 
     // Every request offered the item's functions, converted from BFCL's schema to JSON Schema.
     type Body = { tools?: { function: { name: string; parameters: { type: string } } }[] };
@@ -76,8 +60,6 @@ describe('tool_calling', () => {
 
     const items = bfclItems();
     const byQuestion = new Map(firstBfclIds(4).map((id) => [items.get(id)!.question, items.get(id)!]));
-    const groups = await readGroups(out);
-    expect(groups).toHaveLength(4);
     const seen: string[] = [];
     for (const group of groups) {
       const item = byQuestion.get(userText(group.messages![0]!))!;
@@ -101,22 +83,15 @@ describe('tool_calling', () => {
 
   it('evaluate: prints the accuracy of each category and writes metrics.json', async () => {
     const scripted = await model({ responder: bfclResponder((id) => EVAL_PLAN[id]!) });
-    const evals = join(dir, 'tool_calling-evals');
-    const { code, stdout, stderr } = await runClotho(
-      ['evaluate', 'tool_calling', '--env.data_dir', BFCL_DIR, '--items', '8', '--openai.base_url', scripted.baseUrl,
-        '--env.data_dir_to_save_evals', evals],
-      env(),
-    );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
+    const { metrics, samples, stdout } = await runEvaluate(
+      ['tool_calling', '--env.data_dir', BFCL_DIR, '--items', '8', '--openai.base_url', scripted.baseUrl], scratch.path('tool_calling-evals'));
     const expected = {
       items: 8, score: 0.25, accuracy: 0.625,
       accuracy_simple: 1, accuracy_multiple: 1, accuracy_parallel: 0, accuracy_parallel_multiple: 0.5,
       malformed_tool_calls: 0.125, no_tool_call: 0.125,
     };
-    expect(JSON.parse(await readFile(join(evals, 'metrics.json'), 'utf8'))).toEqual(expected);
+    expect(metrics).toEqual(expected);
     for (const [name, value] of Object.entries(expected)) expect(stdout).toContain(`"${name}": ${value}`);
-    const samples = (await readFile(join(evals, 'samples.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { score: number });
     expect(samples.map((s) => s.score)).toEqual([1, 1, -1, 1, 1, 1, -1, -1]);
   });
 });
@@ -145,34 +120,23 @@ function expectedResults(t: ToolUseTask): ((content: string) => void)[] {
 /** The trained spans of a scripted sequence are exactly the assistant turns, each as the scripted model encoded it. */
 function expectTrainedSpansAreAssistantTurns(group: ScoredDataGroup, sample: number) {
   const tokens = group.tokens[sample]!;
-  const masks = group.masks[sample]!;
   const logprobs = group.inference_logprobs![sample]!;
-  expect(masks).toHaveLength(tokens.length);
-  expect(logprobs).toHaveLength(tokens.length);
-  const spans: number[][] = [];
-  masks.forEach((m, i) => {
-    if (m === MASKED) return void expect(logprobs[i]).toBe(MASKED_LOGPROB);
-    expect(m).toBe(tokens[i]);
-    expect(logprobs[i]).toBeLessThan(0);
-    if (i === 0 || masks[i - 1] === MASKED) spans.push([]);
-    spans.at(-1)!.push(m);
-  });
+  const spans = expectWellFormedSequence(group, sample);
+  // The scripted model's logprobs are all below 0 (never the 0 a masked position could be mistaken for).
+  for (const { start, end } of spans) expect(logprobs.slice(start, end).every((l) => l < 0)).toBe(true);
   const assistants = group.messages![sample]!.filter((m) => m.role === 'assistant');
-  expect(spans).toEqual(assistants.map((m) => encodeCompletion(text(m), m.tool_calls as unknown[] | undefined)));
+  expect(spans.map(({ start, end }) => tokens.slice(start, end)))
+    .toEqual(assistants.map((m) => encodeCompletion(text(m), m.tool_calls as unknown[] | undefined)));
 }
 
 describe('tool_use', () => {
   it('process: an agent solves the tasks with executed tools over several turns; JSONL and HTML show each turn', async () => {
     const scripted = await model({ responder: toolUseAgent });
-    const out = join(dir, 'tool_use.jsonl');
-    const { code, stdout, stderr } = await runClotho(
-      ['process', 'tool_use', ...TOOL_USE_FLAGS, '--env.total_steps', '2', '--env.group_size', '2',
-        '--openai.base_url', scripted.baseUrl, '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
-      env(),
+    const { groups } = await runProcess(
+      ['tool_use', ...TOOL_USE_FLAGS, '--env.total_steps', '2', '--env.group_size', '2',
+        '--openai.base_url', scripted.baseUrl, '--store', scratch.path('store')],
+      scratch.path('tool_use.jsonl'), 2,
     );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toContain('groups 2/2');
     const chats = scripted.requests.filter((r) => r.path === '/v1/chat/completions');
     for (const { body } of chats) {
       const offered = (body as { tools: { function: { name: string } }[] }).tools.map((t) => t.function.name);
@@ -182,8 +146,6 @@ describe('tool_use', () => {
     expect(chats).toHaveLength(2 + 14);
 
     const tasks = new Map([task(0), task(1)].map((t) => [t.question, t]));
-    const groups = await readGroups(out);
-    expect(groups).toHaveLength(2);
     expect(new Set(groups.map((g) => tasks.get(userText(g.messages![0]!))?.kind))).toEqual(new Set(KINDS));
     for (const group of groups) {
       const t = tasks.get(userText(group.messages![0]!))!;
@@ -212,7 +174,7 @@ describe('tool_use', () => {
       for (const sample of [0, 1]) expectTrainedSpansAreAssistantTurns(group, sample);
     }
 
-    const html = await readFile(join(dir, 'tool_use.html'), 'utf8');
+    const html = await readFile(scratch.path('tool_use.html'), 'utf8');
     expect(html).toContain('2 groups');
     expect(html).toContain('turn 1 · tool · lookup');
     // province_sum: search, 2 lookups, calculator; codes: 2 × kv_get, 2 lookups, calculator; the sloppy agent one more.
@@ -222,21 +184,13 @@ describe('tool_use', () => {
 
   it('evaluate: runs the tools in-process, turn by turn, and scores the final answers', async () => {
     const scripted = await model({ responder: toolUseAgent });
-    const evals = join(dir, 'tool_use-evals');
-    const { code, stdout, stderr } = await runClotho(
-      ['evaluate', 'tool_use', ...TOOL_USE_FLAGS, '--items', '2', '--openai.base_url', scripted.baseUrl, '--env.data_dir_to_save_evals', evals],
-      env(),
-    );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    const metrics = JSON.parse(await readFile(join(evals, 'metrics.json'), 'utf8')) as Record<string, number>;
+    const { metrics, samples, stdout } = await runEvaluate(
+      ['tool_use', ...TOOL_USE_FLAGS, '--items', '2', '--openai.base_url', scripted.baseUrl], scratch.path('tool_use-evals'));
     // province_sum: 4 calls, codes: 5, each in 3 turns and then the answer; every call succeeds (+0.1 a turn).
     expect(metrics).toEqual({
       items: 2, score: 1, correct: 1, answered: 1, turns: 4, tool_calls: 4.5, tool_errors: 0, failed_calls: 0, turn_reward: expect.closeTo(0.3, 10),
     });
     expect(stdout).toContain('"correct": 1');
-    const samples = (await readFile(join(evals, 'samples.jsonl'), 'utf8')).trim().split('\n')
-      .map((l) => JSON.parse(l) as { itemIndex: number; messages: Message[] });
     expect(samples.map((s) => s.itemIndex)).toEqual([0, 1]);
     for (const sample of samples) {
       const checks = expectedResults(task(sample.itemIndex));
@@ -318,23 +272,11 @@ const ASSISTANT_HEADER = [151644, 77091, 198]; // "<|im_start|>assistant\n" in Q
 async function expectEngineGroup(group: ScoredDataGroup, maxTokens: number, toolNames: string[]) {
   const tokenizer = await loadTokenizer('qwen3');
   expect(group.tokens).toHaveLength(2);
+  const spans = expectWellFormedGroup(group, { maxTrained: maxTokens });
   for (const [i, tokens] of group.tokens.entries()) {
-    const masks = group.masks[i]!;
-    const logprobs = group.inference_logprobs![i]!;
-    expect(masks).toHaveLength(tokens.length);
-    expect(logprobs).toHaveLength(tokens.length);
-    let generated = 0;
-    masks.forEach((m, j) => {
-      if (m === MASKED) return void expect(logprobs[j]).toBe(MASKED_LOGPROB);
-      generated++;
-      expect(m).toBe(tokens[j]);
-      expect(logprobs[j]).toBeLessThanOrEqual(0);
-      // Every trained span starts right after an assistant header: only what the model generated is trained on.
-      if (masks[j - 1] === MASKED) expect(tokens.slice(j - 3, j)).toEqual(ASSISTANT_HEADER);
-    });
-    expect(generated).toBeGreaterThan(0);
-    expect(generated).toBeLessThanOrEqual(maxTokens);
-    const prompt = tokenizer.decode(tokens.slice(0, masks.findIndex((m) => m !== MASKED)));
+    // Every trained span starts right after an assistant header: only what the model generated is trained on.
+    for (const { start } of spans[i]!) expect(tokens.slice(start - 3, start)).toEqual(ASSISTANT_HEADER);
+    const prompt = tokenizer.decode(tokens.slice(0, spans[i]![0]!.start));
     expect(prompt).toContain('<tools>');
     for (const name of toolNames) expect(prompt).toContain(`"name": "${name}"`);
   }
@@ -344,33 +286,15 @@ describe('the embedded engine', () => {
   // The random model makes no real calls and runs out of tokens in its first turn: this checks the token path of a
   // multi-turn environment with its tools rendered into the prompt by the chat template.
   it('process tool_use: token ids, masks and logprobs of a tool environment, its tools rendered by the chat template', async () => {
-    const out = join(dir, 'engine-tool_use.jsonl');
-    const { code, stdout, stderr } = await runClotho(
-      ['process', 'tool_use', '--env.total_steps', '1', '--env.group_size', '2', '--env.max_turns', '3', '--env.max_token_length', '24',
-        '--env.ensure_scores_are_not_same', 'false', '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
-      env(),
-    );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toContain('groups 1/1');
-    const [group, ...rest] = await readGroups(out);
-    expect(rest).toHaveLength(0);
-    await expectEngineGroup(group!, 24, ['calculator', 'kv_get', 'kv_set', 'kv_list', 'search', 'lookup']);
+    const group = await processEngineGroup(
+      ['tool_use', '--env.max_turns', '3', '--store', scratch.path('store')], scratch.path('engine-tool_use.jsonl'), 24);
+    await expectEngineGroup(group, 24, ['calculator', 'kv_get', 'kv_set', 'kv_list', 'search', 'lookup']);
   });
 
   it('process tool_calling: single-turn token path with the item\'s functions rendered as tools', async () => {
-    const out = join(dir, 'engine-tool_calling.jsonl');
-    const { code, stdout, stderr } = await runClotho(
-      ['process', 'tool_calling', '--env.data_dir', BFCL_DIR, '--env.total_steps', '1', '--env.group_size', '2', '--env.max_token_length', '16',
-        '--env.ensure_scores_are_not_same', 'false', '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
-      env(),
-    );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toContain('groups 1/1');
-    const [group, ...rest] = await readGroups(out);
-    expect(rest).toHaveLength(0);
-    await expectEngineGroup(group!, 16, bfclItems().get('simple_python_0')!.functions.map((f) => f.name));
-    expect(userText(group!.messages![0]!)).toBe(bfclItems().get('simple_python_0')!.question);
+    const group = await processEngineGroup(
+      ['tool_calling', '--env.data_dir', BFCL_DIR, '--store', scratch.path('store')], scratch.path('engine-tool_calling.jsonl'), 16);
+    await expectEngineGroup(group, 16, bfclItems().get('simple_python_0')!.functions.map((f) => f.name));
+    expect(userText(group.messages![0]!)).toBe(bfclItems().get('simple_python_0')!.question);
   });
 });

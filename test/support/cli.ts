@@ -11,12 +11,20 @@ export interface CliRun {
   exited: Promise<number | string>;
 }
 
+/** How to start the command: in `cwd` (default: this process's directory), or as a process group's leader. */
+export interface SpawnOptions {
+  cwd?: string;
+  processGroup?: boolean;
+}
+
 /**
  * Spawns `clotho <args>` as its own process, as a user would run it; with `processGroup`, as the leader of a process
  * group of its own, as a terminal runs a command (so that `process.kill(-pid, …)` signals it as Ctrl-C does).
  */
-export function spawnClotho(args: string[], env: Record<string, string> = {}, options: { processGroup?: boolean } = {}): CliRun {
-  const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: options.processGroup ?? false });
+export function spawnClotho(args: string[], env: Record<string, string> = {}, options: SpawnOptions = {}): CliRun {
+  const child = spawn(process.execPath, [bin, ...args], {
+    cwd: options.cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: options.processGroup ?? false,
+  });
   let out = '';
   let err = '';
   child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -25,9 +33,9 @@ export function spawnClotho(args: string[], env: Record<string, string> = {}, op
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
-/** Runs `clotho <args>` to the end. */
-export async function runClotho(args: string[], env: Record<string, string> = {}) {
-  const run = spawnClotho(args, env);
+/** Runs `clotho <args>` to the end (in `cwd` when given). */
+export async function runClotho(args: string[], env: Record<string, string> = {}, options: Pick<SpawnOptions, 'cwd'> = {}) {
+  const run = spawnClotho(args, env, options);
   const code = await run.exited;
   return { code, stdout: run.stdout(), stderr: run.stderr() };
 }

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { BfclFunction, ExpectedCall, ModelCall } from '../../environments/tool_calling/checker.js';
+import { groundTruthCall } from '../../environments/tool_calling/testing.js';
 import type { Responder, ScriptedBody, ScriptedChoice } from './scripted-openai.js';
 
 /**
@@ -17,19 +19,13 @@ const FILES = {
   parallel_multiple: 'BFCL_v4_parallel_multiple.json',
 } as const;
 
-interface BfclSchema {
-  type?: string;
-  properties?: Record<string, BfclSchema>;
-  items?: BfclSchema;
-}
-
 /** One BFCL item as the scripted model knows it: its question, its functions and the calls that answer it. */
 export interface BfclItem {
   id: string;
   category: keyof typeof FILES;
   question: string;
-  functions: { name: string; parameters: BfclSchema }[];
-  expected: { name: string; arguments: Record<string, unknown[]> }[];
+  functions: BfclFunction[];
+  expected: ExpectedCall[];
 }
 
 const readLines = (path: string) => readFileSync(path, 'utf8').split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line));
@@ -66,28 +62,9 @@ export function firstBfclIds(n: number): string[] {
   return Array.from({ length: n }, (_, i) => `${prefixes[i % 4]}_${Math.floor(i / 4)}`);
 }
 
-// The first acceptable value, with dicts (and lists of dicts) of acceptable values made concrete.
-function concrete(value: unknown, schema: BfclSchema | undefined): unknown {
-  if (schema?.type === 'dict' && typeof value === 'object' && value !== null && !Array.isArray(value)) {
-    const entries = Object.entries(value).map(([key, options]) => [key, (options as unknown[]).find((v) => v !== ''), schema.properties?.[key]] as const);
-    return Object.fromEntries(entries.filter(([, v]) => v !== undefined).map(([key, v, sub]) => [key, concrete(v, sub)]));
-  }
-  if (Array.isArray(value) && schema?.items?.type === 'dict') return value.map((element) => concrete(element, schema.items));
-  return value;
-}
-
 /** The right calls of an item, as a model would write them: the first acceptable value of each parameter. */
-export function rightCalls(item: BfclItem): { name: string; arguments: Record<string, unknown> }[] {
-  return item.expected.map((expected) => {
-    const properties = item.functions.find((fn) => fn.name === expected.name)?.parameters.properties ?? {};
-    const args: Record<string, unknown> = {};
-    for (const [param, acceptable] of Object.entries(expected.arguments)) {
-      const value = acceptable.find((v) => v !== '');
-      if (value === undefined || (!Object.hasOwn(properties, param) && acceptable.includes(''))) continue;
-      args[param] = concrete(value, properties[param]);
-    }
-    return { name: expected.name, arguments: args };
-  });
+export function rightCalls(item: BfclItem): ModelCall[] {
+  return item.expected.map((expected) => groundTruthCall(expected, item.functions));
 }
 
 /** How the scripted model answers one BFCL item. */

@@ -2,6 +2,8 @@
  * A seeded PRNG (mulberry32): the chaos test draws every random choice from it, so a failing run is rerun with
  * the seed it printed (`CHAOS_SEED=<n>`). Timing still varies between runs; the schedule does not.
  */
+import { seededRandom } from '../../../src/env/games.js';
+
 export interface Prng {
   readonly seed: number;
   /** A float in [0, 1). */
@@ -13,27 +15,9 @@ export interface Prng {
 }
 
 export function createPrng(seed: number): Prng {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    seed,
-    next,
-    between: (min, max) => min + (max - min) * next(),
-    shuffle(items) {
-      const out = [...items];
-      for (let i = out.length - 1; i > 0; i--) {
-        const j = Math.floor(next() * (i + 1));
-        [out[i], out[j]] = [out[j]!, out[i]!];
-      }
-      return out;
-    },
-  };
+  // The SDK's generator: the same draws as the mulberry32 this harness has always used, so a printed seed still replays.
+  const random = seededRandom(seed);
+  return { seed, next: random.next, between: (min, max) => min + (max - min) * random.next(), shuffle: random.shuffle };
 }
 
 /** `CHAOS_SEED` when set (a rerun), else a fresh seed. */
