@@ -66,6 +66,8 @@ describe('the Temporal-backed service: idempotency keys for the whole run', () =
       get: (ref) => store.get(ref),
       tryGet: (key) => store.tryGet(key),
       delete: (key) => store.delete(key),
+      deletePrefix: (prefix) => store.deletePrefix(prefix),
+      list: (prefix) => store.list(prefix),
       async put(key, value) {
         if (key.startsWith('api-accepted/') && failRecord) {
           failRecord = false;

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { z } from 'zod';
 import { isMultiTurn, type AnyEnvironment } from '../env/define.js';
 import { ConfigError, resolveConfig, type ResolvedConfig } from '../env/config.js';
@@ -7,16 +6,18 @@ import { loadEnvironmentData, type LoadedEnvironment } from '../env/loaded.js';
 import { loadEnvironment } from '../env/registry.js';
 import { atroposFields, BaseEnvConfigSchema, type BaseEnvConfig } from '../schema/config.js';
 import type { EnvRunInput } from '../schema/rollout.js';
-import { clothoHome } from '../store/paths.js';
-import { FileSystemStore } from '../store/trajectory-store.js';
+import { openStore, STORE_FLAG_HELP } from '../store/open-store.js';
+import type { TrajectoryStore } from '../store/trajectory-store.js';
+import type { WorkerMetrics } from '../workers/metrics.js';
 import { startWorkers, type RunningWorkers } from '../workers/workers.js';
 import { INFERENCE_FLAGS, openInference, type RunInference } from './inference-setup.js';
 import { interruption } from './interrupt.js';
+import { startRunMetrics } from './run-metrics.js';
 import { openTemporal, runTaskQueues, type TemporalRuntime } from './runtime.js';
 
 /** Flags every rollout command takes besides the `--env.*`, `--openai.*`, `--teacher.*` and `--steps.*` namespaces. */
 export const RUN_FLAGS = {
-  store: z.string().min(1).optional().describe('trajectory store directory (default $CLOTHO_HOME/store)'),
+  store: z.string().min(1).optional().describe(STORE_FLAG_HELP),
   ...INFERENCE_FLAGS,
 };
 
@@ -25,7 +26,7 @@ export interface RunPlan {
   runId: string;
   definition: AnyEnvironment;
   config: ResolvedConfig<z.ZodRawShape, typeof RUN_FLAGS>;
-  store: FileSystemStore;
+  store: TrajectoryStore;
 }
 
 export interface PlanOptions {
@@ -42,7 +43,12 @@ export async function planRun(argv: string[], options: PlanOptions = {}): Promis
   const definition = { ...loaded, defaults: { ...loaded.defaults, ...options.defaults } };
   const config = resolveConfig({ argv: rest, environment: definition, commandFlags: { ...RUN_FLAGS, ...options.commandFlags } });
   const runId = config.env.run_id ?? newRunId(definition.name);
-  const store = new FileSystemStore(config.rest.flags.store ?? join(clothoHome(), 'store'));
+  let store: TrajectoryStore;
+  try {
+    store = openStore(config.rest.flags.store);
+  } catch (error) {
+    throw new ConfigError([(error as Error).message]);
+  }
   // Base fields only: an environment's defaults may also set its own fields.
   const defaults = z.object(BaseEnvConfigSchema.shape).parse(definition.defaults ?? {}) as Record<string, unknown>;
   const atropos = atroposFields(config.env, defaults, config.servers);
@@ -90,7 +96,7 @@ export async function startRunWorkers(
   plan: RunPlan,
   temporal: TemporalRuntime,
   inference: RunInference,
-  options: Pick<Parameters<typeof startWorkers>[0], 'wrapActivities' | 'batcherClient'> = {},
+  options: Pick<Parameters<typeof startWorkers>[0], 'wrapActivities' | 'batcherClient' | 'activityInterceptors'> = {},
 ): Promise<{ workers: RunningWorkers; environment: LoadedEnvironment }> {
   const environment = await loadEnvironmentData(plan.definition, plan.config.env);
   const workers = await startWorkers({
@@ -115,6 +121,8 @@ export interface RunSession {
   workers: RunningWorkers;
   /** Rejects on Ctrl-C or SIGTERM. */
   interrupted: Promise<never>;
+  /** This process's worker metrics, when --metrics-port or --env.use_wandb asked for them. */
+  metrics?: WorkerMetrics;
 }
 
 /**
@@ -131,12 +139,18 @@ export async function withRunSession<T>(
     const temporal = await openTemporal();
     const stop = interruption();
     try {
-      // Any run's workers can finish a run that feeds a batcher (env-runs started before room pushes read it).
-      const { workers } = await startRunWorkers(plan, temporal, inference, { batcherClient: temporal.client });
+      const telemetry = await startRunMetrics(plan, temporal, `clotho/${plan.runId}/${plan.definition.name}`);
       try {
-        return await body({ inference, temporal, workers, interrupted: stop.promise });
+        // Any run's workers can finish a run that feeds a batcher (env-runs started before room pushes read it).
+        const interceptors = telemetry.metrics?.interceptors;
+        const { workers } = await startRunWorkers(plan, temporal, inference, { batcherClient: temporal.client, activityInterceptors: interceptors });
+        try {
+          return await body({ inference, temporal, workers, interrupted: stop.promise, metrics: telemetry.metrics });
+        } finally {
+          await workers.shutdown();
+        }
       } finally {
-        await workers.shutdown();
+        await telemetry.close();
       }
     } finally {
       stop.dispose();

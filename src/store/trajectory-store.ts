@@ -1,5 +1,5 @@
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve, sep } from 'node:path';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
 
 /**
@@ -12,6 +12,22 @@ export interface TrajectoryStore {
   /** The value under a key, or undefined when nothing was written there (a checkpoint not yet taken). */
   tryGet<T = unknown>(key: string): Promise<T | undefined>;
   delete(key: string): Promise<void>;
+  /**
+   * Deletes the entry `prefix` and every entry under `prefix/` (a group's `<run>/<env>/item-<i>`), whole segments
+   * only: `item-1` leaves `item-10` alone. Deleting what is not there is no error.
+   */
+  deletePrefix(prefix: string): Promise<void>;
+  /** The entries `prefix` and under `prefix/` (everything when `prefix` is empty), in no particular order. */
+  list(prefix: string): AsyncIterable<StoredEntry>;
+}
+
+/** One entry of a store as `list` sees it. */
+export interface StoredEntry {
+  key: string;
+  /** Bytes the entry takes in the store. */
+  size: number;
+  /** When it was last written. */
+  modified: Date;
 }
 
 const KEY = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
@@ -81,5 +97,46 @@ export class FileSystemStore implements TrajectoryStore {
 
   async delete(key: string): Promise<void> {
     await rm(this.path(key), { force: true });
+  }
+
+  async deletePrefix(prefix: string): Promise<void> {
+    const file = this.path(prefix);
+    await rm(file.slice(0, -'.json'.length), { recursive: true, force: true });
+    await rm(file, { force: true });
+    // Directories under the prefix are gone: a later put must make them again.
+    const dir = file.slice(0, -'.json'.length);
+    for (const made of this.made) if (made === dir || made.startsWith(dir + sep)) this.made.delete(made);
+  }
+
+  async *list(prefix: string): AsyncIterable<StoredEntry> {
+    const base = prefix === '' ? this.root : this.path(prefix).slice(0, -'.json'.length);
+    if (prefix !== '') {
+      const own = await statOrUndefined(`${base}.json`);
+      if (own?.isFile()) yield { key: prefix, size: own.size, modified: own.mtime };
+    }
+    let entries;
+    try {
+      entries = await readdir(base, { recursive: true, withFileTypes: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return;
+      throw error;
+    }
+    for (const entry of entries) {
+      // Temporary files of writes in progress end in .tmp, never .json.
+      if (!entry.isFile() || !entry.name.endsWith('.json')) continue;
+      const path = join(entry.parentPath, entry.name);
+      const info = await statOrUndefined(path);
+      if (!info) continue; // deleted since the directory was read
+      yield { key: relative(this.root, path).slice(0, -'.json'.length).split(sep).join('/'), size: info.size, modified: info.mtime };
+    }
+  }
+}
+
+async function statOrUndefined(path: string) {
+  try {
+    return await stat(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
   }
 }

@@ -1,4 +1,4 @@
-import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type ActivityInterceptorsFactory, type LogLevel } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { createBatcherActivities, createBatcherClientActivities } from '../activities/batcher.js';
 import { createEnvironmentActivities } from '../activities/environment.js';
@@ -35,6 +35,8 @@ export interface WorkerSetup {
   batcherClient?: Client;
   /** Lets tests observe or perturb activities without mocking them. */
   wrapActivities?: <T extends Record<string, (...args: never[]) => Promise<unknown>>>(activities: T) => T;
+  /** Activity interceptors for all three workers (local activities included): metrics (`src/workers/metrics.ts`). */
+  activityInterceptors?: ActivityInterceptorsFactory[];
 }
 
 export interface RunningWorkers {
@@ -72,7 +74,7 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
   const connection = await NativeConnection.connect({ address: setup.address });
   const wrap = setup.wrapActivities ?? ((a) => a);
   const { store } = setup;
-  const common = { connection, namespace: setup.namespace };
+  const common = { connection, namespace: setup.namespace, interceptors: { activity: setup.activityInterceptors ?? [] } };
   // Environment-side activities run on the env queue, and in the workflow worker for steps configured local.
   const envActivities = wrap({
     ...createEnvironmentActivities({ environments: setup.environments, store, judge: setup.judge }),

@@ -7,7 +7,7 @@ import { defaultStepConfigs, toStepOptions } from '../../src/env/steps.js';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
 import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/schema/config.js';
 import type { RolloutGroupInput, StepOptionsTable } from '../../src/schema/rollout.js';
-import { FileSystemStore } from '../../src/store/trajectory-store.js';
+import { FileSystemStore, type TrajectoryStore } from '../../src/store/trajectory-store.js';
 import { startWorkers, type RunningWorkers, type WorkerSetup } from '../../src/workers/workers.js';
 import type { TeacherClient } from '../../src/activities/teacher.js';
 import type { InferenceClient } from '../../src/inference/types.js';
@@ -40,10 +40,10 @@ export function activityCounter() {
   return { calls, wrap };
 }
 
-export interface Harness {
+export interface Harness<S extends TrajectoryStore = FileSystemStore> {
   temporal: TestTemporal;
   queues: { workflows: string; llm: string; env: string };
-  store: FileSystemStore;
+  store: S;
   scripted: ScriptedOpenAI;
   workers: RunningWorkers;
   runId: string;
@@ -52,8 +52,8 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** Real workers on the suite's dev server, a scripted model over HTTP, a temporary store. */
-export async function startHarness(options: {
+/** Real workers on the suite's dev server, a scripted model over HTTP, a temporary store (or `store`). */
+export async function startHarness<S extends TrajectoryStore = FileSystemStore>(options: {
   environment: AnyEnvironment;
   envConfig?: Record<string, unknown>;
   responder?: Responder;
@@ -62,11 +62,14 @@ export async function startHarness(options: {
   teacher?: TeacherClient;
   judge?: ModelClient;
   wrapActivities?: WorkerSetup['wrapActivities'];
-}): Promise<Harness> {
+  activityInterceptors?: WorkerSetup['activityInterceptors'];
+  /** The trajectory store the workers use (an S3 store, say) instead of a temporary directory. */
+  store?: S;
+}): Promise<Harness<S>> {
   const temporal = await testConnection();
   const queues = { workflows: uniqueTaskQueue('wf'), llm: uniqueTaskQueue('llm'), env: uniqueTaskQueue('env') };
   const root = await mkdtemp(join(tmpdir(), 'clotho-store-'));
-  const store = new FileSystemStore(root);
+  const store = options.store ?? (new FileSystemStore(root) as TrajectoryStore as S);
   const scripted = await startScriptedOpenAI({ responder: options.responder ?? defaultResponder });
   const schema = BaseEnvConfigSchema.extend(options.environment.config);
   const config = schema.parse({ ...options.environment.defaults, ...options.envConfig }) as Parameters<typeof loadEnvironmentData>[1];
@@ -82,6 +85,7 @@ export async function startHarness(options: {
     judge: () => options.judge,
     store,
     wrapActivities: options.wrapActivities,
+    activityInterceptors: options.activityInterceptors,
   });
   const runId = uniqueId('run');
   return {

@@ -10,6 +10,7 @@ import { loadEnvironmentData } from '../../env/loaded.js';
 import type { CommandIo } from '../io.js';
 import { openInference } from '../inference-setup.js';
 import { planRun } from '../run.js';
+import { logEvaluation } from '../wandb/wandb-eval.js';
 
 export const EVALUATE_USAGE = `Usage: clotho evaluate <environment> [--items 100] [--env.<field> v] [--openai.<field> v]
 
@@ -35,13 +36,15 @@ export async function evaluateCommand(argv: string[], io: CommandIo): Promise<nu
       const [completion] = await inference.policy.generate(request, { split: 'eval' });
       return completion!.message;
     };
-    const { metrics, samples } = await evaluateEnvironment(environment, turn, {
+    const evaluation = await evaluateEnvironment(environment, turn, {
       items: flags.items,
       concurrency: env.max_eval_workers,
       maxTurns: isMultiTurn(plan.definition) ? env.max_turns : 1,
       judge: judgeOrMissing(inference.judge, plan.definition.name),
     });
+    const { metrics, samples } = evaluation;
     io.out(JSON.stringify(metrics, null, 2));
+    await logEvaluation(plan, evaluation, (line) => io.err(`clotho evaluate: ${line}`));
     if (env.data_dir_to_save_evals) {
       const dir = env.data_dir_to_save_evals;
       await mkdir(dir, { recursive: true });

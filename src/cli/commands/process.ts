@@ -8,8 +8,10 @@ import type { CommandIo } from '../io.js';
 import { progressLine, watchProgress } from '../progress.js';
 import { writeGroupsHtml } from '../report-html.js';
 import { envRunSettings, planRun, raceWatching, withRunSession, type PlanOptions, type RunPlan } from '../run.js';
+import { METRICS_FLAGS } from '../run-metrics.js';
 import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
+import { withWandbLogging } from '../wandb/wandb-logging.js';
 
 export const PROCESS_USAGE = `Usage: clotho process <environment> [--env.<field> v] [--openai.<field> v] [--config file.yaml]
 
@@ -17,7 +19,7 @@ Runs total_steps rollout groups of an environment and writes them, Atropos-shape
 --env.data_path_to_save_groups (default data/<environment>.jsonl) with an HTML page beside it.`;
 
 /** Atropos's `process` defaults: keep every group and its messages (YAML and flags still win). */
-export const PROCESS_PLAN: PlanOptions = { defaults: { ensure_scores_are_not_same: false, include_messages: true } };
+export const PROCESS_PLAN: PlanOptions = { defaults: { ensure_scores_are_not_same: false, include_messages: true }, commandFlags: METRICS_FLAGS };
 
 /** Workflow id of a run's env-run: resuming a run attaches to it. */
 export function envRunId(runId: string, environment: string): string {
@@ -33,14 +35,19 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
   const path = jsonlPath(env.data_path_to_save_groups ?? `data/${plan.definition.name}.jsonl`, resumed);
   const totalGroups = env.total_steps;
   if (totalGroups <= 0) throw new ConfigError([`--env.total_steps: expected a positive number of groups to process, got ${totalGroups}`]);
-  return withRunSession(plan, async ({ temporal, workers, interrupted }) => {
+  return withRunSession(plan, async ({ temporal, workers, interrupted, metrics }) => {
     const input: EnvRunInput = { ...envRunSettings(plan, temporal.searchAttributes), totalGroups, sink: { kind: 'jsonl', path } };
     io.out(`run ${plan.runId}: ${totalGroups} groups of ${plan.definition.name} → ${path}`);
     const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
     if (ui) io.out(`Temporal UI: ${ui}`);
     // The dev server this command started stops with it; its SQLite file keeps the history for `clotho temporal start`.
     if (ui && temporal.endpoint.started) io.out('  (the dev server stops with this run; `npx clotho temporal start` serves its history again at this link)');
-    const result = await raceWatching((signal) => runToEnd(plan, temporal, input, io, signal), workers.done.then(never), interrupted);
+    const watch = () => raceWatching((signal) => runToEnd(plan, temporal, input, io, signal), workers.done.then(never), interrupted);
+    const result = await withWandbLogging(
+      { plan, temporal, metrics, envRunId: envRunId(plan.runId, plan.definition.name), cadence: { kind: 'process' }, notice: (line) => io.err(`clotho process: ${line}`) },
+      watch,
+      (r) => (r.failed > 0 ? 1 : 0),
+    );
     io.status?.('');
     io.out(progressLine({ ...result, total: totalGroups, inFlight: 0 }, 1, result.completed).replace(/ · [\d.]+ groups\/s/, ''));
     if (existsSync(path)) {

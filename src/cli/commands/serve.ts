@@ -6,9 +6,11 @@ import { envRun } from '../../workflows/env-run.js';
 import { DEFAULT_BATCHER_ID } from '../batcher.js';
 import type { CommandIo } from '../io.js';
 import { envRunSettings, planRun, raceWatching, withRunSession } from '../run.js';
+import { METRICS_FLAGS } from '../run-metrics.js';
 import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
 import { watchProgress } from '../progress.js';
+import { withWandbLogging } from '../wandb/wandb-logging.js';
 import { envRunId } from './process.js';
 
 export const SERVE_USAGE = `Usage: clotho serve <environment> [--batcher-id id] [--env.<field> v] [--openai.<field> v]
@@ -18,6 +20,7 @@ batcher, keeps at most max_batches_offpolicy batches of its groups waiting, and 
 to the batcher directly (a Temporal signal, no HTTP). Stops at the trainer's last step or on Ctrl-C.`;
 
 export const SERVE_FLAGS = {
+  ...METRICS_FLAGS,
   'batcher-id': z.string().min(1).default(DEFAULT_BATCHER_ID).describe('workflow id of the batcher behind `clotho api`'),
 };
 
@@ -46,7 +49,7 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
   for (const notice of plan.notices) io.err(`clotho serve: ${notice}`);
   const batcherId = (plan.config.rest.flags as unknown as { 'batcher-id': string })['batcher-id'];
   const env = plan.config.env;
-  return withRunSession(plan, async ({ temporal, workers, interrupted }) => {
+  return withRunSession(plan, async ({ temporal, workers, interrupted, metrics }) => {
     const registration = {
       max_token_length: env.max_token_length,
       desired_name: env.wandb_name ?? plan.definition.name,
@@ -83,7 +86,13 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
     });
     const stopped = workers.done.then(() => Promise.reject(new Error('the workers stopped')));
     const watch = (signal: AbortSignal) => watchProgress(handle, io, temporal.connection, signal);
-    const result: EnvRunResult = await raceWatching(watch, stopped, interrupted);
+    // W&B logs at the trainer's steps, under the name the trainer gave this environment (Atropos's serve mode).
+    const cadence = { kind: 'serve', batcherId, registeredName: registered.wandb_name, startingStep: registered.starting_step } as const;
+    const result: EnvRunResult = await withWandbLogging(
+      { plan, temporal, metrics, envRunId: envRunId(plan.runId, plan.definition.name), cadence, notice: (line) => io.err(`clotho serve: ${line}`) },
+      () => raceWatching(watch, stopped, interrupted),
+      (r) => (r.failed > 0 ? 1 : 0),
+    );
     io.out(`delivered ${result.delivered} groups; failed ${result.failed}`);
     return result.failed > 0 ? 1 : 0;
   });

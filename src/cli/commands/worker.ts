@@ -1,6 +1,7 @@
 import { ConfigError } from '../../env/config.js';
 import type { CommandIo } from '../io.js';
 import { planRun, withRunSession } from '../run.js';
+import { METRICS_FLAGS } from '../run-metrics.js';
 import { runTaskQueues } from '../runtime.js';
 
 export const WORKER_USAGE = `Usage: clotho worker <environment> --env.run_id <id> [--env.<field> v] [--openai.<field> v]
@@ -10,7 +11,7 @@ workers of a run whose process died (its workflows resume where they were).`;
 
 /** `clotho worker`: serves one run's task queues until interrupted. */
 export async function workerCommand(argv: string[], io: CommandIo): Promise<number> {
-  const plan = await planRun(argv);
+  const plan = await planRun(argv, { commandFlags: METRICS_FLAGS });
   for (const notice of plan.notices) io.err(`clotho worker: ${notice}`);
   if (plan.config.env.run_id === null) throw new ConfigError(['--env.run_id: required, to name the run whose workers these are']);
   return withRunSession(plan, async ({ workers, interrupted }) => {

@@ -1,0 +1,33 @@
+import type { EvaluationRun } from '../../env/evaluate.js';
+import type { RunPlan } from '../run.js';
+import type { WandbMetrics } from './local-run.js';
+import { wandbRunName } from './wandb-logging.js';
+import { openWandbRun } from './wandb-run.js';
+
+/**
+ * Atropos's evaluation metrics: `eval/percent_correct` (max(score, 0) averaged over the samples, as its math
+ * environments compute it) and each of the evaluation's metrics as `eval/<name>`.
+ */
+export function evaluationMetrics(run: EvaluationRun): WandbMetrics {
+  const out: WandbMetrics = {};
+  if (run.samples.length > 0) out['eval/percent_correct'] = run.samples.reduce((sum, s) => sum + Math.max(s.score, 0), 0) / run.samples.length;
+  for (const [name, value] of Object.entries(run.metrics)) if (typeof value === 'number') out[`eval/${name}`] = value;
+  return out;
+}
+
+/** With `--env.use_wandb`, logs a `clotho evaluate` pass to a W&B run of its own, at step 0. */
+export async function logEvaluation(plan: RunPlan, run: EvaluationRun, notice: (line: string) => void): Promise<void> {
+  const env = plan.config.env;
+  if (!env.use_wandb) return;
+  const wandb = await openWandbRun(
+    {
+      name: wandbRunName(`${env.wandb_name ?? plan.definition.name}-eval`),
+      project: process.env.WANDB_PROJECT || 'uncategorized',
+      ...(process.env.WANDB_ENTITY ? { entity: process.env.WANDB_ENTITY } : {}),
+      config: { ...env },
+    },
+    notice,
+  );
+  wandb.log(evaluationMetrics(run), 0);
+  await wandb.finish(0);
+}

@@ -1,0 +1,24 @@
+import { join } from 'node:path';
+import { clothoHome } from './paths.js';
+import { parseS3Url, S3Store } from './s3-store.js';
+import { FileSystemStore, type TrajectoryStore } from './trajectory-store.js';
+
+/** What `--store` takes: a directory, or a bucket and prefix (`s3://bucket/prefix`). */
+export const STORE_FLAG_HELP = 'trajectory store: a directory or s3://bucket/prefix (default $CLOTHO_HOME/store)';
+
+/** True for a `--store` value that names an object store rather than a directory. */
+export function isObjectStoreSpec(spec: string): boolean {
+  return /^s3:\/\//i.test(spec);
+}
+
+/**
+ * The trajectory store `--store` names: `s3://bucket/prefix` is an S3 bucket (endpoint, region and credentials from
+ * the AWS SDK's usual environment variables and profile, path style from `?path_style=1` or CLOTHO_S3_PATH_STYLE),
+ * anything else a directory; none is `$CLOTHO_HOME/store`.
+ */
+export function openStore(spec: string | undefined, env: NodeJS.ProcessEnv = process.env): TrajectoryStore {
+  if (spec === undefined || spec === '') return new FileSystemStore(join(clothoHome(env), 'store'));
+  if (isObjectStoreSpec(spec)) return new S3Store(parseS3Url(spec, env));
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) throw new Error(`--store ${spec}: only directories and s3:// URLs are trajectory stores`);
+  return new FileSystemStore(spec);
+}
