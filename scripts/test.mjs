@@ -13,6 +13,9 @@ const passThrough = process.argv.slice(2);
 spawnSync(process.execPath, ['scripts/ensure-sandbox.mjs'], { stdio: 'inherit' });
 // The viewer's browser test drives Debian's Chromium (playwright's own download does not work offline).
 spawnSync(process.execPath, ['scripts/ensure-chromium.mjs'], { stdio: 'inherit' });
+// The S3 trajectory store's tests run against VersityGW, built once with Go (a few minutes on a fresh machine); when the
+// Go module proxy cannot be reached they skip, saying so.
+spawnSync(process.execPath, ['scripts/ensure-s3-server.mjs'], { stdio: 'inherit' });
 
 const vitest = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${results}/vitest.json`, ...passThrough], {
   stdio: 'inherit',

@@ -3,6 +3,8 @@
  * `GET /batch` latency at the median and 99th percentile. Each is measured against Clotho's durable API (the
  * batcher workflow and the trajectory store) and against an in-memory service behind the same HTTP app, which
  * keeps state the way Atropos does (in the process, lost on a crash): the ratio is the price of durability.
+ * Then the bytes the trajectory store keeps per 1,000 delivered groups, as is (`--retention keep`) and with
+ * `--retention ack` (delivered groups deleted), and what the deletion adds to `GET /batch`.
  *
  * Run: npm run bench:api [-- --groups 160 --posters 8]
  */
@@ -15,7 +17,8 @@ import { startApiServer } from '../../src/api/server.js';
 import type { TrajectoryService } from '../../src/api/service.js';
 import { createTemporalTrajectoryService } from '../../src/api/temporal-service.js';
 import { ensureBatcher } from '../../src/cli/batcher.js';
-import { FileSystemStore } from '../../src/store/trajectory-store.js';
+import { parseRetention, retentionFor } from '../../src/store/retention.js';
+import { FileSystemStore, type TrajectoryStore } from '../../src/store/trajectory-store.js';
 import { startBatcherWorker } from '../../src/workers/workers.js';
 import { startBenchTemporal } from '../support.js';
 
@@ -36,6 +39,13 @@ function groupBody(tag: number): string {
     scores: tokens.map((_, s) => (s % 2 === 0 ? 1 : -1)),
     env_id: 0,
   });
+}
+
+/** Bytes of every entry in the store. */
+async function storedBytes(store: TrajectoryStore): Promise<number> {
+  let bytes = 0;
+  for await (const entry of store.list('')) bytes += entry.size;
+  return bytes;
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -94,6 +104,17 @@ async function main(): Promise<void> {
       console.log(`/scored_data  in-memory: ${memory.ingest.toFixed(1)} groups/s   durable: ${durable.ingest.toFixed(1)} groups/s   ratio ${(durable.ingest / memory.ingest).toFixed(3)}`);
       console.log(`/batch p50    in-memory: ${ms(memory.p50)}   durable: ${ms(durable.p50)}`);
       console.log(`/batch p99    in-memory: ${ms(memory.p99)}   durable: ${ms(durable.p99)}   (${durable.batches} batches)`);
+
+      // The same groups again through a batcher whose API deletes what it delivered (`clotho api --retention ack`).
+      const ackStore = new FileSystemStore(await mkdtemp(join(bench.state, 'store-ack-')));
+      const ackBatcherId = `bench-batcher-ack-${Date.now()}`;
+      await ensureBatcher(bench.client, ackBatcherId, { trainer: { kind: 'http' } });
+      const { onDelivered } = retentionFor(ackStore, parseRetention('ack'));
+      const acked = await measure(createTemporalTrajectoryService({ client: bench.client, store: ackStore, batcherId: ackBatcherId, onDelivered: onDelivered! }), bodies);
+      const perThousand = async (s: TrajectoryStore) => ((await storedBytes(s)) / GROUPS) * 1000;
+      const size = (bytes: number) => (bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${(bytes / 1e3).toFixed(1)} kB`);
+      console.log(`store kept per 1,000 delivered groups  --retention keep: ${size(await perThousand(store))}   ack: ${size(await perThousand(ackStore))}`);
+      console.log(`/batch with --retention ack  p50: ${ms(acked.p50)}   p99: ${ms(acked.p99)}`);
     } finally {
       await worker.shutdown();
     }

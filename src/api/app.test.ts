@@ -210,6 +210,56 @@ describe('batches', () => {
   });
 });
 
+describe('the waiting groups: GET /queue', () => {
+  const queue = async (query = '') => {
+    const res = await app.request(`/queue${query}`);
+    return { status: res.status, text: await res.text() };
+  };
+  const idsOf = (text: string) => (JSON.parse(text) as { groups: { id: string }[] }).groups.map((g) => g.id);
+
+  it('shows queued and buffered groups whole, floats as floats, and takes nothing from the trainer', async () => {
+    await setUpRun();
+    await post('/scored_data', sampleGroup(2, 3, { env_id: 0, idempotency_key: 'k1', policy_version: 3 }));
+    await post('/scored_data', sampleGroup(1, 3, { env_id: 0, idempotency_key: 'small' }));
+    const first = await queue();
+    expect(first.status).toBe(200);
+    const body = JSON.parse(first.text);
+    expect(body.total).toBe(2);
+    expect(body.groups[0]).toMatchObject({ id: 'k1', env_id: 0, policy_version: 3, received_at: service.now });
+    expect(body.groups[0].group).toMatchObject({ ...sampleGroup(2, 3), env_id: 0 });
+    expect(Object.keys(body.groups[0].group)).toEqual(SCORED_DATA_FIELDS);
+    expect(idsOf(first.text)).toEqual(['k1', 'small']);
+    // Atropos's float fields as Python writes floats: a trainer reading the queue gets what /batch would give it.
+    expect(first.text).toContain('"scores":[1.0,0.0]');
+    expect(first.text).toContain('"inference_logprobs":[[1.0,-0.5,-0.5],[1.0,-0.5,-0.5]]');
+
+    await post('/scored_data', sampleGroup(2, 3, { env_id: 0, idempotency_key: 'k2' }));
+    expect(idsOf((await queue()).text)).toEqual(['k1', 'k2', 'small']);
+    expect(JSON.parse((await queue('?offset=1&limit=1')).text)).toMatchObject({ total: 3, groups: [{ id: 'k2' }] });
+    // Reading it took nothing: the trainer's batch is the groups the queue showed, which then wait no more.
+    const shown = JSON.parse((await queue('?limit=2')).text).groups.map((g: { group: unknown }) => g.group);
+    expect((await get('/batch')).batch).toEqual(shown);
+    expect(JSON.parse((await queue()).text)).toMatchObject({ total: 1, groups: [{ id: 'small' }] });
+  });
+
+  it('answers 422 naming the field for an offset or limit out of range', async () => {
+    const cases: [string, string][] = [['?limit=0', 'limit'], ['?limit=201', 'limit'], ['?limit=1.5', 'limit'], ['?offset=-1', 'offset'], ['?offset=x', 'offset']];
+    for (const [query, field] of cases) {
+      const res = await queue(query);
+      expect(res.status, query).toBe(422);
+      expect(JSON.parse(res.text).detail[0].loc, query).toEqual(['query', field]);
+    }
+    expect(JSON.parse((await queue('?limit=200')).text)).toEqual({ total: 0, groups: [] });
+  });
+
+  it('needs the bearer token when the API has one', async () => {
+    app = createApi({ service, options: { token: 's3cret' } });
+    expect((await queue()).status).toBe(401);
+    const res = await app.request('/queue', { headers: { Authorization: 'Bearer s3cret' } });
+    expect([res.status, await res.json()]).toEqual([200, { total: 0, groups: [] }]);
+  });
+});
+
 describe('operations', () => {
   it('resets with text/plain "Reset successful"', async () => {
     await setUpRun();

@@ -36,6 +36,15 @@ export interface ApiOptions {
   warn?: (line: string) => void;
 }
 
+/** The most groups one `GET /queue` answers: each comes whole, tokens and all. */
+export const MAX_QUEUE_PAGE = 200;
+
+/** `GET /queue?offset=&limit=`: a page of the groups waiting for the trainer. */
+const QueuePageSchema = z.object({
+  offset: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().int().min(1).max(MAX_QUEUE_PAGE).default(50),
+});
+
 /** A uuid4 as Python's `uuid.uuid4().int`: a 128-bit integer in decimal digits. */
 const uuid4Digits = () => BigInt(`0x${randomUUID().replaceAll('-', '')}`).toString();
 
@@ -147,6 +156,17 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
     if (taken.leaseExpiresAt === null) return jsonText(c, responseJson({ batch: taken.batch }, { groups: ['batch'] }));
     const leased = { batch: taken.batch, batch_id: taken.batchId, lease_expires_at: taken.leaseExpiresAt };
     return jsonText(c, responseJson(leased, { groups: ['batch'] }));
+  });
+
+  // Clotho's own: the groups waiting for the trainer, read without taking any (`clotho view --api`).
+  app.get('/queue', async (c) => {
+    const query = validate(c, QueuePageSchema, c.req.query(), ['query']);
+    if (query instanceof Response) return query;
+    const { total, groups } = await service.waitingGroups(query.data);
+    const rows = groups.map(({ id, envId, policyVersion, receivedAt, group }) =>
+      responseJson({ id, env_id: envId, policy_version: policyVersion, received_at: receivedAt, group }, { groups: ['group'] }),
+    );
+    return jsonText(c, `{"total":${total},"groups":[${rows.join(',')}]}`);
   });
 
   app.post('/batch/ack', async (c) => {

@@ -37,6 +37,24 @@ export type TakeBatchResult =
       leaseExpiresAt: number | null;
     };
 
+/** A group waiting for the trainer (`GET /queue`), with the batcher's facts about it. */
+export interface WaitingGroup {
+  /** The group's idempotency key, or the id the API gave it. */
+  id: string;
+  envId: number | null;
+  /** The trainer step of the policy that generated it, when the poster said. */
+  policyVersion: number | null;
+  /** Seconds since the Unix epoch when the API took it in; null when not recorded. */
+  receivedAt: number | null;
+  group: ScoredDataGroup;
+}
+
+/** A page of {@link WaitingGroup}s; `total` counts every group waiting, not only this page's. */
+export interface WaitingGroupsResult {
+  total: number;
+  groups: WaitingGroup[];
+}
+
 /** Outcome of `POST /batch/ack`: `expired` means the lease ran out, or the batch was served again under another, before the ack. */
 export type AckResult = 'acked' | 'unknown' | 'expired';
 
@@ -83,6 +101,11 @@ export interface TrajectoryService {
   ackBatch(batchId: string): Promise<AckResult>;
   /** A batch already formed, by id, for trainer workers; null when unknown. */
   getBatchById(batchId: string): Promise<ScoredDataGroup[] | null>;
+  /**
+   * The groups waiting for the trainer (queued, buffered, or in formed batches not yet served; not leased ones),
+   * `limit` of them from `offset`, read without taking anything.
+   */
+  waitingGroups(page: { offset: number; limit: number }): Promise<WaitingGroupsResult>;
   /** The last group queued, or null if none ever was. */
   latestExample(): Promise<ScoredDataGroup | null>;
   /**

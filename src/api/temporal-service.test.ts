@@ -6,7 +6,7 @@ import { sampleGroup } from '../../test/support/fake-trajectory-service.js';
 import { testConnection, uniqueId, uniqueTaskQueue } from '../../test/support/temporal.js';
 import { ScoredDataGroupSchema } from '../schema/scored-data.js';
 import { FileSystemStore, type TrajectoryStore } from '../store/trajectory-store.js';
-import { batcher, batcherViewQuery, registerTrainerUpdate } from '../workflows/batcher.js';
+import { batcher, batcherViewQuery, registerTrainerUpdate, waitingGroupsQuery } from '../workflows/batcher.js';
 import { startBatcherWorker, type RunningWorkers } from '../workers/workers.js';
 import { acceptedKeys } from './accepted-keys.js';
 import type { TrajectoryService } from './service.js';
@@ -86,5 +86,24 @@ describe('the Temporal-backed service: idempotency keys for the whole run', () =
     await post(service, 'a', 'b', 'c');
     expect(await post(service, 'lost')).toEqual([{ status: 'received', duplicate: true }]);
     expect(await queued()).toBe(4);
+  });
+});
+
+describe('the Temporal-backed service: the waiting groups (GET /queue)', () => {
+  it('reads a page from the batcher and the store, leaving out a group whose blob went since the query', async () => {
+    const { service, batcherId } = await start(10);
+    const before = Date.now() / 1000;
+    await post(service, 'w1', 'w2', 'w3');
+    const page = await service.waitingGroups({ offset: 0, limit: 10 });
+    expect(page.total).toBe(3);
+    expect(page.groups.map((g) => g.id)).toEqual(['w1', 'w2', 'w3']);
+    expect(page.groups[0]).toMatchObject({ envId: null, policyVersion: null, group: ScoredDataGroupSchema.parse(sampleGroup()) });
+    expect(page.groups[0]!.receivedAt).toBeGreaterThanOrEqual(Math.floor(before));
+    expect((await service.waitingGroups({ offset: 2, limit: 5 })).groups.map((g) => g.id)).toEqual(['w3']);
+    // Under --retention a group's blob goes once the trainer has it: one gone between the query and the read waits no more.
+    const { client } = await testConnection();
+    const refs = await client.workflow.getHandle(batcherId).query(waitingGroupsQuery, { offset: 1, limit: 1 });
+    await store.delete(refs.groups[0]!.ref);
+    expect(await service.waitingGroups({ offset: 0, limit: 10 })).toMatchObject({ total: 3, groups: [{ id: 'w1' }, { id: 'w3' }] });
   });
 });

@@ -15,6 +15,7 @@ import {
   resetUpdate,
   statusEnvQuery,
   takeBatchUpdate,
+  waitingGroupsQuery,
   type BatcherView,
   type batcher,
 } from '../workflows/batcher.js';
@@ -30,6 +31,12 @@ export interface TemporalServiceOptions {
   batcherId: string;
   /** Groups waiting in the batcher and in this process past which posts are refused (503). @default DEFAULT_MAX_QUEUE_GROUPS */
   maxQueueGroups?: number;
+  /**
+   * Called with the store refs of groups the trainer has for good (their batch acked, or served without a lease) and
+   * of posted groups the batcher refused, before the request is answered (`--retention ack` deletes their blobs).
+   * It must not throw: the ack has happened whatever becomes of the blobs.
+   */
+  onDelivered?: (refs: string[]) => Promise<void>;
 }
 
 /**
@@ -41,18 +48,17 @@ export function createTemporalTrajectoryService({
   store,
   batcherId,
   maxQueueGroups = DEFAULT_MAX_QUEUE_GROUPS,
+  onDelivered,
 }: TemporalServiceOptions): TrajectoryService {
   const handle = (): WorkflowHandle<typeof batcher> => client.workflow.getHandle(batcherId);
   const view = () => handle().query(batcherViewQuery);
   const bound = new QueueBound(maxQueueGroups, async () => (await view()).metrics.waitingGroups);
   const accepted = acceptedKeys(store, batcherId);
-  const readGroups = (refs: GroupRef[]) =>
-    Promise.all(
-      refs.map(async (ref) => {
-        const group = fromStored(await store.get<ScoredDataGroup>(ref.ref));
-        return ref.envId !== null && group.env_id === null ? { ...group, env_id: ref.envId } : group;
-      }),
-    );
+  const withEnvId = (ref: GroupRef, stored: ScoredDataGroup) => {
+    const group = fromStored(stored);
+    return ref.envId !== null && group.env_id === null ? { ...group, env_id: ref.envId } : group;
+  };
+  const readGroups = (refs: GroupRef[]) => Promise.all(refs.map(async (ref) => withEnvId(ref, await store.get<ScoredDataGroup>(ref.ref))));
   const ingest = coalesced(async (refs: GroupRef[]) => {
     const results = await handle().executeUpdate(ingestGroupsUpdate, { args: [refs] });
     const waiting = results.at(-1)?.waiting;
@@ -88,17 +94,41 @@ export function createTemporalTrajectoryService({
       if (taken === null) return { status: 'trainer_queue' };
       if (taken.status !== 'batch') return { status: taken.status };
       const leaseExpiresAt = taken.leaseExpiresAt === null ? null : taken.leaseExpiresAt / 1000;
-      return { status: 'batch', batchId: taken.leaseId ?? taken.batchId, batch: await readGroups(taken.groups), leaseExpiresAt };
+      const batch = await readGroups(taken.groups);
+      // Without a lease a served batch is gone from the batcher (Atropos's rule): delivered.
+      if (onDelivered && leaseExpiresAt === null) await onDelivered(taken.groups.map((g) => g.ref));
+      return { status: 'batch', batchId: taken.leaseId ?? taken.batchId, batch, leaseExpiresAt };
     },
-    ackBatch: (leaseId) => handle().executeUpdate(ackBatchUpdate, { args: [leaseId] }),
+    async ackBatch(leaseId) {
+      // The batch's groups, read while its lease still holds them (a batch's groups never change).
+      const refs = onDelivered ? await handle().query(batchQuery, parseLeaseId(leaseId).batchId) : null;
+      const outcome = await handle().executeUpdate(ackBatchUpdate, { args: [leaseId] });
+      if (outcome === 'acked' && refs) await onDelivered!(refs.map((g) => g.ref));
+      return outcome;
+    },
     async getBatchById(id) {
       // The batcher finds batches by their own id; a lease id names its batch too.
       const refs = await handle().query(batchQuery, parseLeaseId(id).batchId);
       return refs ? readGroups(refs) : null;
     },
+    async waitingGroups(page) {
+      const { total, groups } = await handle().query(waitingGroupsQuery, page);
+      const read = await Promise.all(
+        groups.map(async (ref) => {
+          // Taken since the query (and under --retention deleted): no longer waiting, so left out.
+          const stored = await store.tryGet<ScoredDataGroup>(ref.ref);
+          if (stored === undefined) return [];
+          const { id, envId, policyVersion = null, receivedAt } = ref;
+          return [{ id, envId, policyVersion, receivedAt: receivedAt === undefined ? null : receivedAt / 1000, group: withEnvId(ref, stored) }];
+        }),
+      );
+      return { total, groups: read.flat() };
+    },
     async latestExample() {
       const { latest } = await view();
-      return latest ? (await readGroups([latest]))[0]! : null;
+      // Under --retention its blobs may be gone: then there is no example to show.
+      if (!latest || (onDelivered && (await store.tryGet(latest.ref)) === undefined)) return null;
+      return (await readGroups([latest]))[0]!;
     },
 
     async ingestGroups(groups) {
@@ -129,6 +159,9 @@ export function createTemporalTrajectoryService({
     try {
       const refs = await Promise.all(groups.map((g) => storeGroup(store, g)));
       const results = await ingestRefs(refs, groups);
+      // A refused group is never trained on; a duplicate's key is its first post's blob, which stays.
+      const refused = refs.filter((_, i) => REFUSED.has(results[i]!.outcome));
+      if (onDelivered && refused.length > 0) await onDelivered(refused.map((r) => r.ref));
       // Every key the batcher answered for (a duplicate of its window too, which repairs a record lost to a crash).
       await Promise.all(groups.flatMap((g) => (g.idempotencyKey === undefined ? [] : [accepted.record(g.idempotencyKey)])));
       return results.map(toWire);
@@ -151,6 +184,9 @@ export function createTemporalTrajectoryService({
 }
 
 const DUPLICATE: IngestResult = { status: 'received', duplicate: true };
+
+/** Batcher outcomes of groups it will never serve. */
+const REFUSED = new Set<BatcherIngestResult['outcome']>(['stale', 'empty', 'too_long']);
 
 /** Ingest updates in flight at once from one API process (Temporal allows 10 per workflow). */
 const INGEST_LANES = 3;

@@ -1,7 +1,6 @@
-import { join } from 'node:path';
 import { createTemporalTrajectoryService } from '../api/temporal-service.js';
-import { clothoHome } from '../store/paths.js';
-import { FileSystemStore } from '../store/trajectory-store.js';
+import { openStore } from '../store/open-store.js';
+import { retentionFor } from '../store/retention.js';
 import { startBatcherWorker } from '../workers/workers.js';
 import { ensureBatcher } from './batcher.js';
 import type { ServiceFlags } from './commands/api.js';
@@ -14,7 +13,7 @@ import { openTemporal } from './runtime.js';
 export async function createBatcherService(flags: ServiceFlags) {
   const temporal = await openTemporal();
   try {
-    const store = new FileSystemStore(flags.store ?? join(clothoHome(), 'store'));
+    const store = openStore(flags.store);
     const worker = await startBatcherWorker({ address: temporal.endpoint.address, namespace: temporal.endpoint.namespace, store });
     await ensureBatcher(temporal.client, flags.batcherId, {
       trainer:
@@ -26,14 +25,17 @@ export async function createBatcherService(flags: ServiceFlags) {
         ...(flags.idempotencyWindow === undefined ? {} : { seenCapacity: flags.idempotencyWindow }),
       },
     });
+    const retention = retentionFor(store, flags.retention);
     return {
       service: createTemporalTrajectoryService({
         client: temporal.client,
         store,
         batcherId: flags.batcherId,
         maxQueueGroups: flags.maxQueueGroups,
+        ...(retention.onDelivered ? { onDelivered: retention.onDelivered } : {}),
       }),
       async close() {
+        await retention.stop();
         await worker.shutdown();
         await temporal.close();
       },

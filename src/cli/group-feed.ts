@@ -75,7 +75,8 @@ export function followGroups(options: GroupFeedOptions): GroupFeed {
     if (closeTime && closeTime.getTime() < began) return;
     const seconds = closeTime ? (closeTime.getTime() - startTime.getTime()) / 1000 : undefined;
     if (!result) return options.onGroup({ itemIndex, status: 'failed', scores: [], seconds });
-    const group = result.status === 'scored' && result.group ? await store.get<ScoredDataGroup>(result.group) : undefined;
+    // Gone already when `clotho api --retention ack` deleted it once trained on: reported without its samples.
+    const group = result.status === 'scored' && result.group ? await store.tryGet<ScoredDataGroup>(result.group.key) : undefined;
     options.onGroup({ itemIndex, status: result.status, scores: result.scores, metrics: result.metrics, seconds, group });
   };
 

@@ -48,6 +48,11 @@ export class FileSystemStore implements TrajectoryStore {
   private readonly made = new Set<string>();
 
   constructor(root: string) {
+    // A URL here is a command that reads only directory stores (view, inspect, sft-gen --run): say so, rather than
+    // make a directory named `s3:`.
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(root)) {
+      throw new Error(`--store ${root}: this command reads only a directory store (copy the prefix to a directory first, e.g. aws s3 sync)`);
+    }
     this.root = resolve(root);
   }
 

@@ -16,6 +16,7 @@ import {
   leaseIdOf,
   parseLeaseId,
   waitingGroups,
+  waitingGroupsPage,
   type BatcherOptions,
   type BatcherState,
   type GroupRef,
@@ -399,6 +400,31 @@ describe('metrics', () => {
     });
     expect(metrics.counters.perEnv['0']).toMatchObject({ received: 4, queued: 3, buffered: 1, served: 1 });
     expect(metrics.counters).toMatchObject({ batchesFormed: 3, batchesServed: 1 });
+  });
+});
+
+describe('the waiting groups, a page at a time', () => {
+  it('lists formed, queued and buffered groups without changing the state, and leaves out leased ones', () => {
+    const state = batcher(4, [4]);
+    const [a, b, c, d, e] = [group(4, 0), group(4, 0), group(4, 0), group(2, 0), group(1, null)];
+    ingestGroups(state, [a!, b!, c!, d!, e!]);
+    // Three batches form ([a], [b], [c]); the newest goes out under a lease; e waits in the queue, d in env 0's buffer.
+    const leased = served(state, { now: 0, durationMs: 5 })!;
+    expect(ids(leased.groups)).toEqual([c!.id]);
+    const before = JSON.stringify(state);
+    const page = waitingGroupsPage(state, 0, 10);
+    expect(page.total).toBe(waitingGroups(state));
+    expect(ids(page.groups)).toEqual(ids([a!, b!, e!, d!]));
+    expect(waitingGroupsPage(state, 1, 2)).toEqual({ total: 4, groups: [b, e] });
+    expect(waitingGroupsPage(state, 4, 2)).toEqual({ total: 4, groups: [] });
+    expect(waitingGroupsPage(state, -3, 1)).toEqual({ total: 4, groups: [a] });
+    expect(waitingGroupsPage(state, 0, 0).groups).toEqual([]);
+    expect(JSON.stringify(state)).toBe(before);
+    // Taken without a lease, a batch is gone; a lease that ran out puts its batch back among the waiting.
+    served(state);
+    expect(ids(waitingGroupsPage(state, 0, 10).groups)).toEqual(ids([a!, e!, d!]));
+    expect(ackBatch(state, 'no-such-lease', 10)).toBe('unknown');
+    expect(ids(waitingGroupsPage(state, 0, 10).groups)).toEqual(ids([a!, c!, e!, d!]));
   });
 });
 

@@ -475,6 +475,25 @@ export function waitingGroups(state: BatcherState): number {
   return state.queue.length + buffered + state.formed.reduce((sum, batch) => sum + batch.groups.length, 0);
 }
 
+/** One page of the groups waiting for a trainer ({@link waitingGroupsPage}). */
+export interface WaitingGroupsPage {
+  /** All groups waiting now ({@link waitingGroups}), not only this page's. */
+  total: number;
+  groups: GroupRef[];
+}
+
+/**
+ * The groups waiting for a trainer, `limit` of them from `offset`, read without changing anything (what
+ * `GET /queue` shows): those in formed batches not served yet, then the queue (oldest first), then each env's
+ * buffer (oldest first). A leased batch's groups are not included: they are with a trainer, not waiting (a lease
+ * that ran out puts them back at the next take or ack). Negative offsets and limits read as 0.
+ */
+export function waitingGroupsPage(state: BatcherState, offset: number, limit: number): WaitingGroupsPage {
+  const all = [...state.formed.flatMap((batch) => batch.groups), ...state.queue, ...Object.values(state.buffers).flat()];
+  const from = Math.max(0, Math.floor(offset));
+  return { total: all.length, groups: all.slice(from, from + Math.max(0, Math.floor(limit))) };
+}
+
 /** Gauges and counters for metrics: what waits where now, and what happened so far. */
 export interface BatcherMetrics {
   step: number;

@@ -28,6 +28,7 @@ import {
   registerTrainer,
   resetData,
   takeBatch,
+  waitingGroupsPage,
   type BatcherMetrics,
   type BatcherOptions,
   type BatcherState,
@@ -35,6 +36,7 @@ import {
   type IngestResult,
   type TakeResult,
   type TrainerRegistration,
+  type WaitingGroupsPage,
 } from './batcher-state.js';
 
 export { roomChangedSignal, watchRoomSignal } from './batcher-room.js';
@@ -86,6 +88,8 @@ export const batcherViewQuery = defineQuery<BatcherView>('batcherView');
 export const statusEnvQuery = defineQuery<EnvStatus | null, [number]>('statusEnv');
 /** The groups of a formed or leased batch, by id (trainer workers fetch batch data with it). */
 export const batchQuery = defineQuery<GroupRef[] | null, [string]>('batch');
+/** A page of the groups waiting for a trainer, read without taking them (`GET /queue`, `clotho view --api`). */
+export const waitingGroupsQuery = defineQuery<WaitingGroupsPage, [{ offset: number; limit: number }]>('waitingGroups');
 
 /** Inline state above this size goes through the store on continue-as-new (payloads error at 2 MiB). */
 const INLINE_STATE_LIMIT = 512 * 1024;
@@ -154,6 +158,7 @@ export async function batcher(input: BatcherInput): Promise<void> {
   setHandler(statusEnvQuery, (envId) => computeEnvStatus(state, envId)?.status ?? null);
   setHandler(batchQuery, (batchId) => [...state.formed, ...state.leases].find((b) => b.batchId === batchId)?.groups ?? null);
   setHandler(batcherViewQuery, () => view(state));
+  setHandler(waitingGroupsQuery, ({ offset, limit }) => waitingGroupsPage(state, offset, limit));
 
   const continueSuggested = () => workflowInfo().continueAsNewSuggested || changes >= CHANGES_PER_RUN || watchedWithoutPushes;
   // Two branches issue commands side by side (trainer steps, room pushes): both are regular activities and

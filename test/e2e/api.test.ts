@@ -185,6 +185,53 @@ describe('clotho api, Atropos parity: what Atropos accepts and how its JSON read
   });
 });
 
+describe('clotho api, the waiting groups: GET /queue reads them without taking any', () => {
+  type Shown = { id: string; env_id: number | null; policy_version: number | null; received_at: number; group: { tokens: number[][] } };
+  const queue = async (query = '') => (await http.get(`/queue${query}`)).json as { total: number; groups: Shown[] };
+  const tagsOf = (groups: { tokens: number[][] }[]) => groups.map((g) => g.tokens[0]![0]!).sort((a, b) => a - b);
+
+  it('shows queued, buffered and formed groups, not leased ones, and the trainer still gets every group', async () => {
+    await http.get('/reset_data');
+    await http.post('/register', TRAINER);
+    await http.get('/batch');
+    const env = (await http.post('/register-env', { max_token_length: 2048, desired_name: 'queue', weight: 1, group_size: 2 })).json;
+    const posted = Date.now() / 1000;
+    const list = [11, 12, 13, 14, 15].map((tag) => ({ ...group(tag, 2, null), idempotency_key: `queue-${tag}`, policy_version: 0 }));
+    expect((await http.post('/scored_data_list', list)).json).toEqual({ status: 'received', groups_processed: 5 });
+    expect((await http.post('/scored_data', { ...group(16, 1, env.env_id), idempotency_key: 'queue-16' })).json).toEqual({ status: 'buffered', buffer_size: 1 });
+
+    const all = await queue();
+    expect(all.total).toBe(6);
+    expect(all.groups.map((g) => g.id)).toEqual(['queue-11', 'queue-12', 'queue-13', 'queue-14', 'queue-15', 'queue-16']);
+    expect(all.groups[0]).toMatchObject({ env_id: null, policy_version: 0, group: group(11, 2, null) });
+    expect(all.groups[5]).toMatchObject({ env_id: env.env_id, policy_version: null });
+    for (const g of all.groups) expect(g.received_at).toBeGreaterThanOrEqual(Math.floor(posted) - 1);
+    expect(await queue('?offset=4&limit=1')).toMatchObject({ total: 6, groups: [{ id: 'queue-15' }] });
+    expect((await http.get('/queue?limit=201')).status).toBe(422);
+    // Reading twice took nothing: the same six wait, and the trainer's status still counts the queued five.
+    expect(await queue()).toEqual(all);
+    expect((await http.get('/status')).json).toEqual({ current_step: 0, queue_size: 5 });
+
+    // The trainer takes a batch: two batches form, one is served, the other's groups still wait beside the rest.
+    const shown = new Map(all.groups.map((g) => [g.group.tokens[0]![0], g.group]));
+    const first = (await http.get('/batch')).json.batch as { tokens: number[][] }[];
+    expect(first).toHaveLength(2);
+    for (const served of first) expect(served).toEqual(shown.get(served.tokens[0]![0]));
+    const after = await queue();
+    expect(after.total).toBe(4);
+    expect(tagsOf([...first, ...after.groups.map((g) => g.group)])).toEqual([11, 12, 13, 14, 15, 16]);
+
+    // A leased batch is with a trainer, not waiting; acked, its groups are gone for good.
+    const leased = (await http.get('/batch?lease_seconds=60')).json;
+    for (const served of leased.batch) expect(served).toEqual(shown.get(served.tokens[0]![0]));
+    const left = await queue();
+    expect(left.total).toBe(2);
+    expect(tagsOf([...first, ...leased.batch, ...left.groups.map((g) => g.group)])).toEqual([11, 12, 13, 14, 15, 16]);
+    expect((await http.post('/batch/ack', { batch_id: leased.batch_id })).json).toEqual({ status: 'success' });
+    expect(await queue()).toEqual(left);
+  });
+});
+
 describe('clotho api --idempotency-window 2 --max-queue-groups 4', () => {
   let small: ApiProcess;
   let client: ReturnType<typeof apiClient>;

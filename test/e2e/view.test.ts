@@ -10,6 +10,7 @@ import { loadTokenizer, type Tokenizer } from '../../src/inference/tokenizer.js'
 import { MASKED, MASKED_LOGPROB, ScoredDataGroupSchema, type Message, type ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { repoRoot } from '../../src/store/paths.js';
 import { FileSystemStore } from '../../src/store/trajectory-store.js';
+import { apiClient, startApiProcess, TRAINER } from '../support/api-process.js';
 import { runClotho, spawnClotho, waitFor, type CliRun } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kItems, gsm8kResponder } from '../support/gsm8k-model.js';
 import { defaultLogprob, encodeChat, encodeCompletion, startScriptedOpenAI } from '../support/scripted-openai.js';
@@ -322,6 +323,55 @@ describe('clotho view', () => {
       await page.close();
     } finally {
       await model.close();
+    }
+  });
+
+  it('browses the groups waiting in a running clotho api, live, and the trainer still gets every one of them', async () => {
+    const api = await startApiProcess({ temporalAddress: inject('temporalAddress'), args: ['--token', 'view-secret'] });
+    try {
+      const auth = { authorization: 'Bearer view-secret' };
+      const http = apiClient(api.url);
+      const get = (path: string) => http.call('GET', path, undefined, auth);
+      expect((await http.post('/register', { ...TRAINER, batch_size: 8 }, auth)).status).toBe(200);
+      /** A group of two rollouts answering question `tag`, tagged by its first token. */
+      const posted = (tag: number) => ({
+        tokens: [[tag, 101, 102], [tag, 201, 202]],
+        masks: [[-100, 101, 102], [-100, 201, 202]],
+        scores: [1, -1],
+        messages: [0, 1].map((i) => [{ role: 'user', content: `Question ${tag}?` }, { role: 'assistant', content: `Answer ${tag}.${i}` }]),
+        env_id: null,
+        policy_version: 2,
+        idempotency_key: `wait-${tag}`,
+      });
+      expect((await http.post('/scored_data_list', [1, 2, 3].map(posted), auth)).json).toEqual({ status: 'received', groups_processed: 3 });
+
+      const url = await startView(['--api', api.url, '--token', 'view-secret', '--tokenizer', 'none']);
+      const page = await browser.newPage();
+      await page.goto(url);
+      expect(await listed(page, '')).toMatchObject({ groups: 3, rollouts: 6 });
+      expect(await page.textContent('#origin')).toBe(`${api.url} · groups waiting for the trainer`);
+      expect(await page.textContent('[data-group="wait-2"] .label')).toMatch(/^wait-2 · no env · policy 2 · received \d\d:\d\d:\d\d UTC$/);
+      await openRollout(page, 'wait-2#1');
+      expect(await page.textContent('#rollout .msg.user pre')).toBe('Question 2?');
+      expect(await page.textContent('#rollout .msg.assistant pre')).toBe('Answer 2.1');
+      expect(await page.textContent('#rollout [data-fact=score]')).toBe('-1');
+
+      // Reload reads the queue again: a group posted since is there; looking took none from the trainer.
+      await http.post('/scored_data', posted(4), auth);
+      await page.click('#reload');
+      expect(await listed(page, '')).toMatchObject({ groups: 4, rollouts: 8 });
+      expect((await get('/status')).json).toEqual({ current_step: 0, queue_size: 4 });
+      const batch = (await get('/batch')).json.batch as { tokens: number[][]; messages: { content: string }[][] }[];
+      expect(batch.map((g) => g.tokens[0]![0]).sort()).toEqual([1, 2, 3, 4]);
+      expect(batch.find((g) => g.tokens[0]![0] === 2)!.messages[1]![1]!.content).toBe('Answer 2.1');
+
+      // Taken by the trainer, they wait no more.
+      await page.click('#reload');
+      expect(await listed(page, '')).toMatchObject({ groups: 0, rollouts: 0 });
+      expect(await page.textContent('#notices')).toContain(`no groups wait for the trainer in ${api.url}`);
+      await page.close();
+    } finally {
+      await api.stop();
     }
   });
 });

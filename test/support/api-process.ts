@@ -10,7 +10,7 @@ import { uniqueId } from './temporal.js';
 export interface ApiProcess {
   url: string;
   batcherId: string;
-  /** The trajectory store directory; processes feeding this API must share it. */
+  /** The trajectory store (a directory or an s3:// URL); processes feeding this API must share it. */
   store: string;
   run: CliRun;
   /** Starts the process again with the same port, batcher and store (after a kill). */
@@ -18,12 +18,18 @@ export interface ApiProcess {
   stop(): Promise<void>;
 }
 
-export async function startApiProcess(options: { temporalAddress: string; args?: string[] }): Promise<ApiProcess> {
+export async function startApiProcess(options: {
+  temporalAddress: string;
+  args?: string[];
+  /** `--store` (default: a fresh temporary directory). */
+  store?: string;
+  env?: Record<string, string>;
+}): Promise<ApiProcess> {
   const port = await freePort();
   const batcherId = uniqueId('batcher');
-  const store = await mkdtemp(join(tmpdir(), 'clotho-api-store-'));
+  const store = options.store ?? (await mkdtemp(join(tmpdir(), 'clotho-api-store-')));
   const args = ['api', '--port', String(port), '--batcher-id', batcherId, '--store', store, ...(options.args ?? [])];
-  const env = { TEMPORAL_ADDRESS: options.temporalAddress };
+  const env = { ...options.env, TEMPORAL_ADDRESS: options.temporalAddress };
   const launch = async () => {
     const run = spawnClotho(args, env);
     await waitFor(() => run.stdout().includes('listening on') || run.child.exitCode !== null, 90_000, 'clotho api to listen');

@@ -1,6 +1,15 @@
 import type { IngestResult, MetricsSnapshot, RegisterEnv, Registration } from '../../src/schema/api.js';
 import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
-import { QueueFullError, UnknownEnvError, type AckResult, type IngestGroup, type TakeBatchResult, type TrajectoryService } from '../../src/api/service.js';
+import {
+  QueueFullError,
+  UnknownEnvError,
+  type AckResult,
+  type IngestGroup,
+  type TakeBatchResult,
+  type TrajectoryService,
+  type WaitingGroup,
+  type WaitingGroupsResult,
+} from '../../src/api/service.js';
 
 interface EnvRecord extends RegisterEnv {
   name: string;
@@ -34,6 +43,8 @@ export class FakeTrajectoryService implements TrajectoryService {
   private batches = new Map<string, ScoredDataGroup[]>();
   private leases = new Map<string, number>();
   private counters = { received: 0, buffered: 0, formed: 0, served: 0, stale: 0, postsRefused: 0, groupsRefused: 0 };
+  /** What the batcher would know of each group taken in: its id, policy version and arrival. */
+  private facts = new WeakMap<ScoredDataGroup, Omit<WaitingGroup, 'group'>>();
 
   async register(registration: Registration, requester: string): Promise<void> {
     this.registration ??= registration;
@@ -99,6 +110,13 @@ export class FakeTrajectoryService implements TrajectoryService {
     return this.batches.get(batchId) ?? null;
   }
 
+  async waitingGroups({ offset, limit }: { offset: number; limit: number }): Promise<WaitingGroupsResult> {
+    // The queue, then the buffers: what a batch could still be made of (a taken batch is gone, leased or not).
+    const all = [...this.queue, ...[...this.buffers.values()].flat()];
+    const groups = all.slice(offset, offset + limit).map((group) => ({ ...this.facts.get(group)!, group }));
+    return { total: all.length, groups };
+  }
+
   async latestExample() {
     return this.latest;
   }
@@ -115,6 +133,8 @@ export class FakeTrajectoryService implements TrajectoryService {
       if (idempotencyKey !== undefined && this.keys.has(idempotencyKey)) return { status: 'received', duplicate: true };
       if (idempotencyKey !== undefined) this.keys.add(idempotencyKey);
       this.counters.received += 1;
+      const id = idempotencyKey ?? `fake-${this.counters.received}`;
+      this.facts.set(group, { id, envId: group.env_id, policyVersion: policyVersion ?? null, receivedAt: this.now });
       if (policyVersion !== undefined && policyVersion < this.minPolicyVersion) {
         this.counters.stale += 1;
         return { status: 'dropped', reason: 'stale' };

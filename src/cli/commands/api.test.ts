@@ -69,6 +69,23 @@ describe('clotho api', () => {
     expect(await run(['--trainer-heartbeat-timeout', '-1'])).toMatchObject({ code: 2, err: expect.stringContaining('--trainer-heartbeat-timeout') });
   });
 
+  it('hands --retention to the service as a policy (keep by default) and refuses one it cannot read', async () => {
+    const seen: ServiceFlags[] = [];
+    const serve = (args: string[]) =>
+      apiCommand(['--port', '0', ...args], {
+        createService: async (flags) => (seen.push(flags), { service: new FakeTrajectoryService() }),
+        io: { out: () => undefined, err: () => undefined },
+        untilStopped: async () => undefined,
+      });
+    await serve([]);
+    await serve(['--retention', 'ack,2d']);
+    expect(seen.map((f) => f.retention)).toEqual([{ ack: false, maxAgeMs: null }, { ack: true, maxAgeMs: 2 * 86_400_000 }]);
+    expect(await run(['--retention', 'sometimes'])).toMatchObject({ code: 2, err: expect.stringContaining('--retention') });
+    // A temporal trainer's acks never reach the API: ack alone would delete nothing, and the command says so.
+    expect((await run(['--port', '0', '--trainer', 'temporal', '--retention', 'ack'])).err).toMatch(/deletes nothing with --trainer temporal/);
+    expect((await run(['--port', '0', '--trainer', 'temporal', '--retention', 'ack,2d'])).err).toBe('');
+  });
+
   it('reports bad flags with their name and prints help', async () => {
     expect(await run(['--port', 'abc'])).toMatchObject({ code: 2, err: expect.stringContaining('--port') });
     expect(await run(['--nope'])).toMatchObject({ code: 2, err: expect.stringContaining('--nope') });

@@ -4,6 +4,7 @@ import { createApi } from '../../api/app.js';
 import { startApiServer, type RunningApiServer } from '../../api/server.js';
 import type { TrajectoryService } from '../../api/service.js';
 import { DEFAULT_MAX_QUEUE_GROUPS } from '../../api/queue-bound.js';
+import { parseRetention, type RetentionPolicy } from '../../store/retention.js';
 
 /** The flags that shape the service behind the API. */
 export interface ServiceFlags {
@@ -18,6 +19,8 @@ export interface ServiceFlags {
   maxQueueGroups: number;
   /** Idempotency keys a new batcher remembers itself (`seenCapacity`); older ones are found in the store. */
   idempotencyWindow?: number;
+  /** When the blobs of delivered or old groups are deleted from the store (`--retention`); absent: kept. */
+  retention?: RetentionPolicy;
 }
 
 /** What `clotho api` needs from its caller; tests pass their own. */
@@ -54,7 +57,11 @@ Options:
                        far below Temporal's 2 MiB payload limit); refusals are counted in /metrics
   --idempotency-window <n>  idempotency keys a new batcher remembers itself (default 10000); older keys are
                        found in the store's record of accepted keys
-  --store <dir>        trajectory store directory (default $CLOTHO_HOME/store)
+  --store <dir|url>    trajectory store: a directory or s3://bucket/prefix (default $CLOTHO_HOME/store); every
+                       clotho serve feeding this API must use the same one
+  --retention <policy> when group blobs leave the store: keep (default), ack (once the trainer acked its batch,
+                       or was served it without a lease), a duration such as 12h or 7d (once no blob of the group
+                       was written for that long, delivered or not), or ack,<duration> for both
   -h, --help           show this help`;
 
 const OPTIONS = {
@@ -70,6 +77,7 @@ const OPTIONS = {
   'max-queue-groups': { type: 'string' },
   'idempotency-window': { type: 'string' },
   store: { type: 'string' },
+  retention: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -86,6 +94,17 @@ const FlagsSchema = z.strictObject({
   'max-queue-groups': z.coerce.number().int().positive().default(DEFAULT_MAX_QUEUE_GROUPS),
   'idempotency-window': z.coerce.number().int().positive().optional(),
   store: z.string().min(1).optional(),
+  retention: z
+    .string()
+    .default('keep')
+    .transform((spec, ctx) => {
+      try {
+        return parseRetention(spec);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
   help: z.boolean().optional(),
 });
 
@@ -126,6 +145,10 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
     io.err(`clotho api: --host ${host} is reachable from other machines; set --token (or CLOTHO_API_TOKEN) to require a bearer token`);
     return 2;
   }
+  const retention = flags.data.retention;
+  if (flags.data.trainer === 'temporal' && retention.ack && retention.maxAgeMs === null) {
+    io.err('clotho api: --retention ack deletes nothing with --trainer temporal (its acks stay inside the batcher); add a duration, e.g. --retention ack,2d');
+  }
   const { service, close } = await deps.createService({
     trainer: flags.data.trainer,
     trainerTaskQueue: flags.data['trainer-task-queue'],
@@ -135,6 +158,7 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
     ...(flags.data['max-staleness'] === undefined ? {} : { maxStaleness: flags.data['max-staleness'] }),
     maxQueueGroups: flags.data['max-queue-groups'],
     ...(flags.data['idempotency-window'] === undefined ? {} : { idempotencyWindow: flags.data['idempotency-window'] }),
+    retention,
   });
   const maxBodyBytes = Math.floor(flags.data['max-body-mb'] * 1024 * 1024);
   const app = createApi({ service, options: { maxBodyBytes, ...(token === undefined ? {} : { token }) } });

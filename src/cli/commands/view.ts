@@ -7,6 +7,7 @@ import { startApiServer } from '../../api/server.js';
 import { ConfigError } from '../../env/config.js';
 import { clothoHome } from '../../store/paths.js';
 import type { CommandIo } from '../io.js';
+import { apiSource } from '../view/api-source.js';
 import { createViewApp } from '../view/app.js';
 import { jsonlSource } from '../view/jsonl-source.js';
 import type { RunSource } from '../view/source.js';
@@ -16,7 +17,7 @@ import { connectRunWorkflows, type RunWorkflows } from '../view/temporal.js';
 import { decodersFor } from '../view/tokens.js';
 import { isLoopback } from './api.js';
 
-export const VIEW_USAGE = `Usage: clotho view [<groups.jsonl> ...] [--run <id> ...] [options]
+export const VIEW_USAGE = `Usage: clotho view [<groups.jsonl> ...] [--run <id> ...] [--api <url> ...] [options]
 
 Serves a read-only web page to browse runs → groups → rollouts: each rollout's messages turn by turn with its tool
 calls and results, its score, per-turn rewards and parsed answer, and its tokens tinted by inference logprob with the
@@ -27,9 +28,12 @@ Sources (any number of each; with none, every run in the trajectory store):
                           holds link to their workflows and show their parsed answers
   --run <id>              a run in the trajectory store: its scored groups, and its dropped, failed or running ones
                           as far as they got (Temporal's visibility says which, when a server answers)
+  --api <url>             a running \`clotho api\`: the groups waiting for its trainer (GET /queue, which takes none
+                          of them from the trainer), read again on Reload
 
 Options:
   --store <dir>           trajectory store directory (default $CLOTHO_HOME/store)
+  --token <secret>        bearer token of the --api (default $CLOTHO_API_TOKEN)
   --host <addr>           address to listen on (default 127.0.0.1)
   --port <n>              port (default 8300; 0 picks a free one)
   --temporal-ui <url>     base URL of the Temporal UI for workflow links (default: the local dev server's, else
@@ -42,6 +46,8 @@ Options:
 
 const OPTIONS = {
   run: { type: 'string', multiple: true },
+  api: { type: 'string', multiple: true },
+  token: { type: 'string' },
   store: { type: 'string' },
   host: { type: 'string' },
   port: { type: 'string' },
@@ -52,6 +58,8 @@ const OPTIONS = {
 
 const FlagsSchema = z.strictObject({
   run: z.array(z.string().regex(/^[A-Za-z0-9._-]+$/, 'expected a run id (letters, digits, . _ -)')).default([]),
+  api: z.array(z.url({ protocol: /^https?$/ })).default([]),
+  token: z.string().min(1).optional(),
   store: z.string().min(1).optional(),
   host: z.string().min(1).default('127.0.0.1'),
   port: z.coerce.number().int().min(0).max(65535).default(8300),
@@ -81,10 +89,13 @@ export async function viewCommand(args: string[], io: CommandIo, untilStopped: (
   for (const path of positionals) if (!existsSync(path)) throw new ConfigError([`${path}: no such file`]);
   const store = flags.store ?? join(clothoHome(), 'store');
   const decoders = await decodersFor(flags.tokenizer);
-  const workflows = flags['no-temporal'] || (positionals.length > 0 && flags.run.length === 0) ? undefined : await connectRunWorkflows();
+  // Temporal's visibility only speaks of store runs: named ones, or every run when no other source is named.
+  const onlyOthers = flags.run.length === 0 && (positionals.length > 0 || flags.api.length > 0);
+  const workflows = flags['no-temporal'] || onlyOthers ? undefined : await connectRunWorkflows();
+  const token = flags.token ?? (process.env.CLOTHO_API_TOKEN || undefined);
   try {
-    const runs = await sources(positionals, flags.run, store, workflows);
-    if (runs.length === 0) io.err(`clotho view: no runs in ${store}; name a JSONL file or --run <id> (--store <dir>)`);
+    const runs = await sources({ files: positionals, runIds: flags.run, apis: flags.api, token }, store, workflows);
+    if (runs.length === 0) io.err(`clotho view: no runs in ${store}; name a JSONL file, --run <id> (--store <dir>) or --api <url>`);
     const temporalUi = {
       base: flags['temporal-ui'] ?? (process.env.TEMPORAL_ADDRESS ? undefined : (await devServerStatus()).server?.uiUrl) ?? 'http://127.0.0.1:8233',
       namespace: process.env.TEMPORAL_NAMESPACE || 'default',
@@ -101,8 +112,12 @@ export async function viewCommand(args: string[], io: CommandIo, untilStopped: (
   return 0;
 }
 
-/** The runs to browse: the JSONL files and store runs named, or every run in the store when none is. */
-async function sources(files: string[], runIds: string[], store: string, workflows: RunWorkflows | undefined): Promise<RunSource[]> {
+/** The runs to browse: the JSONL files, store runs and APIs named, or every run in the store when none is. */
+async function sources(
+  { files, runIds, apis, token }: { files: string[]; runIds: string[]; apis: string[]; token: string | undefined },
+  store: string,
+  workflows: RunWorkflows | undefined,
+): Promise<RunSource[]> {
   const ids = new Set<string>();
   const unique = (wanted: string) => {
     let id = wanted;
@@ -111,10 +126,11 @@ async function sources(files: string[], runIds: string[], store: string, workflo
     return id;
   };
   const storeFound = existsSync(store) ? store : null;
-  const named = files.length > 0 || runIds.length > 0;
+  const named = files.length > 0 || runIds.length > 0 || apis.length > 0;
   const stored = named ? runIds : storeFound ? await listStoredRuns(storeFound) : [];
   return [
     ...files.map((path) => jsonlSource(path, { id: unique(basename(path)), store: storeFound })),
     ...stored.map((runId) => storeSource(store, runId, { id: unique(runId), ...(workflows ? { workflows } : {}) })),
+    ...apis.map((url) => apiSource(url, { id: unique(`api ${new URL(url).host}`), ...(token === undefined ? {} : { token }) })),
   ];
 }

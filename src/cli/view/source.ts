@@ -6,12 +6,15 @@ export interface LoadedRun {
   notices: string[];
 }
 
-/** One run the viewer browses: a JSONL file of scored groups, or a run in the trajectory store. */
+/**
+ * One run the viewer browses: a JSONL file of scored groups, a run in the trajectory store, or the groups waiting for
+ * the trainer in a running `clotho api`.
+ */
 export interface RunSource {
   /** Unique among the viewer's runs; used in its URLs. */
   readonly id: string;
-  readonly kind: 'jsonl' | 'store';
-  /** The file or store directory it reads. */
+  readonly kind: 'jsonl' | 'store' | 'api';
+  /** The file, store directory or API it reads. */
   readonly origin: string;
   /** Reads the run's groups (again: a run still going grows). */
   load(): Promise<LoadedRun>;
