@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { toScoreResult } from '../env/define.js';
+import { withThinkingPrompt } from '../env/thinking.js';
 import { isTool, toOpenAITool } from '../env/tools.js';
 import { parseToolCalls } from '../inference/tool-calls.js';
 import type { StoreRef } from '../schema/rollout.js';
@@ -84,7 +85,7 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
     /** Builds the prompt of item i and the initial state of its group's trajectories. */
     async prepareGroup(input: PrepareGroupInput): Promise<StoreRef> {
       const { env, item } = itemOf(environments, input);
-      const messages = env.definition.prompt(item, env.config);
+      const messages = withThinkingPrompt(env.definition.prompt(item, env.config), env.config);
       const offered = (await env.definition.tools?.(item, env.config)) ?? null;
       const state: GroupState = {
         itemIndex: input.itemIndex,

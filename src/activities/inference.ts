@@ -43,6 +43,9 @@ export interface GenerateTurnResult {
   toolCalls?: { sample: number; calls: { name: string; arguments: string }[] }[];
 }
 
+/** The chat-template switch of thinking models (Qwen3's `enable_thinking`), on when reasoning is asked for. */
+export const THINKING = { enable_thinking: true } as const;
+
 /** Arguments longer than this reach the history cut short. */
 const ARGUMENTS_PREVIEW_CHARS = 512;
 
@@ -63,6 +66,8 @@ export function createInferenceActivities({ inference, continuation, store }: In
       const previous = await loadGroupState(store, input.state);
       const state = structuredClone(previous);
       const tokenIn = continuation?.(input.environment);
+      // Chat requests carry the reasoning asked for; a prompt rendered here asks through the template's switch instead.
+      const reasoning = input.sampling.reasoning;
       const checkpoint = (sample: number) => groupKey(input, `turn-${input.turn}`, `sample-${sample}`);
       const call = async (trajectory: Trajectory, n: number): Promise<Completion[]> => {
         const sampling = {
@@ -76,11 +81,16 @@ export function createInferenceActivities({ inference, continuation, store }: In
         // Token ids cannot carry pixels: a conversation with images goes to the server as messages (vLLM renders the
         // image placeholders and returns the ids it used).
         if (!tokenIn || messageImages(trajectory.messages).length > 0) {
-          const request = { messages: trajectory.messages, ...sampling, ...(state.tools ? { tools: state.tools } : {}) };
+          const request = {
+            messages: trajectory.messages,
+            ...sampling,
+            ...(state.tools ? { tools: state.tools } : {}),
+            ...(reasoning ? { reasoning } : {}),
+          };
           return asFailure(() => inference(input.environment).generate(request, options));
         }
         const promptTokenIds = nonRetryableDrift(`turn ${input.turn}`, () =>
-          continuePrompt(tokenIn.tokenizer, trajectory, trajectory.messages, state.tools ?? undefined));
+          continuePrompt(tokenIn.tokenizer, trajectory, trajectory.messages, state.tools ?? undefined, reasoning ? THINKING : undefined));
         const completions = await asFailure(() => tokenIn.client.generateTokens({ promptTokenIds, ...sampling }, options));
         return completions.map((c, j) => ({
           ...c,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../env/config.js';
 import { PROCESS_PLAN } from './commands/process.js';
-import { planRun } from './run.js';
+import { envRunSettings, planRun } from './run.js';
 
 const problemsOf = async (argv: string[]) => {
   const error = await planRun(argv).then(() => undefined, (e: unknown) => e);
@@ -28,16 +28,40 @@ describe('planRun: Atropos fields without a Clotho setting of their own', () => 
   it('refuses values Clotho cannot honour, naming each flag and why', async () => {
     const problems = await problemsOf([
       'gsm8k', '--env.steps_per_eval', '20', '--env.batch_size', '12', '--env.rollout_server_url', 'http://trainer:8000',
-      '--env.thinking_mode', 'true', '--env.worker_timeout', '60',
       '--env.max_num_workers', '4', '--env.max_groups_in_flight', '8',
     ]);
     expect(problems.map((p) => p.split(':')[0])).toEqual([
-      '--env.steps_per_eval 20', '--env.worker_timeout 60', '--env.thinking_mode true', '--env.rollout_server_url "http',
-      '--env.batch_size 12', '--env.max_num_workers',
+      '--env.steps_per_eval 20', '--env.rollout_server_url "http', '--env.batch_size 12', '--env.max_num_workers',
     ]);
     expect(problems[0]).toMatch(/does not evaluate during training yet.*clotho evaluate/);
-    expect(problems[3]).toMatch(/--batcher-id/);
-    expect(problems[4]).toMatch(/POST \/register/);
+    expect(problems[1]).toMatch(/--batcher-id/);
+    expect(problems[2]).toMatch(/POST \/register/);
+  });
+
+  it('puts the thinking fields and worker_timeout into the env-run input', async () => {
+    const plan = await planRun([
+      'gsm8k', '--env.thinking_mode', 'true', '--env.reasoning_effort', 'high', '--env.max_reasoning_tokens', '2048',
+      '--env.custom_thinking_prompt', 'Think first.', '--env.worker_timeout', '60',
+    ]);
+    expect(plan.notices).toEqual([]);
+    const settings = envRunSettings(plan, false);
+    expect(settings.group.sampling).toEqual({ temperature: 1, topP: 1, reasoning: { effort: 'high', maxTokens: 2048 } });
+    expect(settings.groupTimeoutSeconds).toBe(60);
+    // A token budget alone turns reasoning on, as Atropos's ReasoningConfig does.
+    expect(envRunSettings(await planRun(['gsm8k', '--env.max_reasoning_tokens', '4096']), false).group.sampling.reasoning)
+      .toEqual({ maxTokens: 4096 });
+  });
+
+  it("leaves reasoning out by default, and no deadline when worker_timeout is -1; Atropos's 600 s otherwise", async () => {
+    const defaults = envRunSettings(await planRun(['gsm8k']), false);
+    expect(defaults.group.sampling).toEqual({ temperature: 1, topP: 1 });
+    expect(defaults.groupTimeoutSeconds).toBe(600);
+    expect('groupTimeoutSeconds' in envRunSettings(await planRun(['gsm8k', '--env.worker_timeout', '-1']), false)).toBe(false);
+  });
+
+  it('says a thinking prompt outside thinking mode is not used', async () => {
+    expect((await planRun(['gsm8k', '--env.custom_thinking_prompt', 'Think.'])).notices)
+      .toEqual(['--env.custom_thinking_prompt is not used: it is the system prompt of thinking mode (--env.thinking_mode true)']);
   });
 
   it("loads Atropos's defaults unchanged, and values that mean what Clotho does", async () => {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { isMultiTurn, type AnyEnvironment } from '../env/define.js';
 import { ConfigError, resolveConfig, type ResolvedConfig } from '../env/config.js';
 import { loadEnvironmentData, type LoadedEnvironment } from '../env/loaded.js';
+import { reasoningOf } from '../env/thinking.js';
 import { loadEnvironment } from '../env/registry.js';
 import { atroposFields, BaseEnvConfigSchema, type BaseEnvConfig } from '../schema/config.js';
 import type { EnvRunInput } from '../schema/rollout.js';
@@ -69,15 +70,18 @@ function newRunId(environment: string): string {
 export function envRunSettings(plan: RunPlan, searchAttributes: boolean): Omit<EnvRunInput, 'sink' | 'totalGroups'> {
   const { env, steps } = plan.config;
   const teacherTopK = env.teacher_enabled && env.teacher_top_k > -1 ? env.teacher_top_k : null;
+  const reasoning = reasoningOf(env);
   return {
     runId: plan.runId,
     environment: plan.definition.name,
     maxInFlight: env.max_groups_in_flight,
+    // Atropos's worker_timeout: a deadline on each group (-1 or any value ≤ 0: none).
+    ...(env.worker_timeout > 0 ? { groupTimeoutSeconds: env.worker_timeout } : {}),
     group: {
       groupSize: env.group_size,
       maxTurns: isMultiTurn(plan.definition) ? env.max_turns : 1,
       maxTokenLength: env.max_token_length,
-      sampling: { temperature: env.temperature, topP: env.top_p },
+      sampling: { temperature: env.temperature, topP: env.top_p, ...(reasoning ? { reasoning } : {}) },
       ensureScoresAreNotSame: env.ensure_scores_are_not_same,
       teacherTopK,
       taskQueues: runTaskQueues(plan.runId),

@@ -1,6 +1,7 @@
 import type { Message } from '../schema/scored-data.js';
 import { toScoreResult, type ModelClient, type ToolResultMessage } from './define.js';
 import type { LoadedEnvironment } from './loaded.js';
+import { withThinkingPrompt } from './thinking.js';
 import { executeToolCall, isTool, parseToolCalls, toOpenAITool, type ToolCallOutcome } from './tools.js';
 
 /** One assistant turn: the conversation (and the tools offered) in, the assistant's message out. */
@@ -47,7 +48,7 @@ async function play(environment: LoadedEnvironment, item: unknown, group: unknow
   const tools = offered.filter(isTool);
   const rendered = offered.length > 0 ? offered.map(toOpenAITool) : undefined;
   const live = { signal: options.signal ?? new AbortController().signal, heartbeat: () => undefined };
-  const messages = structuredClone(definition.prompt(item, config));
+  const messages = structuredClone(withThinkingPrompt(definition.prompt(item, config), config));
   let state = definition.initialState?.(item, sample, config) ?? null;
   const turnRewards: number[] = [];
   const outcomes: Partial<Record<ToolCallOutcome, number>> = {};

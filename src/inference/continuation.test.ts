@@ -27,6 +27,14 @@ describe('continuePrompt', () => {
     expect(continuePrompt(qwen, { tokens: [], masks: [] }, prompt)).toEqual(qwen.encodeChat(prompt, { addGenerationPrompt: true }));
   });
 
+  it("passes template variables through: Qwen3's enable_thinking switch", () => {
+    const off = continuePrompt(qwen, { tokens: [], masks: [] }, prompt, undefined, { enable_thinking: false });
+    expect(off).toEqual(qwen.encodeChat(prompt, { addGenerationPrompt: true, extra: { enable_thinking: false } }));
+    expect(qwen.decode(off)).toMatch(/<think>\n\n<\/think>\n\n$/);
+    expect(continuePrompt(qwen, { tokens: [], masks: [] }, prompt, undefined, { enable_thinking: true }))
+      .toEqual(qwen.encodeChat(prompt, { addGenerationPrompt: true }));
+  });
+
   it('extends a tool-calling turn to exactly the whole conversation rendered by the Qwen template', () => {
     const first = continuePrompt(qwen, { tokens: [], masks: [] }, prompt);
     const completion = [...qwen.encode(callText, { addSpecialTokens: false }), qwen.eos!.id];

@@ -36,15 +36,17 @@ const PROTECTED = [['<think>', '\u0000clotho:think\u0000'], ['</think>', '\u0000
  * the chat template renders after it (tool results, the next user turn, the generation prompt). The
  * model's earlier turns are rendered from their own tokens (raw text, never re-parsed tool calls), and
  * the rendering must start with the decoded sequence so far; otherwise a `TokenizationDriftError`
- * names where they part. Only the suffix is tokenized, without added special tokens.
+ * names where they part. Only the suffix is tokenized, without added special tokens. `extra` are more template
+ * variables (`enable_thinking`).
  */
 export function continuePrompt(
   tokenizer: Tokenizer,
   previous: SequenceSoFar,
   messages: readonly Message[],
   tools?: readonly Record<string, unknown>[],
+  extra?: Record<string, unknown>,
 ): number[] {
-  const rendered = renderWithRawTurns(tokenizer, previous, messages, tools);
+  const rendered = renderWithRawTurns(tokenizer, previous, messages, tools, extra);
   const prefix = tokenizer.decode(previous.tokens);
   if (!rendered.startsWith(prefix)) throw driftError(tokenizer, previous.tokens, prefix, rendered);
   const suffix = rendered.slice(prefix.length);
@@ -70,6 +72,7 @@ function renderWithRawTurns(
   previous: SequenceSoFar,
   messages: readonly Message[],
   tools: readonly Record<string, unknown>[] | undefined,
+  extra: Record<string, unknown> | undefined,
 ): string {
   const raw = generatedTexts(tokenizer, previous);
   const assistants = messages.flatMap((m, i) => (m.role === 'assistant' ? [i] : []));
@@ -86,6 +89,7 @@ function renderWithRawTurns(
   const rendered = tokenizer.applyChatTemplate(chat, {
     addGenerationPrompt: messages.at(-1)?.role !== 'assistant',
     ...(tools ? { tools: [...tools] } : {}),
+    ...(extra ? { extra } : {}),
   });
   return PROTECTED.reduce((t, [mark, stand]) => t.replaceAll(stand, mark), rendered);
 }

@@ -9,7 +9,7 @@ import {
   type ScriptedOpenAI,
 } from '../../test/support/scripted-openai.js';
 import { InferenceError } from './errors.js';
-import { buildTrainingSequence, createOpenAIClient, extendTrainingSequence, TokenizationDriftError } from './openai-client.js';
+import { buildTrainingSequence, createOpenAIClient, extendTrainingSequence, requestBody, TokenizationDriftError } from './openai-client.js';
 import type { GenerateRequest } from './types.js';
 import { scriptedServers } from '../../test/support/scripted-servers.js';
 
@@ -62,6 +62,32 @@ describe('createOpenAIClient', () => {
       model: 'test-model', messages, n: 2, max_tokens: 64, temperature: 0.7, top_p: 0.9, stop: ['\n\n'], seed: 42, tools,
       logprobs: true, top_logprobs: 0, return_token_ids: true,
     });
+  });
+
+  it("asks an OpenAI-compatible server for reasoning as Atropos does: reasoning {enabled, effort | max_tokens}", async () => {
+    const server = await serve();
+    const client = clientFor(server);
+    await client.generate(request({ reasoning: {} }));
+    await client.generate(request({ reasoning: { effort: 'high', maxTokens: 4096 } }));
+    await client.generate(request({ reasoning: { maxTokens: 4096 } }));
+    await client.generate(request());
+    const bodies = server.requests.map((r) => r.body as Record<string, unknown>);
+    expect(bodies.map((b) => b.reasoning)).toEqual([
+      { enabled: true }, { enabled: true, effort: 'high' }, { enabled: true, max_tokens: 4096 }, undefined,
+    ]);
+    // Everything else is sent as without reasoning.
+    expect(bodies[1]).toMatchObject({ max_tokens: 32, temperature: 1 });
+    expect(bodies[1]).not.toHaveProperty('reasoning_effort');
+  });
+
+  it('asks api.openai.com for a top-level reasoning_effort (medium by default), at temperature 1 with max_completion_tokens', () => {
+    const official = ServerConfigSchema.parse({ base_url: 'https://api.openai.com/v1', model_name: 'o4-mini' });
+    const body = requestBody(official, request({ temperature: 0.2, reasoning: { effort: 'low' } })) as unknown as Record<string, unknown>;
+    expect(body).toMatchObject({ reasoning_effort: 'low', temperature: 1, max_completion_tokens: 32 });
+    expect(body).not.toHaveProperty('max_tokens');
+    expect(body).not.toHaveProperty('reasoning');
+    expect(requestBody(official, request({ reasoning: { maxTokens: 2048 } }))).toMatchObject({ reasoning_effort: 'medium' });
+    expect(requestBody(official, request({ temperature: 0.2 }))).toMatchObject({ temperature: 0.2, max_tokens: 32 });
   });
 
   it('returns tool calls in the assistant message', async () => {

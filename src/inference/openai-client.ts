@@ -64,7 +64,7 @@ export function createOpenAIClient(config: ServerConfig, options: OpenAIClientOp
       const timer = onProgress ? setInterval(onProgress, progressIntervalMs) : undefined;
       try {
         const response = await client.chat.completions
-          .create(requestBody(config.model_name, parsed.data), { signal: signal ? AbortSignal.any([signal, deadline]) : deadline })
+          .create(requestBody(config, parsed.data), { signal: signal ? AbortSignal.any([signal, deadline]) : deadline })
           .asResponse();
         return parseCompletions(await response.text(), parsed.data.n);
       } catch (err) {
@@ -78,9 +78,10 @@ export function createOpenAIClient(config: ServerConfig, options: OpenAIClientOp
   };
 }
 
-function requestBody(model: string, request: GenerateRequest): ChatCompletionCreateParamsNonStreaming {
+/** The chat-completion body of a request to a server: sampling, vLLM's token ids, and Atropos's reasoning fields. */
+export function requestBody(config: ServerConfig, request: GenerateRequest): ChatCompletionCreateParamsNonStreaming {
   const body: ChatCompletionCreateParamsNonStreaming & { return_token_ids: boolean } = {
-    model,
+    model: config.model_name,
     messages: request.messages as ChatCompletionMessageParam[],
     n: request.n,
     max_tokens: request.maxTokens,
@@ -92,8 +93,29 @@ function requestBody(model: string, request: GenerateRequest): ChatCompletionCre
     logprobs: true,
     top_logprobs: 0,
     return_token_ids: true,
+    ...(request.reasoning ? reasoningFields(config.base_url, request.reasoning) : {}),
   };
+  if (request.reasoning && isOpenAIOfficial(config.base_url)) {
+    // OpenAI's reasoning models take only temperature 1 and count their budget in max_completion_tokens (as Atropos sends).
+    body.temperature = 1;
+    body.max_completion_tokens = body.max_tokens ?? null;
+    delete body.max_tokens;
+  }
   return body;
+}
+
+const isOpenAIOfficial = (baseUrl: string) => baseUrl.includes('api.openai.com');
+
+/**
+ * The request fields that ask for reasoning, as Atropos's ReasoningConfig builds them: api.openai.com takes a top-level
+ * `reasoning_effort` (medium unless given); other OpenAI-compatible servers (OpenRouter, vLLM, Nous Portal) take
+ * `reasoning: { enabled, effort | max_tokens }`, effort first, since OpenRouter refuses both at once.
+ */
+export function reasoningFields(baseUrl: string, reasoning: NonNullable<GenerateRequest['reasoning']>): Record<string, unknown> {
+  if (isOpenAIOfficial(baseUrl)) return { reasoning_effort: reasoning.effort ?? 'medium' };
+  const limit = reasoning.effort !== undefined ? { effort: reasoning.effort }
+    : reasoning.maxTokens !== undefined ? { max_tokens: reasoning.maxTokens } : {};
+  return { reasoning: { enabled: true, ...limit } };
 }
 
 /** Parses and checks a response body; throws `MalformedResponse` or `WrongChoiceCount`. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { REASONING_EFFORTS } from '../schema/rollout.js';
 import { MessageSchema } from '../schema/scored-data.js';
 
 const ints = z.array(z.number().int());
@@ -20,6 +21,11 @@ export const GenerateRequestSchema = z.strictObject({
   ...sampling,
   /** OpenAI-format tool definitions, passed through unchanged. */
   tools: z.array(z.unknown()).optional(),
+  /** Reasoning asked of the model (Atropos's `extra_body.reasoning`); absent: none asked. */
+  reasoning: z.strictObject({
+    effort: z.enum(REASONING_EFFORTS).optional(),
+    maxTokens: z.number().int().positive().optional(),
+  }).optional(),
 });
 export type GenerateRequest = z.infer<typeof GenerateRequestSchema>;
 

@@ -50,27 +50,22 @@ export const BaseEnvConfigSchema = z.strictObject({
 });
 export type BaseEnvConfig = z.infer<typeof BaseEnvConfigSchema>;
 
-const REASONING = 'reasoning requests are not supported yet (Atropos adds extra_body.reasoning to chat requests)';
 const EVAL_DURING_SERVE = 'which Clotho does not do yet (see steps_per_eval)';
 const atMost0 = (v: unknown) => typeof v === 'number' && v <= 0;
 
 /**
  * Atropos fields Clotho cannot honour yet, or that mean nothing here, with the values it does honour (Atropos's
  * default always among them, so an Atropos config loads unchanged) and why any other value is an error.
- * `max_eval_workers` (`clotho evaluate`'s concurrency) and `include_messages` (Clotho's groups always carry their
- * messages) do what they do in Atropos and are not listed; nor are those {@link atroposFields} maps.
+ * `max_eval_workers` (`clotho evaluate`'s concurrency), `include_messages` (Clotho's groups always carry their
+ * messages), `worker_timeout` (a deadline on each rollout group) and the thinking fields (`thinking_mode`,
+ * `reasoning_effort`, `max_reasoning_tokens`, `custom_thinking_prompt`: see `env/thinking.ts`) do what they do in
+ * Atropos and are not listed; nor are those {@link atroposFields} maps.
  */
 const UNSUPPORTED: Partial<Record<keyof BaseEnvConfig, { accepts: (value: unknown) => boolean; why: string }>> = {
   steps_per_eval: { accepts: (v) => v === 100 || atMost0(v),
     why: 'Clotho does not evaluate during training yet (Atropos runs evaluate() every steps_per_eval trainer steps); run `clotho evaluate` on a checkpoint instead, or set 0' },
   eval_handling: { accepts: (v) => v === 'STOP_TRAIN', why: `it decides what training does while \`clotho serve\` evaluates, ${EVAL_DURING_SERVE}` },
   eval_limit_ratio: { accepts: (v) => v === 0.5, why: `it limits training while \`clotho serve\` evaluates, ${EVAL_DURING_SERVE}` },
-  worker_timeout: { accepts: (v) => v === 600 || atMost0(v),
-    why: 'a deadline on a whole group is not supported yet; Clotho bounds and retries each step instead (--steps.<step>.start_to_close_timeout, --steps.<step>.maximum_attempts); -1 (no deadline) is accepted' },
-  thinking_mode: { accepts: (v) => v === false, why: REASONING },
-  reasoning_effort: { accepts: (v) => v === null, why: REASONING },
-  max_reasoning_tokens: { accepts: (v) => v === null, why: REASONING },
-  custom_thinking_prompt: { accepts: (v) => v === null, why: "thinking prompts are not supported yet; put the instruction in the environment's system prompt" },
   rollout_server_url: { accepts: (v) => v === 'http://localhost:8000',
     why: 'environments do not post groups over HTTP here: `clotho serve --batcher-id <id>` signals the batcher behind `clotho api --batcher-id <id>` through Temporal (both default to the same id)' },
   batch_size: { accepts: (v) => v === -1, why: "the trainer's batch size (POST /register) applies to every environment; Atropos too overwrites this field from /info" },
@@ -101,6 +96,11 @@ export function atroposFields(env: BaseEnvConfig, defaults: Record<string, unkno
   for (const [field, rule] of Object.entries(UNSUPPORTED)) {
     const value = env[field as keyof BaseEnvConfig];
     if (set(field as keyof BaseEnvConfig) && !rule.accepts(value)) out.problems.push(`--env.${field} ${JSON.stringify(value)}: ${rule.why}`);
+  }
+
+  // As in Atropos's environments, the thinking prompt goes in only in thinking mode.
+  if (env.custom_thinking_prompt !== null && !env.thinking_mode) {
+    out.notices.push('--env.custom_thinking_prompt is not used: it is the system prompt of thinking mode (--env.thinking_mode true)');
   }
 
   // Atropos's workers are groups in flight: max_num_workers, or max_num_workers_per_node per inference server.

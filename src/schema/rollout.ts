@@ -27,7 +27,7 @@ export type StepName = (typeof STEP_NAMES)[number];
 export type StepOptionsTable = Record<StepName, StepOptions>;
 
 /** Why a group was not delivered. Every drop is counted under one of these. */
-export const DROP_REASONS = ['scores_all_equal', 'too_long'] as const;
+export const DROP_REASONS = ['scores_all_equal', 'too_long', 'timeout'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
 
 /** Task queues of the activities (DESIGN.md "Task queues"); workflows run on the queue they were started on. */
@@ -36,10 +36,25 @@ export interface TaskQueues {
   env: string;
 }
 
+/** Reasoning effort levels Atropos accepts (`reasoning_effort`). */
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
+
+/**
+ * Reasoning asked of the model (Atropos's ReasoningConfig): present means enabled. Atropos sends one of effort and
+ * a token budget, effort first.
+ */
+export interface Reasoning {
+  effort?: ReasoningEffort;
+  maxTokens?: number;
+}
+
 /** Sampling of training rollouts; in the workflow input so every rollout shows how it was sampled. */
 export interface Sampling {
   temperature: number;
   topP: number;
+  /** Absent in runs started before reasoning requests existed, and when reasoning is off. */
+  reasoning?: Reasoning;
 }
 
 /** Everything a rollout-group workflow needs, fixed when the env-run starts it. */
@@ -111,6 +126,11 @@ export interface EnvRunInput {
   maxInFlight: number;
   sink: GroupSink;
   group: Omit<RolloutGroupInput, 'runId' | 'environment' | 'itemIndex'>;
+  /**
+   * Seconds a rollout group may run before it is given up and counted as dropped (`timeout`): Atropos's
+   * worker_timeout. Absent (runs started before it existed, or worker_timeout ≤ 0): no deadline.
+   */
+  groupTimeoutSeconds?: number;
   /** Progress carried across continue-as-new. */
   progress?: EnvRunProgress;
   /** The batcher's last pushed room, carried across continue-as-new. */

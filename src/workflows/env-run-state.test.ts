@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { progressLine } from '../cli/progress.js';
-import { initialProgress, recordResult, roomForGroups } from './env-run-state.js';
+import { initialProgress, recordFinished, recordResult, roomForGroups } from './env-run-state.js';
+import { rolloutGroupOptions, timedOutGroup } from './rollout-children.js';
 
 const room = (queuedGroups: number, receivedGroups: number) => ({ version: 1, currentStep: 0, batchSize: 8, queuedGroups, receivedGroups });
 
@@ -31,5 +32,22 @@ describe('recordResult', () => {
     expect(progress.metricSums).toEqual({ tool_calls: 6, correct: 1.5 });
     const line = progressLine({ ...progress, total: 3, inFlight: 0 }, 1000, 0);
     expect(line).toContain('mean score 0.667 · tool_calls 2.000 · correct 0.500 · failed 0');
+  });
+});
+
+describe('groups past their deadline (worker_timeout)', () => {
+  it('count as dropped with reason timeout, in no score, and are not delivered', () => {
+    const progress = initialProgress();
+    const scored = { itemIndex: 0, status: 'scored' as const, scores: [1, -1], meanScore: 0.5, groupSize: 2, tokens: 10, turns: 1, group: { key: 'g0' } };
+    const { kept, dropped } = recordFinished(progress, [scored, timedOutGroup(1, 2, null)]);
+    expect(kept.map((r) => r.itemIndex)).toEqual([0]);
+    expect(dropped).toEqual({ timeout: 1 });
+    expect(progress).toMatchObject({ completed: 2, failed: 0, scoredGroups: 1, scoreSum: 0.5, dropped: { timeout: 1 } });
+  });
+
+  it('set the child deadline only when the env-run input has one', () => {
+    const input = { runId: 'r', environment: 'e', group: { searchAttributes: false } } as Parameters<typeof rolloutGroupOptions>[0];
+    expect(rolloutGroupOptions(input, 3)).not.toHaveProperty('workflowExecutionTimeout');
+    expect(rolloutGroupOptions({ ...input, groupTimeoutSeconds: 60 }, 3).workflowExecutionTimeout).toBe(60_000);
   });
 });

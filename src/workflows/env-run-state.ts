@@ -10,6 +10,11 @@ export function initialProgress(): EnvRunProgress {
 /** Records a finished group; returns whether it is to be delivered. */
 export function recordResult(progress: EnvRunProgress, result: RolloutGroupResult): boolean {
   progress.completed++;
+  if (result.dropReason === 'timeout') {
+    // Given up at its deadline: never scored, so it counts in no score or metric.
+    progress.dropped.timeout = (progress.dropped.timeout ?? 0) + 1;
+    return false;
+  }
   progress.scoreSum += result.meanScore;
   progress.scoredGroups++;
   if (result.metrics) {

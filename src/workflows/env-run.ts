@@ -15,7 +15,7 @@ import { activityOptions } from './activity-options.js';
 import { ingestGroupsSignal, recordDropsSignal, roomChangedSignal, watchRoomSignal, type BatcherRoom } from './batcher.js';
 import { legacyEnvRun } from './env-run-legacy.js';
 import { initialProgress, recordFailure, recordFinished, roomForGroups } from './env-run-state.js';
-import { causeOf, deliveredGroup, envRunStatusQuery, rolloutGroupOptions } from './rollout-children.js';
+import { causeOf, deliveredGroup, envRunStatusQuery, rolloutGroupOptions, timedOut, timedOutGroup } from './rollout-children.js';
 import { rolloutGroup } from './rollout-group.js';
 
 export { envRunStatusQuery, rolloutGroupId, type EnvRunStatus } from './rollout-children.js';
@@ -58,7 +58,9 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
       });
       finished.push(await child.result());
     } catch (error) {
-      recordFailure(progress, itemIndex, causeOf(error));
+      // A group past its deadline is dropped, like Atropos's timed-out workers; it reaches the loop as a result.
+      if (timedOut(error)) finished.push(timedOutGroup(itemIndex, group.groupSize, policyVersion));
+      else recordFailure(progress, itemIndex, causeOf(error));
     } finally {
       inFlight.delete(itemIndex);
     }

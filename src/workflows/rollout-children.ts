@@ -1,4 +1,4 @@
-import { ParentClosePolicy, defineQuery, type ChildWorkflowOptions } from '@temporalio/workflow';
+import { ChildWorkflowFailure, ParentClosePolicy, TimeoutFailure, defineQuery, type ChildWorkflowOptions } from '@temporalio/workflow';
 import type { EnvRunInput, EnvRunProgress, RolloutGroupResult } from '../schema/rollout.js';
 import type { GroupRef } from './batcher-state.js';
 import { ENVIRONMENT, ITEM_INDEX, RUN_ID, STATUS } from './search-attributes.js';
@@ -16,14 +16,18 @@ export function rolloutGroupId(runId: string, environment: string, itemIndex: nu
   return `clotho/${runId}/${environment}/item-${itemIndex}`;
 }
 
-/** How an env-run starts item i's rollout group: its deterministic id, and search attributes to find it by. */
+/**
+ * How an env-run starts item i's rollout group: its deterministic id, search attributes to find it by, and the
+ * group's deadline (Atropos's worker_timeout) when the run has one.
+ */
 export function rolloutGroupOptions(
   input: EnvRunInput,
   itemIndex: number,
-): Pick<ChildWorkflowOptions, 'workflowId' | 'parentClosePolicy' | 'typedSearchAttributes'> {
+): Pick<ChildWorkflowOptions, 'workflowId' | 'parentClosePolicy' | 'typedSearchAttributes' | 'workflowExecutionTimeout'> {
   return {
     workflowId: rolloutGroupId(input.runId, input.environment, itemIndex),
     parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+    ...(input.groupTimeoutSeconds === undefined ? {} : { workflowExecutionTimeout: input.groupTimeoutSeconds * 1000 }),
     typedSearchAttributes: input.group.searchAttributes
       ? [
           { key: ENVIRONMENT, value: input.environment },
@@ -33,6 +37,16 @@ export function rolloutGroupOptions(
         ]
       : undefined,
   };
+}
+
+/** Whether a child failed because it ran past its deadline (the group's worker_timeout), not because it broke. */
+export function timedOut(error: unknown): boolean {
+  return error instanceof ChildWorkflowFailure && error.cause instanceof TimeoutFailure;
+}
+
+/** A group given up at its deadline: dropped, with nothing to deliver or score. */
+export function timedOutGroup(itemIndex: number, groupSize: number, policyVersion: number | null): RolloutGroupResult {
+  return { itemIndex, status: 'dropped', dropReason: 'timeout', scores: [], meanScore: 0, groupSize, tokens: 0, turns: 0, policyVersion };
 }
 
 /** The innermost cause of a child's failure: what went wrong, not the wrapping "child workflow failed". */

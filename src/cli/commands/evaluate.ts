@@ -7,6 +7,7 @@ import { isMultiTurn } from '../../env/define.js';
 import type { AssistantTurn } from '../../env/episode.js';
 import { evaluateEnvironment } from '../../env/evaluate.js';
 import { loadEnvironmentData } from '../../env/loaded.js';
+import { reasoningOf } from '../../env/thinking.js';
 import type { CommandIo } from '../io.js';
 import { openInference } from '../inference-setup.js';
 import { planRun } from '../run.js';
@@ -31,8 +32,9 @@ export async function evaluateCommand(argv: string[], io: CommandIo): Promise<nu
   const inference = await openInference(plan, flags.model);
   try {
     const environment = await loadEnvironmentData(plan.definition, env);
+    const reasoning = reasoningOf(env);
     const turn: AssistantTurn = async (messages, tools) => {
-      const request = { messages, n: 1, maxTokens: env.max_token_length, temperature: 0, topP: 1, ...(tools ? { tools } : {}) };
+      const request = { messages, n: 1, maxTokens: env.max_token_length, temperature: 0, topP: 1, ...(tools ? { tools } : {}), ...(reasoning ? { reasoning } : {}) };
       const [completion] = await inference.policy.generate(request, { split: 'eval' });
       return completion!.message;
     };

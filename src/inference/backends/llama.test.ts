@@ -43,6 +43,14 @@ describe('createLlamaBackend', () => {
     }
   });
 
+  it("asks the template for thinking (chat_template_kwargs.enable_thinking) when reasoning is asked for", async () => {
+    const server = await serve();
+    await backendFor(server).generate({ ...request, n: 1, reasoning: { effort: 'low' } });
+    expect(server.requests[0]).toMatchObject({
+      path: '/apply-template', body: { messages: request.messages, chat_template_kwargs: { enable_thinking: true } },
+    });
+  });
+
   it('maps stop_type limit to a length finish', async () => {
     const [completion] = await backendFor(await serve()).generateTokens({ promptTokenIds: [1, 2], n: 1, maxTokens: 4, temperature: 1, topP: 1 });
     expect(completion).toMatchObject({ finishReason: 'length', tokenIds: [115, 97, 109, 112], text: 'samp' });

@@ -75,7 +75,12 @@ export function createLlamaBackend(config: ServerConfig): Backend & Required<Pic
     generateTokens,
     async generate(request: GenerateRequest, o?: GenerateOptions): Promise<Completion[]> {
       const r = parseRequest(GenerateRequestSchema, request);
-      const template = await post('/apply-template', { messages: r.messages, ...(r.tools ? { tools: r.tools } : {}) }, o);
+      const template = await post('/apply-template', {
+        messages: r.messages,
+        ...(r.tools ? { tools: r.tools } : {}),
+        // Reasoning is asked for through the template's switch (Qwen3's enable_thinking), as llama-server takes it.
+        ...(r.reasoning ? { chat_template_kwargs: { enable_thinking: true } } : {}),
+      }, o);
       const { prompt } = parseResponse(TemplateSchema, template, 'llama.cpp /apply-template');
       // The template writes BOS itself where the model wants one; special-token text becomes ids.
       const tokenized = await post('/tokenize', { content: prompt, add_special: false, parse_special: true }, o);

@@ -115,6 +115,8 @@ export function tokenizeLocally(completion: Completion, request: GenerateRequest
   const promptTokenIds = completion.promptTokenIds ?? tokenizer.encodeChat(request.messages, {
     addGenerationPrompt: true,
     ...(request.tools ? { tools: request.tools as Record<string, unknown>[] } : {}),
+    // The server was asked to think: a thinking template renders the prompt with its switch on.
+    ...(request.reasoning ? { extra: { enable_thinking: true } } : {}),
   });
   return { ...completion, promptTokenIds, tokenIds };
 }

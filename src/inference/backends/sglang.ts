@@ -79,6 +79,8 @@ export function createSglangBackend(config: ServerConfig, options: BackendOption
       const promptTokenIds = (await tokenizer()).encodeChat(r.messages, {
         addGenerationPrompt: true,
         ...(r.tools ? { tools: r.tools as Record<string, unknown>[] } : {}),
+        // The prompt is rendered here, so reasoning is asked for through the template's switch (Qwen3's enable_thinking).
+        ...(r.reasoning ? { extra: { enable_thinking: true } } : {}),
       });
       const { n, maxTokens, temperature, topP, stop, seed } = r;
       return generateTokens({ promptTokenIds, n, maxTokens, temperature, topP, stop, seed }, callOptions);
