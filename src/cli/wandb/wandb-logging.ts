@@ -69,6 +69,7 @@ export async function withWandbLogging<T>(options: WandbLoggingOptions, body: ()
   // Atropos starts from the step the trainer was at when the environment registered.
   let trainerStep = cadence.kind === 'serve' ? cadence.startingStep : 0;
   let sentSinceLog = 0;
+  let loggedStep = -1;
   const feed = followGroups({
     client: temporal.client,
     connection: temporal.connection,
@@ -82,25 +83,34 @@ export async function withWandbLogging<T>(options: WandbLoggingOptions, body: ()
       if (cadence.kind === 'process') run.log(atropos.flush(Date.now(), readings()), step++);
       else if (group.group) sentSinceLog++;
     },
-    async onPoll() {
-      if (cadence.kind !== 'serve') return;
-      const current = await temporal.client.workflow
-        .getHandle(cadence.batcherId)
-        .query(batcherViewQuery)
-        .then((v) => v.status.current_step, () => undefined);
-      if (current === undefined || current === trainerStep) return;
-      if (sentSinceLog >= env.min_items_sent_before_logging) {
-        sentSinceLog = 0;
-        run.log(atropos.flush(Date.now(), readings()), current);
-      }
-      trainerStep = current;
-    },
+    onPoll: () => logAtTrainerStep(false),
   });
+  /**
+   * Serve mode: logs what was delivered since the last log once the trainer's step moved on. At the end (`last`) it
+   * also logs when the step did not move since the last poll, so that the groups of a run whose trainer took its last
+   * batches between two polls are not lost to the charts.
+   */
+  async function logAtTrainerStep(last: boolean): Promise<void> {
+    if (cadence.kind !== 'serve') return;
+    const current = await temporal.client.workflow
+      .getHandle(cadence.batcherId)
+      .query(batcherViewQuery)
+      .then((v) => v.status.current_step, () => undefined);
+    if (current === undefined || (current === trainerStep && !last)) return;
+    if (sentSinceLog > 0 && sentSinceLog >= env.min_items_sent_before_logging) {
+      sentSinceLog = 0;
+      // W&B steps only grow: a last log at the step already logged goes one past it.
+      loggedStep = Math.max(current, loggedStep + 1);
+      run.log(atropos.flush(Date.now(), readings()), loggedStep);
+    }
+    trainerStep = current;
+  }
   let code = 1;
   try {
     const result = await body();
     code = exitCode(result);
     await feed.drain();
+    await logAtTrainerStep(true);
     return result;
   } catch (error) {
     code = error instanceof InterruptedError ? 130 : 1;
