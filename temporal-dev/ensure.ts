@@ -1,4 +1,5 @@
 import { Connection } from '@temporalio/client';
+import { configuredTemporal, type TemporalConnectionOptions } from './connection-config.js';
 import { ensureSearchAttributes } from './search-attributes.js';
 import { DEFAULT_TEMPORAL_PORT, isServerListening, startDevServer, type DevServerOptions } from './server.js';
 import { status } from './detached.js';
@@ -7,6 +8,11 @@ import { status } from './detached.js';
 export interface TemporalEndpoint {
   address: string;
   namespace: string;
+  /**
+   * What `Connection.connect` and `NativeConnection.connect` take to reach it: `{ address }` for a local dev server;
+   * for a configured server also the TLS, API key and gRPC metadata of Temporal's environment configuration.
+   */
+  connection: TemporalConnectionOptions;
   /** Known when this process started the server or found it in the state dir's pid file. */
   uiUrl?: string;
   /** Whether this call started the server (and `stop()` will stop it). */
@@ -16,27 +22,36 @@ export interface TemporalEndpoint {
 }
 
 export interface EnsureDevServerOptions extends DevServerOptions {
-  /** Read for `TEMPORAL_ADDRESS` and `TEMPORAL_NAMESPACE`. @default process.env */
+  /** Read for Temporal's client configuration (`TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_TLS_*`, `TEMPORAL_API_KEY`, a profile). @default process.env */
   env?: NodeJS.ProcessEnv;
 }
 
 const nothingToStop = async () => undefined;
 
 /**
- * Finds or starts a server: `TEMPORAL_ADDRESS` if set (used as is); else a server already answering
- * on `<ip>:<port>` (Clotho's search attributes are added to it if missing); else a new dev server.
+ * Finds or starts a server: the one Temporal's client configuration names (`TEMPORAL_ADDRESS` or a profile's
+ * address; used as is, with its namespace, TLS and API key: see `configuredTemporal`); else a server already
+ * answering on `<ip>:<port>` (Clotho's search attributes are added to it if missing); else a new dev server.
  */
 export async function ensureDevServer(options: EnsureDevServerOptions = {}): Promise<TemporalEndpoint> {
-  const env = options.env ?? process.env;
-  if (env.TEMPORAL_ADDRESS) {
-    return { address: env.TEMPORAL_ADDRESS, namespace: env.TEMPORAL_NAMESPACE || options.namespace || 'default', started: false, stop: nothingToStop };
+  const configured = configuredTemporal(options.env ?? process.env);
+  if (configured) {
+    const { connection } = configured;
+    return { address: connection.address, namespace: configured.namespace || options.namespace || 'default', connection, started: false, stop: nothingToStop };
   }
   const namespace = options.namespace ?? 'default';
   const address = `${options.ip ?? '127.0.0.1'}:${options.port ?? DEFAULT_TEMPORAL_PORT}`;
   if (await isServerListening(address)) return reuse(address, namespace, options.stateDir);
   try {
     const server = await startDevServer(options);
-    return { address: server.address, namespace, ...(server.uiUrl ? { uiUrl: server.uiUrl } : {}), started: true, stop: () => server.stop() };
+    return {
+      address: server.address,
+      namespace,
+      connection: { address: server.address },
+      ...(server.uiUrl ? { uiUrl: server.uiUrl } : {}),
+      started: true,
+      stop: () => server.stop(),
+    };
   } catch (error) {
     // Another process may have started one on the same port between the check and the start.
     if (await isServerListening(address)) return reuse(address, namespace, options.stateDir);
@@ -53,5 +68,5 @@ async function reuse(address: string, namespace: string, stateDir: string | unde
   }
   const recorded = (await status({ stateDir })).server;
   const uiUrl = recorded?.address === address ? recorded.uiUrl : undefined;
-  return { address, namespace, ...(uiUrl ? { uiUrl } : {}), started: false, stop: nothingToStop };
+  return { address, namespace, connection: { address }, ...(uiUrl ? { uiUrl } : {}), started: false, stop: nothingToStop };
 }

@@ -18,3 +18,18 @@ export {
 } from './server.js';
 export { pidFilePath, startDetached, status, stopDetached, type DetachedStatus, type PidFile } from './detached.js';
 export { ensureDevServer, type EnsureDevServerOptions, type TemporalEndpoint } from './ensure.js';
+export { configuredTemporal, type ConfiguredTemporal, type TemporalConnectionOptions } from './connection-config.js';
+export { TEMPORAL_SERVER_VERSION, defaultClusterBinDir, ensureClusterBinaries, type ClusterBinaries } from './cluster-binaries.js';
+export { clusterConfig, clusterDynamicConfig, type ClusterPorts, type ClusterTlsFiles } from './cluster-config.js';
+export { clusterClientEnv, clusterConnectionOptions, isClusterServing, type ClusterEndpoint } from './cluster-connect.js';
+export {
+  clusterStatus,
+  defaultClusterStateDir,
+  readClusterRecord,
+  startCluster,
+  stopCluster,
+  type ClusterOptions,
+  type ClusterRecord,
+  type ClusterStatus,
+  type RunningCluster,
+} from './cluster.js';
