@@ -14,7 +14,7 @@ export async function createBatcherService(flags: ServiceFlags) {
   const temporal = await openTemporal();
   try {
     const store = openStore(flags.store);
-    const worker = await startBatcherWorker({ address: temporal.endpoint.address, namespace: temporal.endpoint.namespace, store });
+    const worker = await startBatcherWorker({ address: temporal.endpoint.address, connection: temporal.endpoint.connection, namespace: temporal.endpoint.namespace, store });
     await ensureBatcher(temporal.client, flags.batcherId, {
       trainer:
         flags.trainer === 'temporal'

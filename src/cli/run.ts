@@ -105,6 +105,7 @@ export async function startRunWorkers(
   const environment = await loadEnvironmentData(plan.definition, plan.config.env);
   const workers = await startWorkers({
     address: temporal.endpoint.address,
+    connection: temporal.endpoint.connection,
     namespace: temporal.endpoint.namespace,
     taskQueues: runTaskQueues(plan.runId),
     environments: { [plan.definition.name]: environment },

@@ -15,7 +15,7 @@ export interface TemporalRuntime {
 export async function openTemporal(): Promise<TemporalRuntime> {
   const endpoint = await ensureDevServer();
   try {
-    const connection = await Connection.connect({ address: endpoint.address });
+    const connection = await Connection.connect(endpoint.connection);
     const present = await listCustomSearchAttributes(connection, endpoint.namespace).catch(() => new Map<string, number>());
     const searchAttributes = Object.keys(CLOTHO_SEARCH_ATTRIBUTES).every((name) => present.has(name));
     const client = new Client({ connection, namespace: endpoint.namespace });

@@ -1,5 +1,6 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type ActivityInterceptorsFactory, type LogLevel } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
+import type { TemporalConnectionOptions } from '../../temporal-dev/index.js';
 import { createBatcherActivities, createBatcherClientActivities } from '../activities/batcher.js';
 import { createEnvironmentActivities } from '../activities/environment.js';
 import { createInferenceActivities, type InferenceActivityDeps } from '../activities/inference.js';
@@ -17,6 +18,8 @@ export type WorkerTaskQueues = { workflows: string; llm: string; env: string };
 
 export interface WorkerSetup {
   address: string;
+  /** TLS, API key and metadata besides the address (`endpoint.connection`); @default { address } */
+  connection?: TemporalConnectionOptions;
   namespace: string;
   taskQueues: WorkerTaskQueues;
   environments: Record<string, LoadedEnvironment>;
@@ -71,7 +74,7 @@ function installRuntime(): void {
 /** Starts the workflow, LLM and environment workers of one process. */
 export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> {
   installRuntime();
-  const connection = await NativeConnection.connect({ address: setup.address });
+  const connection = await NativeConnection.connect(setup.connection ?? { address: setup.address });
   const wrap = setup.wrapActivities ?? ((a) => a);
   const { store } = setup;
   const common = { connection, namespace: setup.namespace, interceptors: { activity: setup.activityInterceptors ?? [] } };
@@ -132,12 +135,13 @@ export const BATCHER_TASK_QUEUE = 'clotho-workflows';
 /** Starts the worker of the batcher workflow: the workflow bundle plus the batcher's store activities. */
 export async function startBatcherWorker(setup: {
   address: string;
+  connection?: TemporalConnectionOptions;
   namespace: string;
   store: TrajectoryStore;
   taskQueue?: string;
 }): Promise<RunningWorkers> {
   installRuntime();
-  const connection = await NativeConnection.connect({ address: setup.address });
+  const connection = await NativeConnection.connect(setup.connection ?? { address: setup.address });
   const worker = await Worker.create({
     connection,
     namespace: setup.namespace,

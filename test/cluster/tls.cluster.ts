@@ -100,9 +100,8 @@ describe('a cluster with mutual TLS, reached through TEMPORAL_TLS_* alone', () =
     expect(await isClusterServing(endpoint.connection)).toBe(true);
   });
 
-  // Clotho's commands connect with `{ address: endpoint.address }` (src/cli/runtime.ts, src/workers/workers.ts,
-  // src/cli/view/temporal.ts), dropping TLS and API keys. Flip `it.fails` to `it` when they pass `endpoint.connection`.
-  it.fails('`clotho api` runs against the cluster with TEMPORAL_TLS_* alone', async () => {
+  // Clotho's commands connect with `endpoint.connection` (src/cli/runtime.ts, src/workers/workers.ts), TLS included.
+  it('`clotho api` runs against the cluster with TEMPORAL_TLS_* alone', async () => {
     const api = clothoOnHost(test.dir, 'api-tls', env, ['api', '--port', String(await freePort()), '--batcher-id', `tls-${randomUUID().slice(0, 8)}`, '--store', join(test.dir, 'store')]);
     try {
       await api.waitForLine(/listening on/, 90_000);
