@@ -2,23 +2,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { rolloutGroupId } from '../../src/workflows/rollout-children.js';
 import { runClotho } from '../support/cli.js';
-import { counterLog, counterTools } from '../support/counter-tools.js';
+import { counterLog, counterScript, counterTools } from '../support/counter-tools.js';
 import { startHarness, type Harness } from '../support/harness.js';
-import { assistantTurns, type Responder } from '../support/scripted-openai.js';
+import type { Responder } from '../support/scripted-openai.js';
 
-const call = (id: string, name: string, args: Record<string, unknown>) => ({ id, type: 'function', function: { name, arguments: JSON.stringify(args) } });
-
-/** Turn 0: add 2, add 3; turn 1: divide by zero (a ToolError), the flaky tool (fails once, then answers), an unknown tool; turn 2: the answer. */
-const script: Responder = (body) => {
-  const turn = assistantTurns(body);
-  const choice =
-    turn === 0
-      ? { text: '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call><tool_call>{"name": "add", "arguments": {"x": 3}}</tool_call>' }
-      : turn === 1
-        ? { text: '', toolCalls: [call('a', 'divide', { a: 1, b: 0 }), call('b', 'flaky', {}), call('c', 'nope', {})] }
-        : { text: 'The total is 5.' };
-  return { choices: Array.from({ length: body.n ?? 1 }, () => choice) };
-};
 
 let harness: Harness;
 const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
@@ -26,7 +13,7 @@ const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMES
 /** Item 1 runs three turns with tools (two samples); item 0 calls a tool whose server stays down (two attempts). */
 beforeAll(async () => {
   counterLog.reset();
-  let respond: Responder = script;
+  let respond: Responder = counterScript;
   harness = await startHarness({ environment: counterTools, envConfig: { group_size: 2 }, responder: (body, index) => respond(body, index) });
   await harness.temporal.client.workflow.execute(rolloutGroup, {
     taskQueue: harness.queues.workflows,

@@ -1,4 +1,5 @@
 import { defineEnvironment, defineTool, ToolError, z } from 'clotho';
+import { assistantTurns, type Responder } from './scripted-openai.js';
 
 /** What the tools and hooks of {@link counterTools} did in this process, for tests to count. */
 export const counterLog = {
@@ -162,3 +163,20 @@ export const judgedPairs = defineEnvironment({
   },
   rescoreGroup: ({ scores }) => scores.map((s) => s / 2),
 });
+
+const call = (id: string, name: string, args: Record<string, unknown>) => ({ id, type: 'function', function: { name, arguments: JSON.stringify(args) } });
+
+/**
+ * A scripted model for {@link counterTools}. Turn 0: add 2 and add 3 (Hermes text); turn 1: divide by zero (a
+ * ToolError), the flaky tool (fails once, then answers), an unknown tool (OpenAI tool_calls); turn 2: the answer.
+ */
+export const counterScript: Responder = (body) => {
+  const turn = assistantTurns(body);
+  const choice =
+    turn === 0
+      ? { text: '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call><tool_call>{"name": "add", "arguments": {"x": 3}}</tool_call>' }
+      : turn === 1
+        ? { text: '', toolCalls: [call('a', 'divide', { a: 1, b: 0 }), call('b', 'flaky', {}), call('c', 'nope', {})] }
+        : { text: 'The total is 5.' };
+  return { choices: Array.from({ length: body.n ?? 1 }, () => choice) };
+};

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MASKED, type ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
-import { counterLog, counterTools } from '../support/counter-tools.js';
+import { counterLog, counterScript, counterTools } from '../support/counter-tools.js';
 import { waitFor } from '../support/cli.js';
 import { startHarness, type Harness } from '../support/harness.js';
-import { assistantTurns, type Responder } from '../support/scripted-openai.js';
+import { assistantTurns } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
 
 let harness: Harness | undefined;
@@ -14,23 +14,10 @@ afterEach(async () => {
   harness = undefined;
 });
 
-const call = (id: string, name: string, args: Record<string, unknown>) => ({ id, type: 'function', function: { name, arguments: JSON.stringify(args) } });
-
-/** Turn 0: add 2 and add 3 (Hermes text); turn 1: a ToolError, a flaky tool, an unknown tool; turn 2: the answer. */
-const script: Responder = (body) => {
-  const turn = assistantTurns(body);
-  const choice =
-    turn === 0
-      ? { text: '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call><tool_call>{"name": "add", "arguments": {"x": 3}}</tool_call>' }
-      : turn === 1
-        ? { text: '', toolCalls: [call('a', 'divide', { a: 1, b: 0 }), call('b', 'flaky', {}), call('c', 'nope', {})] }
-        : { text: 'The total is 5.' };
-  return { choices: Array.from({ length: body.n ?? 1 }, () => choice) };
-};
 
 describe('tool calls in a rollout group (real dev server)', () => {
   it('runs each call as its own activity, once, keeping the trajectory state; steps give per-turn rewards and advantages', async () => {
-    harness = await startHarness({ environment: counterTools, envConfig: { group_size: 2 }, responder: script });
+    harness = await startHarness({ environment: counterTools, envConfig: { group_size: 2 }, responder: counterScript });
     const workflowId = uniqueId('tools');
     const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
       taskQueue: harness.queues.workflows,
@@ -126,7 +113,7 @@ describe('tool calls in a rollout group (real dev server)', () => {
     harness = await startHarness({
       environment: counterTools,
       envConfig: { group_size: 2, judge: true },
-      responder: script,
+      responder: counterScript,
       judge: { complete: async (messages) => (asked.push(String(messages[0]!.content)), ['yes']) },
     });
     const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
