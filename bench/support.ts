@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { startDevServer } from '../temporal-dev/index.js';
+import { freePort, startDevServer } from '../temporal-dev/index.js';
 import { defineEnvironment, type AnyEnvironment } from '../src/env/define.js';
 import { loadEnvironmentData } from '../src/env/loaded.js';
 import { defaultStepConfigs, toStepOptions } from '../src/env/steps.js';
@@ -38,19 +38,23 @@ export interface BenchTemporal {
   state: string;
   /** The dev server's process id, for benchmarks that read its CPU time. */
   serverPid: number;
+  /** Requests the server's frontend has answered so far in the `default` namespace, by operation (its own metrics). */
+  serverRequests(): Promise<Record<string, number>>;
   close(): Promise<void>;
 }
 
 /** Starts a headless dev server with no database file: benchmarks keep nothing. */
 export async function startBenchTemporal(): Promise<BenchTemporal> {
   const state = await mkdtemp(join(tmpdir(), 'clotho-bench-'));
-  const server = await startDevServer({ stateDir: state, port: 0, dbFilename: null, headless: true });
+  const metricsPort = await freePort();
+  const server = await startDevServer({ stateDir: state, port: 0, dbFilename: null, headless: true, metricsPort });
   const connection = await Connection.connect({ address: server.address });
   return {
     client: new Client({ connection }),
     address: server.address,
     state,
     serverPid: server.pid,
+    serverRequests: () => frontendRequests(`http://127.0.0.1:${metricsPort}/metrics`),
     async close() {
       await connection.close();
       await server.stop();
@@ -161,4 +165,32 @@ export async function runGroups(
   } finally {
     await workers.shutdown();
   }
+}
+
+/** One line of `service_requests` per frontend operation of the default namespace: every gRPC call a client made. */
+const FRONTEND_REQUEST = /^service_requests\{namespace="default",operation="(\w+)",service_name="frontend"\} (\d+)/gm;
+
+async function frontendRequests(url: string): Promise<Record<string, number>> {
+  const text = await (await fetch(url)).text();
+  return Object.fromEntries([...text.matchAll(FRONTEND_REQUEST)].map((m) => [m[1]!, Number(m[2])]));
+}
+
+/**
+ * The requests the server answered between two readings, by operation, with the total; long polls count when they
+ * return (a task, or empty after a minute), so they are the workers' task round trips.
+ */
+export function requestsBetween(before: Record<string, number>, after: Record<string, number>): { total: number; byOperation: Record<string, number> } {
+  const byOperation: Record<string, number> = {};
+  for (const [operation, n] of Object.entries(after)) {
+    const delta = n - (before[operation] ?? 0);
+    if (delta > 0) byOperation[operation] = delta;
+  }
+  return { total: Object.values(byOperation).reduce((a, b) => a + b, 0), byOperation };
+}
+
+/** Every run of a workflow id (an env-run continues as new) with its history length, from the server's visibility. */
+export async function workflowRuns(client: Client, workflowId: string): Promise<{ runId: string; events: number }[]> {
+  const runs: { runId: string; events: number }[] = [];
+  for await (const info of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) runs.push({ runId: info.runId, events: info.historyLength });
+  return runs;
 }

@@ -32,6 +32,9 @@ describe('devServerArgs', () => {
     expect(inMemory).not.toContain('--db-filename');
     expect(inMemory).toContain('--headless');
     expect(inMemory).not.toContain('--ui-port');
+    expect(inMemory).not.toContain('--metrics-port');
+    const measured = devServerArgs({ ip: '127.0.0.1', port: 7400, uiPort: 8400, headless: true, dbFilename: null, namespace: 'default', metricsPort: 9400 });
+    expect(measured.join(' ')).toContain('--metrics-port 9400');
   });
 });
 

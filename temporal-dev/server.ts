@@ -33,6 +33,8 @@ export interface DevServerOptions {
   startTimeoutMs?: number;
   /** Let the server outlive this process (own process group, not waited on). @default false */
   detached?: boolean;
+  /** Serve the server's Prometheus metrics (requests by operation, persistence calls) on this port; benchmarks read them. */
+  metricsPort?: number;
 }
 
 /** A dev server this process started. */
@@ -52,14 +54,15 @@ export interface DevServer {
   kill(): Promise<void>;
 }
 
-type Resolved = Required<Omit<DevServerOptions, 'uiPort' | 'stateDir'>> & { uiPort: number };
+type Resolved = Required<Omit<DevServerOptions, 'uiPort' | 'stateDir' | 'metricsPort'>> & { uiPort: number; metricsPort?: number };
 
 /** The `temporal server start-dev` arguments for resolved options. */
-export function devServerArgs(o: Pick<Resolved, 'ip' | 'port' | 'uiPort' | 'headless' | 'dbFilename' | 'namespace'>): string[] {
+export function devServerArgs(o: Pick<Resolved, 'ip' | 'port' | 'uiPort' | 'headless' | 'dbFilename' | 'namespace' | 'metricsPort'>): string[] {
   const args = ['server', 'start-dev', '--ip', o.ip, '--port', String(o.port), '--namespace', o.namespace];
   if (o.headless) args.push('--headless');
   else args.push('--ui-port', String(o.uiPort));
   if (o.dbFilename !== null) args.push('--db-filename', o.dbFilename);
+  if (o.metricsPort !== undefined) args.push('--metrics-port', String(o.metricsPort));
   // No calls home from tests or laptops: version checks and the UI news feed both reach the internet.
   args.push('--dynamic-config-value', 'frontend.enableServerVersionCheck=false', '--ui-disable-news-fetch');
   args.push('--log-level', 'warn');
@@ -80,6 +83,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     logFile: resolve(options.logFile ?? join(stateDir, 'temporal.log')),
     startTimeoutMs: options.startTimeoutMs ?? 60_000,
     detached: options.detached ?? false,
+    ...(options.metricsPort === undefined ? {} : { metricsPort: options.metricsPort }),
   };
   const requested = options.port ?? DEFAULT_TEMPORAL_PORT;
   // Free ports are found by binding port 0 and releasing it; another process may take one in between, so retry.

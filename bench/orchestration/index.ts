@@ -1,26 +1,41 @@
 /**
- * Orchestration overhead of Clotho: what Temporal costs around inference.
+ * Orchestration overhead of Clotho: what Temporal costs around inference (issue 12).
  *
  * 1. Groups per second end to end (8 samples × 256 tokens per group) against a server that answers at once,
- *    divided by the groups per second of calling that same server directly at the same concurrency.
- * 2. With every inference call taking 2 s, the share of wall time spent outside inference.
+ *    divided by the groups per second of calling that same server directly at the same concurrency; with what a
+ *    group costs the Temporal server (requests by operation, CPU) and this process (workers, CPU), and its history.
+ * 2. With every inference call taking 2 s, the share of wall time outside inference at `--in-flight` groups at once
+ *    (32 and 256), in steady state: over `--waves` waves, the inference calls started between the second wave and
+ *    the last, against the in-flight/2 s an orchestrator that cost nothing would start.
  *
- * Run: npm run bench:orchestration [-- --groups 200 --concurrency 32 --slow 128]
+ * Run: npm run bench:orchestration [-- --groups 200 --concurrency 32 --in-flight 32,256 --waves 4]
  */
 import { parseArgs } from 'node:util';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
 import { ServerConfigSchema } from '../../src/schema/config.js';
+import { rolloutGroupId } from '../../src/workflows/rollout-children.js';
 import { startScriptedOpenAI, type Responder } from '../../test/support/scripted-openai.js';
-import { runGroups as runBenchGroups, startBenchTemporal, type BenchTemporal } from '../support.js';
+import { readEpisodeHistory } from '../tool-use/history.js';
+import { cpuStopwatch } from '../tool-use/cpu.js';
+import { benchEnv, requestsBetween, startBenchTemporal, startBenchWorkers, workflowRuns, type BenchTemporal } from '../support.js';
 
 const { values } = parseArgs({
-  options: { groups: { type: 'string', default: '200' }, concurrency: { type: 'string', default: '32' }, slow: { type: 'string', default: '128' } },
+  options: {
+    groups: { type: 'string', default: '200' },
+    concurrency: { type: 'string', default: '32' },
+    'in-flight': { type: 'string', default: '32,256' },
+    waves: { type: 'string', default: '4' },
+  },
 });
 const GROUPS = Number(values.groups);
 const CONCURRENCY = Number(values.concurrency);
-const SLOW_GROUPS = Number(values.slow);
+const IN_FLIGHT = values['in-flight'].split(',').filter(Boolean).map(Number);
+const WAVES = Number(values.waves);
 const SAMPLES = 8;
 const TOKENS = 256;
+const SLOW_MS = 2000;
+/** Rollout-group histories read per run for the events figure (they are all alike). */
+const HISTORIES_READ = 16;
 
 const answer = (delayMs: number): Responder => (body) => ({
   delayMs,
@@ -47,34 +62,85 @@ async function main(): Promise<void> {
       }),
     );
     const directRate = GROUPS / ((performance.now() - directStart) / 1000);
-
-    const clothoRate = GROUPS / ((await runGroups(bench, fast.baseUrl, GROUPS)) / 1000);
+    const instant = await measureInstant(bench, fast.baseUrl);
     await fast.close();
+    const clothoRate = GROUPS / (instant.wallMs / 1000);
 
-    const slow = await startScriptedOpenAI({ responder: answer(2000) });
-    const slowWallMs = await runGroups(bench, slow.baseUrl, SLOW_GROUPS);
-    await slow.close();
-    // Each group makes one 2 s call; with all groups in flight at once, inference alone would take 2 s per wave.
-    const waves = Math.ceil(SLOW_GROUPS / CONCURRENCY);
-    const outside = (slowWallMs - waves * 2000) / slowWallMs;
+    const n = (x: number, digits = 1) => x.toFixed(digits);
+    console.log(`groups: ${GROUPS} × ${SAMPLES} samples × ${TOKENS} tokens, ${CONCURRENCY} groups in flight, instant inference`);
+    console.log(`direct inference calls:   ${n(directRate)} groups/s`);
+    console.log(`clotho end to end:        ${n(clothoRate)} groups/s`);
+    console.log(`ratio clotho / direct:    ${n(clothoRate / directRate, 3)}`);
+    console.log(`per group: ${n(instant.groupEvents)} history events in the rollout group + ${n(instant.parentEvents)} in the env-run`);
+    console.log(`  server round trips: ${n(instant.groupRoundTrips)} of the rollout group's own (its history's workflow and activity tasks); ` +
+      `all requests ${n(instant.requests.total / GROUPS)} with the env-run's (${perGroup(instant.requests.byOperation, GROUPS)})`);
+    console.log(`CPU per group: ${n(instant.cpu.otherMs / GROUPS)} ms Temporal dev server, ` +
+      `${n(instant.cpu.selfMs / GROUPS)} ms this process (workers, client, scripted server)`);
 
-    console.log(`groups: ${GROUPS} × ${SAMPLES} samples × ${TOKENS} tokens, ${CONCURRENCY} groups in flight`);
-    console.log(`direct inference calls:   ${directRate.toFixed(1)} groups/s`);
-    console.log(`clotho end to end:        ${clothoRate.toFixed(1)} groups/s`);
-    console.log(`ratio clotho / direct:    ${(clothoRate / directRate).toFixed(3)}`);
-    console.log(`2 s inference, ${SLOW_GROUPS} groups: wall ${(slowWallMs / 1000).toFixed(2)} s for ${waves} × 2 s of inference`);
-    console.log(`share of wall time outside inference: ${(outside * 100).toFixed(1)} %`);
+    for (const inFlight of IN_FLIGHT) {
+      const slow = await measureSlow(bench, inFlight);
+      console.log(`2 s inference, ${inFlight} groups in flight, ${WAVES} waves (${inFlight * WAVES} groups): ` +
+        `wall ${n(slow.wallMs / 1000, 2)} s for ${WAVES} × 2 s; steady state ${n(slow.rate)} groups/s of ${n(inFlight / (SLOW_MS / 1000))} ideal`);
+      console.log(`  share of wall time outside inference: steady state ${n(slow.outside * 100)} %, whole run ${n(slow.wholeOutside * 100)} %`);
+    }
   } finally {
     await bench.close();
   }
 }
 
-/** Runs `groups` groups of the bench environment through envRun; returns the wall time in ms. */
-async function runGroups(bench: BenchTemporal, baseUrl: string, groups: number): Promise<number> {
-  const { wallMs } = await runBenchGroups(bench, {
-    baseUrl, groups, groupSize: SAMPLES, tokens: TOKENS, maxInFlight: CONCURRENCY, llmConcurrency: CONCURRENCY * 2,
+/** Groups with instant inference on warm workers: wall time, CPU, server requests, and events per group. */
+async function measureInstant(bench: BenchTemporal, baseUrl: string) {
+  const workers = await startBenchWorkers(bench, { baseUrl, groupSize: SAMPLES, tokens: TOKENS, llmConcurrency: CONCURRENCY * 2 });
+  try {
+    await workers.run(CONCURRENCY, CONCURRENCY);
+    const cpu = cpuStopwatch(bench.serverPid);
+    const before = await bench.serverRequests();
+    const run = await workers.run(GROUPS, CONCURRENCY);
+    const requests = requestsBetween(before, await bench.serverRequests());
+    const used = cpu();
+    const read = Array.from({ length: Math.min(HISTORIES_READ, GROUPS) }, (_, i) => readEpisodeHistory(bench.client, rolloutGroupId(run.runId, benchEnv.name, i)));
+    const histories = await Promise.all(read);
+    const groupEvents = histories.reduce((a, h) => a + h.events, 0) / histories.length;
+    const groupRoundTrips = histories.reduce((a, h) => a + h.roundTrips, 0) / histories.length;
+    const parentEvents = (await workflowRuns(bench.client, run.runId)).reduce((a, r) => a + r.events, 0) / GROUPS;
+    return { wallMs: run.wallMs, cpu: used, requests, groupEvents, groupRoundTrips, parentEvents };
+  } finally {
+    await workers.shutdown();
+  }
+}
+
+/**
+ * `WAVES` waves of `inFlight` groups with 2 s inference. Every group makes one call, so a free orchestrator starts
+ * `inFlight` calls every 2 s; the calls started from the second wave's first to the last wave's first, over that
+ * time, are the steady-state rate (the first wave's start and the last wave's tail left out).
+ */
+async function measureSlow(bench: BenchTemporal, inFlight: number) {
+  const arrivals: number[] = [];
+  const slow = await startScriptedOpenAI({
+    responder: (body, call) => {
+      arrivals.push(performance.now());
+      return answer(SLOW_MS)(body, call);
+    },
   });
-  return wallMs;
+  const workers = await startBenchWorkers(bench, { baseUrl: slow.baseUrl, groupSize: SAMPLES, tokens: TOKENS, llmConcurrency: inFlight * 2, generateTimeoutS: 120 });
+  try {
+    const total = inFlight * WAVES;
+    const { wallMs } = await workers.run(total, inFlight);
+    const [from, to] = [arrivals[inFlight]!, arrivals[total - inFlight]!];
+    const rate = (total - 2 * inFlight) / ((to - from) / 1000);
+    return { wallMs, rate, outside: 1 - rate / (inFlight / (SLOW_MS / 1000)), wholeOutside: (wallMs - WAVES * SLOW_MS) / wallMs };
+  } finally {
+    await workers.shutdown();
+    await slow.close();
+  }
+}
+
+/** `op n, …` per group, most frequent first. */
+function perGroup(byOperation: Record<string, number>, groups: number): string {
+  return Object.entries(byOperation)
+    .sort((a, b) => b[1] - a[1])
+    .map(([op, count]) => `${op} ${(count / groups).toFixed(2)}`)
+    .join(', ');
 }
 
 await main();

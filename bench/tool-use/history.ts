@@ -21,6 +21,11 @@ export interface EpisodeHistory {
   /** First event to last. */
   wallMs: number;
   activities: Record<string, ActivityTimes>;
+  /**
+   * The workflow's own round trips to the server: a poll and a completion per workflow task and per activity task
+   * (its parent's are not in its history).
+   */
+  roundTrips: number;
 }
 
 interface Timestamp {
@@ -38,7 +43,9 @@ export async function readEpisodeHistory(client: Client, workflowId: string): Pr
   const events = history.events ?? [];
   const scheduled = new Map<string, { name: string; at: number; startedAt?: number }>();
   const activities: Record<string, ActivityTimes> = {};
+  let tasks = 0;
   for (const event of events) {
+    if (event.workflowTaskCompletedEventAttributes || event.activityTaskStartedEventAttributes) tasks++;
     const at = msOf(event.eventTime);
     const id = String(event.eventId);
     const name = event.activityTaskScheduledEventAttributes?.activityType?.name;
@@ -56,7 +63,7 @@ export async function readEpisodeHistory(client: Client, workflowId: string): Pr
     }
   }
   const wallMs = events.length > 0 ? msOf(events.at(-1)!.eventTime) - msOf(events[0]!.eventTime) : 0;
-  return { events: description.historyLength, bytes: description.historySize, wallMs, activities };
+  return { events: description.historyLength, bytes: description.historySize, wallMs, activities, roundTrips: 2 * tasks };
 }
 
 /** The mean of several episodes' histories, activity by activity. */
@@ -73,5 +80,5 @@ export function meanHistory(histories: EpisodeHistory[]): EpisodeHistory {
   }
   const mean = (f: (h: EpisodeHistory) => number) => histories.reduce((a, h) => a + f(h), 0) / n;
   const sized = histories.every((h) => h.bytes !== undefined);
-  return { events: mean((h) => h.events), bytes: sized ? mean((h) => h.bytes!) : undefined, wallMs: mean((h) => h.wallMs), activities };
+  return { events: mean((h) => h.events), bytes: sized ? mean((h) => h.bytes!) : undefined, wallMs: mean((h) => h.wallMs), activities, roundTrips: mean((h) => h.roundTrips) };
 }

@@ -4,7 +4,8 @@
  * 1. `--episodes` episodes of `--turns` turns, all at once, every inference call taking `--delay` ms and every turn
  *    but the last calling an instant tool: per-turn orchestration overhead over the same episodes driven by
  *    `runEpisode` (a plain in-process loop over the same server), the share of wall time outside inference of
- *    both, history events per episode and per turn, and where an episode's time goes by its history.
+ *    both, history events per episode and per turn, the Temporal server's requests per turn, and where an episode's
+ *    time goes by its history.
  * 2. `--storage-episodes` episodes of `--storage-turns` turns: bytes the trajectory store keeps per episode, beside
  *    what the scheme before per-turn deltas (the whole state every turn) stored for the same episode.
  *
@@ -18,7 +19,7 @@ import { createOpenAIClient } from '../../src/inference/openai-client.js';
 import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/schema/config.js';
 import { rolloutGroupId } from '../../src/workflows/rollout-children.js';
 import { startScriptedOpenAI } from '../../test/support/scripted-openai.js';
-import { startBenchTemporal, startBenchWorkers, type BenchTemporal } from '../support.js';
+import { requestsBetween, startBenchTemporal, startBenchWorkers, type BenchTemporal } from '../support.js';
 import { cpuStopwatch } from './cpu.js';
 import { toolBenchEnv, toolCallingModel } from './environment.js';
 import { meanHistory, readEpisodeHistory, type EpisodeHistory } from './history.js';
@@ -48,12 +49,15 @@ interface Measured {
   cpu: { selfMs: number; otherMs: number };
 }
 
+/** Requests the Temporal server answered during the timed Clotho run, by operation. */
+type Requests = ReturnType<typeof requestsBetween>;
+
 const judge: ModelClient = { complete: () => Promise.reject(new Error('the tool bench has no judge')) };
 
 async function main(): Promise<void> {
   const bench = await startBenchTemporal();
   try {
-    const { baseline, clotho, history } = await overhead(bench);
+    const { baseline, clotho, history, requests } = await overhead(bench);
     const [baselineMs, clothoMs] = [baseline.wallMs, clotho.wallMs];
     const storage = await storagePerEpisode(bench);
     // All episodes run at once, so one episode's turns are the critical path of the whole wave, and the baseline
@@ -74,6 +78,10 @@ async function main(): Promise<void> {
       `clotho ${cpu(clotho.cpu.selfMs)} (this process: workers and scripted server) + ${cpu(clotho.cpu.otherMs)} (Temporal dev server)`);
     console.log(`history per episode: ${n(history.events)} events (${(history.events / TURNS).toFixed(1)} per turn)` +
       (history.bytes === undefined ? '' : `, ${n(history.bytes)} bytes`));
+    const turns = EPISODES * TURNS;
+    const byOperation = Object.entries(requests.byOperation).sort((a, b) => b[1] - a[1]).map(([op, k]) => `${op} ${(k / turns).toFixed(2)}`);
+    console.log(`server round trips per turn: ${(history.roundTrips / TURNS).toFixed(2)} of the episode's own (its history's workflow and ` +
+      `activity tasks); all requests ${(requests.total / turns).toFixed(2)} (${byOperation.join(', ')})`);
     console.log(`an episode's time by its history (mean, ms per turn; episode ${(history.wallMs / 1000).toFixed(2)} s first event to last):`);
     let inActivities = 0;
     for (const [name, t] of Object.entries(history.activities)) {
@@ -94,7 +102,7 @@ async function main(): Promise<void> {
 }
 
 /** Runs the same episodes in a plain loop and through Clotho; the walls and the mean rollout-group history. */
-async function overhead(bench: BenchTemporal): Promise<{ baseline: Measured; clotho: Measured; history: EpisodeHistory }> {
+async function overhead(bench: BenchTemporal): Promise<{ baseline: Measured; clotho: Measured; history: EpisodeHistory; requests: Requests }> {
   const server = await startScriptedOpenAI({ responder: toolCallingModel(TURNS, DELAY_MS) });
   try {
     const baselineCpu = cpuStopwatch(bench.serverPid);
@@ -108,12 +116,14 @@ async function overhead(bench: BenchTemporal): Promise<{ baseline: Measured; clo
       await workers.run(WARMUP_EPISODES, WARMUP_EPISODES);
       const calls = server.calls;
       const clothoCpu = cpuStopwatch(bench.serverPid);
+      const before = await bench.serverRequests();
       const run = await workers.run(EPISODES, EPISODES);
       const clotho = { wallMs: run.wallMs, cpu: clothoCpu() };
+      const requests = requestsBetween(before, await bench.serverRequests());
       if (server.calls - calls !== EPISODES * TURNS) throw new Error(`expected ${EPISODES * TURNS} inference calls, saw ${server.calls - calls}`);
       const ids = Array.from({ length: EPISODES }, (_, i) => rolloutGroupId(run.runId, toolBenchEnv.name, i));
       const histories = await Promise.all(ids.map((id) => readEpisodeHistory(bench.client, id)));
-      return { baseline, clotho, history: meanHistory(histories) };
+      return { baseline, clotho, history: meanHistory(histories), requests };
     } finally {
       await workers.shutdown();
     }

@@ -25,6 +25,7 @@ import {
   type Trajectory,
 } from './group-state.js';
 import { readToolRecord, toolCallsOf } from './tool-calls.js';
+import { assembleScoredGroup, type AssembleResult } from './trajectories.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
 
 export type { EnvironmentActivityDeps } from './environment-context.js';
@@ -54,6 +55,19 @@ export interface ScoreGroupResult {
 
 export interface GroupHookInput extends GroupAddress {
   groupSize: number;
+}
+
+export interface FinishGroupInput extends TurnInput {
+  /** Atropos's `ensure_scores_are_not_same`: a group whose scores are all equal is not assembled. */
+  ensureScoresAreNotSame: boolean;
+  generationParams: Record<string, unknown>;
+}
+
+/** The group's scores, and the assembled group unless it was dropped for equal scores. */
+export interface FinishGroupResult {
+  scores: number[];
+  metrics: Record<string, number>;
+  assembled: AssembleResult | null;
 }
 
 /** Activities that run environment code (clotho-env queue): prompts, multi-turn steps, parsing, scoring. */
@@ -176,50 +190,73 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
 
     /** Parses the final answer of every trajectory. */
     async parseGroup(input: TurnInput): Promise<StoreRef> {
-      const { env, item } = itemOf(environments, input);
       const state = await loadGroupState(store, input.state);
-      const parsed = await Promise.all(
-        state.trajectories.map((t, i) => env.definition.parse(lastAssistantText(t), item, trajectoryContext(input, t, i))),
-      );
-      return store.put(groupKey(input, 'parsed'), parsed);
+      return store.put(groupKey(input, 'parsed'), await parseAll(input, state));
     },
 
     /** Scores every trajectory with the environment's reward, and asks it for per-turn advantages. */
     async scoreGroup(input: TurnInput & { parsed: StoreRef; judgements?: StoreRef | null }): Promise<ScoreGroupResult> {
-      const { env } = itemOf(environments, input);
       const state = await loadGroupState(store, input.state);
       const parsed = await store.get<unknown[]>(input.parsed);
       const judgements = input.judgements ? await store.get<Record<string, string[]>>(input.judgements) : {};
-      const group = await groupResource(store, input);
-      const configured = deps.judge?.(input.environment);
-      const judge = configured ? liveJudge(configured) : judgeOrMissing(undefined, input.environment);
-      const results = await Promise.all(
-        state.trajectories.map(async (t, i) =>
-          toScoreResult(
-            await env.definition.score({
-              ...trajectoryContext(input, t, i),
-              parsed: parsed[i],
-              completion: lastAssistantText(t),
-              turnRewards: t.turnRewards ?? [],
-              judge,
-              group,
-              judgements,
-            }),
-          ),
-        ),
-      );
-      for (const [i, r] of results.entries()) {
-        if (!Number.isFinite(r.score)) {
-          throw ApplicationFailure.nonRetryable(`score of sample ${i} is not a finite number: ${r.score}`, 'EnvironmentError');
-        }
-      }
-      const scores = rescored(env.definition, results.map((r) => r.score), state.trajectories, env.config);
-      const perTurn = env.definition.advantages?.({ scores, turnRewards: state.trajectories.map((t) => t.turnRewards ?? []), config: env.config });
-      const metrics = averageMetrics(results.map((r, i) => ({ ...toolMetrics(state.trajectories[i]!, state.executesTools), ...r.metrics })));
+      const { scores, metrics, perTurn } = await scoreAll(input, state, parsed, judgements);
       if (!perTurn) return { scores, metrics };
       return { scores, metrics, advantages: await store.put(groupKey(input, 'advantages'), perTurn) };
     },
+
+    /**
+     * parse → score → (drop when all scores are equal and the run asks so) → assemble in one local activity, for
+     * groups with no judge and no teacher between them: one marker and one workflow activation instead of three, and
+     * the group's state read once. Each part does what its own activity does (the parsed answers are kept for the
+     * viewer); a failure retries the whole, which only repeats deterministic work.
+     */
+    async finishGroup(input: FinishGroupInput): Promise<FinishGroupResult> {
+      const state = await loadGroupState(store, input.state);
+      const parsed = await parseAll(input, state);
+      await store.put(groupKey(input, 'parsed'), parsed);
+      const { scores, metrics, perTurn } = await scoreAll(input, state, parsed, {});
+      const scored = { scores, metrics };
+      if (input.ensureScoresAreNotSame && scores.every((s) => s === scores[0])) return { ...scored, assembled: null };
+      const generationParams = input.generationParams;
+      return { ...scored, assembled: await assembleScoredGroup(store, input, state, { scores, teacher: null, perTurn: perTurn ?? null, generationParams }) };
+    },
   };
+
+  async function parseAll(input: GroupAddress, state: GroupState): Promise<unknown[]> {
+    const { env, item } = itemOf(environments, input);
+    return Promise.all(state.trajectories.map((t, i) => env.definition.parse(lastAssistantText(t), item, trajectoryContext(input, t, i))));
+  }
+
+  async function scoreAll(input: GroupAddress, state: GroupState, parsed: unknown[], judgements: Record<string, string[]>) {
+    const { env } = itemOf(environments, input);
+    const group = await groupResource(store, input);
+    const configured = deps.judge?.(input.environment);
+    const judge = configured ? liveJudge(configured) : judgeOrMissing(undefined, input.environment);
+    const results = await Promise.all(
+      state.trajectories.map(async (t, i) =>
+        toScoreResult(
+          await env.definition.score({
+            ...trajectoryContext(input, t, i),
+            parsed: parsed[i],
+            completion: lastAssistantText(t),
+            turnRewards: t.turnRewards ?? [],
+            judge,
+            group,
+            judgements,
+          }),
+        ),
+      ),
+    );
+    for (const [i, r] of results.entries()) {
+      if (!Number.isFinite(r.score)) {
+        throw ApplicationFailure.nonRetryable(`score of sample ${i} is not a finite number: ${r.score}`, 'EnvironmentError');
+      }
+    }
+    const scores = rescored(env.definition, results.map((r) => r.score), state.trajectories, env.config);
+    const perTurn = env.definition.advantages?.({ scores, turnRewards: state.trajectories.map((t) => t.turnRewards ?? []), config: env.config });
+    const metrics = averageMetrics(results.map((r, i) => ({ ...toolMetrics(state.trajectories[i]!, state.executesTools), ...r.metrics })));
+    return { scores, metrics, perTurn };
+  }
 }
 
 export type EnvironmentActivities = ReturnType<typeof createEnvironmentActivities>;

@@ -69,6 +69,8 @@ export function createInferenceActivities({ inference, continuation, store }: In
       // Chat requests carry the reasoning asked for; a prompt rendered here asks through the template's switch instead.
       const reasoning = input.sampling.reasoning;
       const checkpoint = (sample: number) => groupKey(input, `turn-${input.turn}`, `sample-${sample}`);
+      // The completions of a fresh first turn, asked for in one request: one record, sample i at index i.
+      const togetherKey = groupKey(input, `turn-${input.turn}`, 'samples');
       const call = async (trajectory: Trajectory, n: number): Promise<Completion[]> => {
         const sampling = {
           n,
@@ -104,20 +106,28 @@ export function createInferenceActivities({ inference, continuation, store }: In
 
       const active = activeSamples(state);
       const completions = new Map<number, Completion>();
-      for (const i of active) {
-        const saved = await store.tryGet<Checkpoint | Completion>(checkpoint(i));
-        if (saved) completions.set(i, fromCheckpoint(saved, state.trajectories[i]!));
+      // Only an earlier attempt of this turn writes its checkpoints: the first attempt has none to read.
+      if (context.info.attempt > 1) {
+        const together = input.turn === 0 ? await store.tryGet<Completion[]>(togetherKey) : undefined;
+        together?.forEach((c, i) => completions.set(i, c));
+        for (const i of active) {
+          if (completions.has(i)) continue;
+          const saved = await store.tryGet<Checkpoint | Completion>(checkpoint(i));
+          if (saved) completions.set(i, fromCheckpoint(saved, state.trajectories[i]!));
+        }
       }
       const save = async (i: number, completion: Completion) => {
         await store.put(checkpoint(i), toCheckpoint(completion, state.trajectories[i]!));
         completions.set(i, completion);
       };
       const missing = active.filter((i) => !completions.has(i));
-      // A fresh first turn shares one prompt: ask for all samples in one request (the server reuses the prefix).
+      // A fresh first turn shares one prompt: ask for all samples in one request (the server reuses the prefix). They
+      // arrive together, so one record checkpoints them all.
       const fresh = input.turn === 0 && missing.length === state.trajectories.length && missing.length > 1;
       if (fresh) {
         const results = await call(state.trajectories[0]!, missing.length);
-        await Promise.all(results.map((c, j) => save(missing[j]!, c)));
+        await store.put(togetherKey, results);
+        results.forEach((c, i) => completions.set(i, c));
       } else {
         await Promise.all(
           missing.map(async (i) => {

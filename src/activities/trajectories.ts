@@ -5,7 +5,7 @@ import type { StoreRef } from '../schema/rollout.js';
 import { groupImages } from '../env/images.js';
 import { MASKED, ScoredDataGroupSchema, type ScoredDataGroup } from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
-import { groupKey, loadGroupState, type GroupAddress, type Trajectory } from './group-state.js';
+import { groupKey, loadGroupState, type GroupAddress, type GroupState, type Trajectory } from './group-state.js';
 import type { TeacherOutput } from './teacher.js';
 
 export interface AssembleInput extends GroupAddress {
@@ -39,27 +39,7 @@ export function createTrajectoryActivities({ store }: { store: TrajectoryStore }
       const state = await loadGroupState(store, input.state);
       const teacher = input.teacher ? await store.get<TeacherOutput>(input.teacher) : null;
       const perTurn = input.advantages ? await store.get<number[][]>(input.advantages) : null;
-      // An episode cut off by its token budget, or still going at the turn limit (single-turn ones are always done),
-      // gets Atropos's `set_advantage_to_zero`: the trainer learns nothing from an unfinished episode.
-      const truncated = state.trajectories.map((t) => t.truncated === true || !t.done);
-      const group: ScoredDataGroup = ScoredDataGroupSchema.parse({
-        tokens: state.trajectories.map((t) => t.tokens),
-        masks: state.trajectories.map((t) => t.masks),
-        scores: input.scores,
-        messages: state.trajectories.map((t) => t.messages),
-        generation_params: input.generationParams,
-        group_overrides: state.groupOverrides,
-        inference_logprobs: state.trajectories.map((t) => t.logprobs),
-        advantages: perTurn ? state.trajectories.map((t, i) => tokenAdvantages(t, perTurn[i] ?? [])) : null,
-        overrides: truncated.some(Boolean) ? truncated.map((cut) => (cut ? { set_advantage_to_zero: true } : {})) : null,
-        distill_token_ids: teacher?.distill_token_ids ?? null,
-        distill_logprobs: teacher?.distill_logprobs ?? null,
-        // Atropos's multimodal environments: each sequence's image(s) as base64, null for text-only groups.
-        images: groupImages(state.trajectories.map((t) => t.messages)),
-      });
-      const ref = await store.put(groupKey(input, 'group'), group);
-      const lengths = group.tokens.map((t) => t.length);
-      return { group: ref, tokens: lengths.reduce((a, b) => a + b, 0), longestSequence: Math.max(0, ...lengths) };
+      return assembleScoredGroup(store, input, state, { scores: input.scores, teacher, perTurn, generationParams: input.generationParams });
     },
 
     /**
@@ -92,6 +72,41 @@ export function createTrajectoryActivities({ store }: { store: TrajectoryStore }
 }
 
 export type TrajectoryActivities = ReturnType<typeof createTrajectoryActivities>;
+
+/** What a group is assembled from besides its trajectories. */
+export interface AssembleParts {
+  scores: number[];
+  teacher: TeacherOutput | null;
+  /** Per-turn advantages (`[sample][turn]`), or null when the environment computes none. */
+  perTurn: number[][] | null;
+  generationParams: Record<string, unknown>;
+}
+
+/** Builds a group's ScoredDataGroup (Atropos's exact fields) from its loaded state and writes it to the store. */
+export async function assembleScoredGroup(store: TrajectoryStore, address: GroupAddress, state: GroupState, parts: AssembleParts): Promise<AssembleResult> {
+  const { teacher, perTurn } = parts;
+  // An episode cut off by its token budget, or still going at the turn limit (single-turn ones are always done),
+  // gets Atropos's `set_advantage_to_zero`: the trainer learns nothing from an unfinished episode.
+  const truncated = state.trajectories.map((t) => t.truncated === true || !t.done);
+  const group: ScoredDataGroup = ScoredDataGroupSchema.parse({
+    tokens: state.trajectories.map((t) => t.tokens),
+    masks: state.trajectories.map((t) => t.masks),
+    scores: parts.scores,
+    messages: state.trajectories.map((t) => t.messages),
+    generation_params: parts.generationParams,
+    group_overrides: state.groupOverrides,
+    inference_logprobs: state.trajectories.map((t) => t.logprobs),
+    advantages: perTurn ? state.trajectories.map((t, i) => tokenAdvantages(t, perTurn[i] ?? [])) : null,
+    overrides: truncated.some(Boolean) ? truncated.map((cut) => (cut ? { set_advantage_to_zero: true } : {})) : null,
+    distill_token_ids: teacher?.distill_token_ids ?? null,
+    distill_logprobs: teacher?.distill_logprobs ?? null,
+    // Atropos's multimodal environments: each sequence's image(s) as base64, null for text-only groups.
+    images: groupImages(state.trajectories.map((t) => t.messages)),
+  });
+  const ref = await store.put(groupKey(address, 'group'), group);
+  const lengths = group.tokens.map((t) => t.length);
+  return { group: ref, tokens: lengths.reduce((a, b) => a + b, 0), longestSequence: Math.max(0, ...lengths) };
+}
 
 /**
  * Spreads per-turn advantages over a trajectory's tokens: each run of generated (unmasked) positions is one assistant

@@ -17,6 +17,8 @@ interface StepData {
   metrics?: Record<string, number>;
   tokens?: number;
   group?: { key?: string };
+  /** finishGroup's assembled group; null when the group was dropped for equal scores. */
+  assembled?: { tokens?: number; group?: { key?: string } } | null;
 }
 
 /** Longest tool result or argument text shown on a timeline line. */
@@ -59,10 +61,13 @@ export function describeStep(step: TimelineStep, turn: number): string {
     }
     case 'stepTurn':
       return step.result === undefined ? `stepTurn turn ${t}` : `stepTurn turn ${t}: ${result.active?.length ?? 0} still active`;
-    case 'scoreGroup': {
-      if (!result.scores) return 'scoreGroup';
-      const metrics = Object.entries(result.metrics ?? {}).map(([k, v]) => `${k} ${Number(v.toFixed(4))}`);
-      return `scoreGroup: scores ${numbers(result.scores)}${metrics.length > 0 ? ` (${metrics.join(', ')})` : ''}`;
+    case 'scoreGroup':
+      return result.scores ? `scoreGroup: ${scored(result)}` : 'scoreGroup';
+    case 'finishGroup': {
+      if (!result.scores) return 'finishGroup';
+      const { assembled } = result;
+      const to = assembled ? `${plural(assembled.tokens ?? 0, 'token')} → ${assembled.group?.key ?? '?'}` : 'dropped (scores all equal)';
+      return `finishGroup: ${scored(result)}; ${to}`;
     }
     case 'teacherLogprobs':
       return input.topK === undefined ? 'teacherLogprobs' : `teacherLogprobs top ${input.topK}`;
@@ -71,6 +76,12 @@ export function describeStep(step: TimelineStep, turn: number): string {
     default:
       return step.activity;
   }
+}
+
+/** `scores 1, -1 (metric 0.5, …)`. */
+function scored(result: StepData): string {
+  const metrics = Object.entries(result.metrics ?? {}).map(([k, v]) => `${k} ${Number(v.toFixed(4))}`);
+  return `scores ${numbers(result.scores ?? [])}${metrics.length > 0 ? ` (${metrics.join(', ')})` : ''}`;
 }
 
 /** The timeline's lines: one per step (offset from the start, duration, what it did), retries and errors beneath. */

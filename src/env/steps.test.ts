@@ -26,13 +26,13 @@ describe('defaultStepConfigs', () => {
   it('gives every other step a short timeout and few attempts', () => {
     const remote = ['generate', 'teacher', 'judge', 'tool', 'setup', 'teardown'];
     for (const name of STEP_NAMES.filter((n) => !remote.includes(n))) {
-      expect(table[name]).toEqual({ start_to_close_timeout: 60, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5, local: name !== 'step' && name !== 'deliver' });
+      expect(table[name]).toEqual({ start_to_close_timeout: 60, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5, local: name !== 'deliver' });
     }
   });
 
-  it('runs the cheap steps as local activities and the LLM and multi-turn steps on their task queues', () => {
+  it('runs the cheap steps (the multi-turn step among them) as local activities, the LLM and tool steps on their task queues', () => {
     const defaults = defaultStepConfigs({ generate: 1, teacher: 1 });
-    expect(STEP_NAMES.filter((name) => defaults[name].local)).toEqual(['prepare', 'parse', 'score', 'assemble']);
+    expect(STEP_NAMES.filter((name) => defaults[name].local)).toEqual(['prepare', 'step', 'parse', 'score', 'assemble']);
   });
 
   it('returns fresh objects, so one caller cannot change another’s defaults', () => {

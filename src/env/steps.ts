@@ -32,10 +32,12 @@ const remoteStep: StepConfig = StepConfigSchema.parse({ start_to_close_timeout: 
 
 /**
  * Steps that run as local activities by default: cheap, CPU-light work whose task-queue round trips would
- * cost more than the work (`npm run bench` measures it). Multi-turn `step` may run tools, so it keeps its queue;
- * `deliver` runs in the env-run beside its launches, where a local activity is never replay-safe.
+ * cost more than the work (`npm run bench` measures it). The multi-turn `step` is one of them since tools run in
+ * `tool` activities of their own: a turn saves an activity task and a workflow task (`--steps.step.local false`
+ * puts it back on the env queue, for a step that needs heartbeats). `deliver` runs in the env-run beside its
+ * launches, where a local activity is never replay-safe.
  */
-const LOCAL_BY_DEFAULT: readonly StepName[] = ['prepare', 'parse', 'score', 'assemble'];
+const LOCAL_BY_DEFAULT: readonly StepName[] = ['prepare', 'step', 'parse', 'score', 'assemble'];
 
 /** Default retry policy and timeouts of every workflow step, in seconds. */
 export function defaultStepConfigs(timeouts: StepTimeouts): StepConfigTable {

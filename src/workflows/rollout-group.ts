@@ -1,18 +1,48 @@
-import { CancellationScope, log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { CancellationScope, log, patched, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { EnvironmentActivities } from '../activities/environment.js';
 import type { GenerateTurnResult, InferenceActivities } from '../activities/inference.js';
 import type { JudgeActivities } from '../activities/judge.js';
 import type { TeacherActivities } from '../activities/teacher.js';
 import type { ToolCallActivities } from '../activities/tool-calls.js';
-import type { TrajectoryActivities } from '../activities/trajectories.js';
+import type { AssembleResult, TrajectoryActivities } from '../activities/trajectories.js';
 import type { RolloutGroupInput, RolloutGroupResult, StoreRef } from '../schema/rollout.js';
 import { activityOptions, stepActivities } from './activity-options.js';
 import { MEAN_SCORE, STATUS, TOOL_CALLS, TURNS } from './search-attributes.js';
 
 /**
+ * Marks rollout groups that run parse, score and assemble as one local activity (`finishGroup`) where no judge or
+ * teacher sits between them; histories without the marker replay on the three activities they recorded.
+ */
+export const FINISH_IN_ONE_STEP = 'clotho-rollout-group-finish-in-one-step';
+
+/**
  * One item's group of rollouts: prepare → setup? → (generate → tool calls → step)* → parse → score → teardown? →
- * teacher? → assemble. Every step is an activity with its own retry policy, so a failure is retried at that step
- * alone, and a crash resumes at the turn (and the tool call) it was in.
+ * teacher? → assemble (parse, score and assemble as one `finishGroup` when no judge or teacher sits between them).
+ * Every step is an activity with its own retry policy, so a failure is retried at that step alone, and a crash
+ * resumes at the turn (and the tool call) it was in.
+ *
+ * What a group costs Temporal (issue 12; `npm run bench` prints the counts), and why each is there. A single-turn
+ * group is 16 history events and 6 server round trips of its own:
+ * - WorkflowExecutionStarted: the group's input, durable before any work; the parent's start command carries it.
+ * - Workflow task 1 (scheduled, started, completed; a poll and a completion): runs prepare and schedules generate.
+ *   Every later workflow task exists because an activity completed and the workflow must decide what comes next.
+ * - prepareGroup's marker: a local activity (no task-queue round trip); the marker keeps its result, so a replay
+ *   never runs environment code again.
+ * - generateTurn (scheduled, started, completed; a poll and a completion): inference runs on the LLM queue, in
+ *   processes that hold the model clients, heartbeats while the server works and retries long. It cannot be local:
+ *   a local activity cannot heartbeat and would hold the workflow task open for the whole call.
+ * - Workflow task 2: reacts to the generation.
+ * - The FINISH_IN_ONE_STEP patch: a marker, and the TemporalChangeVersion upsert the SDK writes beside it; both go
+ *   once old histories have drained and the patch is removed.
+ * - finishGroup's marker: parse, score and assemble in one local activity (they were three markers and three
+ *   workflow activations).
+ * - UpsertWorkflowSearchAttributes: ClothoStatus, ClothoMeanScore, ClothoTurns and ClothoToolCalls, so that
+ *   `ClothoStatus = "failed"` or `ClothoTurns > 20` finds groups; known only at the end, written in the last task.
+ * - WorkflowExecutionCompleted: the result the parent reads.
+ * A turn of a tool-using episode with one tool call is 13 events and 8 round trips: generateTurn and the workflow task
+ * it wakes (6 events, 4 round trips), the callTool activity (its own retries and at-most-once record, issue 9 §4)
+ * and the workflow task it wakes (6 and 4; calls that complete together share one task), and stepTurn's marker (1,
+ * local by default since it no longer runs tools; as an activity it cost 6 events and 4 round trips more).
  */
 export async function rolloutGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
   const hooks = input.hooks ?? { setup: false, teardown: false };
@@ -72,30 +102,44 @@ async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>)
     if (stepped.active.length === 0) break;
   }
   const turns = turn + 1;
+  const generationParams = { temperature: input.sampling.temperature, top_p: input.sampling.topP, max_tokens: input.maxTokenLength };
+  const ended = { turns, toolCalls, completionTokens: tokens.reduce((a, b) => a + b, 0) };
+
+  // With no judge or teacher between them, parse, score and assemble are one local activity (FINISH_IN_ONE_STEP), under
+  // score's retry policy and timeout.
+  const local = steps.parse.local && steps.score.local && steps.assemble.local;
+  if (local && !input.judged && input.teacherTopK === null && patched(FINISH_IN_ONE_STEP)) {
+    const { finishGroup } = env('score');
+    const { scores, metrics, assembled } = await finishGroup({ ...address, turn, state, ensureScoresAreNotSame: input.ensureScoresAreNotSame, generationParams });
+    await teardown();
+    return outcome(input, ended, scores, metrics, assembled);
+  }
 
   const parsed = await parseGroup({ ...address, turn, state });
   const judgements = input.judged ? await judgeGroup(input, state, parsed) : null;
   const { scores, advantages, metrics } = await scoreGroup({ ...address, turn, state, parsed, ...(judgements ? { judgements } : {}) });
   await teardown();
+  if (input.ensureScoresAreNotSame && scores.every((s) => s === scores[0])) return outcome(input, ended, scores, metrics, null);
+  const teacher = input.teacherTopK === null ? null : await teacherLogprobs({ ...address, state, topK: input.teacherTopK });
+  const assembled = await assembleGroup({ ...address, state, scores, teacher, ...(advantages ? { advantages } : {}), generationParams });
+  return outcome(input, ended, scores, metrics, assembled);
+}
+
+/** The group's result and its search attributes: scored with its assembled group, or dropped (null) for equal scores. */
+function outcome(
+  input: RolloutGroupInput,
+  { turns, toolCalls, completionTokens }: { turns: number; toolCalls: number; completionTokens: number },
+  scores: number[],
+  metrics: Record<string, number>,
+  assembled: AssembleResult | null,
+): RolloutGroupResult {
   const meanScore = scores.reduce((a, b) => a + b, 0) / scores.length;
   const base = { itemIndex: input.itemIndex, scores, meanScore, groupSize: input.groupSize, turns, policyVersion: input.policyVersion ?? null, ...(toolCalls > 0 ? { toolCalls } : {}), ...(Object.keys(metrics).length > 0 ? { metrics } : {}) };
-  const completionTokens = tokens.reduce((a, b) => a + b, 0);
-
-  if (input.ensureScoresAreNotSame && scores.every((s) => s === scores[0])) {
+  if (!assembled) {
     log.info('group dropped: all scores equal', { score: scores[0] });
     setAttributes(input, { status: 'dropped', meanScore, turns, toolCalls });
     return { ...base, status: 'dropped', dropReason: 'scores_all_equal', tokens: completionTokens };
   }
-
-  const teacher = input.teacherTopK === null ? null : await teacherLogprobs({ ...address, state, topK: input.teacherTopK });
-  const assembled = await assembleGroup({
-    ...address,
-    state,
-    scores,
-    teacher,
-    ...(advantages ? { advantages } : {}),
-    generationParams: { temperature: input.sampling.temperature, top_p: input.sampling.topP, max_tokens: input.maxTokenLength },
-  });
   setAttributes(input, { status: 'scored', meanScore, turns, toolCalls });
   return { ...base, status: 'scored', group: assembled.group, tokens: assembled.tokens, longestSequence: assembled.longestSequence };
 }

@@ -54,18 +54,16 @@ describe('clotho inspect (real dev server, run as a child process)', () => {
       'setupGroup',
       'prepareGroup [local]',
       'generateTurn turn 0',
-      'stepTurn turn 0',
+      'stepTurn turn 0 [local]',
       'generateTurn turn 1',
-      'stepTurn turn 1',
+      'stepTurn turn 1 [local]',
       'generateTurn turn 2',
-      'stepTurn turn 2',
-      'parseGroup [local]',
-      'scoreGroup [local]',
+      'stepTurn turn 2 [local]',
+      'finishGroup [local]',
       'teardownGroup',
-      'assembleGroup [local]',
     ]);
     expect(steps).toContain('generateTurn turn 0: 246 tokens, 4 tool calls, 2 still active');
-    expect(steps).toContain('stepTurn turn 2: 0 still active');
+    expect(steps).toContain('stepTurn turn 2: 0 still active [local]');
     for (const sample of [0, 1]) {
       expect(steps.filter((s) => s.includes(` sample ${sample} `))).toEqual([
         `callTool add({"x":2}) turn 0 sample ${sample} call 0 → ok: total 2`,
@@ -88,8 +86,10 @@ describe('clotho inspect (real dev server, run as a child process)', () => {
     expect(flaky).toHaveLength(2);
     for (const i of flaky) expect(lines[i + 1]!.trim()).toBe('retry: attempt 1 failed: tool flaky failed: connection reset by tool server');
 
-    expect(steps).toContain('scoreGroup: scores 1, 1 (tool_calls 5, tool_errors 1, unknown_tool_calls 1, invalid_tool_arguments 0, total 5) [local]');
-    expect(steps).toContain(`assembleGroup: 1242 tokens → ${harness.runId}/counter-tools/item-1/group [local]`);
+    expect(steps).toContain(
+      'finishGroup: scores 1, 1 (tool_calls 5, tool_errors 1, unknown_tool_calls 1, invalid_tool_arguments 0, total 5); ' +
+        `1242 tokens → ${harness.runId}/counter-tools/item-1/group [local]`,
+    );
     expect(stdout).toContain('result: scored · scores 1, 1 · mean 1 · 3 turns · 10 tool calls');
     expect(stdout).toContain(`group ${harness.runId}/counter-tools/item-1/group (2 sequences):`);
     expect(stdout).toContain('  sample 0: score 1 · 3 assistant turns · 5 tool results · turn rewards 0.5, -0.5, 0.5 · last reply "The total is 5."');
@@ -106,7 +106,7 @@ describe('clotho inspect (real dev server, run as a child process)', () => {
     expect(lines[broken + 1]).toBe('retry: attempt 1 failed: tool broken failed: tool server unreachable');
     expect(lines[broken + 2]).toBe('error: tool broken failed: tool server unreachable');
     expect(stdout).toMatch(/^result: failed: .*tool broken failed: tool server unreachable$/m);
-    expect(stdout).not.toContain('scoreGroup');
+    expect(stdout).not.toContain('finishGroup');
   });
 
   it('names what it could not find', async () => {

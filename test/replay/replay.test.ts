@@ -54,7 +54,7 @@ describe('replay of recorded histories', () => {
       workflowId,
       args: [harness.groupInput(0, { maxTurns: 3 })],
     });
-    await writeFile(new URL('rollout-group.json', HISTORIES), await historyJson(harness, workflowId));
+    await writeFile(new URL('rollout-group-one-step-finish.json', HISTORIES), await historyJson(harness, workflowId));
   });
 
   it.runIf(recording)('records a tool-using rollout group: setup, tool calls with a retried one, steps, teardown', async () => {
@@ -75,7 +75,7 @@ describe('replay of recorded histories', () => {
       workflowId,
       args: [harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } })],
     });
-    await writeFile(new URL('rollout-group-tools.json', HISTORIES), await historyJson(harness, workflowId));
+    await writeFile(new URL('rollout-group-tools-one-step-finish.json', HISTORIES), await historyJson(harness, workflowId));
   });
 
   // Env-runs stranded by kill -9 on Clotho 0.1.0 (a local activity resolved earlier on replay than it first did):
@@ -88,7 +88,14 @@ describe('replay of recorded histories', () => {
     },
   );
 
-  it.each(['rollout-group.json', 'rollout-group-tools.json'])('replays %s against the current workflow code', async (name) => {
+  // rollout-group.json and rollout-group-tools.json were recorded before FINISH_IN_ONE_STEP and the local multi-turn
+  // step (parse, score, assemble and stepTurn activities of their own); the recorders above write `-one-step-finish`.
+  it.each([
+    'rollout-group.json',
+    'rollout-group-tools.json',
+    'rollout-group-one-step-finish.json',
+    'rollout-group-tools-one-step-finish.json',
+  ])('replays %s against the current workflow code', async (name) => {
     const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
     expect(history.events.length).toBeGreaterThan(10);
     await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, name);

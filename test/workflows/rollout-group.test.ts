@@ -1,5 +1,9 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadGroupState } from '../../src/activities/group-state.js';
+import { FileSystemStore } from '../../src/store/trajectory-store.js';
 import { MASKED, MASKED_LOGPROB, SCORED_DATA_FIELDS, type ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { guessNumber } from '../support/environments.js';
@@ -33,8 +37,39 @@ describe('rolloutGroup on a real dev server', () => {
     const result = await run(harness, harness.groupInput(0));
     expect(result.status).toBe('scored');
     expect(result.scores).toEqual([1, -1]);
-    expect(counter.calls).toEqual({ prepareGroup: 1, generateTurn: 3, parseGroup: 1, scoreGroup: 1, assembleGroup: 1 });
+    expect(counter.calls).toEqual({ prepareGroup: 1, generateTurn: 3, finishGroup: 1 });
     expect(generateCalls).toBe(3);
+  });
+
+  it('retries a first turn that failed after its completions arrived without asking the model again', async () => {
+    const counter = activityCounter();
+    let generateCalls = 0;
+    let failed = false;
+    // The turn's state record fails once: the completions, asked for in one request, are already checkpointed.
+    class FlakyStore extends FileSystemStore {
+      override async put(key: string, value: unknown) {
+        if (!failed && key.endsWith('/turn-0/generated')) {
+          failed = true;
+          throw new Error('disk hiccup');
+        }
+        return super.put(key, value);
+      }
+    }
+    harness = await startHarness({
+      environment: guessNumber,
+      envConfig: { group_size: 2 },
+      wrapActivities: counter.wrap,
+      store: new FlakyStore(await mkdtemp(join(tmpdir(), 'clotho-flaky-store-'))),
+      responder: (body) => {
+        generateCalls++;
+        return { choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: i === 0 ? '40' : '7' })) };
+      },
+    });
+    const result = await run(harness, harness.groupInput(0));
+    expect(failed).toBe(true);
+    expect(counter.calls.generateTurn).toBe(2);
+    expect(generateCalls).toBe(1);
+    expect(result.scores).toEqual([1, -1]);
   });
 
   it('plays a multi-turn episode, growing each sequence token by token with only model tokens unmasked', async () => {
@@ -97,7 +132,7 @@ describe('rolloutGroup on a real dev server', () => {
     }
     expect(messages.join(' | ')).toContain('max_tokens is too large for this model');
     expect(counter.calls.generateTurn).toBe(1);
-    expect(counter.calls.scoreGroup).toBeUndefined();
+    expect(counter.calls.finishGroup).toBeUndefined();
     // In the Temporal UI: a failed workflow, found with ClothoStatus = "failed", and no score.
     const description = await harness.temporal.client.workflow.getHandle(workflowId).describe();
     expect(description.status.name).toBe('FAILED');

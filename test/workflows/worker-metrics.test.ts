@@ -71,11 +71,11 @@ describe('worker /metrics on a real dev server', () => {
     expect(m.get('clotho_activity_retries_total{activity="generateTurn"}')).toBe(2);
     expect(m.get('clotho_activity_duration_seconds_count{activity="generateTurn",outcome="failed"}')).toBe(2);
     expect(m.get('clotho_activity_duration_seconds_count{activity="generateTurn",outcome="completed"}')).toBe(2);
-    // Every other step ran once per group and never failed; only the scored group was assembled and delivered.
-    for (const activity of ['prepareGroup', 'parseGroup', 'scoreGroup']) {
+    // Every other step ran once per group and never failed (parse, score and assemble are one finishGroup); only the
+    // scored group was delivered.
+    for (const activity of ['prepareGroup', 'finishGroup']) {
       expect(m.get(`clotho_activity_attempts_total{activity="${activity}",outcome="completed"}`)).toBe(2);
     }
-    expect(m.get('clotho_activity_attempts_total{activity="assembleGroup",outcome="completed"}')).toBe(1);
     expect(m.get('clotho_activity_attempts_total{activity="deliverToJsonl",outcome="completed"}')).toBe(1);
     expect([...m.keys()].filter((k) => k.startsWith('clotho_activity_retries_total'))).toEqual(['clotho_activity_retries_total{activity="generateTurn"}']);
     expect([...m.keys()].filter((k) => k.includes('outcome="failed"') && k.startsWith('clotho_activity_attempts_total'))).toHaveLength(1);
