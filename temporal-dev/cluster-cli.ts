@@ -2,10 +2,11 @@
 //   node --import tsx temporal-dev/cluster-cli.ts start|stop|status|env [options]
 // `start` builds the server once (minutes), creates PostgreSQL and the schema at the first start, and prints the
 // environment that points Clotho (and the `temporal` CLI) at the cluster; `env` prints it again.
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import type { ClusterTlsFiles } from './cluster-config.js';
+import type { ClusterAuthorization, ClusterTlsFiles } from './cluster-config.js';
 import { clusterClientEnv } from './cluster-connect.js';
 import { clusterStatus, startCluster, stopCluster } from './cluster.js';
 
@@ -32,6 +33,11 @@ Options:
   --tls-client-ca <pem>      mutual TLS: clients need a certificate signed by this CA
   --tls-client-cert <pem>    mutual TLS: the client certificate the cluster's own clients present
   --tls-client-key <pem>     its key
+  --jwks-url <url>           API keys: every call needs a JWT signed by a key of this JWKS (Temporal's default claim
+                             mapper and authorizer; permissions claim "<namespace>:<role>", temporal-system:<role>
+                             for all), with --admin-token-file
+  --admin-token-file <file>  a JWT with temporal-system:admin, for the cluster's own calls (namespace, search
+                             attributes); \`env\` prints it as TEMPORAL_API_KEY
   -h, --help`;
 
 const OPTIONS = {
@@ -45,6 +51,8 @@ const OPTIONS = {
   'tls-client-ca': { type: 'string' },
   'tls-client-cert': { type: 'string' },
   'tls-client-key': { type: 'string' },
+  'jwks-url': { type: 'string' },
+  'admin-token-file': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -59,6 +67,8 @@ const FlagsSchema = z.strictObject({
   'tls-client-ca': z.string().min(1).optional(),
   'tls-client-cert': z.string().min(1).optional(),
   'tls-client-key': z.string().min(1).optional(),
+  'jwks-url': z.url({ protocol: /^(https?|file)$/ }).optional(),
+  'admin-token-file': z.string().min(1).optional(),
   help: z.boolean().optional(),
 });
 type Flags = z.infer<typeof FlagsSchema>;
@@ -78,6 +88,17 @@ function tlsOf(flags: Flags): ClusterTlsFiles | undefined {
     ...(flags['tls-client-cert'] ? { clientCertFile: file(flags['tls-client-cert'])! } : {}),
     ...(flags['tls-client-key'] ? { clientKeyFile: file(flags['tls-client-key'])! } : {}),
   };
+}
+
+async function authorizationOf(flags: Flags): Promise<ClusterAuthorization | undefined> {
+  const { 'jwks-url': jwksUrl, 'admin-token-file': tokenFile } = flags;
+  if (jwksUrl === undefined && tokenFile === undefined) return undefined;
+  if (!jwksUrl || !tokenFile) throw new Error('--jwks-url and --admin-token-file go together');
+  const adminToken = (await readFile(tokenFile, 'utf8').catch((error: Error) => {
+    throw new Error(`--admin-token-file ${tokenFile}: ${error.message}`);
+  })).trim();
+  if (adminToken === '') throw new Error(`--admin-token-file ${tokenFile}: empty`);
+  return { jwksUrl, adminToken };
 }
 
 const exports = (env: Record<string, string>) => Object.entries(env).map(([name, value]) => `export ${name}=${value}`).join('\n');
@@ -109,8 +130,10 @@ export async function clusterCli(args: string[], out = console.log, err = consol
   switch (command) {
     case 'start': {
       let tls: ClusterTlsFiles | undefined;
+      let authorization: ClusterAuthorization | undefined;
       try {
         tls = tlsOf(flags.data);
+        authorization = await authorizationOf(flags.data);
       } catch (error) {
         err(`cluster: ${(error as Error).message}`);
         return 2;
@@ -120,6 +143,7 @@ export async function clusterCli(args: string[], out = console.log, err = consol
         ...(flags.data.port ? { port: flags.data.port } : {}),
         ...(flags.data.namespace ? { namespace: flags.data.namespace } : {}),
         ...(tls ? { tls } : {}),
+        ...(authorization ? { authorization } : {}),
         log: (line) => err(`cluster: ${line}`),
       });
       out(`${cluster.alreadyRunning ? 'already running' : 'started'}: Temporal ${cluster.version} on ${cluster.address}, pid ${cluster.pid}, log ${cluster.logFile}`);
@@ -139,7 +163,13 @@ export async function clusterCli(args: string[], out = console.log, err = consol
         err('cluster: none recorded in the state dir (run `start`)');
         return 1;
       }
-      const env = clusterClientEnv({ address: status.address, namespace: status.record.namespace, ...(status.record.tls ? { tls: status.record.tls } : {}) });
+      const { record } = status;
+      const env = clusterClientEnv({
+        address: status.address,
+        namespace: record.namespace,
+        ...(record.tls ? { tls: record.tls } : {}),
+        ...(record.authorization ? { authorization: record.authorization } : {}),
+      });
       if (command === 'env') {
         out(exports(env));
         return 0;

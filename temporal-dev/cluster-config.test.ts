@@ -53,6 +53,20 @@ describe('clusterConfig', () => {
 });
 
 describe('clusterDynamicConfig', () => {
+  it('checks JWTs against the JWKS with the default claim mapper and authorizer, the system worker on the internal frontend', () => {
+    const ports = { ...input.ports, internalFrontend: 17236, internalFrontendHttp: 17246, internalFrontendMembership: 16936 };
+    const config = parse(clusterConfig({ ...input, ports, authorization: { jwksUrl: 'http://127.0.0.1:9999/jwks.json' } }));
+    expect(config.global.authorization).toEqual({
+      jwtKeyProvider: { keySourceURIs: ['http://127.0.0.1:9999/jwks.json'], refreshInterval: '1m' },
+      permissionsClaimName: 'permissions',
+      authorizer: 'default',
+      claimMapper: 'default',
+    });
+    expect(config.services['internal-frontend'].rpc).toEqual({ grpcPort: 17236, membershipPort: 16936, bindOnIP: '127.0.0.1', httpPort: 17246 });
+    expect(parse(clusterConfig(input)).services['internal-frontend']).toBeUndefined();
+    expect(() => clusterConfig({ ...input, authorization: { jwksUrl: 'http://127.0.0.1:9999/jwks.json' } })).toThrow(/internal frontend/);
+  });
+
   it('turns off the version check and reads search attributes through', () => {
     const config = parse(clusterDynamicConfig());
     expect(config['frontend.enableServerVersionCheck']).toEqual([{ value: false }]);

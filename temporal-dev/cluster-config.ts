@@ -11,6 +11,10 @@ export interface ClusterPorts {
   matchingMembership: number;
   worker: number;
   workerMembership: number;
+  /** The internal frontend, which the cluster's own system worker calls without a token (under authorization only). */
+  internalFrontend?: number;
+  internalFrontendHttp?: number;
+  internalFrontendMembership?: number;
 }
 
 /** TLS of the frontend as the server reads it: PEM files. With `clientCaFile`, clients must present a certificate. */
@@ -28,6 +32,18 @@ export interface ClusterTlsFiles {
   clientKeyFile?: string;
 }
 
+/**
+ * JWT authorization of the frontend, as Temporal's default claim mapper and authorizer do it: a caller sends
+ * `authorization: Bearer <JWT>` (an SDK's API key), signed by a key of the JWKS at `jwksUrl`, whose `permissions`
+ * claim lists `<namespace>:<read|write|worker|admin>` (the namespace `temporal-system`: every namespace).
+ */
+export interface ClusterAuthorization {
+  /** Where the server reads the public keys tokens are signed with (a JWKS, RFC 7517), at start and every minute. */
+  jwksUrl: string;
+  /** A token with `temporal-system:admin`: the cluster's own calls (namespace, search attributes) send it. */
+  adminToken: string;
+}
+
 /** Everything the server's configuration file is made of. */
 export interface ClusterConfigInput {
   ip: string;
@@ -40,6 +56,7 @@ export interface ClusterConfigInput {
   /** Shards are fixed for the life of a cluster's database: changing them later needs a new database. @default 4 */
   numHistoryShards?: number;
   tls?: ClusterTlsFiles;
+  authorization?: Pick<ClusterAuthorization, 'jwksUrl'>;
   /** @default 'warn' */
   logLevel?: string;
 }
@@ -87,6 +104,12 @@ function tlsSection(tls: ClusterTlsFiles) {
   };
 }
 
+function internalFrontend(ip: string, ports: ClusterPorts) {
+  const { internalFrontend: grpc, internalFrontendHttp: http, internalFrontendMembership: membership } = ports;
+  if (grpc === undefined || http === undefined || membership === undefined) throw new Error('authorization needs the internal frontend’s ports');
+  return service(ip, grpc, membership, { httpPort: http });
+}
+
 /**
  * The Temporal server's configuration (`temporal-server --config-file`) for one node on PostgreSQL: the postgres12
  * SQL plugin for both stores, every service bound to `ip`, no metrics or pprof listeners, no archival.
@@ -107,12 +130,25 @@ export function clusterConfig(input: ClusterConfigInput): string {
     global: {
       membership: { maxJoinDuration: '30s', broadcastAddress: ip },
       ...(input.tls ? { tls: tlsSection(input.tls) } : {}),
+      ...(input.authorization
+        ? {
+            authorization: {
+              jwtKeyProvider: { keySourceURIs: [input.authorization.jwksUrl], refreshInterval: '1m' },
+              permissionsClaimName: 'permissions',
+              authorizer: 'default',
+              claimMapper: 'default',
+            },
+          }
+        : {}),
     },
     services: {
       frontend: service(ip, ports.frontend, ports.frontendMembership, { httpPort: ports.frontendHttp }),
       history: service(ip, ports.history, ports.historyMembership),
       matching: service(ip, ports.matching, ports.matchingMembership),
       worker: service(ip, ports.worker, ports.workerMembership),
+      // Under authorization the system worker (scanners, schedules) has no token: it calls the internal frontend,
+      // which serves only the cluster's own services and checks no claims.
+      ...(input.authorization ? { 'internal-frontend': internalFrontend(ip, ports) } : {}),
     },
     clusterMetadata: {
       enableGlobalNamespace: false,

@@ -1,26 +1,32 @@
 import { readFileSync } from 'node:fs';
 import { Connection, isGrpcServiceError, type ConnectionOptions } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
-import type { ClusterTlsFiles } from './cluster-config.js';
+import type { ClusterAuthorization, ClusterTlsFiles } from './cluster-config.js';
 import { ensureSearchAttributes } from './search-attributes.js';
 
 /** gRPC status codes the namespace registration tells apart. */
 const NOT_FOUND = 5;
 const ALREADY_EXISTS = 6;
 
-/** What a client needs to know of a cluster: its frontend and, when it has TLS, the files for it. */
+/** What a client needs to know of a cluster: its frontend and, when it has TLS or authorization, the files and token. */
 export interface ClusterEndpoint {
   address: string;
   namespace: string;
   tls?: ClusterTlsFiles;
+  authorization?: Pick<ClusterAuthorization, 'adminToken'>;
 }
 
-/** Connection options of a client of the cluster: its CA, and its client certificate under mutual TLS. */
+/**
+ * Connection options of a client of the cluster: its CA, its client certificate under mutual TLS, and the admin token
+ * as API key under authorization (without TLS said explicitly: an API key otherwise turns TLS on).
+ */
 export function clusterConnectionOptions(cluster: ClusterEndpoint): ConnectionOptions {
   const { tls } = cluster;
-  if (!tls) return { address: cluster.address };
+  const key = cluster.authorization ? { apiKey: cluster.authorization.adminToken } : {};
+  if (!tls) return { address: cluster.address, ...key, ...(cluster.authorization ? { tls: false } : {}) };
   return {
     address: cluster.address,
+    ...key,
     tls: {
       serverNameOverride: tls.serverName,
       serverRootCACertificate: readFileSync(tls.caFile),
@@ -31,11 +37,16 @@ export function clusterConnectionOptions(cluster: ClusterEndpoint): ConnectionOp
 
 /**
  * The environment a Temporal client (Clotho, the `temporal` CLI, any SDK's envconfig) needs to reach the cluster:
- * `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE` and, with TLS, the `TEMPORAL_TLS_*` files.
+ * `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, with TLS the `TEMPORAL_TLS_*` files, and under authorization the admin
+ * token as `TEMPORAL_API_KEY` (with `TEMPORAL_TLS=false` when the cluster has no TLS).
  */
 export function clusterClientEnv(cluster: ClusterEndpoint): Record<string, string> {
   const env: Record<string, string> = { TEMPORAL_ADDRESS: cluster.address, TEMPORAL_NAMESPACE: cluster.namespace };
   const { tls } = cluster;
+  if (cluster.authorization) {
+    env.TEMPORAL_API_KEY = cluster.authorization.adminToken;
+    if (!tls) env.TEMPORAL_TLS = 'false';
+  }
   if (tls) {
     env.TEMPORAL_TLS_SERVER_CA_CERT_PATH = tls.caFile;
     env.TEMPORAL_TLS_SERVER_NAME = tls.serverName;

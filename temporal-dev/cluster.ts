@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { clothoHome } from '../src/store/paths.js';
 import { ensureClusterBinaries, TEMPORAL_SERVER_VERSION, type EnsureClusterBinariesOptions } from './cluster-binaries.js';
-import { clusterConfig, clusterDynamicConfig, type ClusterPorts, type ClusterTlsFiles } from './cluster-config.js';
+import { clusterConfig, clusterDynamicConfig, type ClusterAuthorization, type ClusterPorts, type ClusterTlsFiles } from './cluster-config.js';
 import { clusterConnectionOptions, isClusterServing, waitUntilClusterServes } from './cluster-connect.js';
 import { setupSchema } from './cluster-schema.js';
 import { ensureRole, findPostgresBin, initPostgres, isInitialised, postgresPid, startPostgres, stopPostgres, type PostgresInstance } from './postgres.js';
@@ -29,6 +29,9 @@ const PortsSchema = z.strictObject({
   matchingMembership: z.number().int(),
   worker: z.number().int(),
   workerMembership: z.number().int(),
+  internalFrontend: z.number().int().optional(),
+  internalFrontendHttp: z.number().int().optional(),
+  internalFrontendMembership: z.number().int().optional(),
 }) satisfies z.ZodType<ClusterPorts>;
 
 const TlsSchema = z.strictObject({
@@ -48,6 +51,7 @@ export const ClusterRecordSchema = z.strictObject({
   ports: PortsSchema,
   postgres: z.strictObject({ port: z.number().int(), user: z.string(), password: z.string() }),
   tls: TlsSchema.optional(),
+  authorization: z.strictObject({ jwksUrl: z.string(), adminToken: z.string() }).optional(),
   /** The server release that last ran on these databases. */
   version: z.string(),
   pid: z.number().int().positive().optional(),
@@ -66,6 +70,8 @@ export interface ClusterOptions extends Pick<EnsureClusterBinariesOptions, 'binD
   namespace?: string;
   /** TLS (mutual with `clientCaFile`) of the frontend; recorded, so later starts keep it until given again. */
   tls?: ClusterTlsFiles;
+  /** JWT authorization (API keys) of the frontend; recorded, so later starts keep it until given again. */
+  authorization?: ClusterAuthorization;
   /** Retention of closed workflows in the namespace Clotho registers. @default 3 */
   retentionDays?: number;
   /** @default 180_000 */
@@ -188,6 +194,16 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Runnin
   if (process.getuid?.() === 0) await chmod(stateDir, 0o755);
   let record = (await readClusterRecord(stateDir)) ?? (await newRecord(options));
   if (options.tls) record.tls = options.tls;
+  if (options.authorization) record.authorization = options.authorization;
+  if (record.authorization && record.ports.internalFrontend === undefined) {
+    const taken = new Set<number>([...Object.values(record.ports), record.postgres.port]);
+    record.ports = {
+      ...record.ports,
+      internalFrontend: await freeLowPort(record.ip, taken),
+      internalFrontendHttp: await freeLowPort(record.ip, taken),
+      internalFrontendMembership: await freeLowPort(record.ip, taken),
+    };
+  }
   if (record.pid !== undefined && (await isServerProcess(record.pid, stateDir))) {
     return { ...record, pid: record.pid, address: `${record.ip}:${record.ports.frontend}`, stateDir, logFile: files.log, alreadyRunning: true };
   }
@@ -215,13 +231,16 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Runnin
     databases: { default: 'temporal', visibility: 'temporal_visibility' },
     dynamicConfigFile: files.dynamicConfig,
     ...(record.tls ? { tls: record.tls } : {}),
+    ...(record.authorization ? { authorization: { jwksUrl: record.authorization.jwksUrl } } : {}),
   });
   await writeFile(files.config, config, { mode: 0o600 });
 
   const logFd = openSync(files.log, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(binaries.server, ['--config-file', files.config, '--allow-no-auth', 'start'], {
+    // The internal frontend is not among the server's default services: named, with the defaults, when configured.
+    const services = record.authorization ? ['frontend', 'internal-frontend', 'history', 'matching', 'worker'].flatMap((name) => ['--service', name]) : [];
+    child = spawn(binaries.server, ['--config-file', files.config, '--allow-no-auth', 'start', ...services], {
       stdio: ['ignore', logFd, logFd],
       detached: true,
       env: { ...env, TEMPORAL_VERSION_CHECK_DISABLED: '1' },
@@ -250,7 +269,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Runnin
     throw new Error(`Temporal cluster on ${running.address} did not start: ${(error as Error).message}\nlog ${files.log}:\n${tail}`);
   }
   child.unref();
-  log(`Temporal server ${record.version} serves ${running.address} (namespace ${record.namespace}${record.tls ? ', TLS' : ''}), pid ${pid}`);
+  log(`Temporal server ${record.version} serves ${running.address} (namespace ${record.namespace}${record.tls ? ', TLS' : ''}${record.authorization ? ', JWT authorization' : ''}), pid ${pid}`);
   return running;
 }
 

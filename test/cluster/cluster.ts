@@ -2,7 +2,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startCluster, stopCluster, type ClusterTlsFiles, type RunningCluster } from '../../temporal-dev/index.js';
+import { startCluster, stopCluster, type ClusterAuthorization, type ClusterTlsFiles, type RunningCluster } from '../../temporal-dev/index.js';
 import { spawnSupervised, type Supervised } from '../support/chaos/supervisor.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -17,7 +17,9 @@ export interface TestCluster {
   stop(keep?: boolean): Promise<void>;
 }
 
-export async function startTestCluster(options: { tls?: (dir: string) => Promise<ClusterTlsFiles> } = {}): Promise<TestCluster> {
+export async function startTestCluster(
+  options: { tls?: (dir: string) => Promise<ClusterTlsFiles>; authorization?: ClusterAuthorization } = {},
+): Promise<TestCluster> {
   const dir = await mkdtemp(join(tmpdir(), 'clotho-cluster-'));
   // PostgreSQL runs as the postgres user when the suite runs as root: it must be able to enter the directory.
   await chmod(dir, 0o755);
@@ -25,7 +27,13 @@ export async function startTestCluster(options: { tls?: (dir: string) => Promise
   const started = Date.now();
   try {
     const tls = options.tls ? await options.tls(dir) : undefined;
-    const cluster = await startCluster({ stateDir, port: 0, ...(tls ? { tls } : {}), log: (line) => console.log(`cluster: ${line}`) });
+    const cluster = await startCluster({
+      stateDir,
+      port: 0,
+      ...(tls ? { tls } : {}),
+      ...(options.authorization ? { authorization: options.authorization } : {}),
+      log: (line) => console.log(`cluster: ${line}`),
+    });
     console.log(`cluster: up in ${((Date.now() - started) / 1000).toFixed(1)} s at ${cluster.address} (files in ${dir})`);
     return {
       cluster,

@@ -12,6 +12,7 @@ import { killAllTracked, spawnSupervised, type Supervised } from '../support/cha
 import { readTrainerLog } from '../support/chaos/trainer-log.js';
 import { waitFor } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
+import { ensureS3ServerBinary, startS3Server, type S3Server } from '../support/s3-server.js';
 import { startScriptedOpenAI, type Responder, type ScriptedOpenAI } from '../support/scripted-openai.js';
 import { clothoOnHost, startTestCluster, type TestCluster } from './cluster.js';
 import { workerIdentities } from './identities.js';
@@ -19,17 +20,22 @@ import { workerIdentities } from './identities.js';
 /**
  * Issue 13, point 3: one training run on a real cluster (the Temporal server on PostgreSQL, SQL visibility), spread
  * over processes as over hosts: `clotho api` (the batcher's worker), `clotho serve gsm8k` (the env-run, registered
- * with the API) and two `clotho worker` processes for the same run, each with a CLOTHO_HOME of its own; a trainer
- * leases and acks batches. One worker is killed -9 while groups are in flight. Every group must still reach the
- * trainer exactly once (or be dropped or failed with its reason), counted as the chaos test counts them.
- *
- * The trajectory store is one local directory shared by all processes; across real hosts it is the S3 store.
+ * with the API) and two `clotho worker` processes for the same run, each with a CLOTHO_HOME of its own, all sharing
+ * the S3 store (a real S3 server on loopback, found through the AWS variables as on real hosts); a trainer leases
+ * and acks batches. One worker is killed -9 while groups are in flight and started again, as a host's supervisor
+ * would. Every group must still reach the trainer exactly once (or be dropped or failed with its reason), counted as
+ * the chaos test counts them.
  */
 
 const GROUP_SIZE = 2;
 const STEPS = 40;
 /** Groups the trainer has trained when the worker is killed: the run is under way, most of it still to come. */
 const KILL_AFTER = 8;
+/**
+ * Time each step trains: paces the run (about 30 s in all) as a trainer does, so that the killed worker, started
+ * again (some seconds on a loaded machine), finds most of the run still to do.
+ */
+const TRAIN_MS = 700;
 
 /** Some samples right, some wrong (scores differ); every tenth item all right, so a few groups are dropped (equal scores). */
 const correct = (item: number, sample: number) => item % 10 === 9 || sample === 0;
@@ -42,6 +48,7 @@ let model: ScriptedOpenAI;
 let victimModel: ScriptedOpenAI;
 let victimCallsInFlight = 0;
 let connection: Connection;
+let s3: S3Server;
 let passed = false;
 
 /** The scripted GSM8K model with latency, so that several groups are in flight on every worker at any time. */
@@ -59,6 +66,11 @@ function slowModel(count?: (delta: number) => void): Responder {
 }
 
 beforeAll(async () => {
+  // The S3 server is part of what is tested here: without it the suite fails rather than skips.
+  const binary = await ensureS3ServerBinary();
+  if (binary.status !== 'ready') throw new Error(`the cluster suite needs the S3 test server: ${binary.message}`);
+  s3 = await startS3Server(binary.path);
+  await s3.createBucket('clotho');
   test = await startTestCluster();
   model = await startScriptedOpenAI({ responder: slowModel() });
   victimModel = await startScriptedOpenAI({ responder: slowModel((delta) => (victimCallsInFlight += delta)) });
@@ -70,6 +82,7 @@ afterAll(async () => {
   await model?.close();
   await victimModel?.close();
   await connection?.close();
+  await s3?.close();
   if (!passed && test) console.log(`cluster: test failed; logs and the cluster's files kept in ${test.dir}`);
   await test?.stop(!passed);
 });
@@ -77,11 +90,11 @@ afterAll(async () => {
 describe('a training run on a PostgreSQL-backed Temporal cluster', () => {
   it('survives kill -9 of one of two workers on separate hosts: every group reaches the trainer exactly once', async () => {
     const { dir, cluster } = test;
-    const env = clusterClientEnv(cluster);
+    const env = { ...clusterClientEnv(cluster), ...s3.env };
     const client = new Client({ connection, namespace: cluster.namespace });
     const runId = `cluster-${Date.now().toString(36)}`;
     const batcherId = `cluster-batcher-${randomUUID().slice(0, 8)}`;
-    const store = join(dir, 'store');
+    const store = `s3://clotho/${runId}-store`;
     const apiPort = await freePort();
     const trainerLog = join(dir, 'trainer-events.jsonl');
 
@@ -91,7 +104,7 @@ describe('a training run on a PostgreSQL-backed Temporal cluster', () => {
       name: 'trainer',
       command: process.execPath,
       args: ['--import', 'tsx', trainerScript, '--api', `http://127.0.0.1:${apiPort}`, '--log', trainerLog, '--lease-seconds', '5',
-        '--batch-size', String(GROUP_SIZE), '--num-steps', String(STEPS), '--data', GSM8K_TEST],
+        '--batch-size', String(GROUP_SIZE), '--num-steps', String(STEPS), '--data', GSM8K_TEST, '--train-ms', String(TRAIN_MS)],
       logFile: join(dir, 'trainer.log'),
     });
     await waitFor(() => readTrainerLog(trainerLog).events.some((e) => e.ev === 'registered'), 120_000, 'the trainer to register');
@@ -115,6 +128,10 @@ describe('a training run on a PostgreSQL-backed Temporal cluster', () => {
       await victim.kill();
       const victimCalls = victimModel.calls;
       console.log(`cluster: killed ${victim.name} (pid ${victim.pid}) -9 after ${trained()} trained groups, ${victimCalls} model calls, ${victimCallsInFlight} in flight`);
+      // The host comes back: the same command, state directory and model, a new process.
+      const restarted = clothoOnHost(dir, 'worker-a-restarted', env, ['worker', 'gsm8k', ...run(victimModel.baseUrl)]);
+      await restarted.waitForLine(/workers of run .* polling/, 120_000);
+      const restartedAt = Date.now();
 
       const handle = client.workflow.getHandle(envRunId(runId, 'gsm8k'));
       const result = (await Promise.race([
@@ -145,8 +162,14 @@ describe('a training run on a PostgreSQL-backed Temporal cluster', () => {
       expect(seen.filter((s) => s.attempt > 1 && s.at > killedAt).length, 'activities retried after the kill').toBeGreaterThan(0);
       expect(of(survivor).filter((s) => s.at > killedAt).length, `${survivor.name} took tasks after the kill`).toBeGreaterThan(0);
       expect(of(victim).filter((s) => s.at > killedAt + 1_000)).toEqual([]);
-      console.log(`cluster: tasks taken: ${victim.name} ${of(victim).length}, ${survivor.name} ${of(survivor).length}, serve ${of(serve).length}`);
-      expect(api.alive() && survivor.alive() && trainer.alive()).toBe(true);
+      expect(victimModel.calls, `${restarted.name} called its model`).toBeGreaterThan(victimCalls);
+      expect(of(restarted).filter((s) => s.at >= restartedAt).length, `${restarted.name} took tasks`).toBeGreaterThan(0);
+      console.log(`cluster: tasks taken: ${victim.name} ${of(victim).length}, ${restarted.name} ${of(restarted).length}, ${survivor.name} ${of(survivor).length}, serve ${of(serve).length}`);
+      // Every process wrote its trajectories to the bucket, none to a local directory.
+      const stored = new Set<string>();
+      for await (const entry of s3.store(store).list(runId)) stored.add(entry.key.split('/').slice(0, 3).join('/'));
+      expect(stored.size).toBeGreaterThanOrEqual(accounting.delivered);
+      expect(api.alive() && survivor.alive() && restarted.alive() && trainer.alive()).toBe(true);
       passed = true;
     } finally {
       await monitor.stop();

@@ -2,7 +2,7 @@
 // batch (`GET /batch?lease_seconds=N`), "trains" by appending the batch's groups to its log (fsync'd), then acks
 // (`POST /batch/ack`). A crash between the two is what leases are for: the batch comes back once its lease runs out.
 // Run: node --import tsx test/support/chaos/trainer.ts --api URL --log FILE --lease-seconds N --batch-size B
-//        --num-steps S --data GSM8K_JSONL
+//        --num-steps S --data GSM8K_JSONL [--poll-ms 200] [--train-ms 0]
 import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { TrainerRecord } from './trainer-log.js';
@@ -16,11 +16,14 @@ const { values } = parseArgs({
     'num-steps': { type: 'string' },
     data: { type: 'string' },
     'poll-ms': { type: 'string', default: '200' },
+    // How long a step "trains" before its ack: paces the run as a real trainer does (default: no time at all).
+    'train-ms': { type: 'string', default: '0' },
   },
 });
 const api = values.api!;
 const leaseSeconds = Number(values['lease-seconds']);
 const pollMs = Number(values['poll-ms']);
+const trainMs = Number(values['train-ms']);
 
 // A group is known by the question it answers (the GSM8K test split has no two alike).
 const itemByQuestion = new Map(
@@ -105,6 +108,7 @@ for (;;) {
   const lease = String(json.batch_id);
   const batch = lease.replace(/\.lease-\d+$/, '');
   record({ ev: 'trained', lease, batch, items: json.batch.map(itemOf) });
+  if (trainMs > 0) await pause(trainMs);
   const ack = await call('POST', '/batch/ack', { batch_id: lease }, (status) => status === 200 || status === 409 || status === 404);
   record({ ev: 'acked', lease, batch, status: ack.status });
 }
