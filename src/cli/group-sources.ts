@@ -1,10 +1,10 @@
 import { createReadStream, existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import { ScoredDataGroupSchema, type ScoredDataGroup } from '../schema/scored-data.js';
-import { FileSystemStore, storeKey } from '../store/trajectory-store.js';
+import { storeLabel } from '../store/open-store.js';
+import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
+import { listStoredItems } from './view/store-layout.js';
 
 /**
  * Where `clotho sft-gen` and `clotho dpo-gen` read scored groups: a trainer's batches from the trajectory API, a
@@ -39,22 +39,17 @@ export async function* jsonlGroups(path: string): GroupSource {
 }
 
 /**
- * The groups a run assembled, from the trajectory store (`<run>/<environment>/item-<i>/group`), environment by
- * environment in name order, items in index order. Every group the run assembled is there, also one a batcher then
- * dropped (too long, stale); groups dropped before assembly (all scores equal) never are.
+ * The groups a run assembled, from the trajectory store it used, a directory or a bucket
+ * (`<run>/<environment>/item-<i>/group`), environment by environment in name order, items in index order. Every group
+ * the run assembled is there, also one a batcher then dropped (too long, stale); groups dropped before assembly (all
+ * scores equal) never are.
  */
-export async function* storeGroups(root: string, runId: string): GroupSource {
-  const store = new FileSystemStore(root);
-  const runDir = join(store.root, storeKey(runId));
-  if (!existsSync(runDir)) throw new Error(`--run ${runId}: no such run in the trajectory store ${store.root} (set --store)`);
-  const environments = (await readdir(runDir, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name).sort();
-  for (const environment of environments) {
-    const items = (await readdir(join(runDir, environment), { withFileTypes: true }))
-      .flatMap((d) => (d.isDirectory() && /^item-\d+$/.test(d.name) ? [Number(d.name.slice(5))] : []))
-      .sort((a, b) => a - b);
-    for (const item of items) {
-      const group = await store.tryGet(storeKey(runId, environment, `item-${item}`, 'group'));
-      if (group !== undefined) yield { groups: [ScoredDataGroupSchema.parse(group)] };
-    }
+export async function* storeGroups(store: TrajectoryStore, runId: string): GroupSource {
+  const items = await listStoredItems(store, storeKey(runId));
+  if (items.length === 0) throw new Error(`--run ${runId}: no such run in the trajectory store ${storeLabel(store)} (set --store)`);
+  for (const item of items) {
+    if (!item.assembled) continue;
+    const group = await store.tryGet(storeKey(runId, item.environment, `item-${item.itemIndex}`, 'group'));
+    if (group !== undefined) yield { groups: [ScoredDataGroupSchema.parse(group)] };
   }
 }

@@ -1,5 +1,6 @@
 import type { Message, ScoredDataGroup } from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
+import { storeLabel } from '../store/open-store.js';
 
 const PREVIEW = 80;
 
@@ -13,9 +14,9 @@ const text = (message: Message | undefined): string => {
  * Each sample of an assembled group as the store holds it, one line each: its score, assistant turns and their
  * rewards, tool results, and the last reply.
  */
-export async function sampleLines(store: TrajectoryStore & { root?: string }, key: string): Promise<string[]> {
+export async function sampleLines(store: TrajectoryStore, key: string): Promise<string[]> {
   const group = await store.tryGet<ScoredDataGroup>(key);
-  if (!group) return [`group ${key}: not in the trajectory store ${store.root ?? ''} (set --store)`];
+  if (!group) return [`group ${key}: not in the trajectory store ${storeLabel(store)} (set --store)`];
   const lines = [`group ${key} (${group.tokens.length} sequences):`];
   group.scores.forEach((score, i) => {
     const messages = group.messages?.[i] ?? [];

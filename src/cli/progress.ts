@@ -1,5 +1,5 @@
 import type { Connection, WorkflowHandle } from '@temporalio/client';
-import type { EnvRunResult } from '../schema/rollout.js';
+import type { EnvRunResult, EvalProgress, EvaluationResult } from '../schema/rollout.js';
 import { envRunStatusQuery, type envRun, type EnvRunStatus } from '../workflows/env-run.js';
 import type { CommandIo } from './io.js';
 
@@ -17,10 +17,41 @@ export function progressLine(status: EnvRunStatus, elapsedMs: number, completedA
     .slice(0, MAX_METRICS_SHOWN)
     .map(([name, sum]) => ` · ${name} ${(sum / Math.max(status.scoredGroups, 1)).toFixed(3)}`)
     .join('');
+  const evaluation = status.evaluation;
+  const last = evaluation?.results.at(-1);
+  const evaluating = evaluation?.running != null ? ` · evaluating at step ${evaluation.running}` : last ? ` · eval at step ${last.step}: score ${last.metrics.score?.toFixed(3) ?? '–'}` : '';
   return (
     `groups ${status.completed}/${status.total} · ${status.inFlight} in flight · ${rate.toFixed(2)} groups/s · ` +
-    `mean score ${mean}${metrics} · failed ${status.failed} · dropped ${dropped}${reasons}`
+    `mean score ${mean}${metrics} · failed ${status.failed} · dropped ${dropped}${reasons}${evaluating}`
   );
+}
+
+/** The log line of one finished evaluation during training: its step and every metric. */
+export function evaluationLine(result: EvaluationResult): string {
+  const correct = result.percentCorrect === null ? [] : [`percent_correct ${result.percentCorrect.toFixed(3)}`];
+  const metrics = Object.entries(result.metrics).map(([name, value]) => `${name} ${Number.isInteger(value) ? value : value.toFixed(3)}`);
+  return `evaluation at step ${result.step}: ${[...correct, ...metrics].join(' · ')}`;
+}
+
+/** The end of a run's last line: how many evaluations ran, skipped and failed. */
+export function evaluationsLine(progress: EvalProgress): string {
+  const done = progress.started - progress.failed - (progress.running === null ? 0 : 1);
+  return `evaluations ${done} (skipped ${progress.skipped}, failed ${progress.failed})`;
+}
+
+/** Prints each evaluation that finished or failed since the last call, once. */
+function evaluationReporter(io: CommandIo) {
+  let lastStep = -1;
+  let failed = 0;
+  return (progress: EvalProgress | undefined) => {
+    if (!progress) return;
+    for (const result of progress.results.filter((r) => r.step > lastStep)) io.out(evaluationLine(result));
+    lastStep = Math.max(lastStep, ...progress.results.map((r) => r.step));
+    if (progress.failed > failed && progress.lastFailure) {
+      io.err(`evaluation at step ${progress.lastFailure.step} failed: ${progress.lastFailure.message}`);
+    }
+    failed = progress.failed;
+  };
 }
 
 /**
@@ -34,6 +65,7 @@ export async function watchProgress(
   signal: AbortSignal,
 ): Promise<EnvRunResult> {
   const started = Date.now();
+  const reportEvaluations = evaluationReporter(io);
   let completedAtStart: number | undefined;
   let lastLine = 0;
   // One query at a time, awaited before returning: the connection must not close under a query's retry.
@@ -42,6 +74,7 @@ export async function watchProgress(
     const status = await handle.query(envRunStatusQuery).catch(() => undefined);
     if (!status) return;
     completedAtStart ??= status.completed;
+    reportEvaluations(status.evaluation);
     const line = progressLine(status, Date.now() - started, completedAtStart);
     if (io.status) io.status(line);
     else if (Date.now() - lastLine >= 10_000) {
@@ -51,7 +84,10 @@ export async function watchProgress(
   };
   const timer = setInterval(() => (polling = polling.then(poll)), 1_000);
   try {
-    return await connection.withAbortSignal(signal, () => handle.result());
+    const result = await connection.withAbortSignal(signal, () => handle.result());
+    await polling;
+    reportEvaluations(result.evaluation);
+    return result;
   } finally {
     clearInterval(timer);
     await polling;

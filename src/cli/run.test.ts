@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../env/config.js';
 import { PROCESS_PLAN } from './commands/process.js';
+import { evalSchedule, processEvalNotices } from './eval-schedule.js';
 import { envRunSettings, planRun } from './run.js';
 
 const problemsOf = async (argv: string[]) => {
@@ -27,15 +28,30 @@ describe('planRun: Atropos fields without a Clotho setting of their own', () => 
 
   it('refuses values Clotho cannot honour, naming each flag and why', async () => {
     const problems = await problemsOf([
-      'gsm8k', '--env.steps_per_eval', '20', '--env.batch_size', '12', '--env.rollout_server_url', 'http://trainer:8000',
+      'gsm8k', '--env.batch_size', '12', '--env.rollout_server_url', 'http://trainer:8000',
       '--env.max_num_workers', '4', '--env.max_groups_in_flight', '8',
     ]);
-    expect(problems.map((p) => p.split(':')[0])).toEqual([
-      '--env.steps_per_eval 20', '--env.rollout_server_url "http', '--env.batch_size 12', '--env.max_num_workers',
+    expect(problems.map((p) => p.split(':')[0])).toEqual(['--env.rollout_server_url "http', '--env.batch_size 12', '--env.max_num_workers']);
+    expect(problems[0]).toMatch(/--batcher-id/);
+    expect(problems[1]).toMatch(/POST \/register/);
+  });
+
+  it('turns the evaluation fields into the env-run\'s evaluation schedule for serve, and says process ignores them', async () => {
+    const plan = await planRun([
+      'gsm8k', '--env.steps_per_eval', '20', '--env.eval_handling', 'LIMIT_TRAIN', '--env.eval_limit_ratio', '0.25',
+      '--env.eval_items', '7', '--env.max_eval_workers', '3', '--env.run_id', 'r1',
     ]);
-    expect(problems[0]).toMatch(/does not evaluate during training yet.*clotho evaluate/);
-    expect(problems[1]).toMatch(/--batcher-id/);
-    expect(problems[2]).toMatch(/POST \/register/);
+    expect(plan.notices).toEqual([]);
+    expect(evalSchedule(plan)).toMatchObject({
+      everySteps: 20,
+      handling: 'LIMIT_TRAIN',
+      limitRatio: 0.25,
+      run: { runId: 'r1', environment: 'gsm8k', items: 7, concurrency: 3, maxTurns: 1, taskQueue: 'clotho-llm@r1/gsm8k', activity: { local: false } },
+    });
+    expect(evalSchedule(await planRun(['gsm8k', '--env.steps_per_eval', '0']))).toBeUndefined();
+    expect(processEvalNotices(plan)[0]).toMatch(/^--env\.steps_per_eval, --env\.eval_handling, --env\.eval_limit_ratio, --env\.eval_items: no effect in `clotho process`/);
+    expect(processEvalNotices(await planRun(['gsm8k']))).toEqual([]);
+    expect(await problemsOf(['gsm8k', '--env.eval_limit_ratio', '1.5'])).toEqual([expect.stringMatching(/^--env\.eval_limit_ratio: /)]);
   });
 
   it('puts the thinking fields and worker_timeout into the env-run input', async () => {

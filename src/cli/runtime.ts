@@ -35,8 +35,12 @@ export async function openTemporal(): Promise<TemporalRuntime> {
   }
 }
 
-/** Task queues of one run: its workers serve only its environment and inference servers. */
-export function runTaskQueues(runId: string) {
-  return { workflows: `clotho-workflows@${runId}`, llm: `clotho-llm@${runId}`, env: `clotho-env@${runId}` };
+/**
+ * Task queues of one environment of a run: its workers serve only that environment and its inference servers, so
+ * several environments can share a run id (one training run) and `clotho worker` scales each on hosts of its own.
+ */
+export function runTaskQueues(runId: string, environment: string) {
+  const at = `${runId}/${environment}`;
+  return { workflows: `clotho-workflows@${at}`, llm: `clotho-llm@${at}`, env: `clotho-env@${at}` };
 }
 

@@ -94,7 +94,7 @@ async function openSource(command: TrainingDataCommand, flags: TrainingDataFlags
     return jsonlGroups(source.path);
   }
   if (source.kind === 'store') {
-    const groups = storeGroups(source.root, source.runId);
+    const groups = storeGroups(source.store, source.runId);
     // The generator checks the run exists on its first step; a dry run takes that step.
     if (flags.dryRun) await groups[Symbol.asyncIterator]().next();
     return groups;

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
-import { join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../env/config.js';
-import { clothoHome } from '../store/paths.js';
+import { openStore } from '../store/open-store.js';
+import type { TrajectoryStore } from '../store/trajectory-store.js';
 
 /** What `clotho sft-gen` and `clotho dpo-gen` differ in: their own flags and defaults. */
 export interface TrainingDataSpec {
@@ -17,7 +17,7 @@ export interface TrainingDataSpec {
 export type Source =
   | { kind: 'api'; apiUrl: string; token?: string; groupSize: number; maxTokenLen: number }
   | { kind: 'jsonl'; path: string }
-  | { kind: 'store'; root: string; runId: string };
+  | { kind: 'store'; store: TrajectoryStore; runId: string };
 
 /** The parsed command line. */
 export interface TrainingDataFlags {
@@ -90,6 +90,14 @@ export function parseTrainingDataFlags(spec: TrainingDataSpec, argv: string[], e
   const offline = values.from !== undefined || values.run !== undefined;
   const misplaced = offline ? API_ONLY.filter((name) => values[name] !== undefined) : [];
   for (const name of misplaced) problems.push(`--${name} only applies when reading from the API, not with --${values.from !== undefined ? 'from' : 'run'}`);
+  let store: TrajectoryStore | undefined;
+  if (values.run !== undefined) {
+    try {
+      store = openStore(values.store as string | undefined, env);
+    } catch (error) {
+      problems.push((error as Error).message);
+    }
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 
   const token = (values.token as string | undefined) ?? (env.CLOTHO_API_TOKEN || undefined);
@@ -97,7 +105,7 @@ export function parseTrainingDataFlags(spec: TrainingDataSpec, argv: string[], e
     values.from !== undefined
       ? { kind: 'jsonl', path: values.from as string }
       : values.run !== undefined
-        ? { kind: 'store', runId: values.run as string, root: (values.store as string | undefined) ?? join(clothoHome(env), 'store') }
+        ? { kind: 'store', runId: values.run as string, store: store! }
         : {
             kind: 'api',
             apiUrl: (values['api-url'] as string | undefined) ?? 'http://localhost:8000',
@@ -126,7 +134,8 @@ export const COMMON_HELP = `Source (one of; default the API):
   --max-token-len <n>                 registered max_token_len (default 2048)
   --token <secret>                    bearer token of the API (default $CLOTHO_API_TOKEN)
   --from <file.jsonl>                 a finished run's groups (clotho process's or Atropos's process output), offline
-  --run <run id> [--store <dir>]      a run's groups in the trajectory store (default $CLOTHO_HOME/store), offline
+  --run <run id> [--store <dir|url>]  a run's groups in the trajectory store it used, a directory or s3://bucket/prefix
+                                      (default $CLOTHO_HOME/store), offline
 
 Records:
   --tokenizer <name or path>          decode each sequence's tokens (a local tokenizer folder, an alias such as qwen3,

@@ -319,8 +319,8 @@ export interface FlagRow { flag: string; type: string; default: string; descript
 const DESCRIPTIONS: Record<string, string> = {
   group_size: 'rollouts per item', max_num_workers: 'concurrent rollouts (-1: per node × servers)',
   max_eval_workers: 'concurrent evaluation rollouts', max_num_workers_per_node: 'concurrent rollouts per server',
-  steps_per_eval: 'trainer steps between evaluations', max_token_length: 'token budget of one trajectory',
-  eval_handling: 'what training does during evaluation', eval_limit_ratio: 'share of workers kept with LIMIT_TRAIN',
+  steps_per_eval: 'serve: evaluate every this many trainer steps (0: never)', max_token_length: 'token budget of one trajectory',
+  eval_handling: 'what training does during evaluation', eval_limit_ratio: 'share of groups in flight kept with LIMIT_TRAIN',
   inference_weight: 'weight of this environment in mixed batches', batch_size: 'trainer batch size (-1: from the API)',
   max_batches_offpolicy: 'batches queued ahead before backpressure', tokenizer_name: 'Hugging Face tokenizer of the policy',
   use_wandb: 'log to Weights & Biases', rollout_server_url: 'trajectory API URL', total_steps: 'trainer steps (-1: from the API)',
@@ -336,6 +336,7 @@ const DESCRIPTIONS: Record<string, string> = {
   temperature: 'sampling temperature of rollouts', top_p: 'nucleus sampling of rollouts', max_turns: 'assistant turns per trajectory',
   max_groups_in_flight: 'rollout groups running at once', teacher_enabled: 'fetch teacher top-k logprobs per group',
   teacher_top_k: 'teacher logprobs per position (-1: off, 0: chosen token)', run_id: 'run name; the same id resumes the run',
+  eval_items: 'items of each evaluation during serve (the first n)',
   timeout: 'request timeout in seconds', num_max_requests_at_once: 'concurrent training requests',
   num_requests_for_eval: 'concurrent evaluation requests', model_name: 'model name sent to the server',
   rolling_buffer_length: 'requests kept for server metrics', server_type: 'kind of inference server',

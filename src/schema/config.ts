@@ -1,18 +1,22 @@
 import { z } from 'zod';
+import type { EvalHandling } from './rollout.js';
 
 /**
  * Atropos's `BaseEnvConfig` fields with their defaults (ATROPOS-API.md §3.1), plus Clotho's own
  * fields. Unknown keys are rejected: a misspelt flag is an error, not a silent default.
  */
+/** Atropos's `EvalHandlingEnum`: what training does while `clotho serve` evaluates. */
+export const EVAL_HANDLINGS = ['STOP_TRAIN', 'LIMIT_TRAIN', 'NONE'] as const satisfies readonly EvalHandling[];
+
 export const BaseEnvConfigSchema = z.strictObject({
   group_size: z.number().int().positive().default(4),
   max_num_workers: z.number().int().min(-1).default(-1),
   max_eval_workers: z.number().int().positive().default(16),
   max_num_workers_per_node: z.number().int().positive().default(8),
-  /** 0 or less: no evaluation during training (what Clotho does; see `atroposFields`). */
+  /** `clotho serve` evaluates whenever the trainer's step crosses a multiple of this; 0 or less: never. */
   steps_per_eval: z.number().int().default(100),
   max_token_length: z.number().int().positive().default(2048),
-  eval_handling: z.enum(['STOP_TRAIN', 'LIMIT_TRAIN', 'NONE']).default('STOP_TRAIN'),
+  eval_handling: z.enum(EVAL_HANDLINGS).default('STOP_TRAIN'),
   eval_limit_ratio: z.number().min(0).max(1).default(0.5),
   inference_weight: z.number().default(1.0),
   batch_size: z.number().int().default(-1),
@@ -45,27 +49,23 @@ export const BaseEnvConfigSchema = z.strictObject({
   max_groups_in_flight: z.number().int().positive().default(32),
   teacher_enabled: z.boolean().default(false),
   teacher_top_k: z.number().int().min(-1).default(0),
+  /** Items of each evaluation during `clotho serve` (items 0 … n-1, as `clotho evaluate --items`). */
+  eval_items: z.number().int().positive().default(100),
   /** Names this run: rollout workflow ids and store keys derive from it, so a re-run with the same id resumes. */
   run_id: z.string().regex(/^[A-Za-z0-9._-]+$/).nullable().default(null),
 });
 export type BaseEnvConfig = z.infer<typeof BaseEnvConfigSchema>;
 
-const EVAL_DURING_SERVE = 'which Clotho does not do yet (see steps_per_eval)';
-const atMost0 = (v: unknown) => typeof v === 'number' && v <= 0;
-
 /**
  * Atropos fields Clotho cannot honour yet, or that mean nothing here, with the values it does honour (Atropos's
  * default always among them, so an Atropos config loads unchanged) and why any other value is an error.
- * `max_eval_workers` (`clotho evaluate`'s concurrency), `include_messages` (Clotho's groups always carry their
+ * `max_eval_workers` (`clotho evaluate`'s concurrency), the evaluation fields (`steps_per_eval`, `eval_handling`,
+ * `eval_limit_ratio`: evaluation during `clotho serve`), `include_messages` (Clotho's groups always carry their
  * messages), `worker_timeout` (a deadline on each rollout group) and the thinking fields (`thinking_mode`,
  * `reasoning_effort`, `max_reasoning_tokens`, `custom_thinking_prompt`: see `env/thinking.ts`) do what they do in
  * Atropos and are not listed; nor are those {@link atroposFields} maps.
  */
 const UNSUPPORTED: Partial<Record<keyof BaseEnvConfig, { accepts: (value: unknown) => boolean; why: string }>> = {
-  steps_per_eval: { accepts: (v) => v === 100 || atMost0(v),
-    why: 'Clotho does not evaluate during training yet (Atropos runs evaluate() every steps_per_eval trainer steps); run `clotho evaluate` on a checkpoint instead, or set 0' },
-  eval_handling: { accepts: (v) => v === 'STOP_TRAIN', why: `it decides what training does while \`clotho serve\` evaluates, ${EVAL_DURING_SERVE}` },
-  eval_limit_ratio: { accepts: (v) => v === 0.5, why: `it limits training while \`clotho serve\` evaluates, ${EVAL_DURING_SERVE}` },
   rollout_server_url: { accepts: (v) => v === 'http://localhost:8000',
     why: 'environments do not post groups over HTTP here: `clotho serve --batcher-id <id>` signals the batcher behind `clotho api --batcher-id <id>` through Temporal (both default to the same id)' },
   batch_size: { accepts: (v) => v === -1, why: "the trainer's batch size (POST /register) applies to every environment; Atropos too overwrites this field from /info" },
@@ -158,7 +158,7 @@ export const StepConfigSchema = z.strictObject({
   maximum_attempts: z.number().int().min(0).default(0),
   /**
    * Run as a local activity in the worker that runs the workflow, skipping the task-queue round trip: for
-   * cheap steps (prepare, parse, score, assemble, deliver). Heavy or remote work keeps its own task queue.
+   * cheap steps (prepare, step, parse, score, assemble; `deliver` never, see src/env/steps.ts). Heavy or remote work keeps its own task queue.
    */
   local: z.boolean().default(false),
 });

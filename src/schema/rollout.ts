@@ -135,6 +135,63 @@ export interface EnvRunInput {
   progress?: EnvRunProgress;
   /** The batcher's last pushed room, carried across continue-as-new. */
   room?: BatcherRoom;
+  /** Evaluation during training (Atropos's steps_per_eval); only with a batcher sink. Absent: none. */
+  evaluation?: EvalSchedule;
+}
+
+/** Atropos's `eval_handling`: what training does while an evaluation runs. */
+export type EvalHandling = 'STOP_TRAIN' | 'LIMIT_TRAIN' | 'NONE';
+
+/** When an env-run evaluates, and how (Atropos's `steps_per_eval`, `eval_handling`, `eval_limit_ratio`). */
+export interface EvalSchedule {
+  /** An evaluation starts whenever the trainer's step crosses a multiple of this (> 0). */
+  everySteps: number;
+  handling: EvalHandling;
+  /** With LIMIT_TRAIN, the share of `maxInFlight` training groups kept running during an evaluation. */
+  limitRatio: number;
+  /** What each evaluation is given, less its step. */
+  run: Omit<EvaluationInput, 'step'>;
+}
+
+/** An evaluation of the policy at one trainer step: `clotho evaluate`'s pass, as a child of the env-run. */
+export interface EvaluationInput {
+  runId: string;
+  environment: string;
+  step: number;
+  /** Items 0 … items-1 (fewer when the environment has fewer); ignored by an environment's own `evaluate`. */
+  items: number;
+  maxTurns: number;
+  /** Items evaluated at once (Atropos's max_eval_workers). */
+  concurrency: number;
+  /** The LLM task queue: evaluation is inference, on the eval slots of the run's servers. */
+  taskQueue: string;
+  activity: StepOptions;
+  /** Atropos's data_dir_to_save_evals, absolute: each evaluation writes metrics.json and samples.jsonl in `step-<n>/`. */
+  saveDir?: string;
+}
+
+/** What an evaluation found: the environment's metrics (`items`, `score`, its own) at the step it started. */
+export interface EvaluationResult {
+  step: number;
+  metrics: Record<string, number>;
+  /** Atropos's `eval/percent_correct`: max(score, 0) averaged over the items; null for an environment's own evaluate. */
+  percentCorrect: number | null;
+}
+
+/** An env-run's evaluations so far, carried across continue-as-new. */
+export interface EvalProgress {
+  /** The trainer's step last seen; null before the batcher's first push. */
+  seenStep: number | null;
+  /** The step of the evaluation running now, or null. */
+  running: number | null;
+  started: number;
+  /** Steps that would have started one while another still ran (Atropos skips them too, with a warning). */
+  skipped: number;
+  failed: number;
+  /** The newest finished evaluations, oldest first (a few kept; the child workflows keep every one). */
+  results: EvaluationResult[];
+  /** Why the last failed evaluation failed. */
+  lastFailure?: { step: number; message: string };
 }
 
 /** How much room an environment has in the batcher, as the batcher pushes it to the env-runs that watch it. */
@@ -147,6 +204,11 @@ export interface BatcherRoom {
   queuedGroups: number;
   /** This env's groups the batcher has taken in so far (duplicates included). */
   receivedGroups: number;
+  /**
+   * This env's share of the room, Atropos's `env_weight` (`/status-env`): its weight × max token length over the
+   * connected envs', at least 0.01. Absent from batchers that predate weights: the whole room.
+   */
+  share?: number;
 }
 
 export interface EnvRunProgress {
@@ -160,6 +222,8 @@ export interface EnvRunProgress {
   scoredGroups: number;
   /** Each metric summed over scored groups (a group contributes its mean): divide by `scoredGroups`. */
   metricSums?: Record<string, number>;
+  /** Present when the run evaluates during training (`EnvRunInput.evaluation`). */
+  evaluation?: EvalProgress;
 }
 
 export type EnvRunResult = EnvRunProgress;

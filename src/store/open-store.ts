@@ -22,3 +22,10 @@ export function openStore(spec: string | undefined, env: NodeJS.ProcessEnv = pro
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) throw new Error(`--store ${spec}: only directories and s3:// URLs are trajectory stores`);
   return new FileSystemStore(spec);
 }
+
+/** How messages name a store: its directory, or its s3:// URL. */
+export function storeLabel(store: TrajectoryStore): string {
+  if (store instanceof FileSystemStore) return store.root;
+  if (store instanceof S3Store) return store.url;
+  return 'the trajectory store';
+}

@@ -166,7 +166,7 @@ describe('openStore', () => {
     expect(openStore('s3://bucket/prefix')).toBeInstanceOf(S3Store);
     expect((openStore(undefined, { CLOTHO_HOME: '/tmp/clotho-home' }) as FileSystemStore).root).toBe('/tmp/clotho-home/store');
     expect(() => openStore('gs://bucket/prefix')).toThrow(/only directories and s3:\/\/ URLs/);
-    // Commands that read only directories (view, inspect) refuse a URL rather than make a directory `s3:`.
-    expect(() => new FileSystemStore('s3://bucket/prefix')).toThrow(/reads only a directory store/);
+    // A directory store given a URL refuses it rather than make a directory `s3:`.
+    expect(() => new FileSystemStore('s3://bucket/prefix')).toThrow(/a URL, not a directory/);
   });
 });

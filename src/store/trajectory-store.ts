@@ -48,10 +48,9 @@ export class FileSystemStore implements TrajectoryStore {
   private readonly made = new Set<string>();
 
   constructor(root: string) {
-    // A URL here is a command that reads only directory stores (view, inspect, sft-gen --run): say so, rather than
-    // make a directory named `s3:`.
+    // A URL is never a directory: say so rather than make a directory named `s3:` (openStore opens the URLs).
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(root)) {
-      throw new Error(`--store ${root}: this command reads only a directory store (copy the prefix to a directory first, e.g. aws s3 sync)`);
+      throw new Error(`--store ${root}: a URL, not a directory (trajectory stores are directories and s3:// URLs)`);
     }
     this.root = resolve(root);
   }

@@ -112,6 +112,54 @@ export function createWorkerMetrics(options: { rollingBufferLength?: number; def
       for (const [environment, { last }] of runs) if (last) this.set({ environment }, last.inFlight);
     },
   });
+  // Evaluation during training (steps_per_eval), from the same env-run reading.
+  new Counter({
+    name: 'clotho_evaluations_total',
+    help: "Evaluations of the run's env-run during training, by outcome (completed, failed, skipped while one ran).",
+    labelNames: ['environment', 'outcome'] as const,
+    registers: [registry],
+    async collect() {
+      await refresh();
+      this.reset();
+      for (const [environment, { last }] of runs) {
+        const evaluation = last?.evaluation;
+        if (!evaluation) continue;
+        const running = evaluation.running === null ? 0 : 1;
+        this.inc({ environment, outcome: 'completed' }, evaluation.started - evaluation.failed - running);
+        this.inc({ environment, outcome: 'failed' }, evaluation.failed);
+        this.inc({ environment, outcome: 'skipped' }, evaluation.skipped);
+      }
+    },
+  });
+  new Gauge({
+    name: 'clotho_eval_metric',
+    help: "The newest evaluation's metrics (items, score, percent_correct, the environment's own), at the step in clotho_eval_step.",
+    labelNames: ['environment', 'metric'] as const,
+    registers: [registry],
+    async collect() {
+      await refresh();
+      this.reset();
+      for (const [environment, { last }] of runs) {
+        const newest = last?.evaluation?.results.at(-1);
+        if (!newest) continue;
+        if (newest.percentCorrect !== null) this.set({ environment, metric: 'percent_correct' }, newest.percentCorrect);
+        for (const [metric, value] of Object.entries(newest.metrics)) this.set({ environment, metric }, value);
+      }
+    },
+  });
+  new Gauge({
+    name: 'clotho_eval_step',
+    help: 'The trainer step of the newest evaluation.',
+    labelNames: ['environment'] as const,
+    registers: [registry],
+    async collect() {
+      await refresh();
+      for (const [environment, { last }] of runs) {
+        const newest = last?.evaluation?.results.at(-1);
+        if (newest) this.set({ environment }, newest.step);
+      }
+    },
+  });
 
   let generated = 0;
   const inference = { seconds: [] as number[], attempts: [] as number[] };

@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import type { TemporalConnectionOptions } from '../../temporal-dev/index.js';
 import { createBatcherActivities, createBatcherClientActivities } from '../activities/batcher.js';
 import { createEnvironmentActivities } from '../activities/environment.js';
+import { createEvaluationActivities } from '../activities/evaluation.js';
 import { createInferenceActivities, type InferenceActivityDeps } from '../activities/inference.js';
 import { createJudgeActivities } from '../activities/judge.js';
 import { createTeacherActivities, type TeacherClient } from '../activities/teacher.js';
@@ -102,6 +103,7 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
         ...createInferenceActivities({ inference: setup.inference, continuation: setup.continuation, store }),
         ...createTeacherActivities({ teacher: setup.teacher ?? (() => undefined), store }),
         ...createJudgeActivities({ environments: setup.environments, store, judge: setup.judge }),
+        ...createEvaluationActivities({ environments: setup.environments, inference: setup.inference, judge: setup.judge }),
       }),
       maxConcurrentActivityTaskExecutions: setup.llmConcurrency ?? 64,
     }),

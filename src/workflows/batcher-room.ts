@@ -1,6 +1,6 @@
 import { condition, defineSignal, getExternalWorkflowHandle, log } from '@temporalio/workflow';
 import type { BatcherRoom } from '../schema/rollout.js';
-import { computeEnvStatus } from './batcher-envs.js';
+import { computeEnvStatus, envAt } from './batcher-envs.js';
 import { envKey, type BatcherState } from './batcher-state.js';
 
 /**
@@ -27,29 +27,38 @@ export function watchRoom(watches: RoomWatch[], workflowId: string, envId: numbe
   else watches.push({ workflowId, envId, pushed: null });
 }
 
-/** An env's room now, without a version; undefined for an env the batcher does not know (reset away). */
-export function roomOf(state: BatcherState, envId: number): Omit<BatcherRoom, 'version'> | undefined {
+/**
+ * An env's room now, without a version; undefined for an env the batcher does not know (reset away). `weighted`:
+ * with the env's share (batchers that predate weights push none, and replay so). An env registered with a weight of
+ * 0 or less gets no share, the whole room: Atropos's "-1 to ignore" weight.
+ */
+export function roomOf(state: BatcherState, envId: number, weighted: boolean): Omit<BatcherRoom, 'version'> | undefined {
   const status = computeEnvStatus(state, envId)?.status;
-  if (!status) return undefined;
+  const env = envAt(state, envId);
+  if (!status || !env) return undefined;
   const counters = state.counters.perEnv[envKey(envId)];
   return {
     currentStep: status.current_step,
     batchSize: state.batchSize,
     queuedGroups: status.self_queue_size,
     receivedGroups: (counters?.received ?? 0) + (counters?.duplicates ?? 0),
+    // An env with a minimum share of each batch needs room for at least that much (Atropos adds workers for it).
+    ...(weighted && env.weight > 0 ? { share: Math.max(status.env_weight, env.min_batch_allocation ?? 0) } : {}),
   };
 }
 
 /**
- * What decides whether a push is due: the step, the batch size, and the groups that left the queue. Groups
- * arriving do not change an env's room (what it delivered moves from "in transit" to "queued"), so they push nothing.
+ * What decides whether a push is due: the step, the batch size, the groups that left the queue, and the env's
+ * share (another env registering or leaving changes it). Groups arriving do not change an env's room (what it
+ * delivered moves from "in transit" to "queued"), so they push nothing.
  */
 function roomKey(room: Omit<BatcherRoom, 'version'>): string {
-  return `${room.currentStep}/${room.batchSize}/${room.receivedGroups - room.queuedGroups}`;
+  const key = `${room.currentStep}/${room.batchSize}/${room.receivedGroups - room.queuedGroups}`;
+  return room.share === undefined ? key : `${key}/${room.share}`;
 }
 
-function isDue(state: BatcherState, watch: RoomWatch): boolean {
-  const room = roomOf(state, watch.envId);
+function isDue(state: BatcherState, watch: RoomWatch, weighted: boolean): boolean {
+  const room = roomOf(state, watch.envId, weighted);
   return room !== undefined && roomKey(room) !== watch.pushed;
 }
 
@@ -58,12 +67,18 @@ function isDue(state: BatcherState, watch: RoomWatch): boolean {
  * so running beside other branches of the batcher keeps its command order on replay. A watcher whose workflow
  * has closed is dropped. `version` is workflow time, kept increasing, so it survives a replaced batcher too.
  */
-export async function pushRooms(state: BatcherState, watches: RoomWatch[], stop: () => boolean, lastVersion: { value: number }): Promise<void> {
+export async function pushRooms(
+  state: BatcherState,
+  watches: RoomWatch[],
+  stop: () => boolean,
+  lastVersion: { value: number },
+  weighted: boolean,
+): Promise<void> {
   for (;;) {
-    await condition(() => stop() || watches.some((w) => isDue(state, w)));
+    await condition(() => stop() || watches.some((w) => isDue(state, w, weighted)));
     if (stop()) return;
-    const sends = watches.filter((w) => isDue(state, w)).map((watch) => {
-      const room = roomOf(state, watch.envId)!;
+    const sends = watches.filter((w) => isDue(state, w, weighted)).map((watch) => {
+      const room = roomOf(state, watch.envId, weighted)!;
       watch.pushed = roomKey(room);
       lastVersion.value = Math.max(Date.now(), lastVersion.value + 1);
       const pushed: BatcherRoom = { version: lastVersion.value, ...room };

@@ -50,6 +50,8 @@ export type TrainerMode = { kind: 'http' } | { kind: 'temporal'; taskQueue: stri
 
 /** Marks batchers that push room to env-runs; older runs move onto it at their next continue-as-new. */
 export const BATCHER_PUSHES_ROOM = 'clotho-batcher-pushes-room';
+/** Marks batchers whose room pushes carry each env's weighted share (pushed again when the shares change). */
+export const BATCHER_WEIGHTED_ROOM = 'clotho-batcher-weighted-room';
 
 export interface BatcherInput {
   options?: Partial<BatcherOptions>;
@@ -107,6 +109,7 @@ const DEFAULT_TRAINER_HEARTBEAT_MS = 20_000;
  */
 export async function batcher(input: BatcherInput): Promise<void> {
   const pushesRoom = patched(BATCHER_PUSHES_ROOM);
+  const weightedRoom = pushesRoom && patched(BATCHER_WEIGHTED_ROOM);
   const { saveBatcherState, loadBatcherState } = proxyActivities<BatcherActivities>({
     startToCloseTimeout: '1 minute',
     retry: { maximumInterval: '10 seconds' },
@@ -163,7 +166,7 @@ export async function batcher(input: BatcherInput): Promise<void> {
   const continueSuggested = () => workflowInfo().continueAsNewSuggested || changes >= CHANGES_PER_RUN || watchedWithoutPushes;
   // Two branches issue commands side by side (trainer steps, room pushes): both are regular activities and
   // signals, whose order on replay follows the history. Never add a local activity beside them.
-  const pushing = pushesRoom ? pushRooms(state, watches, continueSuggested, roomVersion) : Promise.resolve();
+  const pushing = pushesRoom ? pushRooms(state, watches, continueSuggested, roomVersion, weightedRoom) : Promise.resolve();
   if (input.trainer.kind === 'temporal') {
     await feedTrainer(state, input.trainer, () => changes, continueSuggested, pushesRoom);
   } else {

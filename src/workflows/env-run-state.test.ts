@@ -20,6 +20,19 @@ describe('roomForGroups (Atropos backpressure)', () => {
     expect(roomForGroups(room(1, 1), 3, 0, 2, 4)).toBe(1);
     expect(roomForGroups(room(5, 5), 5, 3, 2, 4)).toBe(0);
   });
+
+  it('gives an env that shares the batcher its weighted share, rounded up, so the shares always fill a batch', () => {
+    // 1 batch × 8 sequences / groups of 2 = 4 groups, split 2:1: ceil(8/3) = 3 and ceil(4/3) = 2.
+    const shared = (share: number) => ({ ...room(0, 0), share });
+    expect(roomForGroups(shared(2 / 3), 0, 0, 1, 2, true)).toBe(3);
+    expect(roomForGroups(shared(1 / 3), 0, 0, 1, 2, true)).toBe(2);
+    expect(roomForGroups({ ...shared(1 / 3), queuedGroups: 1, receivedGroups: 1 }, 1, 1, 1, 2, true)).toBe(0);
+    // A lone env's share is 1: the whole room, as without weights.
+    expect(roomForGroups(shared(1), 0, 0, 2, 4, true)).toBe(4);
+    // Env-runs recorded before weights ignore a pushed share; rooms from older batchers carry none.
+    expect(roomForGroups(shared(1 / 3), 0, 0, 1, 2, false)).toBe(4);
+    expect(roomForGroups(room(0, 0), 0, 0, 1, 2, true)).toBe(4);
+  });
 });
 
 describe('recordResult', () => {

@@ -14,6 +14,7 @@ import type { EnvRunInput, EnvRunResult, RolloutGroupResult } from '../schema/ro
 import { activityOptions } from './activity-options.js';
 import { ingestGroupsSignal, recordDropsSignal, roomChangedSignal, watchRoomSignal, type BatcherRoom } from './batcher.js';
 import { legacyEnvRun } from './env-run-legacy.js';
+import { evaluationDue, initialEvalProgress, runEvaluation, trainingLimit } from './env-run-eval.js';
 import { initialProgress, recordFailure, recordFinished, roomForGroups } from './env-run-state.js';
 import { causeOf, deliveredGroup, envRunStatusQuery, rolloutGroupOptions, timedOut, timedOutGroup } from './rollout-children.js';
 import { rolloutGroup } from './rollout-group.js';
@@ -22,6 +23,10 @@ export { envRunStatusQuery, rolloutGroupId, type EnvRunStatus } from './rollout-
 
 /** Marks env-runs started on the single loop; runs without it replay on `legacyEnvRun`. */
 export const SINGLE_LOOP_ENV_RUN = 'clotho-env-run-single-loop';
+/** Marks env-runs that limit their room to their env's weighted share (`roomForGroups`). */
+export const WEIGHTED_ROOM_ENV_RUN = 'clotho-env-run-weighted-room';
+/** Marks env-runs that evaluate during training (`input.evaluation`): they start evaluation children. */
+export const EVAL_DURING_TRAINING_ENV_RUN = 'clotho-env-run-eval-during-training';
 
 /**
  * Drives one environment through a run: a durable item cursor, at most `maxInFlight` groups at once, finished
@@ -37,6 +42,10 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
   if (!patched(SINGLE_LOOP_ENV_RUN)) return legacyEnvRun(input);
   const progress = input.progress ?? initialProgress();
   const { group, sink } = input;
+  const weighted = sink.kind === 'batcher' && patched(WEIGHTED_ROOM_ENV_RUN);
+  // Atropos's steps_per_eval: an evaluation child whenever the trainer's step crosses a multiple of it.
+  const schedule = input.evaluation && sink.kind === 'batcher' && patched(EVAL_DURING_TRAINING_ENV_RUN) ? input.evaluation : undefined;
+  const evals = schedule ? (progress.evaluation ??= initialEvalProgress()) : undefined;
   const { deliverToJsonl } = proxyActivities<TrajectoryActivities>(activityOptions(group.steps.deliver, group.taskQueues.env));
   const batcher = sink.kind === 'batcher' ? getExternalWorkflowHandle(sink.workflowId) : undefined;
   const inFlight = new Set<number>();
@@ -88,12 +97,13 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
   const stopped = () => sink.kind === 'batcher' && room !== undefined && room.currentStep >= sink.stopAtStep;
   const more = () => !workflowInfo().continueAsNewSuggested && !stopped() && progress.nextItem < input.totalGroups;
   const free = (): number => {
-    const slots = input.maxInFlight - inFlight.size;
+    // While an evaluation runs, STOP_TRAIN launches nothing and LIMIT_TRAIN a share (Atropos's add_train_workers).
+    const slots = trainingLimit(schedule, evals, input.maxInFlight) - inFlight.size;
     if (sink.kind !== 'batcher') return slots;
     if (!room) return 0;
     // Groups that finished while the last delivery was on its way wait in `finished`: they take room too.
     const pending = inFlight.size + finished.length;
-    return Math.min(slots, roomForGroups(room, progress.delivered, pending, sink.maxBatchesOffpolicy, group.groupSize));
+    return Math.min(slots, roomForGroups(room, progress.delivered, pending, sink.maxBatchesOffpolicy, group.groupSize, weighted));
   };
 
   // Each run asks again: the batcher keeps one watch per workflow id, and pushes its room now and on every change.
@@ -102,11 +112,14 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
   }
   for (;;) {
     if (finished.length > 0) await deliver();
+    const evalStep = evals && room ? evaluationDue(evals, room.currentStep, schedule!.everySteps) : null;
+    if (evalStep !== null) void runEvaluation(input, schedule!, evals!, evalStep);
     // `launch` takes its slot before it awaits anything, so `free()` counts it at once.
     while (more() && free() > 0) void launch(progress.nextItem++);
-    if (!more() && inFlight.size === 0 && finished.length === 0) break;
-    const seen = { inFlight: inFlight.size, room: room?.version };
-    await condition(() => finished.length > 0 || inFlight.size !== seen.inFlight || room?.version !== seen.room);
+    // A running evaluation is waited for before the run ends or continues as new.
+    if (!more() && inFlight.size === 0 && finished.length === 0 && (evals?.running ?? null) === null) break;
+    const seen = { inFlight: inFlight.size, room: room?.version, evaluating: evals?.running };
+    await condition(() => finished.length > 0 || inFlight.size !== seen.inFlight || room?.version !== seen.room || evals?.running !== seen.evaluating);
   }
 
   if (progress.nextItem < input.totalGroups && !stopped()) {

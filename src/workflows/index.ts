@@ -13,3 +13,4 @@
 export { envRun, envRunStatusQuery } from './env-run.js';
 export { rolloutGroup } from './rollout-group.js';
 export { batcher } from './batcher.js';
+export { evaluation } from './evaluation.js';

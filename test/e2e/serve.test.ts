@@ -24,6 +24,8 @@ describe('clotho serve', () => {
     await http.post('/register', { ...TRAINER, batch_size: 4, num_steps: 3 });
     expect((await http.get('/batch')).json).toEqual({ batch: null });
 
+    // An Atropos environment posting over HTTP at the same time, registered first: the batcher shares the room by weight.
+    const registered = (await http.post('/register-env', { max_token_length: 2048, desired_name: 'http-env', weight: 1, group_size: 2 })).json;
     const runId = uniqueId('serve');
     const serve = spawnClotho(
       ['serve', 'gsm8k', '--batcher-id', api.batcherId, '--env.run_id', runId, '--env.data_path', GSM8K_TEST,
@@ -31,22 +33,20 @@ describe('clotho serve', () => {
       { TEMPORAL_ADDRESS: address },
     );
     try {
-      // An Atropos environment posting over HTTP at the same time.
-      const registered = (await http.post('/register-env', { max_token_length: 2048, desired_name: 'http-env', weight: 1, group_size: 2 })).json;
-      // The serve env registered first or second: whichever, its own id is the other one.
       await waitFor(() => serve.stdout().includes('registered as gsm8k'), 90_000, 'clotho serve to register');
       const serveEnvId = Number(serve.stdout().match(/env_id (\d+)/)![1]);
       expect(serveEnvId).not.toBe(registered.env_id);
 
-      // Backpressure: 2 batches × 4 sequences / groups of 2 = 4 groups may wait; then it launches nothing more.
+      // Backpressure: 2 batches × 4 sequences / groups of 2 = 4 groups may wait, of which this env's share (weight 1 ×
+      // 1024 tokens against the HTTP env's 1 × 2048: 1/3, Atropos's env_weight) is 2; then it launches nothing more.
       const queued = async () => (await http.getWithBody('/status-env', { env_id: serveEnvId })).json.self_queue_size as number;
-      await waitFor(async () => (await queued()) >= 4, 60_000, 'serve to fill its share of the queue');
+      await waitFor(async () => (await queued()) >= 2, 60_000, 'serve to fill its share of the queue');
       const connection = await Connection.connect({ address });
       const status = await new Client({ connection }).workflow.getHandle(`clotho/${runId}/gsm8k`).query(envRunStatusQuery);
       await connection.close();
       expect(status.dropped).toEqual({ scores_all_equal: 1 });
-      expect(status.nextItem).toBe(5);
-      expect(await queued()).toBe(4);
+      expect(status.nextItem).toBe(3);
+      expect(await queued()).toBe(2);
 
       await http.post('/scored_data_list', [group(901, 2, registered.env_id), group(902, 2, registered.env_id)]);
       const batches: { tokens: number[][]; messages: unknown; env_id: number }[][] = [];

@@ -23,7 +23,7 @@ type Event = temporal.api.history.v1.IHistoryEvent;
 
 /** The input every test starts its 20-turn group with, on the run's own task queues. */
 function groupInput(runId: string, generateHeartbeatMs: number) {
-  const queues = runTaskQueues(runId);
+  const queues = runTaskQueues(runId, 'logged-tools');
   const steps = fastSteps();
   // A generation on a dead worker is sent again once its heartbeats stop for this long.
   steps.generate = { ...steps.generate, heartbeatTimeoutMs: generateHeartbeatMs };
@@ -93,7 +93,7 @@ describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => 
     const workflowId = uniqueId('tool-crash-group');
     const first = startWorker();
     const handle = await client.workflow.start(rolloutGroup, {
-      taskQueue: runTaskQueues(runId).workflows,
+      taskQueue: runTaskQueues(runId, 'logged-tools').workflows,
       workflowId,
       args: [groupInput(runId, 4000)],
     });
@@ -140,7 +140,7 @@ describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => 
     const workflowId = uniqueId('tool-crash-engine-group');
     const input = { ...groupInput(runId, 4000), sampling: { temperature: 1, topP: 1 }, maxTokenLength: TURNS * 8 };
     const first = startWorker();
-    const handle = await client.workflow.start(rolloutGroup, { taskQueue: runTaskQueues(runId).workflows, workflowId, args: [input] });
+    const handle = await client.workflow.start(rolloutGroup, { taskQueue: runTaskQueues(runId, 'logged-tools').workflows, workflowId, args: [input] });
     // Kill as soon as the generation of turn KILL_AT is scheduled: the engine is then generating it, or about to.
     await waitFor(async () => (await activityAttempts(workflowId)).turnsOf('generateTurn').includes(KILL_AT), 120_000, `turn ${KILL_AT}`);
     first.child.kill('SIGKILL');

@@ -88,6 +88,8 @@ describe('replay of recorded histories', () => {
     },
   );
 
+  // The weighted histories: a batcher pushing each env its share, an env-run using it (test/e2e/serve-weighted.test.ts
+  // records them with CLOTHO_RECORD_HISTORIES=1).
   // rollout-group.json and rollout-group-tools.json were recorded before FINISH_IN_ONE_STEP and the local multi-turn
   // step (parse, score, assemble and stepTurn activities of their own); the recorders above write `-one-step-finish`.
   it.each([
@@ -95,6 +97,8 @@ describe('replay of recorded histories', () => {
     'rollout-group-tools.json',
     'rollout-group-one-step-finish.json',
     'rollout-group-tools-one-step-finish.json',
+    'batcher-weighted.json',
+    'env-run-weighted.json',
   ])('replays %s against the current workflow code', async (name) => {
     const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
     expect(history.events.length).toBeGreaterThan(10);

@@ -1,13 +1,12 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { z } from 'zod';
 import { judgeOrMissing } from '../../activities/environment-context.js';
 import { isMultiTurn } from '../../env/define.js';
-import type { AssistantTurn } from '../../env/episode.js';
-import { evaluateEnvironment } from '../../env/evaluate.js';
+import { evaluateEnvironment, evaluationTurn } from '../../env/evaluate.js';
+import { writeEvaluation } from '../../env/evaluation-files.js';
 import { loadEnvironmentData } from '../../env/loaded.js';
-import { reasoningOf } from '../../env/thinking.js';
 import type { CommandIo } from '../io.js';
 import { openInference } from '../inference-setup.js';
 import { planRun } from '../run.js';
@@ -32,12 +31,7 @@ export async function evaluateCommand(argv: string[], io: CommandIo): Promise<nu
   const inference = await openInference(plan, flags.model);
   try {
     const environment = await loadEnvironmentData(plan.definition, env);
-    const reasoning = reasoningOf(env);
-    const turn: AssistantTurn = async (messages, tools) => {
-      const request = { messages, n: 1, maxTokens: env.max_token_length, temperature: 0, topP: 1, ...(tools ? { tools } : {}), ...(reasoning ? { reasoning } : {}) };
-      const [completion] = await inference.policy.generate(request, { split: 'eval' });
-      return completion!.message;
-    };
+    const turn = evaluationTurn(inference.policy, env);
     const evaluation = await evaluateEnvironment(environment, turn, {
       items: flags.items,
       concurrency: env.max_eval_workers,
@@ -49,9 +43,7 @@ export async function evaluateCommand(argv: string[], io: CommandIo): Promise<nu
     await logEvaluation(plan, evaluation, (line) => io.err(`clotho evaluate: ${line}`));
     if (env.data_dir_to_save_evals) {
       const dir = env.data_dir_to_save_evals;
-      await mkdir(dir, { recursive: true });
-      await writeFile(join(dir, 'metrics.json'), `${JSON.stringify(metrics, null, 2)}\n`);
-      await writeFile(join(dir, 'samples.jsonl'), samples.map((s) => `${JSON.stringify(s)}\n`).join(''));
+      await writeEvaluation(dir, metrics, samples);
       await writeFile(join(dir, 'evaluate_config.yaml'), stringify({ env, openai: plan.config.servers }));
       io.out(`wrote metrics.json, samples.jsonl and evaluate_config.yaml to ${dir}`);
     }

@@ -1,12 +1,9 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../../env/config.js';
 import type { RolloutGroupInput, RolloutGroupResult } from '../../schema/rollout.js';
-import { clothoHome } from '../../store/paths.js';
-import { FileSystemStore } from '../../store/trajectory-store.js';
+import { openStore, storeLabel } from '../../store/open-store.js';
+import { storeKey, type TrajectoryStore } from '../../store/trajectory-store.js';
 import { rolloutGroupId } from '../../workflows/rollout-children.js';
 import { buildTimeline, type Timeline } from '../history-timeline.js';
 import type { CommandIo } from '../io.js';
@@ -14,7 +11,7 @@ import { openTemporal } from '../runtime.js';
 import { duration, formatEnd, formatSteps } from '../timeline-format.js';
 import { sampleLines } from '../group-summary.js';
 
-export const INSPECT_USAGE = `Usage: clotho inspect <run id> <item> [--env <environment>] [--store <dir>]
+export const INSPECT_USAGE = `Usage: clotho inspect <run id> <item> [--env <environment>] [--store <dir|url>]
        clotho inspect <workflow id>          (clotho/<run id>/<environment>/item-<i>)
 
 Prints a rollout group's timeline from its workflow history: every step in order (prepare, generateTurn turn k, each
@@ -24,17 +21,22 @@ scores; then each sample's episode from the trajectory store.
 
 Options:
   --env <name>      the run's environment (found by search attributes or in the store when not given)
-  --store <dir>     trajectory store directory (default $CLOTHO_HOME/store)
+  --store <dir|url> the trajectory store the run used: a directory or s3://bucket/prefix (default $CLOTHO_HOME/store)
 
 Connects to TEMPORAL_ADDRESS (and TEMPORAL_NAMESPACE) when set, otherwise to the local dev server.`;
 
 /** `clotho inspect`: a rollout group's steps, retries and scores, from Temporal and the trajectory store. */
 export async function inspectCommand(argv: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parse(argv);
-  const store = new FileSystemStore(values.store ?? join(clothoHome(), 'store'));
+  let store: TrajectoryStore;
+  try {
+    store = openStore(values.store);
+  } catch (error) {
+    throw new ConfigError([(error as Error).message]);
+  }
   const temporal = await openTemporal();
   try {
-    const workflowId = await resolveWorkflowId(temporal.client, store.root, positionals, values.env, temporal.searchAttributes);
+    const workflowId = await resolveWorkflowId(temporal.client, store, positionals, values.env, temporal.searchAttributes);
     const handle = temporal.client.workflow.getHandle(workflowId);
     const [history, description] = await Promise.all([handle.fetchHistory(), handle.describe()]).catch((error: unknown) => {
       if (error instanceof WorkflowNotFoundError) throw new Error(`no workflow ${workflowId} in namespace ${temporal.endpoint.namespace} at ${temporal.endpoint.address}`);
@@ -70,7 +72,7 @@ function parse(argv: string[]) {
 }
 
 /** The group's workflow id: given, or built from run, item and the environment (named, searched, or in the store). */
-async function resolveWorkflowId(client: Client, storeRoot: string, positionals: string[], env: string | undefined, search: boolean): Promise<string> {
+async function resolveWorkflowId(client: Client, store: TrajectoryStore, positionals: string[], env: string | undefined, search: boolean): Promise<string> {
   if (positionals.length === 1) return positionals[0]!;
   const [runId, item] = [positionals[0]!, Number(positionals[1])];
   if (env !== undefined) return rolloutGroupId(runId, env, item);
@@ -80,15 +82,15 @@ async function resolveWorkflowId(client: Client, storeRoot: string, positionals:
     for await (const execution of client.workflow.list({ query })) found.add(execution.workflowId);
   }
   // A cluster without Clotho's search attributes, or a visibility store that lags: the store has the run's environments.
-  const runDir = join(storeRoot, runId);
-  if (found.size === 0 && existsSync(runDir)) {
-    for (const entry of await readdir(runDir, { withFileTypes: true })) {
-      if (entry.isDirectory() && existsSync(join(runDir, entry.name, `item-${item}`))) found.add(rolloutGroupId(runId, entry.name, item));
+  if (found.size === 0) {
+    for await (const { key } of store.list(storeKey(runId))) {
+      const environment = key.split('/')[1];
+      if (environment !== undefined && key.startsWith(`${runId}/${environment}/item-${item}/`)) found.add(rolloutGroupId(runId, environment, item));
     }
   }
   if (found.size === 1) return [...found][0]!;
   if (found.size > 1) throw new Error(`run ${runId} has item ${item} in several environments: ${[...found].join(', ')}; name one with --env`);
-  throw new Error(`no rollout group of run ${runId}, item ${item} (searched Temporal and the store ${storeRoot}); name the environment with --env`);
+  throw new Error(`no rollout group of run ${runId}, item ${item} (searched Temporal and the store ${storeLabel(store)}); name the environment with --env`);
 }
 
 function header(workflowId: string, runId: string, timeline: Timeline): string[] {

@@ -7,6 +7,7 @@ import { envRun } from '../../workflows/env-run.js';
 import type { CommandIo } from '../io.js';
 import { progressLine, watchProgress } from '../progress.js';
 import { writeGroupsHtml } from '../report-html.js';
+import { processEvalNotices } from '../eval-schedule.js';
 import { envRunSettings, planRun, raceWatching, withRunSession, type PlanOptions, type RunPlan } from '../run.js';
 import { METRICS_FLAGS } from '../run-metrics.js';
 import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
@@ -29,7 +30,7 @@ export function envRunId(runId: string, environment: string): string {
 /** `clotho process`: runs an environment's groups durably and writes them to JSONL and HTML. */
 export async function processCommand(argv: string[], io: CommandIo): Promise<number> {
   const plan = await planRun(argv, PROCESS_PLAN);
-  for (const notice of plan.notices) io.err(`clotho process: ${notice}`);
+  for (const notice of [...plan.notices, ...processEvalNotices(plan)]) io.err(`clotho process: ${notice}`);
   const env = plan.config.env;
   const resumed = env.run_id !== null;
   const path = jsonlPath(env.data_path_to_save_groups ?? `data/${plan.definition.name}.jsonl`, resumed);
@@ -67,7 +68,7 @@ async function runToEnd(plan: RunPlan, temporal: TemporalRuntime, input: EnvRunI
   try {
     handle = await temporal.client.workflow.start(envRun, {
       workflowId,
-      taskQueue: runTaskQueues(plan.runId).workflows,
+      taskQueue: runTaskQueues(plan.runId, plan.definition.name).workflows,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',

@@ -4,12 +4,13 @@ import type { EnvRegistration } from '../../workflows/batcher-envs.js';
 import { registerEnvUpdate, type batcher } from '../../workflows/batcher.js';
 import { envRun } from '../../workflows/env-run.js';
 import { DEFAULT_BATCHER_ID } from '../batcher.js';
+import { evalSchedule } from '../eval-schedule.js';
 import type { CommandIo } from '../io.js';
 import { envRunSettings, planRun, raceWatching, withRunSession } from '../run.js';
 import { METRICS_FLAGS } from '../run-metrics.js';
 import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
-import { watchProgress } from '../progress.js';
+import { evaluationsLine, watchProgress } from '../progress.js';
 import { withWandbLogging } from '../wandb/wandb-logging.js';
 import { envRunId } from './process.js';
 
@@ -59,6 +60,7 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
       // The same run started again (same --env.run_id) takes its env id back.
       run_key: envRunId(plan.runId, plan.definition.name),
     };
+    const schedule = evalSchedule(plan);
     const registered = await registerWithBatcher(temporal, batcherId, registration, io, interrupted);
     io.out(`run ${plan.runId}: registered as ${registered.wandb_name} (env_id ${registered.env_id}) at step ${registered.starting_step}`);
     const input: EnvRunInput = {
@@ -75,12 +77,14 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
           registered.num_steps > 0 ? registered.num_steps : Number.MAX_SAFE_INTEGER,
         ),
       },
+      ...(schedule ? { evaluation: schedule } : {}),
     };
+    if (schedule) io.out(`evaluating ${schedule.run.items} items every ${schedule.everySteps} trainer steps (${schedule.handling}${schedule.handling === 'LIMIT_TRAIN' ? ` ${schedule.limitRatio}` : ''})`);
     const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
     if (ui) io.out(`Temporal UI: ${ui}`);
     const handle = await temporal.client.workflow.start(envRun, {
       workflowId: envRunId(plan.runId, plan.definition.name),
-      taskQueue: runTaskQueues(plan.runId).workflows,
+      taskQueue: runTaskQueues(plan.runId, plan.definition.name).workflows,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
@@ -93,7 +97,7 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
       () => raceWatching(watch, stopped, interrupted),
       (r) => (r.failed > 0 ? 1 : 0),
     );
-    io.out(`delivered ${result.delivered} groups; failed ${result.failed}`);
+    io.out(`delivered ${result.delivered} groups; failed ${result.failed}${result.evaluation ? `; ${evaluationsLine(result.evaluation)}` : ''}`);
     return result.failed > 0 ? 1 : 0;
   });
 }

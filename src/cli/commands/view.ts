@@ -1,11 +1,12 @@
 import { existsSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { status as devServerStatus } from '../../../temporal-dev/index.js';
 import { startApiServer } from '../../api/server.js';
 import { ConfigError } from '../../env/config.js';
-import { clothoHome } from '../../store/paths.js';
+import { openStore, storeLabel } from '../../store/open-store.js';
+import { FileSystemStore, type TrajectoryStore } from '../../store/trajectory-store.js';
 import type { CommandIo } from '../io.js';
 import { apiSource } from '../view/api-source.js';
 import { createViewApp } from '../view/app.js';
@@ -13,7 +14,7 @@ import { jsonlSource } from '../view/jsonl-source.js';
 import type { RunSource } from '../view/source.js';
 import { listStoredRuns } from '../view/store-layout.js';
 import { storeSource } from '../view/store-source.js';
-import { connectRunWorkflows, type RunWorkflows } from '../view/temporal.js';
+import { connectRunWorkflows, viewTemporal, type RunWorkflows } from '../view/temporal.js';
 import { decodersFor } from '../view/tokens.js';
 import { isLoopback } from './api.js';
 
@@ -32,13 +33,14 @@ Sources (any number of each; with none, every run in the trajectory store):
                           of them from the trainer), read again on Reload
 
 Options:
-  --store <dir>           trajectory store directory (default $CLOTHO_HOME/store)
+  --store <dir|url>       the trajectory store the runs used: a directory or s3://bucket/prefix (default
+                          $CLOTHO_HOME/store)
   --token <secret>        bearer token of the --api (default $CLOTHO_API_TOKEN)
   --host <addr>           address to listen on (default 127.0.0.1)
   --port <n>              port (default 8300; 0 picks a free one)
   --temporal-ui <url>     base URL of the Temporal UI for workflow links (default: the local dev server's, else
                           http://127.0.0.1:8233)
-  --no-temporal           do not ask Temporal (TEMPORAL_ADDRESS, or a dev server on 127.0.0.1:7233) about the runs
+  --no-temporal           do not ask Temporal (TEMPORAL_ADDRESS or a profile, or a dev server on 127.0.0.1:7233) about the runs
   --tokenizer <source>    how token ids are shown: auto (decoded with the embedded engine's tokenizer, qwen3, for
                           runs it reproduces), none (ids), or a tokenizer source: qwen3, a Hub repo id, a folder
                           (default auto)
@@ -87,7 +89,12 @@ export async function viewCommand(args: string[], io: CommandIo, untilStopped: (
   if (!parsed.success) throw new ConfigError(parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`));
   const flags = parsed.data;
   for (const path of positionals) if (!existsSync(path)) throw new ConfigError([`${path}: no such file`]);
-  const store = flags.store ?? join(clothoHome(), 'store');
+  let store: TrajectoryStore;
+  try {
+    store = openStore(flags.store);
+  } catch (error) {
+    throw new ConfigError([(error as Error).message]);
+  }
   const decoders = await decodersFor(flags.tokenizer);
   // Temporal's visibility only speaks of store runs: named ones, or every run when no other source is named.
   const onlyOthers = flags.run.length === 0 && (positionals.length > 0 || flags.api.length > 0);
@@ -95,10 +102,11 @@ export async function viewCommand(args: string[], io: CommandIo, untilStopped: (
   const token = flags.token ?? (process.env.CLOTHO_API_TOKEN || undefined);
   try {
     const runs = await sources({ files: positionals, runIds: flags.run, apis: flags.api, token }, store, workflows);
-    if (runs.length === 0) io.err(`clotho view: no runs in ${store}; name a JSONL file, --run <id> (--store <dir>) or --api <url>`);
+    if (runs.length === 0) io.err(`clotho view: no runs in ${storeLabel(store)}; name a JSONL file, --run <id> (--store <dir|url>) or --api <url>`);
+    const target = viewTemporal();
     const temporalUi = {
-      base: flags['temporal-ui'] ?? (process.env.TEMPORAL_ADDRESS ? undefined : (await devServerStatus()).server?.uiUrl) ?? 'http://127.0.0.1:8233',
-      namespace: process.env.TEMPORAL_NAMESPACE || 'default',
+      base: flags['temporal-ui'] ?? (target.configured ? undefined : (await devServerStatus()).server?.uiUrl) ?? 'http://127.0.0.1:8233',
+      namespace: target.namespace,
     };
     const app = createViewApp({ runs, decoders, temporalUi });
     const server = await startApiServer({ app, host: flags.host, port: flags.port });
@@ -115,7 +123,7 @@ export async function viewCommand(args: string[], io: CommandIo, untilStopped: (
 /** The runs to browse: the JSONL files, store runs and APIs named, or every run in the store when none is. */
 async function sources(
   { files, runIds, apis, token }: { files: string[]; runIds: string[]; apis: string[]; token: string | undefined },
-  store: string,
+  store: TrajectoryStore,
   workflows: RunWorkflows | undefined,
 ): Promise<RunSource[]> {
   const ids = new Set<string>();
@@ -125,7 +133,8 @@ async function sources(
     ids.add(id);
     return id;
   };
-  const storeFound = existsSync(store) ? store : null;
+  // A directory that is not there holds no runs (nothing to list); a bucket is asked.
+  const storeFound = !(store instanceof FileSystemStore) || existsSync(store.root) ? store : null;
   const named = files.length > 0 || runIds.length > 0 || apis.length > 0;
   const stored = named ? runIds : storeFound ? await listStoredRuns(storeFound) : [];
   return [

@@ -6,8 +6,9 @@ import { runTaskQueues } from '../runtime.js';
 
 export const WORKER_USAGE = `Usage: clotho worker <environment> --env.run_id <id> [--env.<field> v] [--openai.<field> v]
 
-Runs the workflow, LLM and environment workers of one run until Ctrl-C: more workers for a big run, or the
-workers of a run whose process died (its workflows resume where they were).`;
+Runs the workflow, LLM and environment workers of one environment of a run until Ctrl-C: more workers for a big
+run (each environment of a run has task queues of its own, so each scales on its own hosts), or the workers of a
+run whose process died (its workflows resume where they were).`;
 
 /** `clotho worker`: serves one run's task queues until interrupted. */
 export async function workerCommand(argv: string[], io: CommandIo): Promise<number> {
@@ -15,7 +16,7 @@ export async function workerCommand(argv: string[], io: CommandIo): Promise<numb
   for (const notice of plan.notices) io.err(`clotho worker: ${notice}`);
   if (plan.config.env.run_id === null) throw new ConfigError(['--env.run_id: required, to name the run whose workers these are']);
   return withRunSession(plan, async ({ workers, interrupted }) => {
-    io.out(`workers of run ${plan.runId} polling ${Object.values(runTaskQueues(plan.runId)).join(', ')}`);
+    io.out(`workers of run ${plan.runId} polling ${Object.values(runTaskQueues(plan.runId, plan.definition.name)).join(', ')}`);
     await Promise.race([workers.done, interrupted]).catch((error: unknown) => io.out(`${(error as Error).message}: stopping workers`));
     return 0;
   });

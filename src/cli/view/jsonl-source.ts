@@ -3,6 +3,8 @@ import { basename, resolve } from 'node:path';
 import { fromScored } from './groups.js';
 import { summariseGroup, type GroupAddress, type GroupSummary } from './model.js';
 import type { LoadedRun, RunSource } from './source.js';
+import { storeLabel } from '../../store/open-store.js';
+import type { TrajectoryStore } from '../../store/trajectory-store.js';
 import { findGroupsInStore, readParsed } from './store-layout.js';
 
 interface Line {
@@ -59,7 +61,7 @@ async function readSpan(path: string, span: Line): Promise<string> {
  * (the same bytes as a `group.json`: `clotho process` writes both) is placed in its run, so it links to its workflow
  * and shows the parsed answers beside it.
  */
-export function jsonlSource(path: string, options: { id: string; store: string | null }): RunSource {
+export function jsonlSource(path: string, options: { id: string; store: TrajectoryStore | null }): RunSource {
   const file = resolve(path);
   let lines: Line[] = [];
   let placed = new Map<number, GroupAddress>();
@@ -96,7 +98,7 @@ export function jsonlSource(path: string, options: { id: string; store: string |
         }
       }
       if (options.store && texts.length > 0 && placed.size === 0) {
-        notices.push(`none of these groups is in the store ${options.store} (--store): no Temporal links or parsed answers`);
+        notices.push(`none of these groups is in the store ${storeLabel(options.store)} (--store): no Temporal links or parsed answers`);
       }
       return { groups, notices };
     },

@@ -14,7 +14,7 @@ export interface RunSource {
   /** Unique among the viewer's runs; used in its URLs. */
   readonly id: string;
   readonly kind: 'jsonl' | 'store' | 'api';
-  /** The file, store directory or API it reads. */
+  /** The file, store (directory or s3:// URL) or API it reads. */
   readonly origin: string;
   /** Reads the run's groups (again: a run still going grows). */
   load(): Promise<LoadedRun>;

@@ -26,8 +26,8 @@ describe('reading a run from the trajectory store', () => {
     await store.put(groupKey({ ...a, itemIndex: 10 }, 'parsed'), []);
     await store.put(storeKey('api', 'abc'), { scores: [] });
     await store.put(storeKey('batcher', 'state-x'), {});
-    expect(await listStoredRuns(root)).toEqual(['run-a']);
-    expect(await listStoredItems(root, 'run-a')).toEqual([
+    expect(await listStoredRuns(store)).toEqual(['run-a']);
+    expect(await listStoredItems(store, 'run-a')).toEqual([
       { ...a, assembled: true },
       { ...a, itemIndex: 10, assembled: false },
     ]);
@@ -41,14 +41,14 @@ describe('reading a run from the trajectory store', () => {
     const s3 = state(['hi', 'turn 0', 'go on', 'turn 1']);
     const r0 = await saveGroupBase(store, groupKey(address, 'turn-0', 'prompt'), s0);
     const r1 = await saveGroupDelta(store, groupKey(address, 'turn-0', 'generated'), r0, s0, s1);
-    expect((await readNewestState(root, address))?.trajectories[0]!.messages).toHaveLength(2);
+    expect((await readNewestState(store, address))?.trajectories[0]!.messages).toHaveLength(2);
     const r2 = await saveGroupDelta(store, groupKey(address, 'turn-1', 'prompt'), r1, s1, s2);
     // An inference checkpoint of turn 1 comes before its `generated` record and is not a state.
     await store.put(groupKey(address, 'turn-1', 'sample-0'), { text: 'partial' });
-    expect((await readNewestState(root, address))?.trajectories[0]!.messages).toHaveLength(3);
+    expect((await readNewestState(store, address))?.trajectories[0]!.messages).toHaveLength(3);
     await saveGroupDelta(store, groupKey(address, 'turn-1', 'generated'), r2, s2, s3);
-    expect((await readNewestState(root, address))?.trajectories[0]!.messages.at(-1)?.content).toBe('turn 1');
-    expect(await readNewestState(root, { ...address, itemIndex: 99 })).toBeUndefined();
+    expect((await readNewestState(store, address))?.trajectories[0]!.messages.at(-1)?.content).toBe('turn 1');
+    expect(await readNewestState(store, { ...address, itemIndex: 99 })).toBeUndefined();
   });
 
   it('finds the JSONL lines that are a stored group, byte for byte, and no others', async () => {
@@ -57,7 +57,7 @@ describe('reading a run from the trajectory store', () => {
     await store.put(groupKey(address, 'group'), group);
     const same = JSON.stringify(group);
     const sameSize = JSON.stringify({ scores: [1, -2], tokens: [[1], [2]] });
-    const found = await findGroupsInStore(root, [sameSize, same]);
+    const found = await findGroupsInStore(store, [sameSize, same]);
     expect([...found.entries()]).toEqual([[1, address]]);
   });
 });

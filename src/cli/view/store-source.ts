@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { storeLabel } from '../../store/open-store.js';
+import type { TrajectoryStore } from '../../store/trajectory-store.js';
 import { emptyGroup, fromScored, fromState } from './groups.js';
 import { summariseGroup, type GroupAddress, type GroupStatus, type GroupSummary, type RawGroup } from './model.js';
 import type { LoadedRun, RunSource } from './source.js';
@@ -10,8 +11,7 @@ import type { RunWorkflows, WorkflowFacts } from './temporal.js';
  * failed or are still going, which only Temporal can tell: with `workflows`, its visibility lists every rollout group
  * of the run by status, also those that failed before writing anything to the store.
  */
-export function storeSource(root: string, runId: string, options: { id: string; workflows?: RunWorkflows }): RunSource {
-  const store = resolve(root);
+export function storeSource(store: TrajectoryStore, runId: string, options: { id: string; workflows?: RunWorkflows }): RunSource {
   let facts = new Map<string, WorkflowFacts>();
 
   /** A group from the store and what Temporal says of it; undefined when neither knows it. */
@@ -32,7 +32,7 @@ export function storeSource(root: string, runId: string, options: { id: string; 
   return {
     id: options.id,
     kind: 'store',
-    origin: `${store} · run ${runId}`,
+    origin: `${storeLabel(store)} · run ${runId}`,
     async load(): Promise<LoadedRun> {
       const notices: string[] = [];
       if (options.workflows) {
@@ -45,7 +45,7 @@ export function storeSource(root: string, runId: string, options: { id: string; 
       const inStore = new Set(stored.map((s) => `${s.environment}/item-${s.itemIndex}`));
       const onlyInTemporal = [...facts.entries()].filter(([id]) => !inStore.has(id)).map(([, f]) => ({ runId, ...f, assembled: false }));
       const all = [...stored, ...onlyInTemporal].sort((a, b) => a.environment.localeCompare(b.environment) || a.itemIndex - b.itemIndex);
-      if (all.length === 0) notices.push(`run ${runId} has no groups in ${store}${options.workflows ? ' nor in Temporal' : ''}`);
+      if (all.length === 0) notices.push(`run ${runId} has no groups in ${storeLabel(store)}${options.workflows ? ' nor in Temporal' : ''}`);
       const groups: GroupSummary[] = [];
       for (const item of all) {
         const address = { runId, environment: item.environment, itemIndex: item.itemIndex };

@@ -1,5 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
-import { isServerListening } from '../../../temporal-dev/index.js';
+import { configuredTemporal, isServerListening, type TemporalConnectionOptions } from '../../../temporal-dev/index.js';
 import { causeOf } from '../../workflows/rollout-children.js';
 import { ENVIRONMENT, ITEM_INDEX, MEAN_SCORE, STATUS } from '../../workflows/search-attributes.js';
 import type { GroupStatus } from './model.js';
@@ -25,15 +25,36 @@ export interface RunWorkflows {
 /** Failures whose cause is fetched (one history read each); the rest show only their status. */
 const FAILURES_EXPLAINED = 200;
 
+/** Where the viewer looks for a run's workflows, and how it connects there. */
+export interface ViewTemporal {
+  connection: TemporalConnectionOptions;
+  namespace: string;
+  /** Whether Temporal's client configuration named the server (else the local dev server's default address). */
+  configured: boolean;
+}
+
 /**
- * Connects to `TEMPORAL_ADDRESS`, or to a dev server already listening on the default address; undefined when none
- * answers. Never starts a server: the viewer only reads what a run left.
+ * The server Temporal's client configuration names (`TEMPORAL_ADDRESS` or a profile, with its namespace, TLS, API key
+ * and gRPC metadata: `configuredTemporal`), as every other command connects; else the local dev server's address.
+ */
+export function viewTemporal(env: NodeJS.ProcessEnv = process.env): ViewTemporal {
+  const configured = configuredTemporal(env);
+  if (!configured) return { connection: { address: '127.0.0.1:7233' }, namespace: 'default', configured: false };
+  return { connection: configured.connection, namespace: configured.namespace || 'default', configured: true };
+}
+
+/**
+ * Connects to the server of {@link viewTemporal}; undefined when a local dev server does not answer. Never starts a
+ * server: the viewer only reads what a run left. A configured server that refuses the connection is an error (its
+ * TLS or API key is wrong, say), not a quiet absence.
  */
 export async function connectRunWorkflows(env: NodeJS.ProcessEnv = process.env): Promise<RunWorkflows | undefined> {
-  const address = env.TEMPORAL_ADDRESS || '127.0.0.1:7233';
-  const namespace = env.TEMPORAL_NAMESPACE || 'default';
-  if (!(await isServerListening(address))) return undefined;
-  const connection = await Connection.connect({ address });
+  const target = viewTemporal(env);
+  const { namespace } = target;
+  if (!target.configured && !(await isServerListening(target.connection.address))) return undefined;
+  const connection = await Connection.connect({ ...target.connection, connectTimeout: 5_000 }).catch((error: unknown) => {
+    throw new Error(`Temporal at ${target.connection.address} (from TEMPORAL_ADDRESS or the profile): ${(error as Error).message}`);
+  });
   const client = new Client({ connection, namespace });
   return {
     async list(runId) {

@@ -1,4 +1,4 @@
-import type { EvaluationRun } from '../../env/evaluate.js';
+import { percentCorrect, type EvaluationRun } from '../../env/evaluate.js';
 import type { RunPlan } from '../run.js';
 import type { WandbMetrics } from './local-run.js';
 import { wandbRunName } from './wandb-logging.js';
@@ -9,9 +9,14 @@ import { openWandbRun } from './wandb-run.js';
  * environments compute it) and each of the evaluation's metrics as `eval/<name>`.
  */
 export function evaluationMetrics(run: EvaluationRun): WandbMetrics {
+  return evalMetrics(run.metrics, percentCorrect(run.samples));
+}
+
+/** Atropos's `eval/...` names for an evaluation's metrics (`clotho evaluate`'s, or one during `serve`). */
+export function evalMetrics(metrics: Record<string, number>, correct: number | null): WandbMetrics {
   const out: WandbMetrics = {};
-  if (run.samples.length > 0) out['eval/percent_correct'] = run.samples.reduce((sum, s) => sum + Math.max(s.score, 0), 0) / run.samples.length;
-  for (const [name, value] of Object.entries(run.metrics)) if (typeof value === 'number') out[`eval/${name}`] = value;
+  if (correct !== null) out['eval/percent_correct'] = correct;
+  for (const [name, value] of Object.entries(metrics)) if (typeof value === 'number') out[`eval/${name}`] = value;
   return out;
 }
 

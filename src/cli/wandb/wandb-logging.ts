@@ -7,6 +7,9 @@ import type { RunPlan } from '../run.js';
 import type { TemporalRuntime } from '../runtime.js';
 import { AtroposMetrics, type ServerReadings } from './atropos-metrics.js';
 import { openWandbRun } from './wandb-run.js';
+import { evalMetrics } from './wandb-eval.js';
+import type { WandbMetrics } from './local-run.js';
+import { envRunStatusQuery } from '../../workflows/env-run.js';
 
 /** Where a run's groups go, which decides when Atropos logs: after every group, or at the trainer's steps. */
 export type WandbCadence = { kind: 'process' } | { kind: 'serve'; batcherId: string; registeredName: string; startingStep: number };
@@ -70,6 +73,10 @@ export async function withWandbLogging<T>(options: WandbLoggingOptions, body: ()
   let trainerStep = cadence.kind === 'serve' ? cadence.startingStep : 0;
   let sentSinceLog = 0;
   let loggedStep = -1;
+  // Serve-mode evaluations (steps_per_eval), as Atropos logs them: with the next log, at the trainer's step then.
+  let pendingEval: WandbMetrics = {};
+  let evalStepSeen = -1;
+  const prefix = cadence.kind === 'serve' ? `${cadence.registeredName}_` : '';
   const feed = followGroups({
     client: temporal.client,
     connection: temporal.connection,
@@ -96,14 +103,29 @@ export async function withWandbLogging<T>(options: WandbLoggingOptions, body: ()
       .getHandle(cadence.batcherId)
       .query(batcherViewQuery)
       .then((v) => v.status.current_step, () => undefined);
+    await collectEvaluations();
     if (current === undefined || (current === trainerStep && !last)) return;
-    if (sentSinceLog > 0 && sentSinceLog >= env.min_items_sent_before_logging) {
-      sentSinceLog = 0;
+    const evaluated = Object.keys(pendingEval).length > 0;
+    const sent = sentSinceLog > 0 && sentSinceLog >= env.min_items_sent_before_logging;
+    if (sent || evaluated) {
       // W&B steps only grow: a last log at the step already logged goes one past it.
       loggedStep = Math.max(current, loggedStep + 1);
-      run.log(atropos.flush(Date.now(), readings()), loggedStep);
+      run.log({ ...(sent ? atropos.flush(Date.now(), readings()) : {}), ...pendingEval }, loggedStep);
+      if (sent) sentSinceLog = 0;
+      pendingEval = {};
     }
     trainerStep = current;
+  }
+  /** Takes the evaluations the env-run finished since the last look (the newest one's metrics when several did). */
+  async function collectEvaluations(): Promise<void> {
+    const status = await temporal.client.workflow.getHandle(options.envRunId).query(envRunStatusQuery).catch(() => undefined);
+    for (const result of status?.evaluation?.results ?? []) {
+      if (result.step <= evalStepSeen) continue;
+      evalStepSeen = result.step;
+      // Prefixed like the train keys: Atropos environments add their eval metrics to the log that prepends the name.
+      const keyed = Object.entries(evalMetrics(result.metrics, result.percentCorrect)).map(([k, v]) => [`${prefix}${k}`, v]);
+      pendingEval = { ...pendingEval, ...Object.fromEntries(keyed) };
+    }
   }
   let code = 1;
   try {
