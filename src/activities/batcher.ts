@@ -4,9 +4,15 @@ import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
 import type { BatcherState } from '../workflows/batcher-state.js';
 import { batcherViewQuery, statusEnvQuery } from '../workflows/batcher.js';
 
-/** The batcher's activities: its state through the store when it is too big for a payload. */
-export function createBatcherActivities({ store }: { store: TrajectoryStore }) {
+/**
+ * The batcher's activities: its state through the store when it is too big for a payload, and the release of a batch
+ * a `--trainer temporal` trainer has trained (`onTrained`: what `clotho api --retention` does with delivered groups).
+ */
+export function createBatcherActivities({ store, onTrained }: { store: TrajectoryStore; onTrained?: (refs: string[]) => Promise<void> }) {
   return {
+    async releaseTrainedGroups(refs: string[]): Promise<void> {
+      await onTrained?.(refs);
+    },
     async saveBatcherState(state: BatcherState, runId: string): Promise<StoreRef> {
       return store.put(storeKey('batcher', `state-${runId}`), state);
     },

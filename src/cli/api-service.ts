@@ -14,7 +14,15 @@ export async function createBatcherService(flags: ServiceFlags) {
   const temporal = await openTemporal();
   try {
     const store = openStore(flags.store);
-    const worker = await startBatcherWorker({ address: temporal.endpoint.address, connection: temporal.endpoint.connection, namespace: temporal.endpoint.namespace, store });
+    const retention = retentionFor(store, flags.retention);
+    const worker = await startBatcherWorker({
+      address: temporal.endpoint.address,
+      connection: temporal.endpoint.connection,
+      namespace: temporal.endpoint.namespace,
+      store,
+      // With --trainer temporal the batcher's own worker sees the acks: a trained batch's groups are released here.
+      ...(retention.onDelivered ? { onTrained: retention.onDelivered } : {}),
+    });
     await ensureBatcher(temporal.client, flags.batcherId, {
       trainer:
         flags.trainer === 'temporal'
@@ -25,7 +33,6 @@ export async function createBatcherService(flags: ServiceFlags) {
         ...(flags.idempotencyWindow === undefined ? {} : { seenCapacity: flags.idempotencyWindow }),
       },
     });
-    const retention = retentionFor(store, flags.retention);
     return {
       service: createTemporalTrajectoryService({
         client: temporal.client,

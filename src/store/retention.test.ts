@@ -1,11 +1,15 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, utimes } from 'node:fs/promises';
+import { mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleGroup } from '../../test/support/fake-trajectory-service.js';
 import { ensureS3ServerBinary, startS3Server, type S3Server } from '../../test/support/s3-server.js';
+import { waitFor } from '../../test/support/cli.js';
 import { testConnection, uniqueId, uniqueTaskQueue } from '../../test/support/temporal.js';
+import type { TrainStepInput } from '../activities/trainer.js';
 import { createTemporalTrajectoryService } from '../api/temporal-service.js';
 import { ScoredDataGroupSchema } from '../schema/scored-data.js';
 import { batcher, registerTrainerUpdate } from '../workflows/batcher.js';
@@ -141,6 +145,65 @@ retentionContract('directory', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'clotho-retention-store-'));
   dirs.push(dir);
   return new FileSystemStore(dir);
+});
+
+describe('--trainer temporal: retention ack', () => {
+  it("deletes a batch's groups once a trainer's trainStep completes it, and not before", async () => {
+    const temporal = await testConnection();
+    const dir = await mkdtemp(join(tmpdir(), 'clotho-retention-trained-'));
+    dirs.push(dir);
+    const store = new FileSystemStore(dir);
+    const { onDelivered } = retentionFor(store, parseRetention('ack'));
+    const queue = uniqueTaskQueue('retention-trained');
+    const trainerQueue = uniqueTaskQueue('retention-trainer');
+    const batcherWorker = await startBatcherWorker({ address: temporal.address, namespace: temporal.namespace, store, taskQueue: queue, onTrained: onDelivered! });
+    // The trainer holds each step until the test lets it finish: the blobs must outlive a batch in training.
+    let finish: (() => void) | undefined;
+    const training: string[][] = [];
+    const native = await NativeConnection.connect({ address: temporal.address });
+    const trainer = await Worker.create({
+      connection: native,
+      namespace: temporal.namespace,
+      taskQueue: trainerQueue,
+      activities: {
+        trainStep: async (input: TrainStepInput) => {
+          training.push(input.groups);
+          await new Promise<void>((resolve) => (finish = resolve));
+        },
+      },
+    });
+    const trainerRun = trainer.run();
+    try {
+      const batcherId = uniqueId('batcher-trained');
+      const handle = await temporal.client.workflow.start(batcher, {
+        taskQueue: queue,
+        workflowId: batcherId,
+        args: [{ trainer: { kind: 'temporal', taskQueue: trainerQueue, heartbeatTimeoutMs: 30_000 } }],
+      });
+      await handle.executeUpdate(registerTrainerUpdate, {
+        args: [{ wandb_group: '', wandb_project: '', batch_size: 4, max_token_len: 10, checkpoint_dir: '', save_checkpoint_interval: 1, starting_step: 0, num_steps: 10 }],
+      });
+      const service = createTemporalTrajectoryService({ client: temporal.client, store, batcherId });
+      await service.ingestGroups(['p', 'q'].map((id) => ({ group: ScoredDataGroupSchema.parse(sampleGroup(2, 3)), idempotencyKey: id })));
+      const groups = ['p', 'q'].map(apiKey);
+      await waitFor(() => training.length === 1, 30_000, 'the trainer to get the batch');
+      expect([...training[0]!].sort()).toEqual([...groups].sort());
+      expect(await keys(store)).toEqual(expect.arrayContaining(groups));
+      finish!();
+      await waitFor(async () => (await keys(store)).every((k) => !groups.includes(k)), 30_000, 'the trained groups to be deleted');
+      if (process.env.CLOTHO_RECORD_HISTORIES === '1') {
+        // A batcher that released a trained batch, for test/replay.
+        await writeFile(new URL('../../test/replay/histories/batcher-trained-release.json', import.meta.url), historyToJSON(await handle.fetchHistory()));
+      }
+      await handle.terminate();
+    } finally {
+      finish?.();
+      trainer.shutdown();
+      await trainerRun;
+      await native.close();
+      await batcherWorker.shutdown();
+    }
+  });
 });
 
 describe('directory store: sweep by age', () => {

@@ -141,6 +141,8 @@ export async function startBatcherWorker(setup: {
   namespace: string;
   store: TrajectoryStore;
   taskQueue?: string;
+  /** Called with the groups of each batch a `--trainer temporal` trainer trained (retention deletes them). */
+  onTrained?: (refs: string[]) => Promise<void>;
 }): Promise<RunningWorkers> {
   installRuntime();
   const connection = await NativeConnection.connect(setup.connection ?? { address: setup.address });
@@ -150,7 +152,7 @@ export async function startBatcherWorker(setup: {
     taskQueue: setup.taskQueue ?? BATCHER_TASK_QUEUE,
     workflowBundle: await workflowBundle(),
     stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START,
-    activities: createBatcherActivities({ store: setup.store }),
+    activities: createBatcherActivities({ store: setup.store, ...(setup.onTrained ? { onTrained: setup.onTrained } : {}) }),
   });
   const done = worker.run().finally(() => connection.close());
   return {

@@ -52,6 +52,8 @@ export type TrainerMode = { kind: 'http' } | { kind: 'temporal'; taskQueue: stri
 export const BATCHER_PUSHES_ROOM = 'clotho-batcher-pushes-room';
 /** Marks batchers whose room pushes carry each env's weighted share (pushed again when the shares change). */
 export const BATCHER_WEIGHTED_ROOM = 'clotho-batcher-weighted-room';
+/** Marks batchers that, fed by `--trainer temporal`, release each trained batch's groups (`--retention ack`). */
+export const BATCHER_RELEASES_TRAINED = 'clotho-batcher-releases-trained';
 
 export interface BatcherInput {
   options?: Partial<BatcherOptions>;
@@ -194,6 +196,8 @@ async function feedTrainer(
   stop: () => boolean,
   heartbeats: boolean,
 ): Promise<void> {
+  // Retention never fails a batch: the activity reports its own errors, and a few quick attempts cover a restart.
+  const { releaseTrainedGroups } = proxyActivities<BatcherActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 5 } });
   const { trainStep } = proxyActivities<TrainerActivities>({
     taskQueue: trainer.taskQueue,
     startToCloseTimeout: '2 hours',
@@ -207,14 +211,22 @@ async function feedTrainer(
     seen = changes();
     const batch = takeBatch(state, { now: Date.now(), durationMs: TRAINER_LEASE_MS }, 'oldest');
     if (batch.status !== 'batch') continue;
+    const refs = batch.groups.map((g) => g.ref);
+    let trained = false;
     try {
-      await trainStep({ batchId: batch.batchId, step: batch.step, groups: batch.groups.map((g) => g.ref) });
+      await trainStep({ batchId: batch.batchId, step: batch.step, groups: refs });
       ackBatch(state, batch.batchId);
+      trained = true;
     } catch (error) {
       // Only a trainer's non-retryable failure ends up here (retries are unlimited): drop the batch, counted,
       // rather than let one bad batch stop the batcher.
       log.error('trainer refused a batch; its groups are dropped', { batchId: batch.batchId, error: String(error) });
       dropBatch(state, batch.batchId, 'trainer_failed');
+    }
+    // The trainer's completion is the ack `--retention ack` waits for; the batcher worker's process applies the policy.
+    // Blobs left by a release that failed are the age sweep's; the batch stays trained.
+    if (trained && patched(BATCHER_RELEASES_TRAINED)) {
+      await releaseTrainedGroups(refs).catch((error) => log.warn('trained groups not released', { batchId: batch.batchId, error: String(error) }));
     }
     seen = -1;
   }

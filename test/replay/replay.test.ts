@@ -99,6 +99,8 @@ describe('replay of recorded histories', () => {
     'rollout-group-tools-one-step-finish.json',
     'batcher-weighted.json',
     'env-run-weighted.json',
+    // A --trainer temporal batcher releasing a trained batch (src/store/retention.test.ts records it).
+    'batcher-trained-release.json',
   ])('replays %s against the current workflow code', async (name) => {
     const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
     expect(history.events.length).toBeGreaterThan(10);

@@ -146,9 +146,6 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
     return 2;
   }
   const retention = flags.data.retention;
-  if (flags.data.trainer === 'temporal' && retention.ack && retention.maxAgeMs === null) {
-    io.err('clotho api: --retention ack deletes nothing with --trainer temporal (its acks stay inside the batcher); add a duration, e.g. --retention ack,2d');
-  }
   const { service, close } = await deps.createService({
     trainer: flags.data.trainer,
     trainerTaskQueue: flags.data['trainer-task-queue'],
