@@ -15,12 +15,14 @@ import {
 import { bearerAuth } from './auth.js';
 import { keepExactNumbers } from './exact-json.js';
 import { gzipResponses } from './gzip.js';
+import { HotScoredDataListPostSchema, HotScoredDataPostSchema, parseHotFirst } from './hot-path.js';
 import { ingest, summarise, toIngestGroup } from './ingest.js';
 import { IrregularInput } from './irregular.js';
 import { laxNumbers } from './lax-numbers.js';
 import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from './metrics.js';
 import { groupJson, responseJson } from './render.js';
 import { readJson, toDetail, unprocessable, validate } from './request.js';
+import { keepsAsPosted } from './stored-group.js';
 import { UnknownEnvError, type TrajectoryService } from './service.js';
 
 /** 64 MiB: far above any real group (Atropos envs gzip bodies), low enough to stop a gzip bomb. */
@@ -70,10 +72,10 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
    * Reads posted groups: strictly, or else with numbers made lax as pydantic makes them (`coerced` says which
    * groups); then their free-form numbers are kept as posted.
    */
-  const scoredBody = async <S extends z.ZodType>(c: Context, schema: S) => {
+  const scoredBody = async <S extends z.ZodType>(c: Context, hot: z.ZodType<z.output<S>>, schema: S) => {
     const read = await readJson(c, maxBodyBytes);
     if (read instanceof Response) return read;
-    const strict = schema.safeParse(read.value, { reportInput: true });
+    const strict = parseHotFirst(hot, schema, read.value);
     let data: z.output<S>;
     let coerced: boolean[] = [];
     if (strict.success) data = strict.data;
@@ -87,7 +89,8 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
     }
     const groups: unknown = data;
     keepExactNumbers(read.text, (Array.isArray(groups) ? groups : [groups]) as Record<string, unknown>[]);
-    return { data, coerced };
+    // What was posted, when validation took it strictly: a single group may then be stored as it came.
+    return { data, coerced, posted: strict.success ? read : undefined };
   };
   /** JSON text written by `render.ts` (floats as floats, free-form numbers as posted). */
   const jsonText = (c: Context, text: string) => c.body(text, 200, { 'Content-Type': 'application/json' });
@@ -185,16 +188,17 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
   });
 
   app.post('/scored_data', async (c) => {
-    const req = await scoredBody(c, ScoredDataPostSchema);
+    const req = await scoredBody(c, HotScoredDataPostSchema, ScoredDataPostSchema);
     if (req instanceof Response) return req;
-    const results = await ingest(c, service, [toIngestGroup(req.data, c.req.header('Idempotency-Key'))], true);
+    const raw = req.posted && keepsAsPosted(req.posted.value, req.data) ? req.posted.bytes : undefined;
+    const results = await ingest(c, service, [toIngestGroup(req.data, c.req.header('Idempotency-Key'), raw)], true);
     if (results instanceof Response) return results;
     irregular.record([req.data], req.coerced);
     return c.json(results[0]);
   });
 
   app.post('/scored_data_list', async (c) => {
-    const req = await scoredBody(c, ScoredDataListPostSchema);
+    const req = await scoredBody(c, HotScoredDataListPostSchema, ScoredDataListPostSchema);
     if (req instanceof Response) return req;
     const groups = req.data.map((post) => toIngestGroup(post));
     const results = groups.length > 0 ? await ingest(c, service, groups, false) : [];

@@ -5,14 +5,16 @@ import { QueueFullError, UnknownEnvError, type IngestGroup, type TrajectoryServi
 import { unprocessable } from './request.js';
 
 /**
- * Takes Clotho's additions out of a posted group, leaving Atropos's 14 keys. Its messages are as posted (Atropos
+ * Takes Clotho's additions out of a posted group, leaving Atropos's 14 keys; `raw` is its posted JSON when that reads
+ * back as the group (`keepsAsPosted`). Its messages are as posted (Atropos
  * takes any content); nothing on the way to the trainer reads them, so they pass as the group type's messages.
  */
-export function toIngestGroup(post: ScoredDataPost, fallbackKey?: string): IngestGroup {
+export function toIngestGroup(post: ScoredDataPost, fallbackKey?: string, raw?: Uint8Array): IngestGroup {
   const { idempotency_key, policy_version, ...group } = post;
   const idempotencyKey = idempotency_key ?? fallbackKey;
   return {
     group: group as ScoredDataGroup,
+    ...(raw === undefined ? {} : { raw }),
     ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     ...(policy_version === undefined ? {} : { policyVersion: policy_version }),
   };

@@ -35,25 +35,31 @@ async function* streamChunks(stream: ReadableStream<Uint8Array>): AsyncIterable<
   }
 }
 
+/** Node's request under @hono/node-server (absent under `app.request` in tests). */
+type NodeIncoming = AsyncIterable<Uint8Array | string> & { readableEnded?: boolean; readableDidRead?: boolean; listenerCount?(event: string): number };
+
 /**
- * The raw request body. A GET body (Atropos's env client sends `GET /status-env` with JSON) never
- * reaches the Fetch `Request`, so it is read from the Node request that @hono/node-server passes.
+ * The raw request body. Read from the Node request that @hono/node-server passes when nothing has read it yet: the
+ * Fetch `Request`'s body stream around it copies every chunk once more, and a GET body (Atropos's env client sends
+ * `GET /status-env` with JSON) never reaches it at all.
  */
 function rawChunks(c: Context): AsyncIterable<Uint8Array | string> | null {
   const method = c.req.method;
-  if (method !== 'GET' && method !== 'HEAD') return c.req.raw.body ? streamChunks(c.req.raw.body) : null;
-  const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
-  const readable = incoming as (AsyncIterable<Uint8Array | string> & { readableEnded?: boolean }) | undefined;
-  if (!readable || typeof readable[Symbol.asyncIterator] !== 'function' || readable.readableEnded) return null;
-  return readable;
+  const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming as NodeIncoming | undefined;
+  const readable = incoming !== undefined && typeof incoming[Symbol.asyncIterator] === 'function' && !incoming.readableEnded;
+  // A listener means the Fetch body stream already draws from it: then that stream is the body.
+  const untouched = readable && !incoming.readableDidRead && (incoming.listenerCount?.('data') ?? 0) === 0 && (incoming.listenerCount?.('readable') ?? 0) === 0;
+  if (method === 'GET' || method === 'HEAD') return readable ? incoming : null;
+  if (untouched) return incoming;
+  return c.req.raw.body ? streamChunks(c.req.raw.body) : null;
 }
 
 /**
- * Reads the body as JSON: undefined when there is none; `text` is the body itself. Gzip bodies are inflated;
- * `maxBytes` bounds both the bytes received and the bytes inflated. On failure returns the error response:
+ * Reads the body as JSON: undefined when there is none; `text` and `bytes` are the body itself. Gzip bodies are
+ * inflated; `maxBytes` bounds both the bytes received and the bytes inflated. On failure returns the error response:
  * 413, 400 `Invalid gzip payload`, or 422 for malformed JSON as FastAPI answers.
  */
-export async function readJson(c: Context, maxBytes: number): Promise<{ value: unknown; text: string } | Response> {
+export async function readJson(c: Context, maxBytes: number): Promise<{ value: unknown; text: string; bytes: Uint8Array } | Response> {
   const tooLarge = () => c.json({ detail: `Request body larger than ${maxBytes} bytes` }, 413);
   if (Number(c.req.header('Content-Length') ?? 0) > maxBytes) return tooLarge();
   const chunks = rawChunks(c);
@@ -66,10 +72,10 @@ export async function readJson(c: Context, maxBytes: number): Promise<{ value: u
     if (error instanceof GzipBodyError) return error.reason === 'too_large' ? tooLarge() : c.text('Invalid gzip payload', 400);
     throw error;
   }
-  const text = Buffer.from(bytes).toString('utf8');
-  if (text.trim() === '') return { value: undefined, text };
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+  if (text.trim() === '') return { value: undefined, text, bytes };
   try {
-    return { value: JSON.parse(text), text };
+    return { value: JSON.parse(text), text, bytes };
   } catch (error) {
     return unprocessable(c, [{ loc: ['body'], msg: `JSON decode error: ${(error as Error).message}`, type: 'json_invalid' }]);
   }

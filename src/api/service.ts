@@ -20,6 +20,11 @@ export interface IngestGroup {
   idempotencyKey?: string;
   /** The policy (trainer step) that generated the group. */
   policyVersion?: number;
+  /**
+   * The group's JSON as posted, when it reads back as `group` (`keepsAsPosted`): a durable service may store these
+   * bytes rather than serialise `group` again.
+   */
+  raw?: Uint8Array;
 }
 
 /** What `GET /batch` found. */

@@ -20,9 +20,10 @@ import {
   type batcher,
 } from '../workflows/batcher.js';
 import { acceptedKeys } from './accepted-keys.js';
-import { fromStored, toStored } from './exact-json.js';
+import { coalesced } from './coalesce.js';
 import { DEFAULT_MAX_QUEUE_GROUPS, QueueBound, type Refusals } from './queue-bound.js';
 import { UnknownEnvError, type IngestGroup, type TrajectoryService } from './service.js';
+import { groupBlob, storedGroup } from './stored-group.js';
 
 export interface TemporalServiceOptions {
   client: Client;
@@ -55,7 +56,7 @@ export function createTemporalTrajectoryService({
   const bound = new QueueBound(maxQueueGroups, async () => (await view()).metrics.waitingGroups);
   const accepted = acceptedKeys(store, batcherId);
   const withEnvId = (ref: GroupRef, stored: ScoredDataGroup) => {
-    const group = fromStored(stored);
+    const group = storedGroup(stored);
     return ref.envId !== null && group.env_id === null ? { ...group, env_id: ref.envId } : group;
   };
   const readGroups = (refs: GroupRef[]) => Promise.all(refs.map(async (ref) => withEnvId(ref, await store.get<ScoredDataGroup>(ref.ref))));
@@ -64,7 +65,7 @@ export function createTemporalTrajectoryService({
     const waiting = results.at(-1)?.waiting;
     if (waiting !== undefined) bound.report(waiting);
     return results;
-  }, INGEST_LANES);
+  }, INGEST_COALESCING);
   // Env ids seen registered: they only disappear with a reset, which the batcher's validator catches anyway.
   const knownEnvs = new Set<number>();
   const unknownEnvs = async (ids: number[]) => {
@@ -156,9 +157,10 @@ export function createTemporalTrajectoryService({
   /** Queues groups whose keys are not recorded as accepted, within the bound, and records their keys. */
   async function ingestFresh(groups: IngestGroup[]): Promise<IngestResult[]> {
     const release = await bound.admit(groups.length);
+    const handedOver = ingest.announce(groups.length);
     try {
       const refs = await Promise.all(groups.map((g) => storeGroup(store, g)));
-      const results = await ingestRefs(refs, groups);
+      const results = await ingestRefs(refs, groups, handedOver);
       // A refused group is never trained on; a duplicate's key is its first post's blob, which stays.
       const refused = refs.filter((_, i) => REFUSED.has(results[i]!.outcome));
       if (onDelivered && refused.length > 0) await onDelivered(refused.map((r) => r.ref));
@@ -166,13 +168,16 @@ export function createTemporalTrajectoryService({
       await Promise.all(groups.flatMap((g) => (g.idempotencyKey === undefined ? [] : [accepted.record(g.idempotencyKey)])));
       return results.map(toWire);
     } finally {
+      handedOver();
       release();
     }
   }
 
-  async function ingestRefs(refs: GroupRef[], groups: IngestGroup[]): Promise<BatcherIngestResult[]> {
+  async function ingestRefs(refs: GroupRef[], groups: IngestGroup[], handedOver: () => void): Promise<BatcherIngestResult[]> {
     try {
-      return await ingest(refs);
+      const results = ingest(refs);
+      handedOver();
+      return await results;
     } catch (error) {
       // The batcher's validator has the last word on env ids (a reset may have raced the check above).
       if (!(error instanceof WorkflowUpdateFailedError && /unknown env_id/.test(String(error.cause?.message)))) throw error;
@@ -188,17 +193,23 @@ const DUPLICATE: IngestResult = { status: 'received', duplicate: true };
 /** Batcher outcomes of groups it will never serve. */
 const REFUSED = new Set<BatcherIngestResult['outcome']>(['stale', 'empty', 'too_long']);
 
-/** Ingest updates in flight at once from one API process (Temporal allows 10 per workflow). */
-const INGEST_LANES = 3;
+/**
+ * How posts join into ingest updates. Each update costs the batcher a workflow task (a few ms of CPU in this process
+ * and in Temporal's server, whatever its size), so groups go in as few as keep up with the posts: one update in flight
+ * at a time, the groups posted meanwhile together in the next, and a free update waits briefly for groups still
+ * being written to the store. Far below Temporal's limit of 10 updates in flight per workflow, however many
+ * environments post at once.
+ */
+const INGEST_COALESCING = { lanes: 1, lingerMs: 2 };
 
 /**
- * Writes a posted group to the store; its key derives from the idempotency key when there is one. Free-form numbers
- * kept exact go beside the plain group (`toStored`), since the store writes plain JSON.
+ * Writes a posted group to the store (as posted when it can be, `stored-group.ts`); its key derives from the
+ * idempotency key when there is one.
  */
 async function storeGroup(store: TrajectoryStore, posted: IngestGroup): Promise<GroupRef> {
   const id = posted.idempotencyKey ?? `api-${randomUUID()}`;
   const key = storeKey('api', createHash('sha256').update(id).digest('hex'));
-  await store.put(key, toStored(posted.group));
+  await store.put(key, groupBlob(posted));
   return {
     id,
     ref: key,
@@ -249,39 +260,4 @@ function toMetrics({ metrics, envs }: BatcherView, refused: Refusals): MetricsSn
       };
     }),
   };
-}
-
-/**
- * Joins concurrent calls into few: up to `lanes` calls run at once, and arguments arriving meanwhile queue up to
- * go together in the next call, each caller receiving its own slice of the results. Keeps the batcher far below
- * Temporal's limit of 10 updates in flight, however many environments post at once. When a joined call fails,
- * each caller's part is tried alone, so that one caller's bad input fails only that caller.
- */
-function coalesced<T, R>(call: (items: T[]) => Promise<R[]>, lanes: number): (items: T[]) => Promise<R[]> {
-  let pending: { items: T[]; resolve: (r: R[]) => void; reject: (e: unknown) => void }[] = [];
-  let running = 0;
-  const drain = async () => {
-    running++;
-    while (pending.length > 0) {
-      const batch = pending;
-      pending = [];
-      try {
-        const results = await call(batch.flatMap((p) => p.items));
-        let offset = 0;
-        for (const p of batch) {
-          p.resolve(results.slice(offset, offset + p.items.length));
-          offset += p.items.length;
-        }
-      } catch (error) {
-        if (batch.length === 1) batch[0]!.reject(error);
-        else await Promise.all(batch.map((p) => call(p.items).then(p.resolve, p.reject)));
-      }
-    }
-    running--;
-  };
-  return (items) =>
-    new Promise<R[]>((resolve, reject) => {
-      pending.push({ items, resolve, reject });
-      if (running < lanes) void drain();
-    });
 }

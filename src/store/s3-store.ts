@@ -1,6 +1,6 @@
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import type { StoreRef } from '../schema/rollout.js';
-import { storeKey, type StoredEntry, type TrajectoryStore } from './trajectory-store.js';
+import { serialised, storeKey, type StoredEntry, type TrajectoryStore } from './trajectory-store.js';
 
 /** Where an `s3://bucket/prefix` store keeps its entries, and how to address the server. */
 export interface S3Location {
@@ -127,7 +127,7 @@ export class S3Store implements TrajectoryStore {
   async put(key: string, value: unknown): Promise<StoreRef> {
     const { s3, sdk } = await this.connect();
     await s3.send(
-      new sdk.PutObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), Body: JSON.stringify(value), ContentType: 'application/json' }),
+      new sdk.PutObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), Body: serialised(value), ContentType: 'application/json' }),
     );
     return { key };
   }

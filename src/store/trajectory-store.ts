@@ -7,6 +7,7 @@ import type { StoreRef } from '../schema/rollout.js';
  * messages. Keys are deterministic, so a retried activity overwrites what its failed attempt wrote.
  */
 export interface TrajectoryStore {
+  /** Writes `value` as JSON under `key`; a {@link JsonBytes} is written as it is. */
   put(key: string, value: unknown): Promise<StoreRef>;
   get<T = unknown>(ref: StoreRef | string): Promise<T>;
   /** The value under a key, or undefined when nothing was written there (a checkpoint not yet taken). */
@@ -29,6 +30,17 @@ export interface StoredEntry {
   /** When it was last written. */
   modified: Date;
 }
+
+/**
+ * A value already written as JSON (a posted group kept as it came): `put` stores these bytes as they are instead of
+ * serialising a parsed copy again, which for a group's token arrays costs more than parsing them did.
+ */
+export class JsonBytes {
+  constructor(readonly bytes: Uint8Array) {}
+}
+
+/** What `put` writes for a value. */
+export const serialised = (value: unknown): Uint8Array | string => (value instanceof JsonBytes ? value.bytes : JSON.stringify(value));
 
 const KEY = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
 
@@ -70,7 +82,7 @@ export class FileSystemStore implements TrajectoryStore {
       this.made.add(dir);
     }
     const temporary = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-    const text = JSON.stringify(value);
+    const text = serialised(value);
     try {
       await writeFile(temporary, text);
     } catch (error) {
