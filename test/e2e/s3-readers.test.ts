@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { runClotho, spawnClotho, waitFor, type CliRun } from '../support/cli.js';
+import { runClotho, startClothoView, type CliRun } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { ensureS3ServerBinary, startS3Server, type S3Server } from '../support/s3-server.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
@@ -33,17 +33,8 @@ afterAll(async () => {
 const lines = async (path: string) => (await readFile(path, 'utf8')).split('\n').filter((l) => l.trim() !== '');
 
 /** Starts `clotho view` and waits for the address it listens on. */
-async function startView(args: string[], env: Record<string, string>): Promise<string> {
-  const run = spawnClotho(['view', ...args, '--port', '0', '--no-temporal', '--tokenizer', 'none'], env);
-  children.push(run);
-  let url = '';
-  await waitFor(() => {
-    url = /listening on (http:\/\/\S+\/)/.exec(run.stdout())?.[1] ?? '';
-    if (run.child.exitCode !== null) throw new Error(`clotho view exited ${run.child.exitCode}: ${run.stderr()}`);
-    return url !== '';
-  }, 60_000, 'clotho view to listen');
-  return url;
-}
+/** `clotho view` of the bucket's runs, with no Temporal and no tokenizer. */
+const startView = (args: string[], env: Record<string, string>) => startClothoView([...args, '--no-temporal', '--tokenizer', 'none'], env, children);
 
 const getJson = async (url: string) => (await fetch(url)).json() as Promise<any>;
 

@@ -12,6 +12,7 @@ import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startScriptedOpenAI, type Responder, type ScriptedOpenAI } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
 import { freePort } from '../../temporal-dev/index.js';
+import { prometheusSamples } from '../support/prometheus.js';
 
 let api: ApiProcess | undefined;
 let model: ScriptedOpenAI | undefined;
@@ -65,7 +66,7 @@ describe('clotho serve --env.steps_per_eval', () => {
       await waitFor(async () => {
         if (done) return true;
         if (!scraped && serve.stdout().includes('evaluation at step 2')) {
-          scraped = samples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+          scraped = prometheusSamples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
         }
         const { batch } = (await http.get('/batch')).json as { batch: unknown[] | null };
         if (batch) steps.push(steps.length + 1);
@@ -140,13 +141,3 @@ describe('clotho serve --env.steps_per_eval', () => {
   });
 });
 
-/** The samples of a Prometheus text page, `name{labels}` → value. */
-function samples(text: string): Map<string, number> {
-  const map = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    map.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return map;
-}

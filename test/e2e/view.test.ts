@@ -11,7 +11,7 @@ import { MASKED, MASKED_LOGPROB, ScoredDataGroupSchema, type Message, type Score
 import { repoRoot } from '../../src/store/paths.js';
 import { FileSystemStore } from '../../src/store/trajectory-store.js';
 import { apiClient, startApiProcess, TRAINER } from '../support/api-process.js';
-import { runClotho, spawnClotho, waitFor, type CliRun } from '../support/cli.js';
+import { runClotho, startClothoView, waitFor, type CliRun } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kItems, gsm8kResponder } from '../support/gsm8k-model.js';
 import { defaultLogprob, encodeChat, encodeCompletion, startScriptedOpenAI } from '../support/scripted-openai.js';
 import { testConnection, uniqueId } from '../support/temporal.js';
@@ -150,17 +150,7 @@ async function writeStoreRun(store: FileSystemStore): Promise<void> {
 // --- the page -----------------------------------------------------------------------------------------------------
 
 /** Starts `clotho view` and waits for the address it listens on. */
-async function startView(args: string[], env: Record<string, string> = {}): Promise<string> {
-  const run = spawnClotho(['view', ...args, '--port', '0'], env);
-  children.push(run);
-  let url = '';
-  await waitFor(() => {
-    url = /listening on (http:\/\/\S+\/)/.exec(run.stdout())?.[1] ?? '';
-    if (run.child.exitCode !== null) throw new Error(`clotho view exited ${run.child.exitCode}: ${run.stderr()}`);
-    return url !== '';
-  }, 30_000, 'clotho view to listen');
-  return url;
-}
+const startView = (args: string[], env: Record<string, string> = {}) => startClothoView(args, env, children);
 
 /** Waits until the list shows the answer to the filters `query` (the page's own record of what it loaded). */
 async function listed(page: Page, query: string): Promise<{ groups: number; rollouts: number; summary: string }> {

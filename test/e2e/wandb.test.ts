@@ -11,6 +11,7 @@ import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kItems, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 import { startRecordingWandbServer } from '../support/wandb-server.js';
+import { prometheusSamples } from '../support/prometheus.js';
 
 let model: ScriptedOpenAI;
 let dir: string;
@@ -162,7 +163,7 @@ describe('clotho serve --env.use_wandb --metrics-port', () => {
 
       // Backpressure holds the run at 2 batches × 4 sequences = 4 groups of 2 delivered until the trainer takes a
       // batch; item 1 (both samples right) is dropped as all equal on the way.
-      const scrape = async () => samples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+      const scrape = async () => prometheusSamples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
       const delivered = 'clotho_groups_total{environment="gsm8k",status="delivered"}';
       await waitFor(async () => (await scrape().catch(() => new Map())).get(delivered) === 4, 60_000, 'four groups delivered');
       const m = await scrape();
@@ -216,16 +217,6 @@ describe('clotho serve --env.use_wandb --metrics-port', () => {
   });
 });
 
-/** The samples of a Prometheus text page, `name{labels}` → value. */
-function samples(text: string): Map<string, number> {
-  const map = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    map.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return map;
-}
 
 describe('clotho evaluate --env.use_wandb', () => {
   it("logs Atropos's eval metrics to a W&B run at step 0", async () => {

@@ -48,3 +48,16 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** Starts `clotho view` on a free port and resolves with its URL once it listens; `started` gets the process to stop. */
+export async function startClothoView(args: string[], env: Record<string, string>, started: CliRun[]): Promise<string> {
+  const run = spawnClotho(['view', ...args, '--port', '0'], env);
+  started.push(run);
+  let url = '';
+  await waitFor(() => {
+    url = /listening on (http:\/\/\S+\/)/.exec(run.stdout())?.[1] ?? '';
+    if (run.child.exitCode !== null) throw new Error(`clotho view exited ${run.child.exitCode}: ${run.stderr()}`);
+    return url !== '';
+  }, 60_000, 'clotho view to listen');
+  return url;
+}

@@ -10,6 +10,7 @@ import { guessNumber } from '../support/environments.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { openAIError } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
+import { prometheusSamples } from '../support/prometheus.js';
 
 let harness: Harness | undefined;
 let server: MetricsServer | undefined;
@@ -21,16 +22,6 @@ afterEach(async () => {
   harness = server = dir = undefined;
 });
 
-/** The samples of a Prometheus text page, `name{labels}` → value, exactly as rendered. */
-function samples(text: string): Map<string, number> {
-  const map = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    map.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return map;
-}
 
 describe('worker /metrics on a real dev server', () => {
   it('counts attempts, retries, latencies, tokens and the run’s groups by status and reason', async () => {
@@ -65,7 +56,7 @@ describe('worker /metrics on a real dev server', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await response.text();
-    const m = samples(text);
+    const m = prometheusSamples(text);
     expect(m.get('clotho_activity_attempts_total{activity="generateTurn",outcome="failed",error_type="ServerError"}')).toBe(2);
     expect(m.get('clotho_activity_attempts_total{activity="generateTurn",outcome="completed"}')).toBe(2);
     expect(m.get('clotho_activity_retries_total{activity="generateTurn"}')).toBe(2);
