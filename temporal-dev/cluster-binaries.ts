@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
-import { constants } from 'node:fs';
-import { access, mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { clothoHome } from '../src/store/paths.js';
+import { isExecutableFile } from './cli.js';
 
 const run = promisify(execFile);
 
@@ -42,15 +42,6 @@ const HOW_TO_GET_THEM =
   'Either set TEMPORAL_SERVER_PATH and TEMPORAL_SQL_TOOL_PATH to the `temporal-server` and `temporal-sql-tool` of a ' +
   'Temporal release (https://github.com/temporalio/temporal/releases), or install Go so Clotho can build ' +
   `go.temporal.io/server@${TEMPORAL_SERVER_VERSION} through the Go module proxy.`;
-
-async function isExecutableFile(path: string): Promise<boolean> {
-  try {
-    await access(path, constants.X_OK);
-    return (await stat(path)).isFile();
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Returns the Temporal server and SQL tool: `TEMPORAL_SERVER_PATH` / `TEMPORAL_SQL_TOOL_PATH` if set, else the

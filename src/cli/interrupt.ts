@@ -21,3 +21,16 @@ export function interruption(): { promise: Promise<never>; dispose(): void } {
   promise.catch(() => undefined);
   return { promise, dispose };
 }
+
+/** Resolves on the next SIGINT or SIGTERM: how a serving command (api, view, proxy, inference) waits to be stopped. */
+export function untilInterrupted(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}

@@ -5,6 +5,7 @@ import { startApiServer } from '../api/server.js';
 import { ServerConfigSchema, SERVER_TYPES, type ServerConfig } from '../schema/config.js';
 import { createManagedProxy } from './managed-proxy.js';
 import { loadTokenizer } from './tokenizer.js';
+import { untilInterrupted } from '../cli/interrupt.js';
 
 /**
  * The proxy's config file, as Atropos's `managed_server_proxy --config servers.json` reads it:
@@ -91,15 +92,7 @@ export async function proxyCommand(args: string[], io: { out(line: string): void
   }
   const running = await startManagedProxy({ config, host: flags.host, port: flags.port });
   io.out(`clotho proxy listening on ${running.url} for ${config.model_name} (${config.servers.length} server(s)); Ctrl-C to stop`);
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  await untilInterrupted();
   await running.close();
   return 0;
 }

@@ -2,18 +2,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import gsm8k from '../../environments/gsm8k/index.js';
 import type { EnvRunInput } from '../../src/schema/rollout.js';
 import { envRun } from '../../src/workflows/env-run.js';
-import {
-  batcher,
-  batcherViewQuery,
-  ingestGroupsUpdate,
-  registerEnvUpdate,
-  registerTrainerUpdate,
-  takeBatchUpdate,
-  type BatcherInput,
-} from '../../src/workflows/batcher.js';
+import { batcherViewQuery, ingestGroupsUpdate, takeBatchUpdate } from '../../src/workflows/batcher.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { waitFor } from '../support/cli.js';
+import { startHarnessBatcher } from '../support/batchers.js';
 import { uniqueId } from '../support/temporal.js';
 
 let harness: Harness | undefined;
@@ -21,22 +14,6 @@ afterEach(async () => {
   await harness?.close();
   harness = undefined;
 });
-
-/** A batcher on the harness's workflow queue with a registered trainer (batches of one 4-sample group) and env 0. */
-async function startBatcher(h: Harness, options: BatcherInput['options'] = {}) {
-  const handle = await h.temporal.client.workflow.start(batcher, {
-    taskQueue: h.queues.workflows,
-    workflowId: uniqueId('batcher'),
-    args: [{ trainer: { kind: 'http' }, options }],
-  });
-  await handle.executeUpdate(registerTrainerUpdate, {
-    args: [{ wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 4096, checkpoint_dir: '', save_checkpoint_interval: -1, starting_step: 0, num_steps: 100 }],
-  });
-  await handle.executeUpdate(takeBatchUpdate, { args: [{}] });
-  const env = await handle.executeUpdate(registerEnvUpdate, { args: [{ max_token_length: 4096, desired_name: 'gsm8k', weight: 1, group_size: 4 }] });
-  if (env.status !== 'success') throw new Error('env did not register');
-  return handle;
-}
 
 function envRunInput(h: Harness, batcherId: string, overrides: Partial<EnvRunInput> = {}): EnvRunInput {
   return {
@@ -57,7 +34,7 @@ describe('envRun feeding a batcher on a real dev server', () => {
       envConfig: { data_path: GSM8K_TEST, group_size: 4 },
       responder: gsm8kResponder((_item, sample) => sample === 0),
     });
-    const batcherHandle = await startBatcher(harness);
+    const batcherHandle = await startHarnessBatcher(harness);
     const run = await harness.temporal.client.workflow.start(envRun, {
       taskQueue: harness.queues.workflows,
       workflowId: uniqueId('env-run'),
@@ -102,7 +79,7 @@ describe('envRun feeding a batcher on a real dev server', () => {
       },
     });
     // Groups more than one step behind the trainer are stale.
-    const batcherHandle = await startBatcher(harness, { maxStaleness: 1 });
+    const batcherHandle = await startHarnessBatcher(harness, { maxStaleness: 1 });
     const run = await harness.temporal.client.workflow.start(envRun, {
       taskQueue: harness.queues.workflows,
       workflowId: uniqueId('env-run'),

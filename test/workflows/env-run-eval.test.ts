@@ -2,7 +2,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import gsm8k from '../../environments/gsm8k/index.js';
 import type { EnvRunInput, EvalSchedule } from '../../src/schema/rollout.js';
-import { batcher, ingestGroupsUpdate, registerEnvUpdate, registerTrainerUpdate, takeBatchUpdate } from '../../src/workflows/batcher.js';
+import { ingestGroupsUpdate, takeBatchUpdate } from '../../src/workflows/batcher.js';
 import { envRun, envRunStatusQuery } from '../../src/workflows/env-run.js';
 import { evaluationId } from '../../src/workflows/env-run-eval.js';
 import { evaluation } from '../../src/workflows/evaluation.js';
@@ -10,6 +10,7 @@ import { waitFor } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { fastSteps, startHarness, type Harness } from '../support/harness.js';
 import { openAIError, type Responder } from '../support/scripted-openai.js';
+import { startHarnessBatcher } from '../support/batchers.js';
 import { uniqueId } from '../support/temporal.js';
 
 let harness: Harness | undefined;
@@ -52,18 +53,6 @@ function model(trainDelayMs = 0) {
   return { state, responder };
 }
 
-/** A batcher with a trainer taking batches of one 4-sample group, and env 0 registered. */
-async function startBatcher(h: Harness) {
-  const handle = await h.temporal.client.workflow.start(batcher, { taskQueue: h.queues.workflows, workflowId: uniqueId('batcher'), args: [{ trainer: { kind: 'http' }, options: {} }] });
-  await handle.executeUpdate(registerTrainerUpdate, {
-    args: [{ wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 4096, checkpoint_dir: '', save_checkpoint_interval: -1, starting_step: 0, num_steps: 100 }],
-  });
-  await handle.executeUpdate(takeBatchUpdate, { args: [{}] });
-  const env = await handle.executeUpdate(registerEnvUpdate, { args: [{ max_token_length: 4096, desired_name: 'gsm8k', weight: 1, group_size: 4 }] });
-  if (env.status !== 'success') throw new Error('env did not register');
-  return handle;
-}
-
 function input(h: Harness, batcherId: string, evaluation: Pick<EvalSchedule, 'handling' | 'limitRatio'>, overrides: Partial<EnvRunInput>): EnvRunInput {
   return {
     runId: h.runId,
@@ -90,7 +79,7 @@ function input(h: Harness, batcherId: string, evaluation: Pick<EvalSchedule, 'ha
 }
 
 /** The trainer takes its next batch (one of this env's groups, once it is there); returns the new step. */
-async function nextBatch(handle: Awaited<ReturnType<typeof startBatcher>>): Promise<number> {
+async function nextBatch(handle: Awaited<ReturnType<typeof startHarnessBatcher>>): Promise<number> {
   let step: number | undefined;
   await waitFor(async () => {
     const taken = await handle.executeUpdate(takeBatchUpdate, { args: [{}] });
@@ -111,7 +100,7 @@ describe('envRun evaluates every steps_per_eval trainer steps, on a real dev ser
     const { state, responder } = model();
     harness = await startHarness({ environment: gsm8k, envConfig: { data_path: GSM8K_TEST, group_size: 4 }, responder });
     const h = harness;
-    const batcherHandle = await startBatcher(h);
+    const batcherHandle = await startHarnessBatcher(h);
     const run = await h.temporal.client.workflow.start(envRun, {
       taskQueue: h.queues.workflows,
       workflowId: uniqueId('env-run'),
@@ -158,7 +147,7 @@ describe('envRun evaluates every steps_per_eval trainer steps, on a real dev ser
     const { state, responder } = model(150);
     harness = await startHarness({ environment: gsm8k, envConfig: { data_path: GSM8K_TEST, group_size: 4 }, responder });
     const h = harness;
-    const batcherHandle = await startBatcher(h);
+    const batcherHandle = await startHarnessBatcher(h);
     // No backpressure to speak of: only the in-flight limit bounds training.
     const sink = { kind: 'batcher' as const, workflowId: batcherHandle.workflowId, envId: 0, maxBatchesOffpolicy: 1000, stopAtStep: 100 };
     const run = await h.temporal.client.workflow.start(envRun, {

@@ -5,6 +5,7 @@ import { startApiServer, type RunningApiServer } from '../../api/server.js';
 import type { TrajectoryService } from '../../api/service.js';
 import { DEFAULT_MAX_QUEUE_GROUPS } from '../../api/queue-bound.js';
 import { parseRetention, type RetentionPolicy } from '../../store/retention.js';
+import { untilInterrupted } from '../interrupt.js';
 
 /** The flags that shape the service behind the API. */
 export interface ServiceFlags {
@@ -114,12 +115,6 @@ export function isLoopback(host: string): boolean {
   return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
-const untilSignal = () =>
-  new Promise<void>((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
-
 /** `clotho api`: serves until stopped; returns the exit code. */
 export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<number> {
   const io = deps.io ?? { out: (l: string) => console.log(l), err: (l: string) => console.error(l) };
@@ -162,7 +157,7 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
   try {
     const server = await startApiServer({ app, host, port });
     io.out(`clotho api listening on ${server.url}${token === undefined ? '' : ' (bearer token required)'}`);
-    await (deps.untilStopped ?? untilSignal)(server);
+    await (deps.untilStopped ?? untilInterrupted)(server);
     await server.close();
   } finally {
     await close?.();

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { startLocalEngine, type RunningLocalEngine } from '../../inference/local/start.js';
+import { untilInterrupted } from '../interrupt.js';
 
 const FlagsSchema = z.strictObject({
   model: z.string({ message: '--model is required' }).min(1),
@@ -45,15 +46,7 @@ export async function inferenceCommand(args: string[]): Promise<number> {
     return 1;
   }
   console.log(`serving ${running.modelName} at ${running.baseUrl} (${flags.slots} slots); Ctrl-C to stop`);
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  await untilInterrupted();
   await running.close();
   return 0;
 }

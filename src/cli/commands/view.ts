@@ -17,6 +17,7 @@ import { storeSource } from '../view/store-source.js';
 import { connectRunWorkflows, viewTemporal, type RunWorkflows } from '../view/temporal.js';
 import { decodersFor } from '../view/tokens.js';
 import { isLoopback } from './api.js';
+import { untilInterrupted } from '../interrupt.js';
 
 export const VIEW_USAGE = `Usage: clotho view [<groups.jsonl> ...] [--run <id> ...] [--api <url> ...] [options]
 
@@ -70,14 +71,8 @@ const FlagsSchema = z.strictObject({
   tokenizer: z.string().min(1).default('auto'),
 });
 
-const untilSignal = () =>
-  new Promise<void>((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
-
 /** `clotho view`: serves the viewer until Ctrl-C or SIGTERM. */
-export async function viewCommand(args: string[], io: CommandIo, untilStopped: () => Promise<void> = untilSignal): Promise<number> {
+export async function viewCommand(args: string[], io: CommandIo, untilStopped: () => Promise<void> = untilInterrupted): Promise<number> {
   let values: unknown;
   let positionals: string[];
   try {

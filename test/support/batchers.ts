@@ -1,0 +1,20 @@
+import type { BatcherInput } from '../../src/workflows/batcher.js';
+import { batcher, registerEnvUpdate, registerTrainerUpdate, takeBatchUpdate } from '../../src/workflows/batcher.js';
+import type { Harness } from './harness.js';
+import { uniqueId } from './temporal.js';
+
+/** A batcher on the harness's workflow queue with a registered trainer (batches of one 4-sample group) and env 0. */
+export async function startHarnessBatcher(h: Harness, options: BatcherInput['options'] = {}) {
+  const handle = await h.temporal.client.workflow.start(batcher, {
+    taskQueue: h.queues.workflows,
+    workflowId: uniqueId('batcher'),
+    args: [{ trainer: { kind: 'http' }, options }],
+  });
+  await handle.executeUpdate(registerTrainerUpdate, {
+    args: [{ wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 4096, checkpoint_dir: '', save_checkpoint_interval: -1, starting_step: 0, num_steps: 100 }],
+  });
+  await handle.executeUpdate(takeBatchUpdate, { args: [{}] });
+  const env = await handle.executeUpdate(registerEnvUpdate, { args: [{ max_token_length: 4096, desired_name: 'gsm8k', weight: 1, group_size: 4 }] });
+  if (env.status !== 'success') throw new Error('env did not register');
+  return handle;
+}
