@@ -22,6 +22,8 @@ export function itemOf(environments: Record<string, LoadedEnvironment>, address:
 /** The running activity's heartbeat and cancellation, as environment functions see them. */
 export function liveness(): Liveness {
   const context = Context.current();
+  // A local activity has no heartbeat (its workflow task's timeout is what notices a dead worker): a no-op there.
+  if (context.info.isLocal) return { signal: context.cancellationSignal, heartbeat: () => undefined };
   return { signal: context.cancellationSignal, heartbeat: (details) => context.heartbeat(details) };
 }
 

@@ -8,6 +8,7 @@ import { buildTrainingSequence, extendTrainingSequence, TokenizationDriftError }
 import type { Sampling, StoreRef } from '../schema/rollout.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { activeSamples } from './environment.js';
+import { liveness } from './environment-context.js';
 import { groupKey, loadGroupState, saveGroupDelta, type GroupAddress, type Trajectory } from './group-state.js';
 import { toolCallsOf } from './tool-calls.js';
 
@@ -63,6 +64,7 @@ export function createInferenceActivities({ inference, continuation, store }: In
   return {
     async generateTurn(input: GenerateTurnInput): Promise<GenerateTurnResult> {
       const context = Context.current();
+      const { signal, heartbeat } = liveness();
       const previous = await loadGroupState(store, input.state);
       const state = structuredClone(previous);
       const tokenIn = continuation?.(input.environment);
@@ -79,7 +81,7 @@ export function createInferenceActivities({ inference, continuation, store }: In
           topP: input.sampling.topP,
           ...(state.stop ? { stop: state.stop } : {}),
         };
-        const options = { signal: context.cancellationSignal, onProgress: () => context.heartbeat() };
+        const options = { signal, onProgress: () => heartbeat() };
         // Token ids cannot carry pixels: a conversation with images goes to the server as messages (vLLM renders the
         // image placeholders and returns the ids it used).
         if (!tokenIn || messageImages(trajectory.messages).length > 0) {
@@ -106,8 +108,9 @@ export function createInferenceActivities({ inference, continuation, store }: In
 
       const active = activeSamples(state);
       const completions = new Map<number, Completion>();
-      // Only an earlier attempt of this turn writes its checkpoints: the first attempt has none to read.
-      if (context.info.attempt > 1) {
+      // Only an earlier attempt of this turn writes its checkpoints: the first attempt has none to read. A local
+      // activity counts attempts afresh on the worker that takes its workflow task over after a crash, so it always reads.
+      if (context.info.attempt > 1 || context.info.isLocal) {
         const together = input.turn === 0 ? await store.tryGet<Completion[]>(togetherKey) : undefined;
         together?.forEach((c, i) => completions.set(i, c));
         for (const i of active) {

@@ -1,7 +1,8 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import { toApplicationFailure } from '../inference/errors.js';
 import type { StoreRef } from '../schema/rollout.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
+import { liveness } from './environment-context.js';
 import { groupKey, loadGroupState, type GroupAddress } from './group-state.js';
 
 /** Top-k logprobs of a teacher at every position of a token sequence (ATROPOS-API.md §5). */
@@ -46,13 +47,13 @@ export function createTeacherActivities({ teacher, store }: TeacherActivityDeps)
           'TeacherNotConfigured',
         );
       }
-      const context = Context.current();
+      const { signal, heartbeat } = liveness();
       const results = await Promise.all(
         state.trajectories.map(async (t) => {
           try {
             return await client.promptLogprobs(t.tokens, topK, {
-              signal: context.cancellationSignal,
-              onProgress: () => context.heartbeat(),
+              signal,
+              onProgress: () => heartbeat(),
             });
           } catch (error) {
             throw toApplicationFailure(error);

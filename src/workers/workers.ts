@@ -86,32 +86,40 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
     ...createTrajectoryActivities({ store }),
     ...(setup.batcherClient ? createBatcherClientActivities({ client: setup.batcherClient }) : {}),
   });
+  // Model-calling steps run on the LLM queue, and in the workflow worker for a step configured local
+  // (`--steps.generate.local true`).
+  const llmSteps = wrap({
+    ...createInferenceActivities({ inference: setup.inference, continuation: setup.continuation, store }),
+    ...createTeacherActivities({ teacher: setup.teacher ?? (() => undefined), store }),
+    ...createJudgeActivities({ environments: setup.environments, store, judge: setup.judge }),
+  });
+  const llmConcurrency = setup.llmConcurrency ?? 64;
+  const envConcurrency = setup.envConcurrency ?? 64;
   const workers = await Promise.all([
     Worker.create({
       ...common,
       taskQueue: setup.taskQueues.workflows,
       workflowBundle: await workflowBundle(),
       stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START,
-      maxConcurrentWorkflowTaskExecutions: 40,
-      activities: envActivities,
-      maxConcurrentLocalActivityExecutions: setup.envConcurrency ?? 64,
+      // A workflow task holds its slot until its local activities finish: a local model call holds one for the call.
+      maxConcurrentWorkflowTaskExecutions: 40 + llmConcurrency,
+      activities: { ...envActivities, ...llmSteps },
+      maxConcurrentLocalActivityExecutions: envConcurrency + llmConcurrency,
     }),
     Worker.create({
       ...common,
       taskQueue: setup.taskQueues.llm,
-      activities: wrap({
-        ...createInferenceActivities({ inference: setup.inference, continuation: setup.continuation, store }),
-        ...createTeacherActivities({ teacher: setup.teacher ?? (() => undefined), store }),
-        ...createJudgeActivities({ environments: setup.environments, store, judge: setup.judge }),
-        ...createEvaluationActivities({ environments: setup.environments, inference: setup.inference, judge: setup.judge }),
-      }),
-      maxConcurrentActivityTaskExecutions: setup.llmConcurrency ?? 64,
+      activities: {
+        ...llmSteps,
+        ...wrap(createEvaluationActivities({ environments: setup.environments, inference: setup.inference, judge: setup.judge })),
+      },
+      maxConcurrentActivityTaskExecutions: llmConcurrency,
     }),
     Worker.create({
       ...common,
       taskQueue: setup.taskQueues.env,
       activities: envActivities,
-      maxConcurrentActivityTaskExecutions: setup.envConcurrency ?? 64,
+      maxConcurrentActivityTaskExecutions: envConcurrency,
     }),
   ]);
   const done = Promise.all(workers.map((w) => w.run())).then(

@@ -28,10 +28,13 @@ export const FINISH_IN_ONE_STEP = 'clotho-rollout-group-finish-in-one-step';
  *   Every later workflow task exists because an activity completed and the workflow must decide what comes next.
  * - prepareGroup's marker: a local activity (no task-queue round trip); the marker keeps its result, so a replay
  *   never runs environment code again.
- * - generateTurn (scheduled, started, completed; a poll and a completion): inference runs on the LLM queue, in
- *   processes that hold the model clients, heartbeats while the server works and retries long. It cannot be local:
- *   a local activity cannot heartbeat and would hold the workflow task open for the whole call.
- * - Workflow task 2: reacts to the generation.
+ * - generateTurn (scheduled, started, completed; a poll and a completion): by default inference runs on the LLM
+ *   queue, heartbeats while the server works, and each attempt is an event the UI shows. With
+ *   `--steps.generate.local true` it is a local activity in the workflow's worker instead: one marker, and the group
+ *   is 11 events and 2 round trips (one workflow task). The price: a local activity cannot heartbeat, holds its
+ *   workflow task (and a slot of it) for the whole call, and a crash runs it again from its first attempt; the
+ *   completions checkpointed in the store keep the model from being asked twice (test/e2e/tool-crash.test.ts).
+ * - Workflow task 2: reacts to the generation (not there when generation is local).
  * - The FINISH_IN_ONE_STEP patch: a marker, and the TemporalChangeVersion upsert the SDK writes beside it; both go
  *   once old histories have drained and the patch is removed.
  * - finishGroup's marker: parse, score and assemble in one local activity (they were three markers and three

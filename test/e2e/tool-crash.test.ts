@@ -59,36 +59,61 @@ function expectOnlyTheKilledTurnRepeated(attempts: { type: string; turn: number;
 const inputOf = (event: Event) =>
   JSON.parse(Buffer.from(event.activityTaskScheduledEventAttributes!.input!.payloads![0]!.data!).toString()) as { turn: number; call?: number };
 
+/**
+ * A model that calls the `add` tool every turn but the last, and hangs on the first request of turn KILL_AT (`atKill`
+ * resolves then); `asked` lists the turn of every request.
+ */
+async function modelHangingAtKill() {
+  const asked: number[] = [];
+  let reachedKill!: () => void;
+  const atKill = new Promise<void>((resolve) => (reachedKill = resolve));
+  const model = await startScriptedOpenAI({
+    responder: (body: ScriptedBody) => {
+      const turn = assistantTurns(body);
+      asked.push(turn);
+      if (turn === KILL_AT && asked.filter((t) => t === KILL_AT).length === 1) {
+        reachedKill();
+        return { hang: true };
+      }
+      const text = turn < TURNS - 1 ? '<tool_call>{"name": "add", "arguments": {"x": 1}}</tool_call>' : `The total is ${TURNS - 1}.`;
+      return { choices: [{ text }] };
+    },
+  });
+  return { model, asked, atKill };
+}
+
+/** Starts `clotho worker` of the logged-tools environment for `runId` against `baseUrl`, its store and call log in `dir`. */
+function workerStarter(runId: string, dir: string, baseUrl: string) {
+  const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') };
+  return () => {
+    const worker = spawnClotho(
+      ['worker', envModule, '--env.run_id', runId, '--env.log_path', join(dir, 'calls.log'), '--openai.base_url', baseUrl, '--store', join(dir, 'store')],
+      env,
+    );
+    workers.push(worker);
+    return worker;
+  };
+}
+
+/** Kills `first` with SIGKILL, lets a worker started anew finish the group, and stops that one. */
+async function killAndFinishElsewhere<T>(first: CliRun, startWorker: () => CliRun, result: () => Promise<T>): Promise<T> {
+  first.child.kill('SIGKILL');
+  expect(await first.exited).toBe('SIGKILL');
+  const second = startWorker();
+  const finished = await result();
+  second.child.kill('SIGINT');
+  await waitFor(() => second.child.exitCode !== null, 30_000, 'the second worker to stop');
+  return finished;
+}
+
 describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => {
   it('finishes the episode on a restarted worker; earlier turns ran once and no tool call ran twice', async () => {
     const { client } = await testConnection();
     const dir = await mkdtemp(join(tmpdir(), 'clotho-tool-crash-'));
     const log = join(dir, 'calls.log');
-    let reachedKill!: () => void;
-    const atKill = new Promise<void>((resolve) => (reachedKill = resolve));
-    let hung = false;
-    const model = await startScriptedOpenAI({
-      responder: (body: ScriptedBody) => {
-        const turn = assistantTurns(body);
-        if (turn === KILL_AT && !hung) {
-          hung = true;
-          reachedKill();
-          return { hang: true };
-        }
-        const text = turn < TURNS - 1 ? '<tool_call>{"name": "add", "arguments": {"x": 1}}</tool_call>' : `The total is ${TURNS - 1}.`;
-        return { choices: [{ text }] };
-      },
-    });
+    const { model, atKill } = await modelHangingAtKill();
     const runId = uniqueId('tool-crash');
-    const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') };
-    const startWorker = () => {
-      const worker = spawnClotho(
-        ['worker', envModule, '--env.run_id', runId, '--env.log_path', log, '--openai.base_url', model.baseUrl, '--store', join(dir, 'store')],
-        env,
-      );
-      workers.push(worker);
-      return worker;
-    };
+    const startWorker = workerStarter(runId, dir, model.baseUrl);
 
     const workflowId = uniqueId('tool-crash-group');
     const first = startWorker();
@@ -125,6 +150,42 @@ describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => 
     await waitFor(() => second.child.exitCode !== null, 30_000, 'the second worker to stop');
   });
 
+  it('does the same with generation as a local activity: no turn before the kill is asked of the model again', async () => {
+    const { client } = await testConnection();
+    const dir = await mkdtemp(join(tmpdir(), 'clotho-tool-crash-local-'));
+    const log = join(dir, 'calls.log');
+    const { model, asked, atKill } = await modelHangingAtKill();
+    const runId = uniqueId('tool-crash-local');
+    const startWorker = workerStarter(runId, dir, model.baseUrl);
+    const input = groupInput(runId, 4000);
+    input.steps.generate = { ...input.steps.generate, local: true };
+    const workflowId = uniqueId('tool-crash-local-group');
+    const first = startWorker();
+    // A local generation holds its workflow task: the task's timeout is what hands it to another worker.
+    const handle = await client.workflow.start(rolloutGroup, {
+      taskQueue: runTaskQueues(runId, 'logged-tools').workflows, workflowId, args: [input], workflowTaskTimeout: '4s',
+    });
+    await atKill;
+    const result = await killAndFinishElsewhere(first, startWorker, () => handle.result());
+    await model.close();
+
+    expect(result).toMatchObject({ status: 'scored', turns: TURNS, toolCalls: TURNS - 1, scores: [1] });
+    const executed = (await readFile(log, 'utf8')).trim().split('\n');
+    expect(new Set(executed).size).toBe(TURNS - 1);
+    expect(executed).toHaveLength(TURNS - 1);
+    // Each turn was asked of the model once, the one in flight at the kill twice.
+    expect(asked).toEqual([...Array.from({ length: KILL_AT + 1 }, (_, t) => t), ...Array.from({ length: TURNS - KILL_AT }, (_, t) => KILL_AT + t)]);
+    // The generations are markers in the history, not activities on the LLM queue; every tool call before the kill
+    // started once.
+    const { attempts, turnsOf } = await activityAttempts(workflowId);
+    expect(turnsOf('generateTurn')).toEqual([]);
+    expect(turnsOf('callTool')).toEqual(Array.from({ length: TURNS - 1 }, (_, t) => t));
+    for (const a of attempts) if (a.turn < KILL_AT) expect(a, `${a.type} of turn ${a.turn}`).toMatchObject({ attempt: 1 });
+    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+    expect(markers.length).toBeGreaterThanOrEqual(TURNS);
+  });
+
   it('does the same with the embedded engine generating in the worker process (killed with it)', async () => {
     const { client } = await testConnection();
     const dir = await mkdtemp(join(tmpdir(), 'clotho-tool-crash-engine-'));
@@ -143,12 +204,7 @@ describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => 
     const handle = await client.workflow.start(rolloutGroup, { taskQueue: runTaskQueues(runId, 'logged-tools').workflows, workflowId, args: [input] });
     // Kill as soon as the generation of turn KILL_AT is scheduled: the engine is then generating it, or about to.
     await waitFor(async () => (await activityAttempts(workflowId)).turnsOf('generateTurn').includes(KILL_AT), 120_000, `turn ${KILL_AT}`);
-    first.child.kill('SIGKILL');
-    expect(await first.exited).toBe('SIGKILL');
-    const second = startWorker();
-    const result = await handle.result();
-    second.child.kill('SIGINT');
-    await waitFor(() => second.child.exitCode !== null, 30_000, 'the second worker to stop');
+    const result = await killAndFinishElsewhere(first, startWorker, () => handle.result());
 
     expect(result).toMatchObject({ status: 'scored' });
     const group = await new FileSystemStore(join(dir, 'store')).get<ScoredDataGroup>(result.group!);

@@ -78,6 +78,24 @@ describe('replay of recorded histories', () => {
     await writeFile(new URL('rollout-group-tools-one-step-finish.json', HISTORIES), await historyJson(harness, workflowId));
   });
 
+  it.runIf(recording)('records a tool-using rollout group with generation as a local activity, retried once, with setup and teardown', async () => {
+    let calls = 0;
+    harness = await startHarness({
+      environment: counterTools,
+      envConfig: { group_size: 2 },
+      responder: (body) => {
+        if (++calls === 1) return { status: 503, body: openAIError('overloaded', 503) };
+        const text = assistantTurns(body) === 0 ? '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call>' : 'The total is 2.';
+        return { choices: Array.from({ length: body.n ?? 1 }, () => ({ text })) };
+      },
+    });
+    const input = harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } });
+    input.steps.generate = { ...input.steps.generate, local: true };
+    const workflowId = uniqueId('replay-local-generate');
+    await harness.temporal.client.workflow.execute(rolloutGroup, { taskQueue: harness.queues.workflows, workflowId, args: [input] });
+    await writeFile(new URL('rollout-group-tools-local-generate.json', HISTORIES), await historyJson(harness, workflowId));
+  });
+
   // Env-runs stranded by kill -9 on Clotho 0.1.0 (a local activity resolved earlier on replay than it first did):
   // they replay on the legacy path, and then drain onto the single loop (SINGLE_LOOP_ENV_RUN).
   it.each(['env-run-nondeterminism-after-kill.json', 'env-run-nondeterminism-child-after-kill.json'])(
@@ -97,6 +115,8 @@ describe('replay of recorded histories', () => {
     'rollout-group-tools.json',
     'rollout-group-one-step-finish.json',
     'rollout-group-tools-one-step-finish.json',
+    // Generation as a local activity (`--steps.generate.local true`): markers where the others have activity tasks.
+    'rollout-group-tools-local-generate.json',
     'batcher-weighted.json',
     'env-run-weighted.json',
     // A --trainer temporal batcher releasing a trained batch (src/store/retention.test.ts records it).

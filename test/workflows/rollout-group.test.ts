@@ -20,25 +20,49 @@ afterEach(async () => {
 const run = (h: Harness, input: ReturnType<Harness['groupInput']>) =>
   h.temporal.client.workflow.execute(rolloutGroup, { taskQueue: h.queues.workflows, workflowId: uniqueId('rg'), args: [input] });
 
+/**
+ * A harness for guess-number groups of 2 whose model answers 503 to its first `failures` requests, then 40 and 7 (item
+ * 0's secret is 40); activity calls counted.
+ */
+async function startOverloadedGuess(failures: number) {
+  const counter = activityCounter();
+  const model = { calls: 0 };
+  const h = await startHarness({
+    environment: guessNumber,
+    envConfig: { group_size: 2 },
+    wrapActivities: counter.wrap,
+    responder: (body) => {
+      if (++model.calls <= failures) return { status: 503, body: openAIError('overloaded', 503) };
+      return { choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: i === 0 ? '40' : '7' })) };
+    },
+  });
+  harness = h;
+  return { h, counter, model };
+}
+
 describe('rolloutGroup on a real dev server', () => {
   it('retries a step that fails twice alone, and every other step runs once', async () => {
-    const counter = activityCounter();
-    let generateCalls = 0;
-    harness = await startHarness({
-      environment: guessNumber,
-      envConfig: { group_size: 2 },
-      wrapActivities: counter.wrap,
-      responder: (body) => {
-        generateCalls++;
-        if (generateCalls <= 2) return { status: 503, body: openAIError('overloaded', 503) };
-        return { choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: i === 0 ? '40' : '7' })) };
-      },
-    });
-    const result = await run(harness, harness.groupInput(0));
+    const { h, counter, model } = await startOverloadedGuess(2);
+    const result = await run(h, h.groupInput(0));
     expect(result.status).toBe('scored');
     expect(result.scores).toEqual([1, -1]);
     expect(counter.calls).toEqual({ prepareGroup: 1, generateTurn: 3, finishGroup: 1 });
-    expect(generateCalls).toBe(3);
+    expect(model.calls).toBe(3);
+  });
+
+  it('runs generation as a local activity when configured: retried in the worker, one workflow task for the group', async () => {
+    const { h, counter } = await startOverloadedGuess(1);
+    const input = h.groupInput(0);
+    input.steps.generate = { ...input.steps.generate, local: true };
+    const workflowId = uniqueId('rg-local-generate');
+    const result = await h.temporal.client.workflow.execute(rolloutGroup, { taskQueue: h.queues.workflows, workflowId, args: [input] });
+    expect(result).toMatchObject({ status: 'scored', scores: [1, -1] });
+    expect(counter.calls).toEqual({ prepareGroup: 1, generateTurn: 2, finishGroup: 1 });
+    const events = (await h.temporal.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
+    expect(events.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
+    const locals = events.flatMap((e) => (e.markerRecordedEventAttributes?.markerName === 'core_local_activity' ? [e] : []));
+    expect(locals).toHaveLength(3);
   });
 
   it('retries a first turn that failed after its completions arrived without asking the model again', async () => {

@@ -1,0 +1,55 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { describe, expect, it } from 'vitest';
+import type { Completion, InferenceClient } from '../inference/types.js';
+import { FileSystemStore } from '../store/trajectory-store.js';
+import { saveGroupBase, type GroupState } from './group-state.js';
+import { createInferenceActivities, type GenerateTurnInput, type GenerateTurnResult } from './inference.js';
+
+const prompt = { messages: [{ role: 'user', content: 'q' }], tokens: [1], masks: [-100], logprobs: [1], completionTokens: 0, finishReason: null, done: false, state: null };
+const base = (): GroupState => ({ itemIndex: 0, groupOverrides: null, tools: null, stop: null, trajectories: [structuredClone(prompt), structuredClone(prompt)] });
+
+/** A model that answers `a<i>` to sample i and counts its requests; `down` makes it fail instead. */
+function countingModel() {
+  const model = { requests: 0, down: false };
+  const client: InferenceClient = {
+    async generate(request) {
+      model.requests++;
+      if (model.down) throw new Error('model server down');
+      return Array.from({ length: request.n }, (_, i): Completion => ({
+        text: `a${i}`, message: { role: 'assistant', content: `a${i}` }, finishReason: 'stop', promptTokenIds: [1], tokenIds: [10 + i], logprobs: [-0.5],
+      }));
+    },
+  };
+  return { model, client };
+}
+
+// The failure the last call expects is not news.
+const quiet = new DefaultLogger('ERROR');
+
+describe('generateTurn', () => {
+  it('reads the turn’s checkpoints on a first attempt when local: a crash restarts a local activity at attempt 1', async () => {
+    const store = new FileSystemStore(await mkdtemp(join(tmpdir(), 'clotho-generate-')));
+    const state = await saveGroupBase(store, 'run/env/item-0/turn-0/prompt', base());
+    const input: GenerateTurnInput = {
+      runId: 'run', environment: 'env', itemIndex: 0, turn: 0, state, sampling: { temperature: 1, topP: 1 }, maxTokenLength: 64, multiTurn: false,
+    };
+    const { model, client } = countingModel();
+    const { generateTurn } = createInferenceActivities({ inference: () => client, store });
+    const at = (info: { isLocal: boolean; attempt: number }): Promise<GenerateTurnResult> => new MockActivityEnvironment(info, { logger: quiet }).run(generateTurn, input);
+
+    // The worker that died had the completions checkpointed; the model is gone now.
+    const first = await at({ isLocal: false, attempt: 1 });
+    expect(model.requests).toBe(1);
+    model.down = true;
+    const again = await at({ isLocal: true, attempt: 1 });
+    expect(model.requests).toBe(1);
+    expect(again.completionTokens).toEqual(first.completionTokens);
+    // An activity on the LLM queue keeps its attempt count across workers: attempt 1 has nothing to read.
+    await expect(at({ isLocal: false, attempt: 1 })).rejects.toThrow(/model server down/);
+    expect(model.requests).toBe(2);
+  });
+});
