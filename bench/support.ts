@@ -79,6 +79,19 @@ export interface BenchWorkerOptions {
   environment?: AnyEnvironment;
   /** Turns per episode at most (`max_turns`). @default 1 */
   maxTurns?: number;
+  /** Generation as a local activity in the workflow's worker (`--steps.generate.local true`). @default false */
+  localGeneration?: boolean;
+}
+
+/** How a bench places generation: on the LLM queue (the default) or as a local activity. */
+export const GENERATIONS = { queue: 'generation on the LLM queue (default)', local: 'generation as a local activity (--steps.generate.local true)' } as const;
+export type Generation = keyof typeof GENERATIONS;
+
+/** The `--generation queue,local` list of a bench, checked. */
+export function generationsOf(list: string): Generation[] {
+  const modes = list.split(',').filter(Boolean);
+  for (const mode of modes) if (!(mode in GENERATIONS)) throw new Error(`--generation: expected queue and/or local (comma-separated), got "${mode}"`);
+  return modes as Generation[];
 }
 
 /** What one env-run of the bench workers did: its id (store keys and workflow ids derive from it) and wall time. */
@@ -122,6 +135,7 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
   });
   const timeout = o.generateTimeoutS ?? 60;
   const steps = toStepOptions(defaultStepConfigs({ generate: timeout, teacher: timeout }));
+  steps.generate.local = o.localGeneration ?? false;
   return {
     store,
     async run(groups, maxInFlight) {

@@ -8,7 +8,10 @@
  *    (32 and 256), in steady state: over `--waves` waves, the inference calls started between the second wave and
  *    the last, against the in-flight/2 s an orchestrator that cost nothing would start.
  *
- * Run: npm run bench:orchestration [-- --groups 200 --concurrency 32 --in-flight 32,256 --waves 4]
+ * Both are measured with generation on the LLM queue (the default) and as a local activity in the workflow's worker
+ * (`--steps.generate.local true`), each on fresh workers.
+ *
+ * Run: npm run bench:orchestration [-- --groups 200 --concurrency 32 --in-flight 32,256 --waves 4 --generation queue,local]
  */
 import { parseArgs } from 'node:util';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
@@ -17,7 +20,7 @@ import { rolloutGroupId } from '../../src/workflows/rollout-children.js';
 import { startScriptedOpenAI, type Responder } from '../../test/support/scripted-openai.js';
 import { readEpisodeHistory } from '../tool-use/history.js';
 import { cpuStopwatch } from '../tool-use/cpu.js';
-import { benchEnv, requestsBetween, startBenchTemporal, startBenchWorkers, workflowRuns, type BenchTemporal } from '../support.js';
+import { benchEnv, GENERATIONS, generationsOf, requestsBetween, startBenchTemporal, startBenchWorkers, workflowRuns, type BenchTemporal, type Generation } from '../support.js';
 
 const { values } = parseArgs({
   options: {
@@ -25,12 +28,14 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '32' },
     'in-flight': { type: 'string', default: '32,256' },
     waves: { type: 'string', default: '4' },
+    generation: { type: 'string', default: 'queue,local' },
   },
 });
 const GROUPS = Number(values.groups);
 const CONCURRENCY = Number(values.concurrency);
 const IN_FLIGHT = values['in-flight'].split(',').filter(Boolean).map(Number);
 const WAVES = Number(values.waves);
+const MODES = generationsOf(values.generation);
 const SAMPLES = 8;
 const TOKENS = 256;
 const SLOW_MS = 2000;
@@ -62,26 +67,30 @@ async function main(): Promise<void> {
       }),
     );
     const directRate = GROUPS / ((performance.now() - directStart) / 1000);
-    const instant = await measureInstant(bench, fast.baseUrl);
-    await fast.close();
-    const clothoRate = GROUPS / (instant.wallMs / 1000);
-
     const n = (x: number, digits = 1) => x.toFixed(digits);
     console.log(`groups: ${GROUPS} × ${SAMPLES} samples × ${TOKENS} tokens, ${CONCURRENCY} groups in flight, instant inference`);
     console.log(`direct inference calls:   ${n(directRate)} groups/s`);
-    console.log(`clotho end to end:        ${n(clothoRate)} groups/s`);
-    console.log(`ratio clotho / direct:    ${n(clothoRate / directRate, 3)}`);
-    console.log(`per group: ${n(instant.groupEvents)} history events in the rollout group + ${n(instant.parentEvents)} in the env-run`);
-    console.log(`  server round trips: ${n(instant.groupRoundTrips)} of the rollout group's own (its history's workflow and activity tasks); ` +
-      `all requests ${n(instant.requests.total / GROUPS)} with the env-run's (${perGroup(instant.requests.byOperation, GROUPS)})`);
-    console.log(`CPU per group: ${n(instant.cpu.otherMs / GROUPS)} ms Temporal dev server, ` +
-      `${n(instant.cpu.selfMs / GROUPS)} ms this process (workers, client, scripted server)`);
+    for (const mode of MODES) {
+      const instant = await measureInstant(bench, fast.baseUrl, mode);
+      const clothoRate = GROUPS / (instant.wallMs / 1000);
+      console.log(`${GENERATIONS[mode]}:`);
+      console.log(`  clotho end to end:      ${n(clothoRate)} groups/s`);
+      console.log(`  ratio clotho / direct:  ${n(clothoRate / directRate, 3)}`);
+      console.log(`  per group: ${n(instant.groupEvents)} history events in the rollout group + ${n(instant.parentEvents)} in the env-run`);
+      console.log(`  server round trips: ${n(instant.groupRoundTrips)} of the rollout group's own (its history's workflow and activity tasks); ` +
+        `all requests ${n(instant.requests.total / GROUPS)} with the env-run's (${perGroup(instant.requests.byOperation, GROUPS)})`);
+      console.log(`  CPU per group: ${n(instant.cpu.otherMs / GROUPS)} ms Temporal dev server, ` +
+        `${n(instant.cpu.selfMs / GROUPS)} ms this process (workers, client, scripted server)`);
+    }
+    await fast.close();
 
     for (const inFlight of IN_FLIGHT) {
-      const slow = await measureSlow(bench, inFlight);
-      console.log(`2 s inference, ${inFlight} groups in flight, ${WAVES} waves (${inFlight * WAVES} groups): ` +
-        `wall ${n(slow.wallMs / 1000, 2)} s for ${WAVES} × 2 s; steady state ${n(slow.rate)} groups/s of ${n(inFlight / (SLOW_MS / 1000))} ideal`);
-      console.log(`  share of wall time outside inference: steady state ${n(slow.outside * 100)} %, whole run ${n(slow.wholeOutside * 100)} %`);
+      for (const mode of MODES) {
+        const slow = await measureSlow(bench, inFlight, mode);
+        console.log(`2 s inference, ${inFlight} groups in flight, ${WAVES} waves (${inFlight * WAVES} groups), ${GENERATIONS[mode]}: ` +
+          `wall ${n(slow.wallMs / 1000, 2)} s for ${WAVES} × 2 s; steady state ${n(slow.rate)} groups/s of ${n(inFlight / (SLOW_MS / 1000))} ideal`);
+        console.log(`  share of wall time outside inference: steady state ${n(slow.outside * 100)} %, whole run ${n(slow.wholeOutside * 100)} %`);
+      }
     }
   } finally {
     await bench.close();
@@ -89,8 +98,8 @@ async function main(): Promise<void> {
 }
 
 /** Groups with instant inference on warm workers: wall time, CPU, server requests, and events per group. */
-async function measureInstant(bench: BenchTemporal, baseUrl: string) {
-  const workers = await startBenchWorkers(bench, { baseUrl, groupSize: SAMPLES, tokens: TOKENS, llmConcurrency: CONCURRENCY * 2 });
+async function measureInstant(bench: BenchTemporal, baseUrl: string, mode: Generation) {
+  const workers = await startBenchWorkers(bench, { baseUrl, groupSize: SAMPLES, tokens: TOKENS, llmConcurrency: CONCURRENCY * 2, localGeneration: mode === 'local' });
   try {
     await workers.run(CONCURRENCY, CONCURRENCY);
     const cpu = cpuStopwatch(bench.serverPid);
@@ -114,7 +123,7 @@ async function measureInstant(bench: BenchTemporal, baseUrl: string) {
  * `inFlight` calls every 2 s; the calls started from the second wave's first to the last wave's first, over that
  * time, are the steady-state rate (the first wave's start and the last wave's tail left out).
  */
-async function measureSlow(bench: BenchTemporal, inFlight: number) {
+async function measureSlow(bench: BenchTemporal, inFlight: number, mode: Generation) {
   const arrivals: number[] = [];
   const slow = await startScriptedOpenAI({
     responder: (body, call) => {
@@ -122,7 +131,7 @@ async function measureSlow(bench: BenchTemporal, inFlight: number) {
       return answer(SLOW_MS)(body, call);
     },
   });
-  const workers = await startBenchWorkers(bench, { baseUrl: slow.baseUrl, groupSize: SAMPLES, tokens: TOKENS, llmConcurrency: inFlight * 2, generateTimeoutS: 120 });
+  const workers = await startBenchWorkers(bench, { baseUrl: slow.baseUrl, groupSize: SAMPLES, tokens: TOKENS, llmConcurrency: inFlight * 2, generateTimeoutS: 120, localGeneration: mode === 'local' });
   try {
     const total = inFlight * WAVES;
     const { wallMs } = await workers.run(total, inFlight);

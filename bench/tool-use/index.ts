@@ -9,7 +9,9 @@
  * 2. `--storage-episodes` episodes of `--storage-turns` turns: bytes the trajectory store keeps per episode, beside
  *    what the scheme before per-turn deltas (the whole state every turn) stored for the same episode.
  *
- * Run: npm run bench:tool-use [-- --episodes 64 --turns 20 --delay 200 --storage-episodes 4 --storage-turns 30]
+ * Part 1 runs with generation on the LLM queue (the default) and as a local activity (`--steps.generate.local true`).
+ *
+ * Run: npm run bench:tool-use [-- --episodes 64 --turns 20 --delay 200 --storage-episodes 4 --storage-turns 30 --generation queue,local]
  */
 import { parseArgs } from 'node:util';
 import type { ModelClient } from '../../src/env/define.js';
@@ -19,7 +21,7 @@ import { createOpenAIClient } from '../../src/inference/openai-client.js';
 import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/schema/config.js';
 import { rolloutGroupId } from '../../src/workflows/rollout-children.js';
 import { startScriptedOpenAI } from '../../test/support/scripted-openai.js';
-import { requestsBetween, startBenchTemporal, startBenchWorkers, type BenchTemporal } from '../support.js';
+import { GENERATIONS, generationsOf, requestsBetween, startBenchTemporal, startBenchWorkers, type BenchTemporal, type Generation } from '../support.js';
 import { cpuStopwatch } from './cpu.js';
 import { toolBenchEnv, toolCallingModel } from './environment.js';
 import { meanHistory, readEpisodeHistory, type EpisodeHistory } from './history.js';
@@ -32,6 +34,7 @@ const { values } = parseArgs({
     delay: { type: 'string', default: '200' },
     'storage-episodes': { type: 'string', default: '4' },
     'storage-turns': { type: 'string', default: '30' },
+    generation: { type: 'string', default: 'queue,local' },
   },
 });
 const EPISODES = Number(values.episodes);
@@ -39,6 +42,7 @@ const TURNS = Number(values.turns);
 const DELAY_MS = Number(values.delay);
 const STORAGE_EPISODES = Number(values['storage-episodes']);
 const STORAGE_TURNS = Number(values['storage-turns']);
+const MODES = generationsOf(values.generation);
 /** Completion-token budget of an episode: far above what the scripted calls use, so no episode ends by it. */
 const TOKENS = 8192;
 const WARMUP_EPISODES = 4;
@@ -57,39 +61,41 @@ const judge: ModelClient = { complete: () => Promise.reject(new Error('the tool 
 async function main(): Promise<void> {
   const bench = await startBenchTemporal();
   try {
-    const { baseline, clotho, history, requests } = await overhead(bench);
-    const [baselineMs, clothoMs] = [baseline.wallMs, clotho.wallMs];
-    const storage = await storagePerEpisode(bench);
-    // All episodes run at once, so one episode's turns are the critical path of the whole wave, and the baseline
-    // pays the same inference on it: the difference of the two walls over the turns is what Clotho adds per turn
-    // of one episode (generate and tool activities, stepTurn, workflow tasks, store reads and writes).
-    const perTurn = (clothoMs - baselineMs) / TURNS;
     const inferenceMs = TURNS * DELAY_MS;
     const outside = (wallMs: number) => `${(((wallMs - inferenceMs) / wallMs) * 100).toFixed(1)} %`;
     const n = (x: number) => Math.round(x).toLocaleString('en-US');
-
     console.log(`${EPISODES} episodes at once × ${TURNS} turns, ${DELAY_MS} ms per inference call, an instant tool on every turn but the last`);
-    console.log(`plain loop (runEpisode):  wall ${(baselineMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(baselineMs)}`);
-    console.log(`clotho (Temporal):        wall ${(clothoMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(clothoMs)}`);
-    console.log(`orchestration overhead per turn: ${perTurn.toFixed(1)} ms`);
-    // CPU per turn of one episode: this process runs the scripted server as well, in both runs alike.
-    const cpu = (ms: number) => `${(ms / (EPISODES * TURNS)).toFixed(1)} ms`;
-    console.log(`CPU per episode turn: plain loop ${cpu(baseline.cpu.selfMs)} (this process, scripted server included); ` +
-      `clotho ${cpu(clotho.cpu.selfMs)} (this process: workers and scripted server) + ${cpu(clotho.cpu.otherMs)} (Temporal dev server)`);
-    console.log(`history per episode: ${n(history.events)} events (${(history.events / TURNS).toFixed(1)} per turn)` +
-      (history.bytes === undefined ? '' : `, ${n(history.bytes)} bytes`));
-    const turns = EPISODES * TURNS;
-    const byOperation = Object.entries(requests.byOperation).sort((a, b) => b[1] - a[1]).map(([op, k]) => `${op} ${(k / turns).toFixed(2)}`);
-    console.log(`server round trips per turn: ${(history.roundTrips / TURNS).toFixed(2)} of the episode's own (its history's workflow and ` +
-      `activity tasks); all requests ${(requests.total / turns).toFixed(2)} (${byOperation.join(', ')})`);
-    console.log(`an episode's time by its history (mean, ms per turn; episode ${(history.wallMs / 1000).toFixed(2)} s first event to last):`);
-    let inActivities = 0;
-    for (const [name, t] of Object.entries(history.activities)) {
-      inActivities += t.queueMs + t.runMs;
-      console.log(`  ${name.padEnd(14)} ×${t.count.toFixed(0).padStart(3)}: queued ${(t.queueMs / TURNS).toFixed(1)}, running ${(t.runMs / TURNS).toFixed(1)}`);
+    for (const mode of MODES) {
+      const { baseline, clotho, history, requests } = await overhead(bench, mode);
+      const [baselineMs, clothoMs] = [baseline.wallMs, clotho.wallMs];
+      // All episodes run at once, so one episode's turns are the critical path of the whole wave, and the baseline
+      // pays the same inference on it: the difference of the two walls over the turns is what Clotho adds per turn
+      // of one episode (generate and tool activities, stepTurn, workflow tasks, store reads and writes).
+      const perTurn = (clothoMs - baselineMs) / TURNS;
+      console.log(`${GENERATIONS[mode]}:`);
+      console.log(`  plain loop (runEpisode):  wall ${(baselineMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(baselineMs)}`);
+      console.log(`  clotho (Temporal):        wall ${(clothoMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(clothoMs)}`);
+      console.log(`  orchestration overhead per turn: ${perTurn.toFixed(1)} ms`);
+      // CPU per turn of one episode: this process runs the scripted server as well, in both runs alike.
+      const cpu = (ms: number) => `${(ms / (EPISODES * TURNS)).toFixed(1)} ms`;
+      console.log(`  CPU per episode turn: plain loop ${cpu(baseline.cpu.selfMs)} (this process, scripted server included); ` +
+        `clotho ${cpu(clotho.cpu.selfMs)} (this process: workers and scripted server) + ${cpu(clotho.cpu.otherMs)} (Temporal dev server)`);
+      console.log(`  history per episode: ${n(history.events)} events (${(history.events / TURNS).toFixed(1)} per turn)` +
+        (history.bytes === undefined ? '' : `, ${n(history.bytes)} bytes`));
+      const turns = EPISODES * TURNS;
+      const byOperation = Object.entries(requests.byOperation).sort((a, b) => b[1] - a[1]).map(([op, k]) => `${op} ${(k / turns).toFixed(2)}`);
+      console.log(`  server round trips per turn: ${(history.roundTrips / TURNS).toFixed(2)} of the episode's own (its history's workflow and ` +
+        `activity tasks); all requests ${(requests.total / turns).toFixed(2)} (${byOperation.join(', ')})`);
+      console.log(`  an episode's time by its history (mean, ms per turn; episode ${(history.wallMs / 1000).toFixed(2)} s first event to last):`);
+      let inActivities = 0;
+      for (const [name, t] of Object.entries(history.activities)) {
+        inActivities += t.queueMs + t.runMs;
+        console.log(`    ${name.padEnd(14)} ×${t.count.toFixed(0).padStart(3)}: queued ${(t.queueMs / TURNS).toFixed(1)}, running ${(t.runMs / TURNS).toFixed(1)}`);
+      }
+      console.log(`    between activities (workflow tasks, local activities): ${((history.wallMs - inActivities) / TURNS).toFixed(1)}`);
     }
-    console.log(`  between activities (workflow tasks, local activities): ${((history.wallMs - inActivities) / TURNS).toFixed(1)}`);
 
+    const storage = await storagePerEpisode(bench);
     const { total, whole, files, bytes, wholeState, wholeCheckpoints } = storage;
     console.log(`trajectory store per ${STORAGE_TURNS}-turn episode (mean of ${STORAGE_EPISODES}): ${n(total)} bytes in ${n(files)} files`);
     console.log(`  group state as per-turn deltas: ${n(bytes.state)}; the whole state every turn would be ${n(wholeState)}`);
@@ -102,7 +108,7 @@ async function main(): Promise<void> {
 }
 
 /** Runs the same episodes in a plain loop and through Clotho; the walls and the mean rollout-group history. */
-async function overhead(bench: BenchTemporal): Promise<{ baseline: Measured; clotho: Measured; history: EpisodeHistory; requests: Requests }> {
+async function overhead(bench: BenchTemporal, mode: Generation): Promise<{ baseline: Measured; clotho: Measured; history: EpisodeHistory; requests: Requests }> {
   const server = await startScriptedOpenAI({ responder: toolCallingModel(TURNS, DELAY_MS) });
   try {
     const baselineCpu = cpuStopwatch(bench.serverPid);
@@ -110,6 +116,7 @@ async function overhead(bench: BenchTemporal): Promise<{ baseline: Measured; clo
     const baseline = { wallMs: baselineMs, cpu: baselineCpu() };
     const workers = await startBenchWorkers(bench, {
       baseUrl: server.baseUrl, environment: toolBenchEnv, groupSize: 1, tokens: TOKENS, maxTurns: TURNS, llmConcurrency: EPISODES,
+      localGeneration: mode === 'local',
     });
     try {
       // A few episodes first, so that the timed run sees warm workers as a long training run does.
