@@ -88,6 +88,7 @@ export function envRunSettings(plan: RunPlan, searchAttributes: boolean): Omit<E
       steps,
       searchAttributes,
       ...(plan.definition.judge ? { judged: true } : {}),
+      finishInOneStep: true,
       ...(plan.definition.setup || plan.definition.teardown
         ? { hooks: { setup: Boolean(plan.definition.setup), teardown: Boolean(plan.definition.teardown) } }
         : {}),

@@ -22,7 +22,7 @@ export const FINISH_IN_ONE_STEP = 'clotho-rollout-group-finish-in-one-step';
  * resumes at the turn (and the tool call) it was in.
  *
  * What a group costs Temporal (issue 12; `npm run bench` prints the counts), and why each is there. A single-turn
- * group is 16 history events and 6 server round trips of its own:
+ * group is 14 history events and 6 server round trips of its own:
  * - WorkflowExecutionStarted: the group's input, durable before any work; the parent's start command carries it.
  * - Workflow task 1 (scheduled, started, completed; a poll and a completion): runs prepare and schedules generate.
  *   Every later workflow task exists because an activity completed and the workflow must decide what comes next.
@@ -31,12 +31,12 @@ export const FINISH_IN_ONE_STEP = 'clotho-rollout-group-finish-in-one-step';
  * - generateTurn (scheduled, started, completed; a poll and a completion): by default inference runs on the LLM
  *   queue, heartbeats while the server works, and each attempt is an event the UI shows. With
  *   `--steps.generate.local true` it is a local activity in the workflow's worker instead: one marker, and the group
- *   is 11 events and 2 round trips (one workflow task). The price: a local activity cannot heartbeat, holds its
+ *   is 9 events and 2 round trips (one workflow task). The price: a local activity cannot heartbeat, holds its
  *   workflow task (and a slot of it) for the whole call, and a crash runs it again from its first attempt; the
  *   completions checkpointed in the store keep the model from being asked twice (test/e2e/tool-crash.test.ts).
  * - Workflow task 2: reacts to the generation (not there when generation is local).
- * - The FINISH_IN_ONE_STEP patch: a marker, and the TemporalChangeVersion upsert the SDK writes beside it; both go
- *   once old histories have drained and the patch is removed.
+ * - Only in groups of runs started before `finishInOneStep` was in the input: the FINISH_IN_ONE_STEP patch marker,
+ *   and the TemporalChangeVersion upsert the SDK writes beside it (a visibility write as well).
  * - finishGroup's marker: parse, score and assemble in one local activity (they were three markers and three
  *   workflow activations).
  * - UpsertWorkflowSearchAttributes: ClothoStatus, ClothoMeanScore, ClothoTurns and ClothoToolCalls, so that
@@ -108,10 +108,10 @@ async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>)
   const generationParams = { temperature: input.sampling.temperature, top_p: input.sampling.topP, max_tokens: input.maxTokenLength };
   const ended = { turns, toolCalls, completionTokens: tokens.reduce((a, b) => a + b, 0) };
 
-  // With no judge or teacher between them, parse, score and assemble are one local activity (FINISH_IN_ONE_STEP), under
-  // score's retry policy and timeout.
+  // With no judge or teacher between them, parse, score and assemble are one local activity, under score's retry
+  // policy and timeout: for groups whose input says so, and behind FINISH_IN_ONE_STEP for groups of older runs.
   const local = steps.parse.local && steps.score.local && steps.assemble.local;
-  if (local && !input.judged && input.teacherTopK === null && patched(FINISH_IN_ONE_STEP)) {
+  if (local && !input.judged && input.teacherTopK === null && (input.finishInOneStep === true || patched(FINISH_IN_ONE_STEP))) {
     const { finishGroup } = env('score');
     const { scores, metrics, assembled } = await finishGroup({ ...address, turn, state, ensureScoresAreNotSame: input.ensureScoresAreNotSame, generationParams });
     await teardown();

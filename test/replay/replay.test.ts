@@ -78,6 +78,17 @@ describe('replay of recorded histories', () => {
     await writeFile(new URL('rollout-group-tools-one-step-finish.json', HISTORIES), await historyJson(harness, workflowId));
   });
 
+  it.runIf(recording)('records a single-turn group whose input says finishInOneStep: finishGroup with no patch marker', async () => {
+    harness = await startHarness({
+      environment: guessNumber,
+      envConfig: { group_size: 2 },
+      responder: (body) => ({ choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: i === 0 ? '40' : '7' })) }),
+    });
+    const workflowId = uniqueId('replay-finish-in-input');
+    await harness.temporal.client.workflow.execute(rolloutGroup, { taskQueue: harness.queues.workflows, workflowId, args: [harness.groupInput(0)] });
+    await writeFile(new URL('rollout-group-finish-in-input.json', HISTORIES), await historyJson(harness, workflowId));
+  });
+
   it.runIf(recording)('records a tool-using rollout group with generation as a local activity, retried once, with setup and teardown', async () => {
     let calls = 0;
     harness = await startHarness({
@@ -117,6 +128,8 @@ describe('replay of recorded histories', () => {
     'rollout-group-tools-one-step-finish.json',
     // Generation as a local activity (`--steps.generate.local true`): markers where the others have activity tasks.
     'rollout-group-tools-local-generate.json',
+    // A group started with finishInOneStep in its input: no FINISH_IN_ONE_STEP marker.
+    'rollout-group-finish-in-input.json',
     'batcher-weighted.json',
     'env-run-weighted.json',
     // A --trainer temporal batcher releasing a trained batch (src/store/retention.test.ts records it).

@@ -17,8 +17,8 @@ afterEach(async () => {
   harness = undefined;
 });
 
-const run = (h: Harness, input: ReturnType<Harness['groupInput']>) =>
-  h.temporal.client.workflow.execute(rolloutGroup, { taskQueue: h.queues.workflows, workflowId: uniqueId('rg'), args: [input] });
+const run = (h: Harness, input: ReturnType<Harness['groupInput']>, workflowId = uniqueId('rg')) =>
+  h.temporal.client.workflow.execute(rolloutGroup, { taskQueue: h.queues.workflows, workflowId, args: [input] });
 
 /**
  * A harness for guess-number groups of 2 whose model answers 503 to its first `failures` requests, then 40 and 7 (item
@@ -63,6 +63,20 @@ describe('rolloutGroup on a real dev server', () => {
     expect(events.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
     const locals = events.flatMap((e) => (e.markerRecordedEventAttributes?.markerName === 'core_local_activity' ? [e] : []));
     expect(locals).toHaveLength(3);
+    expect(events).toHaveLength(9);
+  });
+
+  it('finishes in 14 events with no patch marker when its input says finishInOneStep; an older run’s group asks patched', async () => {
+    const { h } = await startOverloadedGuess(0);
+    const eventsOf = async (input: ReturnType<Harness['groupInput']>) => {
+      const workflowId = uniqueId('rg-finish');
+      expect(await run(h, input, workflowId)).toMatchObject({ status: 'scored', scores: [1, -1] });
+      const events = (await h.temporal.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+      return { count: events.length, patches: events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length };
+    };
+    expect(await eventsOf(h.groupInput(0))).toEqual({ count: 14, patches: 0 });
+    const { finishInOneStep: _, ...older } = h.groupInput(0);
+    expect(await eventsOf(older)).toEqual({ count: 16, patches: 1 });
   });
 
   it('retries a first turn that failed after its completions arrived without asking the model again', async () => {
