@@ -11,7 +11,7 @@
  * Both are measured with generation on the LLM queue (the default) and as a local activity in the workflow's worker
  * (`--steps.generate.local true`), each on fresh workers.
  *
- * Run: npm run bench:orchestration [-- --groups 200 --concurrency 32 --in-flight 32,256 --waves 4 --generation queue,local]
+ * Run: npm run bench:orchestration [-- --groups 200 --concurrency 32 --in-flight 32,256 --waves 6 --generation queue,local]
  */
 import { parseArgs } from 'node:util';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
@@ -27,7 +27,7 @@ const { values } = parseArgs({
     groups: { type: 'string', default: '200' },
     concurrency: { type: 'string', default: '32' },
     'in-flight': { type: 'string', default: '32,256' },
-    waves: { type: 'string', default: '4' },
+    waves: { type: 'string', default: '6' },
     generation: { type: 'string', default: 'queue,local' },
   },
 });
