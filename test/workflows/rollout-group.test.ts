@@ -66,6 +66,30 @@ describe('rolloutGroup on a real dev server', () => {
     expect(events).toHaveLength(9);
   });
 
+  it('keeps a local generation longer than the workflow task timeout alive: the task is heartbeaten, the model asked once', async () => {
+    let calls = 0;
+    harness = await startHarness({
+      environment: guessNumber,
+      envConfig: { group_size: 2 },
+      responder: (body) => {
+        calls++;
+        return { delayMs: 3000, choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: i === 0 ? '40' : '7' })) };
+      },
+    });
+    const input = harness.groupInput(0);
+    input.steps.generate = { ...input.steps.generate, local: true };
+    const workflowId = uniqueId('rg-long-local');
+    const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: harness.queues.workflows, workflowId, args: [input], workflowTaskTimeout: '1s',
+    });
+    expect(result).toMatchObject({ status: 'scored', scores: [1, -1] });
+    expect(calls).toBe(1);
+    const events = (await harness.temporal.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    expect(events.filter((e) => e.workflowTaskTimedOutEventAttributes || e.workflowTaskFailedEventAttributes)).toEqual([]);
+    // The SDK completes the task at 80 % of its timeout while the call runs, and takes the next at once.
+    expect(events.filter((e) => e.workflowTaskCompletedEventAttributes).length).toBeGreaterThanOrEqual(3);
+  });
+
   it('finishes in 14 events with no patch marker when its input says finishInOneStep; an older run’s group asks patched', async () => {
     const { h } = await startOverloadedGuess(0);
     const eventsOf = async (input: ReturnType<Harness['groupInput']>) => {
