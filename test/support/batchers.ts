@@ -1,3 +1,4 @@
+import type { EnvRunInput } from '../../src/schema/rollout.js';
 import type { BatcherInput } from '../../src/workflows/batcher.js';
 import { batcher, registerEnvUpdate, registerTrainerUpdate, takeBatchUpdate } from '../../src/workflows/batcher.js';
 import type { Harness } from './harness.js';
@@ -17,4 +18,17 @@ export async function startHarnessBatcher(h: Harness, options: BatcherInput['opt
   const env = await handle.executeUpdate(registerEnvUpdate, { args: [{ max_token_length: 4096, desired_name: 'gsm8k', weight: 1, group_size: 4 }] });
   if (env.status !== 'success') throw new Error('env did not register');
   return handle;
+}
+
+/** An env-run of gsm8k groups of 4 on the harness, 4 in flight, feeding env 0 of `batcherId` (one batch off-policy). */
+export function batcherEnvRunInput(h: Harness, batcherId: string, overrides: Partial<EnvRunInput> = {}): EnvRunInput {
+  return {
+    runId: h.runId,
+    environment: 'gsm8k',
+    totalGroups: 6,
+    maxInFlight: 4,
+    sink: { kind: 'batcher', workflowId: batcherId, envId: 0, maxBatchesOffpolicy: 1, stopAtStep: 100 },
+    group: { ...h.groupInput(0, { groupSize: 4 }) },
+    ...overrides,
+  };
 }

@@ -1,12 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import gsm8k from '../../environments/gsm8k/index.js';
-import type { EnvRunInput } from '../../src/schema/rollout.js';
 import { envRun } from '../../src/workflows/env-run.js';
 import { batcherViewQuery, ingestGroupsUpdate, takeBatchUpdate } from '../../src/workflows/batcher.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { waitFor } from '../support/cli.js';
-import { startHarnessBatcher } from '../support/batchers.js';
+import { batcherEnvRunInput, startHarnessBatcher } from '../support/batchers.js';
 import { uniqueId } from '../support/temporal.js';
 
 let harness: Harness | undefined;
@@ -14,18 +13,6 @@ afterEach(async () => {
   await harness?.close();
   harness = undefined;
 });
-
-function envRunInput(h: Harness, batcherId: string, overrides: Partial<EnvRunInput> = {}): EnvRunInput {
-  return {
-    runId: h.runId,
-    environment: 'gsm8k',
-    totalGroups: 6,
-    maxInFlight: 4,
-    sink: { kind: 'batcher', workflowId: batcherId, envId: 0, maxBatchesOffpolicy: 1, stopAtStep: 100 },
-    group: { ...h.groupInput(0, { groupSize: 4 }) },
-    ...overrides,
-  };
-}
 
 describe('envRun feeding a batcher on a real dev server', () => {
   it('waits for the batcher to push room, adding no history while the trainer is idle', async () => {
@@ -38,7 +25,7 @@ describe('envRun feeding a batcher on a real dev server', () => {
     const run = await harness.temporal.client.workflow.start(envRun, {
       taskQueue: harness.queues.workflows,
       workflowId: uniqueId('env-run'),
-      args: [envRunInput(harness, batcherHandle.workflowId)],
+      args: [batcherEnvRunInput(harness, batcherHandle.workflowId)],
     });
     const queued = async () => (await batcherHandle.query(batcherViewQuery)).metrics.waiting['0']?.queued ?? 0;
     // max_batches_offpolicy 1 of 4-sample batches: one group at a time waits in the batcher.
@@ -83,7 +70,7 @@ describe('envRun feeding a batcher on a real dev server', () => {
     const run = await harness.temporal.client.workflow.start(envRun, {
       taskQueue: harness.queues.workflows,
       workflowId: uniqueId('env-run'),
-      args: [envRunInput(harness, batcherHandle.workflowId, { totalGroups: 1, sink: { kind: 'batcher', workflowId: batcherHandle.workflowId, envId: 0, maxBatchesOffpolicy: 8, stopAtStep: 100 } })],
+      args: [batcherEnvRunInput(harness, batcherHandle.workflowId, { totalGroups: 1, sink: { kind: 'batcher', workflowId: batcherHandle.workflowId, envId: 0, maxBatchesOffpolicy: 8, stopAtStep: 100 } })],
     });
     await waitFor(() => asked, 60_000, 'the group to start generating at step 0');
     // Meanwhile the trainer trains three steps on groups from elsewhere.

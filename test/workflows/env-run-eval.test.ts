@@ -10,7 +10,7 @@ import { waitFor } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { fastSteps, startHarness, type Harness } from '../support/harness.js';
 import { openAIError, type Responder } from '../support/scripted-openai.js';
-import { startHarnessBatcher } from '../support/batchers.js';
+import { batcherEnvRunInput, startHarnessBatcher } from '../support/batchers.js';
 import { uniqueId } from '../support/temporal.js';
 
 let harness: Harness | undefined;
@@ -54,13 +54,8 @@ function model(trainDelayMs = 0) {
 }
 
 function input(h: Harness, batcherId: string, evaluation: Pick<EvalSchedule, 'handling' | 'limitRatio'>, overrides: Partial<EnvRunInput>): EnvRunInput {
-  return {
-    runId: h.runId,
-    environment: 'gsm8k',
+  return batcherEnvRunInput(h, batcherId, {
     totalGroups: 1000,
-    maxInFlight: 4,
-    sink: { kind: 'batcher', workflowId: batcherId, envId: 0, maxBatchesOffpolicy: 1, stopAtStep: 100 },
-    group: { ...h.groupInput(0, { groupSize: 4 }) },
     evaluation: {
       everySteps: 2,
       ...evaluation,
@@ -75,7 +70,7 @@ function input(h: Harness, batcherId: string, evaluation: Pick<EvalSchedule, 'ha
       },
     },
     ...overrides,
-  };
+  });
 }
 
 /** The trainer takes its next batch (one of this env's groups, once it is there); returns the new step. */

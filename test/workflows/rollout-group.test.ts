@@ -22,9 +22,9 @@ const run = (h: Harness, input: ReturnType<Harness['groupInput']>, workflowId = 
 
 /**
  * A harness for guess-number groups of 2 whose model answers 503 to its first `failures` requests, then 40 and 7 (item
- * 0's secret is 40); activity calls counted.
+ * 0's secret is 40) after `delayMs`; activity calls counted.
  */
-async function startOverloadedGuess(failures: number) {
+async function startOverloadedGuess(failures: number, delayMs = 0) {
   const counter = activityCounter();
   const model = { calls: 0 };
   const h = await startHarness({
@@ -33,7 +33,7 @@ async function startOverloadedGuess(failures: number) {
     wrapActivities: counter.wrap,
     responder: (body) => {
       if (++model.calls <= failures) return { status: 503, body: openAIError('overloaded', 503) };
-      return { choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: i === 0 ? '40' : '7' })) };
+      return { delayMs, choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: i === 0 ? '40' : '7' })) };
     },
   });
   harness = h;
@@ -67,24 +67,16 @@ describe('rolloutGroup on a real dev server', () => {
   });
 
   it('keeps a local generation longer than the workflow task timeout alive: the task is heartbeaten, the model asked once', async () => {
-    let calls = 0;
-    harness = await startHarness({
-      environment: guessNumber,
-      envConfig: { group_size: 2 },
-      responder: (body) => {
-        calls++;
-        return { delayMs: 3000, choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: i === 0 ? '40' : '7' })) };
-      },
-    });
-    const input = harness.groupInput(0);
+    const { h, model } = await startOverloadedGuess(0, 3000);
+    const input = h.groupInput(0);
     input.steps.generate = { ...input.steps.generate, local: true };
     const workflowId = uniqueId('rg-long-local');
-    const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
-      taskQueue: harness.queues.workflows, workflowId, args: [input], workflowTaskTimeout: '1s',
+    const result = await h.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: h.queues.workflows, workflowId, args: [input], workflowTaskTimeout: '1s',
     });
     expect(result).toMatchObject({ status: 'scored', scores: [1, -1] });
-    expect(calls).toBe(1);
-    const events = (await harness.temporal.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    expect(model.calls).toBe(1);
+    const events = (await h.temporal.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
     expect(events.filter((e) => e.workflowTaskTimedOutEventAttributes || e.workflowTaskFailedEventAttributes)).toEqual([]);
     // The SDK completes the task at 80 % of its timeout while the call runs, and takes the next at once.
     expect(events.filter((e) => e.workflowTaskCompletedEventAttributes).length).toBeGreaterThanOrEqual(3);
