@@ -31,7 +31,8 @@ const nothingToStop = async () => undefined;
 /**
  * Finds or starts a server: the one Temporal's client configuration names (`TEMPORAL_ADDRESS` or a profile's
  * address; used as is, with its namespace, TLS and API key: see `configuredTemporal`); else a server already
- * answering on `<ip>:<port>` (Clotho's search attributes are added to it if missing); else a new dev server.
+ * answering on `<ip>:<port>` (Clotho's search attributes are added to it if missing); else a new dev server, on free
+ * ports when `port` is 0.
  */
 export async function ensureDevServer(options: EnsureDevServerOptions = {}): Promise<TemporalEndpoint> {
   const configured = configuredTemporal(options.env ?? process.env);
@@ -41,7 +42,9 @@ export async function ensureDevServer(options: EnsureDevServerOptions = {}): Pro
   }
   const namespace = options.namespace ?? 'default';
   const address = `${options.ip ?? '127.0.0.1'}:${options.port ?? DEFAULT_TEMPORAL_PORT}`;
-  if (await isServerListening(address)) return reuse(address, namespace, options.stateDir);
+  // Port 0 asks for a new server on free ports: there is nothing to find there.
+  const found = async () => options.port !== 0 && (await isServerListening(address));
+  if (await found()) return reuse(address, namespace, options.stateDir);
   try {
     const server = await startDevServer(options);
     return {
@@ -54,7 +57,7 @@ export async function ensureDevServer(options: EnsureDevServerOptions = {}): Pro
     };
   } catch (error) {
     // Another process may have started one on the same port between the check and the start.
-    if (await isServerListening(address)) return reuse(address, namespace, options.stateDir);
+    if (await found()) return reuse(address, namespace, options.stateDir);
     throw error;
   }
 }

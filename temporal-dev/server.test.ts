@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, readlink, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -102,6 +102,57 @@ describe('startDevServer', () => {
     }
   });
 });
+
+describe('isServerListening', () => {
+  it("answers true for a frontend and false for the dev server's other gRPC ports, which accept a connection", async () => {
+    const server = await startIsolatedDevServer({ dbFile: join(dir, 'probe.sqlite') });
+    try {
+      expect(await isServerListening(server.address)).toBe(true);
+      // `temporal server start-dev` serves history, matching and its worker service on ports it picks at random; a test
+      // that took one of them for a free port once found "a server" there (UNIMPLEMENTED: unknown service OperatorService).
+      const others = (await listeningPorts(server.pid)).filter((port) => port !== server.port);
+      const accepting: number[] = [];
+      for (const port of others) {
+        const address = `127.0.0.1:${port}`;
+        expect(await isServerListening(address, 1_000), address).toBe(false);
+        if (await connects(address)) accepting.push(port);
+      }
+      // The internal gRPC services pass a plain connection check (it accepts UNIMPLEMENTED): the probe must do more.
+      expect(accepting.length).toBeGreaterThanOrEqual(1);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+/** TCP ports a process listens on, from its socket descriptors and /proc/net/tcp (Linux). */
+async function listeningPorts(pid: number): Promise<number[]> {
+  const inodes = new Set<string>();
+  for (const fd of await readdir(`/proc/${pid}/fd`)) {
+    const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+    if (inode) inodes.add(inode);
+  }
+  const ports = new Set<number>();
+  for (const line of (await readFile('/proc/net/tcp', 'utf8')).split('\n').slice(1)) {
+    const [, local, , state, , , , , , inode] = line.trim().split(/\s+/);
+    if (state === '0A' && inode && inodes.has(inode)) ports.add(Number.parseInt(local!.split(':')[1]!, 16));
+  }
+  return [...ports];
+}
+
+/** What `isServerListening` used to check: a gRPC channel that connects, UNIMPLEMENTED tolerated. */
+async function connects(address: string): Promise<boolean> {
+  const connection = Connection.lazy({ address, connectTimeout: 1_000 });
+  try {
+    await connection.ensureConnected();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await connection.close();
+  }
+}
 
 async function expectPersisted(address: string, namespace: string, workflowIds: string[]): Promise<void> {
   const connection = await Connection.connect({ address });

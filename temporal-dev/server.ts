@@ -192,12 +192,17 @@ async function connectWhenServing(address: string, namespace: string, timeoutMs:
   }
 }
 
-/** Whether a Temporal frontend answers at `address` (a real gRPC call, not just an open port). */
+/**
+ * Whether a Temporal frontend answers at `address`: its WorkflowService, not just an open port or any gRPC server.
+ * `ensureConnected` alone accepts UNIMPLEMENTED (for old servers), and so would take another dev server's internal
+ * history or matching port, which `temporal server start-dev` picks at random, for a frontend.
+ */
 export async function isServerListening(address: string, timeoutMs = 2_000): Promise<boolean> {
   // `lazy` rather than `connect`: a failed `connect` keeps its channel open with no handle to close it.
   const connection = Connection.lazy({ address, connectTimeout: timeoutMs });
   try {
     await connection.ensureConnected();
+    await connection.withDeadline(Date.now() + timeoutMs, () => connection.workflowService.getSystemInfo({}));
     return true;
   } catch {
     return false;
