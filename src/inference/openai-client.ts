@@ -3,6 +3,7 @@ import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam
 import { z } from 'zod';
 import type { ServerConfig } from '../schema/config.js';
 import { MASKED, MASKED_LOGPROB } from '../schema/scored-data.js';
+import { callSignal } from './call-signal.js';
 import { classifyError, InferenceError } from './errors.js';
 import {
   GenerateRequestSchema,
@@ -60,18 +61,17 @@ export function createOpenAIClient(config: ServerConfig, options: OpenAIClientOp
       const parsed = GenerateRequestSchema.safeParse(request);
       if (!parsed.success) throw new InferenceError('InvalidRequest', z.prettifyError(parsed.error));
       // One deadline for headers and body alike; the SDK's own timeout stops at the headers.
-      const deadline = AbortSignal.timeout(timeoutMs);
+      const call = callSignal([signal], timeoutMs);
       const timer = onProgress ? setInterval(onProgress, progressIntervalMs) : undefined;
       try {
-        const response = await client.chat.completions
-          .create(requestBody(config, parsed.data), { signal: signal ? AbortSignal.any([signal, deadline]) : deadline })
-          .asResponse();
+        const response = await client.chat.completions.create(requestBody(config, parsed.data), { signal: call.signal }).asResponse();
         return parseCompletions(await response.text(), parsed.data.n);
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
-        if (deadline.aborted) throw new InferenceError('Timeout', `no answer within ${config.timeout} s`, { cause: err });
+        if (call.timedOut) throw new InferenceError('Timeout', `no answer within ${config.timeout} s`, { cause: err });
         throw classifyError(err);
       } finally {
+        call.release();
         clearInterval(timer);
       }
     },

@@ -1,6 +1,7 @@
 import type { ServerConfig } from '../schema/config.js';
 import { createBackend, type Backend, type PromptLogprobs } from './backends/index.js';
 import { parseRequest } from './backends/backend.js';
+import { callSignal } from './call-signal.js';
 import { classifyError, InferenceError } from './errors.js';
 import {
   GenerateRequestSchema,
@@ -226,15 +227,15 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
   ): Promise<T> {
     const eligible = servers.filter((s) => supports(s.backend));
     if (eligible.length === 0) throw new InferenceError('InvalidRequest', `no configured inference server supports ${what}`);
-    const siblings = new AbortController();
-    const signal = options.signal ? AbortSignal.any([options.signal, siblings.signal]) : siblings.signal;
+    const siblings = callSignal([options.signal]);
     const timer = options.onProgress ? setInterval(options.onProgress, progressIntervalMs) : undefined;
     try {
-      return await body(eligible, options.split ?? 'train', signal);
+      return await body(eligible, options.split ?? 'train', siblings.signal);
     } catch (err) {
       siblings.abort(err);
       throw err;
     } finally {
+      siblings.release();
       clearInterval(timer);
     }
   }
@@ -252,11 +253,14 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
     const timer = setTimeout(async () => {
       timers.delete(timer);
       const failures = server.failures;
+      const call = callSignal([probes.signal], probeTimeoutMs);
       try {
-        await server.backend.checkHealth(AbortSignal.any([probes.signal, AbortSignal.timeout(probeTimeoutMs)]));
+        await server.backend.checkHealth(call.signal);
         if (server.failures === failures) server.healthy = true;
       } catch {
         server.healthy = false;
+      } finally {
+        call.release();
       }
       if (stopped) return;
       notify();

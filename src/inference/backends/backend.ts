@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
+import { callSignal } from '../call-signal.js';
 import { classifyError, InferenceError, parseRetryAfter } from '../errors.js';
 import type { Tokenizer } from '../tokenizer.js';
 import { PROGRESS_INTERVAL_MS, type Completion, type GenerateOptions, type InferenceClient, type TokenGenerateRequest } from '../types.js';
@@ -80,8 +81,7 @@ export interface HttpCall {
  * `Timeout`. A cancelled call rejects with the signal's reason.
  */
 export async function callJson(url: string, call: HttpCall): Promise<unknown> {
-  const deadline = AbortSignal.timeout(call.timeoutMs);
-  const signal = call.signal ? AbortSignal.any([call.signal, deadline]) : deadline;
+  const deadline = callSignal([call.signal], call.timeoutMs);
   const timer = call.onProgress ? setInterval(call.onProgress, call.progressIntervalMs ?? PROGRESS_INTERVAL_MS) : undefined;
   try {
     const response = await fetch(url, {
@@ -91,7 +91,7 @@ export async function callJson(url: string, call: HttpCall): Promise<unknown> {
         ...(call.apiKey ? { authorization: `Bearer ${call.apiKey}` } : {}),
       },
       ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
-      signal,
+      signal: deadline.signal,
     });
     const text = await response.text();
     if (!response.ok) throw statusError(response, text);
@@ -102,9 +102,10 @@ export async function callJson(url: string, call: HttpCall): Promise<unknown> {
     }
   } catch (err) {
     if (call.signal?.aborted) throw call.signal.reason;
-    if (deadline.aborted) throw new InferenceError('Timeout', `no answer from ${url} within ${call.timeoutMs} ms`, { cause: err });
+    if (deadline.timedOut) throw new InferenceError('Timeout', `no answer from ${url} within ${call.timeoutMs} ms`, { cause: err });
     throw classifyError(err);
   } finally {
+    deadline.release();
     clearInterval(timer);
   }
 }
