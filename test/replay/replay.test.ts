@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ensureTemporalCli } from '../../temporal-dev/index.js';
+import type { RolloutGroupInput } from '../../src/schema/rollout.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { workflowBundle } from '../../src/workers/bundle.js';
 import { guessNumber } from '../support/environments.js';
@@ -36,6 +37,13 @@ async function historyJson(harness: Harness, workflowId: string): Promise<string
   return stdout;
 }
 
+/** Runs one rollout group on the harness to its end and writes its history as `file` among the committed histories. */
+async function recordRolloutGroup(running: Harness, file: string, input: RolloutGroupInput): Promise<void> {
+  const workflowId = uniqueId(`replay-${file.replace(/\.json$/, '')}`);
+  await running.temporal.client.workflow.execute(rolloutGroup, { taskQueue: running.queues.workflows, workflowId, args: [input] });
+  await writeFile(new URL(file, HISTORIES), await historyJson(running, workflowId));
+}
+
 describe('replay of recorded histories', () => {
   it.runIf(recording)('records a multi-turn rollout group with a retried generate step', async () => {
     let calls = 0;
@@ -48,13 +56,7 @@ describe('replay of recorded histories', () => {
         return { choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: String(calls % 2 === 0 ? 41 + i : 40) })) };
       },
     });
-    const workflowId = uniqueId('replay-rollout');
-    await harness.temporal.client.workflow.execute(rolloutGroup, {
-      taskQueue: harness.queues.workflows,
-      workflowId,
-      args: [harness.groupInput(0, { maxTurns: 3 })],
-    });
-    await writeFile(new URL('rollout-group-one-step-finish.json', HISTORIES), await historyJson(harness, workflowId));
+    await recordRolloutGroup(harness, 'rollout-group-one-step-finish.json', harness.groupInput(0, { maxTurns: 3 }));
   });
 
   it.runIf(recording)('records a tool-using rollout group: setup, tool calls with a retried one, steps, teardown', async () => {
@@ -69,13 +71,7 @@ describe('replay of recorded histories', () => {
         return { choices: Array.from({ length: body.n ?? 1 }, () => ({ text })) };
       },
     });
-    const workflowId = uniqueId('replay-tools');
-    await harness.temporal.client.workflow.execute(rolloutGroup, {
-      taskQueue: harness.queues.workflows,
-      workflowId,
-      args: [harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } })],
-    });
-    await writeFile(new URL('rollout-group-tools-one-step-finish.json', HISTORIES), await historyJson(harness, workflowId));
+    await recordRolloutGroup(harness, 'rollout-group-tools-one-step-finish.json', harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } }));
   });
 
   it.runIf(recording)('records a single-turn group whose input says finishInOneStep: finishGroup with no patch marker', async () => {
@@ -84,9 +80,7 @@ describe('replay of recorded histories', () => {
       envConfig: { group_size: 2 },
       responder: (body) => ({ choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: i === 0 ? '40' : '7' })) }),
     });
-    const workflowId = uniqueId('replay-finish-in-input');
-    await harness.temporal.client.workflow.execute(rolloutGroup, { taskQueue: harness.queues.workflows, workflowId, args: [harness.groupInput(0)] });
-    await writeFile(new URL('rollout-group-finish-in-input.json', HISTORIES), await historyJson(harness, workflowId));
+    await recordRolloutGroup(harness, 'rollout-group-finish-in-input.json', harness.groupInput(0));
   });
 
   it.runIf(recording)('records a tool-using rollout group with generation as a local activity, retried once, with setup and teardown', async () => {
@@ -102,9 +96,7 @@ describe('replay of recorded histories', () => {
     });
     const input = harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } });
     input.steps.generate = { ...input.steps.generate, local: true };
-    const workflowId = uniqueId('replay-local-generate');
-    await harness.temporal.client.workflow.execute(rolloutGroup, { taskQueue: harness.queues.workflows, workflowId, args: [input] });
-    await writeFile(new URL('rollout-group-tools-local-generate.json', HISTORIES), await historyJson(harness, workflowId));
+    await recordRolloutGroup(harness, 'rollout-group-tools-local-generate.json', input);
   });
 
   // Env-runs stranded by kill -9 on Clotho 0.1.0 (a local activity resolved earlier on replay than it first did):
