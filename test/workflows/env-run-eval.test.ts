@@ -29,10 +29,17 @@ function gate() {
 /**
  * The scripted model: training requests (temperature 1) answer after `trainDelayMs`, sample 0 right, so no group has
  * equal scores; evaluation requests (temperature 0, `clotho evaluate`'s sampling) wait for the current gate and answer
- * item 0 right and item 1 wrong. `active` counts training requests in flight.
+ * item 0 right and item 1 wrong. `active` counts training requests in flight. After `gather(n)`, training requests
+ * wait until n of them are in flight at once, then all go on: groups in flight meet at the model whatever their phase.
  */
 function model(trainDelayMs = 0) {
-  const state = { evalGate: gate(), evalRequests: 0, active: 0, onActive: (_n: number) => undefined as void };
+  let gathering: { n: number; met: () => void; all: Promise<void> } | null = null;
+  const gather = (n: number) => {
+    let met!: () => void;
+    const all = new Promise<void>((resolve) => (met = resolve));
+    gathering = { n, met, all };
+  };
+  const state = { evalGate: gate(), evalRequests: 0, active: 0, onActive: (_n: number) => undefined as void, gather };
   const train = gsm8kResponder((_item, sample) => sample === 0);
   const evaluate = gsm8kResponder((item) => item === 0);
   const responder: Responder = async (body, call) => {
@@ -44,6 +51,12 @@ function model(trainDelayMs = 0) {
     state.active++;
     state.onActive(state.active);
     try {
+      const waiting = gathering;
+      if (waiting && state.active >= waiting.n) {
+        gathering = null;
+        waiting.met();
+      }
+      await waiting?.all;
       await new Promise((resolve) => setTimeout(resolve, trainDelayMs));
       return await train(body, call);
     } finally {
@@ -176,7 +189,9 @@ describe('envRun evaluates every steps_per_eval trainer steps, on a real dev ser
 
       state.evalGate.open();
       await waitFor(async () => (await status()).evaluation?.results.length === 1, 30_000, 'the evaluation to finish');
+      // Four groups in flight again: they meet at the model (two would wait there for ever under the limit).
       peak = 0;
+      state.gather(4);
       await waitFor(() => peak === 4, 30_000, 'four training groups at once again');
     } finally {
       await run.terminate();
