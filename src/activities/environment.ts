@@ -14,8 +14,10 @@ import {
   type EnvironmentActivityDeps,
 } from './environment-context.js';
 import {
+  cloneGroupState,
   groupKey,
   lastAssistant,
+  lastAssistantIndex,
   lastAssistantText,
   loadGroupState,
   saveGroupBase,
@@ -148,7 +150,7 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
       if (!step && !previous.executesTools) {
         throw ApplicationFailure.nonRetryable(`environment "${input.environment}" has no step`, 'EnvironmentError');
       }
-      const state = structuredClone(previous);
+      const state = cloneGroupState(previous);
       const group = await groupResource(store, input);
       await Promise.all(
         state.trajectories.map(async (trajectory, sample) => {
@@ -179,8 +181,9 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
           if (result.state !== undefined) trajectory.state = result.state;
           if (result.reward !== undefined) {
             trajectory.turnRewards = [...(trajectory.turnRewards ?? []), result.reward];
-            const answered = lastAssistant(trajectory);
-            if (answered) answered.reward = result.reward;
+            // Messages of earlier records never change in place: the rewarded answer is replaced (see cloneGroupState).
+            const answered = lastAssistantIndex(trajectory);
+            if (answered >= 0) trajectory.messages[answered] = { ...trajectory.messages[answered]!, reward: result.reward };
           }
         }),
       );

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FileSystemStore } from '../store/trajectory-store.js';
-import { loadGroupState, saveGroupBase, saveGroupDelta, type GroupState } from './group-state.js';
+import { cloneGroupState, loadGroupState, saveGroupBase, saveGroupDelta, type GroupState } from './group-state.js';
 
 const base = (): GroupState => ({
   itemIndex: 0, groupOverrides: null, tools: null, stop: null,
@@ -23,7 +23,7 @@ async function grow(store: FileSystemStore, run: string, turns: number) {
   let ref = await saveGroupBase(store, `${run}/env/item-0/turn-0/prompt`, base());
   let state = await loadGroupState(store, ref);
   for (let turn = 0; turn < turns; turn++) {
-    const next = structuredClone(state);
+    const next = cloneGroupState(state);
     const t = next.trajectories[0]!;
     t.messages.push({ role: 'assistant', content: `a${turn}` });
     t.tokens.push(10 + turn);
@@ -58,6 +58,37 @@ describe('group state as a chain of per-turn records', () => {
     cold.reads = 0;
     expect(await loadGroupState(cold, ref)).toEqual(state);
     expect(cold.reads).toBe(0);
+  });
+
+  it('keeps a message replaced in a later turn, read from the cache or from the store', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'clotho-gs-'));
+    const store = new FileSystemStore(dir);
+    const { ref, state } = await grow(store, 'r4', 3);
+    // What stepTurn does when the environment rewards the answer generate added.
+    const next = cloneGroupState(state);
+    next.trajectories[0]!.messages[1] = { ...next.trajectories[0]!.messages[1]!, reward: 0.5 };
+    next.trajectories[0]!.messages.push({ role: 'user', content: 'again' });
+    const stepped = await saveGroupDelta(store, 'r4/env/item-0/turn-3/prompt', ref, state, next);
+    const record = await store.get<{ trajectories: Record<number, Record<string, unknown>> }>(stepped);
+    expect(record.trajectories[0]).toEqual({ messages: [{ role: 'user', content: 'again' }], replacedMessages: { 1: { role: 'assistant', content: 'a0', reward: 0.5 } } });
+    expect((await loadGroupState(store, stepped)).trajectories[0]!.messages[1]).toEqual({ role: 'assistant', content: 'a0', reward: 0.5 });
+    const cold = new FileSystemStore(dir);
+    for (let g = 0; g < 300; g++) await saveGroupBase(cold, `evict${g}/env/item-0/turn-0/prompt`, base());
+    expect(await loadGroupState(cold, stepped)).toEqual(next);
+  });
+
+  it('hands out copies: growing one leaves the next read as stored, and a message cannot change in place', async () => {
+    const store = new FileSystemStore(await mkdtemp(join(tmpdir(), 'clotho-gs-')));
+    const { ref, state } = await grow(store, 'r5', 2);
+    const read = await loadGroupState(store, ref);
+    const t = read.trajectories[0]!;
+    t.tokens.push(99);
+    t.messages.push({ role: 'user', content: 'extra' });
+    (t.state as { n: number }).n = 42;
+    expect(() => {
+      t.messages[0]!.content = 'changed';
+    }).toThrow(TypeError);
+    expect(await loadGroupState(store, ref)).toEqual(state);
   });
 
   it('reads a whole state written by an older version as is', async () => {

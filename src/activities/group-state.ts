@@ -55,17 +55,25 @@ export function lastAssistantText(trajectory: Trajectory): string {
 }
 
 export function lastAssistant(trajectory: Trajectory): Message | undefined {
-  for (let i = trajectory.messages.length - 1; i >= 0; i--) if (trajectory.messages[i]!.role === 'assistant') return trajectory.messages[i];
-  return undefined;
+  return trajectory.messages[lastAssistantIndex(trajectory)];
 }
 
-/** What one trajectory gained since the record before: arrays are appended, scalars replaced. */
+/** Index of the last assistant message of a trajectory, -1 when there is none. */
+export function lastAssistantIndex(trajectory: Trajectory): number {
+  return trajectory.messages.findLastIndex((m) => m.role === 'assistant');
+}
+
+/**
+ * What one trajectory gained since the record before: arrays are appended, scalars replaced, and messages of earlier
+ * turns replaced by index (a step that annotates the answer it rewards).
+ */
 type TrajectoryDelta = Partial<Omit<Trajectory, 'tokens' | 'masks' | 'logprobs' | 'messages' | 'turnRewards'>> & {
   messages?: Message[];
   tokens?: number[];
   masks?: number[];
   logprobs?: number[];
   turnRewards?: number[];
+  replacedMessages?: Record<number, Message>;
 };
 
 /**
@@ -91,9 +99,45 @@ const groupOfKey = (key: string) => key.split('/').slice(0, 3).join('/');
 
 function remember(key: string, state: GroupState): void {
   const group = groupOfKey(key);
+  freezeShared(state);
   recent.delete(group);
-  recent.set(group, { key, state: structuredClone(state) });
+  recent.set(group, { key, state: cloneGroupState(state) });
   if (recent.size > RECENT_GROUPS) recent.delete(recent.keys().next().value!);
+}
+
+/**
+ * A copy of a state that its holder may change: its own arrays (append-only, so a slice is a copy) and scalars, and the
+ * environment's state slot; messages, tools and overrides are shared with the original. They are frozen once a state
+ * is read or written, so a change in place throws instead of reaching other copies unrecorded: a step replaces a
+ * message (`messages[i] = { ...m, reward }`), and the next record carries it.
+ *
+ * Every activity of a turn copies the state it reads and writes: `structuredClone` made that O(tokens + text) each
+ * time, several times a turn; slicing token arrays and sharing messages is a fraction of that (issue 12).
+ */
+export function cloneGroupState(state: GroupState): GroupState {
+  return { ...state, trajectories: state.trajectories.map(cloneTrajectory) };
+}
+
+function cloneTrajectory(t: Trajectory): Trajectory {
+  const copy: Trajectory = { ...t, messages: t.messages.slice(), tokens: t.tokens.slice(), masks: t.masks.slice(), logprobs: t.logprobs.slice() };
+  if (t.turnRewards) copy.turnRewards = t.turnRewards.slice();
+  if (t.toolOutcomes) copy.toolOutcomes = { ...t.toolOutcomes };
+  if (t.state !== undefined) copy.state = structuredClone(t.state);
+  return copy;
+}
+
+/** Freezes what copies of a state share: each message (once; later turns find theirs frozen), tools and overrides. */
+function freezeShared(state: GroupState): void {
+  deepFreeze(state.tools);
+  deepFreeze(state.groupOverrides);
+  deepFreeze(state.stop);
+  for (const t of state.trajectories) for (const m of t.messages) deepFreeze(m);
+}
+
+function deepFreeze(value: unknown): void {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const v of Object.values(value)) deepFreeze(v);
 }
 
 /**
@@ -107,7 +151,7 @@ export async function loadGroupState(store: TrajectoryStore, ref: StoreRef | str
   let state: GroupState;
   for (let at = key; ; ) {
     if (cached?.key === at) {
-      state = structuredClone(cached.state);
+      state = cloneGroupState(cached.state);
       break;
     }
     const record = await store.get<GroupRecord | GroupState>(at);
@@ -129,7 +173,8 @@ export async function loadGroupState(store: TrajectoryStore, ref: StoreRef | str
   return state;
 }
 
-function applyDelta(trajectory: Trajectory, delta: TrajectoryDelta): void {
+function applyDelta(trajectory: Trajectory, { replacedMessages, ...delta }: TrajectoryDelta): void {
+  for (const [i, message] of Object.entries(replacedMessages ?? {})) trajectory.messages[Number(i)] = message;
   for (const [field, value] of Object.entries(delta)) {
     if ((APPENDED as readonly string[]).includes(field)) {
       const list = ((trajectory as unknown as Record<string, unknown[]>)[field] ??= []);
@@ -165,6 +210,10 @@ export async function saveGroupDelta(
       const had = (before[field] ?? []) as unknown[];
       if (grown.length > had.length) delta[field] = grown.slice(had.length);
     }
+    // Messages are shared by the copies of a state and never change in place (see cloneGroupState): one that is not
+    // the same object as before was replaced.
+    const replaced = Object.fromEntries(before.messages.flatMap((m, j) => (after.messages[j] === m ? [] : [[j, after.messages[j]!]])));
+    if (Object.keys(replaced).length > 0) delta.replacedMessages = replaced;
     for (const [field, value] of Object.entries(after)) {
       if ((APPENDED as readonly string[]).includes(field)) continue;
       if (JSON.stringify(value) !== JSON.stringify((before as unknown as Record<string, unknown>)[field])) delta[field] = value;

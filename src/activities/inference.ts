@@ -9,7 +9,7 @@ import type { Sampling, StoreRef } from '../schema/rollout.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { activeSamples } from './environment.js';
 import { liveness } from './environment-context.js';
-import { groupKey, loadGroupState, saveGroupDelta, type GroupAddress, type Trajectory } from './group-state.js';
+import { cloneGroupState, groupKey, loadGroupState, saveGroupDelta, type GroupAddress, type Trajectory } from './group-state.js';
 import { toolCallsOf } from './tool-calls.js';
 
 export interface InferenceActivityDeps {
@@ -66,7 +66,7 @@ export function createInferenceActivities({ inference, continuation, store }: In
       const context = Context.current();
       const { signal, heartbeat } = liveness();
       const previous = await loadGroupState(store, input.state);
-      const state = structuredClone(previous);
+      const state = cloneGroupState(previous);
       const tokenIn = continuation?.(input.environment);
       // Chat requests carry the reasoning asked for; a prompt rendered here asks through the template's switch instead.
       const reasoning = input.sampling.reasoning;
