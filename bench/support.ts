@@ -81,6 +81,8 @@ export interface BenchWorkerOptions {
   maxTurns?: number;
   /** Generation as a local activity in the workflow's worker (`--steps.generate.local true`). @default false */
   localGeneration?: boolean;
+  /** A turn's tool calls as one local activity (`--steps.tool.local true`). @default false */
+  localTools?: boolean;
 }
 
 /** How a bench places generation: on the LLM queue (the default) or as a local activity. */
@@ -136,6 +138,7 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
   const timeout = o.generateTimeoutS ?? 60;
   const steps = toStepOptions(defaultStepConfigs({ generate: timeout, teacher: timeout }));
   steps.generate.local = o.localGeneration ?? false;
+  steps.tool.local = o.localTools ?? false;
   return {
     store,
     async run(groups, maxInFlight) {

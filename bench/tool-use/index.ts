@@ -9,9 +9,10 @@
  * 2. `--storage-episodes` episodes of `--storage-turns` turns: bytes the trajectory store keeps per episode, beside
  *    what the scheme before per-turn deltas (the whole state every turn) stored for the same episode.
  *
- * Part 1 runs with generation on the LLM queue (the default) and as a local activity (`--steps.generate.local true`).
+ * Part 1 runs with generation on the LLM queue (the default), as a local activity (`--steps.generate.local true`), and
+ * with the tool calls local as well (`--steps.tool.local true`).
  *
- * Run: npm run bench:tool-use [-- --episodes 64 --turns 20 --delay 200 --storage-episodes 4 --storage-turns 30 --generation queue,local]
+ * Run: npm run bench:tool-use [-- --episodes 64 --turns 20 --delay 200 --storage-episodes 4 --storage-turns 30 --generation queue,local,local-tools]
  */
 import { parseArgs } from 'node:util';
 import type { ModelClient } from '../../src/env/define.js';
@@ -21,7 +22,7 @@ import { createOpenAIClient } from '../../src/inference/openai-client.js';
 import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/schema/config.js';
 import { rolloutGroupId } from '../../src/workflows/rollout-children.js';
 import { startScriptedOpenAI } from '../../test/support/scripted-openai.js';
-import { GENERATIONS, generationsOf, requestsBetween, startBenchTemporal, startBenchWorkers, type BenchTemporal, type Generation } from '../support.js';
+import { GENERATIONS, requestsBetween, startBenchTemporal, startBenchWorkers, type BenchTemporal } from '../support.js';
 import { cpuStopwatch } from './cpu.js';
 import { toolBenchEnv, toolCallingModel } from './environment.js';
 import { meanHistory, readEpisodeHistory, type EpisodeHistory } from './history.js';
@@ -34,7 +35,7 @@ const { values } = parseArgs({
     delay: { type: 'string', default: '200' },
     'storage-episodes': { type: 'string', default: '4' },
     'storage-turns': { type: 'string', default: '30' },
-    generation: { type: 'string', default: 'queue,local' },
+    generation: { type: 'string', default: 'queue,local,local-tools' },
   },
 });
 const EPISODES = Number(values.episodes);
@@ -42,7 +43,14 @@ const TURNS = Number(values.turns);
 const DELAY_MS = Number(values.delay);
 const STORAGE_EPISODES = Number(values['storage-episodes']);
 const STORAGE_TURNS = Number(values['storage-turns']);
-const MODES = generationsOf(values.generation);
+/** Where a turn's steps run: generation on the LLM queue or local, and with both local, the tool calls local too. */
+const PLACEMENTS = {
+  ...GENERATIONS,
+  'local-tools': 'generation and tool calls as local activities (--steps.generate.local true --steps.tool.local true)',
+} as const;
+type Placement = keyof typeof PLACEMENTS;
+const MODES = values.generation.split(',').filter(Boolean) as Placement[];
+for (const mode of MODES) if (!(mode in PLACEMENTS)) throw new Error(`--generation: expected queue, local and/or local-tools (comma-separated), got "${mode}"`);
 /** Completion-token budget of an episode: far above what the scripted calls use, so no episode ends by it. */
 const TOKENS = 8192;
 const WARMUP_EPISODES = 4;
@@ -72,7 +80,7 @@ async function main(): Promise<void> {
       // pays the same inference on it: the difference of the two walls over the turns is what Clotho adds per turn
       // of one episode (generate and tool activities, stepTurn, workflow tasks, store reads and writes).
       const perTurn = (clothoMs - baselineMs) / TURNS;
-      console.log(`${GENERATIONS[mode]}:`);
+      console.log(`${PLACEMENTS[mode]}:`);
       console.log(`  plain loop (runEpisode):  wall ${(baselineMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(baselineMs)}`);
       console.log(`  clotho (Temporal):        wall ${(clothoMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(clothoMs)}`);
       console.log(`  orchestration overhead per turn: ${perTurn.toFixed(1)} ms`);
@@ -108,7 +116,7 @@ async function main(): Promise<void> {
 }
 
 /** Runs the same episodes in a plain loop and through Clotho; the walls and the mean rollout-group history. */
-async function overhead(bench: BenchTemporal, mode: Generation): Promise<{ baseline: Measured; clotho: Measured; history: EpisodeHistory; requests: Requests }> {
+async function overhead(bench: BenchTemporal, mode: Placement): Promise<{ baseline: Measured; clotho: Measured; history: EpisodeHistory; requests: Requests }> {
   const server = await startScriptedOpenAI({ responder: toolCallingModel(TURNS, DELAY_MS) });
   try {
     const baselineCpu = cpuStopwatch(bench.serverPid);
@@ -116,7 +124,7 @@ async function overhead(bench: BenchTemporal, mode: Generation): Promise<{ basel
     const baseline = { wallMs: baselineMs, cpu: baselineCpu() };
     const workers = await startBenchWorkers(bench, {
       baseUrl: server.baseUrl, environment: toolBenchEnv, groupSize: 1, tokens: TOKENS, maxTurns: TURNS, llmConcurrency: EPISODES,
-      localGeneration: mode === 'local',
+      localGeneration: mode !== 'queue', localTools: mode === 'local-tools',
     });
     try {
       // A few episodes first, so that the timed run sees warm workers as a long training run does.

@@ -27,6 +27,26 @@ export interface CallToolResult {
   content: string;
 }
 
+/** The calls the model made in a turn, by sample, as the workflow names them (from `generateTurn`'s result). */
+export interface TurnToolCalls {
+  sample: number;
+  calls: { name: string; arguments: string }[];
+}
+
+export interface CallTurnToolsInput extends GroupAddress {
+  turn: number;
+  /** The group's state after the turn's generation, which holds the calls. */
+  state: StoreRef;
+  calls: TurnToolCalls[];
+}
+
+/** One call's result in `callTurnTools`'s result: which call, and what `callTool` returns for it. */
+export interface TurnToolCallResult extends CallToolResult {
+  sample: number;
+  call: number;
+  name: string;
+}
+
 /** A call's result as recorded in the store: what the model sees, and the trajectory's state slot after the call. */
 interface ToolRecord {
   name: string;
@@ -62,7 +82,7 @@ export function toolCallsOf(trajectory: Trajectory, turn: number, sample: number
  * services get `idempotencyKey` to close it there).
  */
 export function createToolCallActivities({ environments, store }: EnvironmentActivityDeps) {
-  return {
+  const activities = {
     async callTool(input: CallToolInput): Promise<CallToolResult> {
       const key = toolRecordKey(input);
       const recorded = await store.tryGet<ToolRecord>(key);
@@ -95,7 +115,26 @@ export function createToolCallActivities({ environments, store }: EnvironmentAct
       await store.put(key, { name: call.name, arguments: call.arguments, ...result, state: context.state ?? null } satisfies ToolRecord);
       return { outcome: result.outcome, content: preview(result.content) };
     },
+
+    /**
+     * The `tool` step configured local (`--steps.tool.local true`): all of a turn's calls in one local activity, samples
+     * side by side and each sample's calls in order, as the workflow runs `callTool`s. Each call keeps its record, so a
+     * retry (or a replay after a crash, which runs a local activity again) returns what a call already did.
+     */
+    async callTurnTools({ calls, ...turn }: CallTurnToolsInput): Promise<TurnToolCallResult[]> {
+      const bySample = await Promise.all(
+        calls.map(async ({ sample, calls: ofSample }) => {
+          const results: TurnToolCallResult[] = [];
+          for (const [call, { name, arguments: args }] of ofSample.entries()) {
+            results.push({ sample, call, name, ...(await activities.callTool({ ...turn, sample, call, name, arguments: args })) });
+          }
+          return results;
+        }),
+      );
+      return bySample.flat();
+    },
   };
+  return activities;
 }
 
 export type ToolCallActivities = ReturnType<typeof createToolCallActivities>;

@@ -76,6 +76,24 @@ describe('buildTimeline', () => {
     expect(formatEnd(timeline)).toBe('result: still running');
   });
 
+  it('names each call of a turn’s local callTurnTools marker with its outcome', () => {
+    const calls = [
+      { sample: 0, call: 0, name: 'add', outcome: 'ok', content: 'total 2' },
+      { sample: 1, call: 0, name: 'divide', outcome: 'tool_error', content: 'Error: division by zero' },
+    ];
+    const timeline = buildTimeline(
+      history([
+        [0, started],
+        [10, { workflowTaskStartedEventAttributes: {} }], // 2
+        [90, { workflowTaskCompletedEventAttributes: { startedEventId: 2 } }], // 3
+        [90, { markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: 3, details: { data: marker(1, 'generateTurn', 1, 40), result: payloads({ active: [0, 1], completionTokens: [3, 4], toolCalls: [] }) } } }],
+        [90, { markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: 3, details: { data: marker(2, 'callTurnTools', 1, 60), result: payloads(calls) } } }],
+      ]),
+      decode,
+    );
+    expect(formatSteps(timeline)[1]).toBe('   +0.040s      20 ms  callTurnTools turn 0: add sample 0 → ok: total 2; divide sample 1 → tool_error: Error: division by zero [local]');
+  });
+
   it('reports a dropped group with its reason', () => {
     const result = { status: 'dropped', dropReason: 'scores_all_equal', scores: [0, 0], meanScore: 0, turns: 1 };
     const timeline = buildTimeline(history([[0, started], [40, { workflowExecutionCompletedEventAttributes: { result: payloads(result) } }]]), decode);

@@ -59,6 +59,12 @@ export function describeStep(step: TimelineStep, turn: number): string {
       const call = `callTool ${input.name ?? '?'}(${preview(input.arguments ?? '', PREVIEW)}) turn ${t} sample ${input.sample ?? '?'} call ${input.call ?? '?'}`;
       return result.outcome === undefined ? call : `${call} → ${result.outcome}: ${preview(result.content ?? '')}`;
     }
+    case 'callTurnTools': {
+      // A local activity: the history keeps its result, one entry per call.
+      const calls = (step.result ?? []) as { name?: string; sample?: number; outcome?: string; content?: string }[];
+      if (!Array.isArray(calls) || calls.length === 0) return `callTurnTools turn ${t}`;
+      return `callTurnTools turn ${t}: ${calls.map((c) => `${c.name ?? '?'} sample ${c.sample ?? '?'} → ${c.outcome ?? '?'}: ${preview(c.content ?? '', 40)}`).join('; ')}`;
+    }
     case 'stepTurn':
       return step.result === undefined ? `stepTurn turn ${t}` : `stepTurn turn ${t}: ${result.active?.length ?? 0} still active`;
     case 'scoreGroup':

@@ -23,9 +23,10 @@ export function retryPolicy(step: StepOptions) {
 
 /**
  * The activities of one step: on `taskQueue`, or as local activities in this workflow's worker when the step
- * is configured `local` (same retry policy and timeout, no task-queue round trip).
+ * is configured `local` (same retry policy and timeout, no task-queue round trip); `summary` names them in the UI.
  */
-export function stepActivities<A extends object>(step: StepOptions, taskQueue: string): ActivityInterfaceFor<A> {
-  if (!step.local) return proxyActivities<A>(activityOptions(step, taskQueue));
-  return proxyLocalActivities<A>({ startToCloseTimeout: step.startToCloseTimeoutMs, retry: retryPolicy(step) });
+export function stepActivities<A extends object>(step: StepOptions, taskQueue: string, summary?: string): ActivityInterfaceFor<A> {
+  const named = summary === undefined ? {} : { summary };
+  if (!step.local) return proxyActivities<A>({ ...activityOptions(step, taskQueue), ...named });
+  return proxyLocalActivities<A>({ startToCloseTimeout: step.startToCloseTimeoutMs, retry: retryPolicy(step), ...named });
 }

@@ -1,4 +1,4 @@
-import { CancellationScope, log, patched, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { CancellationScope, log, patched, upsertSearchAttributes } from '@temporalio/workflow';
 import type { EnvironmentActivities } from '../activities/environment.js';
 import type { GenerateTurnResult, InferenceActivities } from '../activities/inference.js';
 import type { JudgeActivities } from '../activities/judge.js';
@@ -6,7 +6,7 @@ import type { TeacherActivities } from '../activities/teacher.js';
 import type { ToolCallActivities } from '../activities/tool-calls.js';
 import type { AssembleResult, TrajectoryActivities } from '../activities/trajectories.js';
 import type { RolloutGroupInput, RolloutGroupResult, StoreRef } from '../schema/rollout.js';
-import { activityOptions, stepActivities } from './activity-options.js';
+import { stepActivities } from './activity-options.js';
 import { MEAN_SCORE, STATUS, TOOL_CALLS, TURNS } from './search-attributes.js';
 
 /**
@@ -46,6 +46,9 @@ export const FINISH_IN_ONE_STEP = 'clotho-rollout-group-finish-in-one-step';
  * it wakes (6 events, 4 round trips), the callTool activity (its own retries and at-most-once record, issue 9 §4)
  * and the workflow task it wakes (6 and 4; calls that complete together share one task), and stepTurn's marker (1,
  * local by default since it no longer runs tools; as an activity it cost 6 events and 4 round trips more).
+ * With generation and tools local (`--steps.tool.local true`), a turn is three markers (generateTurn, callTurnTools,
+ * stepTurn) and no round trip of its own: the workflow task stays open across turns, and the SDK completes it and
+ * takes a new one each time 80 % of its timeout passes, so that a crash runs at most that much work again.
  */
 export async function rolloutGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
   const hooks = input.hooks ?? { setup: false, teardown: false };
@@ -155,7 +158,10 @@ function judgeGroup(input: RolloutGroupInput, state: StoreRef, parsed: StoreRef)
 
 /**
  * Runs the turn's tool calls, each its own activity named in the UI by the tool and its arguments: samples side by
- * side, one sample's calls in order (a call may depend on the state the one before left).
+ * side, one sample's calls in order (a call may depend on the state the one before left). With the tool step local,
+ * the turn's calls are one local activity that runs them the same way: local activities only in straight-line code
+ * (DESIGN), and an episode with local generation and tools then runs its turns in long workflow tasks with no task
+ * queue round trip at all (issue 12).
  */
 async function callTools(
   input: RolloutGroupInput,
@@ -163,18 +169,30 @@ async function callTools(
   state: StoreRef,
   calls: NonNullable<GenerateTurnResult['toolCalls']>,
 ): Promise<number> {
-  const options = activityOptions(input.steps.tool ?? input.steps.step, input.taskQueues.env);
+  // Inputs from before the tool step had one ran tools as activities under the step's policy, never local.
+  const step = input.steps.tool ?? { ...input.steps.step, local: false };
   const address = { runId: input.runId, environment: input.environment, itemIndex: input.itemIndex, turn, state };
+  const named = calls.flatMap(({ sample, calls: ofSample }) => ofSample.map(({ name, arguments: args }) => `sample ${sample}: ${name}(${args})`));
+  if (step.local) {
+    if (named.length === 0) return 0;
+    const { callTurnTools } = stepActivities<ToolCallActivities>(step, input.taskQueues.env, cut(named.join('; '), SUMMARY_CHARS));
+    await callTurnTools({ ...address, calls });
+    return named.length;
+  }
   await Promise.all(
     calls.map(async ({ sample, calls: ofSample }) => {
       for (const [call, { name, arguments: args }] of ofSample.entries()) {
-        const { callTool } = proxyActivities<ToolCallActivities>({ ...options, summary: `sample ${sample}: ${name}(${args})` });
+        const { callTool } = stepActivities<ToolCallActivities>(step, input.taskQueues.env, `sample ${sample}: ${name}(${args})`);
         await callTool({ ...address, sample, call, name, arguments: args });
       }
     }),
   );
-  return calls.reduce((n, c) => n + c.calls.length, 0);
+  return named.length;
 }
+
+/** Local activity summaries name a turn's calls up to this many characters. */
+const SUMMARY_CHARS = 400;
+const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 
 function setAttributes(
   input: RolloutGroupInput,

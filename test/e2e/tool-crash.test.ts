@@ -106,6 +106,57 @@ async function killAndFinishElsewhere<T>(first: CliRun, startWorker: () => CliRu
   return finished;
 }
 
+/**
+ * A 20-turn episode with local generation (and local tool calls with `localTools`) killed with SIGKILL at turn KILL_AT
+ * finishes on a new worker: local activities hold their workflow task, so the new worker replays from the last one
+ * completed and runs the local activities after it again; their records in the store keep the model from being asked
+ * twice and the tools from running twice.
+ */
+async function expectLocalEpisodeSurvivesKill({ localTools }: { localTools: boolean }) {
+  const { client } = await testConnection();
+  const dir = await mkdtemp(join(tmpdir(), 'clotho-tool-crash-local-'));
+  const log = join(dir, 'calls.log');
+  const { model, asked, atKill } = await modelHangingAtKill();
+  const runId = uniqueId('tool-crash-local');
+  const startWorker = workerStarter(runId, dir, model.baseUrl);
+  const input = groupInput(runId, 4000);
+  input.steps.generate = { ...input.steps.generate, local: true };
+  input.steps.tool = { ...input.steps.tool!, local: localTools };
+  const workflowId = uniqueId('tool-crash-local-group');
+  const first = startWorker();
+  // A local generation holds its workflow task: the task's timeout is what hands it to another worker.
+  const handle = await client.workflow.start(rolloutGroup, {
+    taskQueue: runTaskQueues(runId, 'logged-tools').workflows, workflowId, args: [input], workflowTaskTimeout: '4s',
+  });
+  await atKill;
+  const result = await killAndFinishElsewhere(first, startWorker, () => handle.result());
+  await model.close();
+
+  expect(result).toMatchObject({ status: 'scored', turns: TURNS, toolCalls: TURNS - 1, scores: [1] });
+  const executed = (await readFile(log, 'utf8')).trim().split('\n');
+  expect(new Set(executed).size).toBe(TURNS - 1);
+  expect(executed).toHaveLength(TURNS - 1);
+  // Each turn was asked of the model once, the one in flight at the kill twice.
+  expect(asked).toEqual([...Array.from({ length: KILL_AT + 1 }, (_, t) => t), ...Array.from({ length: TURNS - KILL_AT }, (_, t) => KILL_AT + t)]);
+  // The generations (and local tool calls) are markers in the history, not activities on a task queue; every tool
+  // call activity before the kill started once.
+  const { attempts, turnsOf } = await activityAttempts(workflowId);
+  expect(turnsOf('generateTurn')).toEqual([]);
+  expect(turnsOf('callTool')).toEqual(localTools ? [] : Array.from({ length: TURNS - 1 }, (_, t) => t));
+  for (const a of attempts) if (a.turn < KILL_AT) expect(a, `${a.type} of turn ${a.turn}`).toMatchObject({ attempt: 1 });
+  const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+  expect(markers.length).toBeGreaterThanOrEqual(localTools ? 2 * TURNS - 1 : TURNS);
+  if (localTools) {
+    // With nothing but local activities, the killed worker had recorded fewer than the 1 + 3 × KILL_AT it finished
+    // (prepare, then generate, tools and step a turn): the new worker ran the others again, tool calls included,
+    // and the log above shows that no tool ran twice.
+    const timedOut = events.findIndex((e) => e.workflowTaskTimedOutEventAttributes);
+    expect(timedOut).toBeGreaterThan(0);
+    expect(events.slice(0, timedOut).filter((e) => e.markerRecordedEventAttributes).length).toBeLessThan(1 + 3 * KILL_AT);
+  }
+}
+
 describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => {
   it('finishes the episode on a restarted worker; earlier turns ran once and no tool call ran twice', async () => {
     const { client } = await testConnection();
@@ -151,39 +202,11 @@ describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => 
   });
 
   it('does the same with generation as a local activity: no turn before the kill is asked of the model again', async () => {
-    const { client } = await testConnection();
-    const dir = await mkdtemp(join(tmpdir(), 'clotho-tool-crash-local-'));
-    const log = join(dir, 'calls.log');
-    const { model, asked, atKill } = await modelHangingAtKill();
-    const runId = uniqueId('tool-crash-local');
-    const startWorker = workerStarter(runId, dir, model.baseUrl);
-    const input = groupInput(runId, 4000);
-    input.steps.generate = { ...input.steps.generate, local: true };
-    const workflowId = uniqueId('tool-crash-local-group');
-    const first = startWorker();
-    // A local generation holds its workflow task: the task's timeout is what hands it to another worker.
-    const handle = await client.workflow.start(rolloutGroup, {
-      taskQueue: runTaskQueues(runId, 'logged-tools').workflows, workflowId, args: [input], workflowTaskTimeout: '4s',
-    });
-    await atKill;
-    const result = await killAndFinishElsewhere(first, startWorker, () => handle.result());
-    await model.close();
+    await expectLocalEpisodeSurvivesKill({ localTools: false });
+  });
 
-    expect(result).toMatchObject({ status: 'scored', turns: TURNS, toolCalls: TURNS - 1, scores: [1] });
-    const executed = (await readFile(log, 'utf8')).trim().split('\n');
-    expect(new Set(executed).size).toBe(TURNS - 1);
-    expect(executed).toHaveLength(TURNS - 1);
-    // Each turn was asked of the model once, the one in flight at the kill twice.
-    expect(asked).toEqual([...Array.from({ length: KILL_AT + 1 }, (_, t) => t), ...Array.from({ length: TURNS - KILL_AT }, (_, t) => KILL_AT + t)]);
-    // The generations are markers in the history, not activities on the LLM queue; every tool call before the kill
-    // started once.
-    const { attempts, turnsOf } = await activityAttempts(workflowId);
-    expect(turnsOf('generateTurn')).toEqual([]);
-    expect(turnsOf('callTool')).toEqual(Array.from({ length: TURNS - 1 }, (_, t) => t));
-    for (const a of attempts) if (a.turn < KILL_AT) expect(a, `${a.type} of turn ${a.turn}`).toMatchObject({ attempt: 1 });
-    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-    const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
-    expect(markers.length).toBeGreaterThanOrEqual(TURNS);
+  it('does the same with generation and tool calls as local activities: the replay runs them again, and no call runs twice', async () => {
+    await expectLocalEpisodeSurvivesKill({ localTools: true });
   });
 
   it('does the same with the embedded engine generating in the worker process (killed with it)', async () => {

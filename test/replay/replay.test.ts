@@ -10,7 +10,7 @@ import { workflowBundle } from '../../src/workers/bundle.js';
 import { guessNumber } from '../support/environments.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { counterTools } from '../support/counter-tools.js';
-import { assistantTurns, openAIError } from '../support/scripted-openai.js';
+import { assistantTurns, openAIError, type Responder } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
 
 /**
@@ -44,6 +44,14 @@ async function recordRolloutGroup(running: Harness, file: string, input: Rollout
   await writeFile(new URL(file, HISTORIES), await historyJson(running, workflowId));
 }
 
+/** A model that calls `add` and then `flaky` (which fails its first attempt) in its first turn, and answers in its second. */
+const addThenFlaky: Responder = (body) => {
+  const text = assistantTurns(body) === 0
+    ? '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call><tool_call>{"name": "flaky", "arguments": {}}</tool_call>'
+    : 'The total is 2.';
+  return { choices: Array.from({ length: body.n ?? 1 }, () => ({ text })) };
+};
+
 describe('replay of recorded histories', () => {
   it.runIf(recording)('records a multi-turn rollout group with a retried generate step', async () => {
     let calls = 0;
@@ -63,13 +71,7 @@ describe('replay of recorded histories', () => {
     harness = await startHarness({
       environment: counterTools,
       envConfig: { group_size: 2 },
-      responder: (body) => {
-        const turn = assistantTurns(body);
-        const text = turn === 0
-          ? '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call><tool_call>{"name": "flaky", "arguments": {}}</tool_call>'
-          : 'The total is 2.';
-        return { choices: Array.from({ length: body.n ?? 1 }, () => ({ text })) };
-      },
+      responder: addThenFlaky,
     });
     await recordRolloutGroup(harness, 'rollout-group-tools-one-step-finish.json', harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } }));
   });
@@ -99,6 +101,18 @@ describe('replay of recorded histories', () => {
     await recordRolloutGroup(harness, 'rollout-group-tools-local-generate.json', input);
   });
 
+  it.runIf(recording)('records a tool-using rollout group with generation and tool calls as local activities, a flaky call retried', async () => {
+    harness = await startHarness({
+      environment: counterTools,
+      envConfig: { group_size: 2 },
+      responder: addThenFlaky,
+    });
+    const input = harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } });
+    input.steps.generate = { ...input.steps.generate, local: true };
+    input.steps.tool = { ...input.steps.tool!, local: true };
+    await recordRolloutGroup(harness, 'rollout-group-tools-local-tools.json', input);
+  });
+
   // Env-runs stranded by kill -9 on Clotho 0.1.0 (a local activity resolved earlier on replay than it first did):
   // they replay on the legacy path, and then drain onto the single loop (SINGLE_LOOP_ENV_RUN).
   it.each(['env-run-nondeterminism-after-kill.json', 'env-run-nondeterminism-child-after-kill.json'])(
@@ -120,6 +134,8 @@ describe('replay of recorded histories', () => {
     'rollout-group-tools-one-step-finish.json',
     // Generation as a local activity (`--steps.generate.local true`): markers where the others have activity tasks.
     'rollout-group-tools-local-generate.json',
+    // Generation and tool calls local (`--steps.tool.local true`): a turn's calls are one callTurnTools marker.
+    'rollout-group-tools-local-tools.json',
     // A group started with finishInOneStep in its input: no FINISH_IN_ONE_STEP marker.
     'rollout-group-finish-in-input.json',
     'batcher-weighted.json',

@@ -69,6 +69,39 @@ describe('tool calls in a rollout group (real dev server)', () => {
     expect(description.searchAttributes.ClothoToolCalls).toEqual([10]);
   });
 
+  it('runs a turn’s calls as one local activity with the tool step local: the same episode, each call once, no task-queue round trip', async () => {
+    harness = await startHarness({ environment: counterTools, envConfig: { group_size: 2 }, responder: counterScript });
+    const workflowId = uniqueId('local-tools');
+    const input = harness.groupInput(1, { maxTurns: 8, hooks: { setup: true, teardown: true } });
+    input.steps.tool = { ...input.steps.tool!, local: true };
+    input.steps.generate = { ...input.steps.generate, local: true };
+    const result = await harness.temporal.client.workflow.execute(rolloutGroup, { taskQueue: harness.queues.workflows, workflowId, args: [input] });
+    expect(result).toMatchObject({ status: 'scored', turns: 3, toolCalls: 10, scores: [1, 1] });
+    const group = await harness.store.get<ScoredDataGroup>(result.group!);
+    expect(group.messages![0]!.filter((m) => m.role === 'tool').map((m) => `${m.name}: ${m.content}`)).toEqual([
+      'add: total 2',
+      'add: total 5',
+      'divide: Error: division by zero',
+      'flaky: ok',
+      expect.stringMatching(/^nope: Error: unknown tool "nope"/),
+    ]);
+    expect(group.messages![0]!.filter((m) => m.role === 'assistant').map((m) => m.reward ?? null)).toEqual([0.5, -0.5, 0.5]);
+    // The flaky call failed once per sample: its local activity ran again, and the calls before it returned their records.
+    expect(counterLog.adds).toHaveLength(4);
+    expect(new Set(counterLog.adds).size).toBe(4);
+    expect([...counterLog.flakyAttempts.values()]).toEqual([2, 2]);
+
+    const events = (await harness.temporal.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    // Only the group's hooks (remote steps here) went through a task queue.
+    const scheduled = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(scheduled).toEqual(['setupGroup', 'teardownGroup']);
+    const markers = events.filter((e) => e.markerRecordedEventAttributes);
+    const summaries = markers.map((e) => Buffer.from(e.userMetadata?.summary?.data ?? []).toString()).filter((text) => text.includes('sample'));
+    expect(summaries).toHaveLength(2);
+    expect(summaries[0]).toContain('sample 0: add({\\"x\\":2})');
+    expect(summaries[0]).toContain('sample 1:');
+  });
+
   it('fails the group with the tool’s cause when a tool stays broken, never scoring it, and still tears down', async () => {
     harness = await startHarness({
       environment: counterTools,
