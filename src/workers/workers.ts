@@ -1,4 +1,4 @@
-import { DefaultLogger, NativeConnection, Runtime, Worker, type ActivityInterceptorsFactory, type LogLevel } from '@temporalio/worker';
+import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime, Worker, type ActivityInterceptorsFactory, type LogLevel } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import type { TemporalConnectionOptions } from '../../temporal-dev/index.js';
 import { createBatcherActivities, createBatcherClientActivities } from '../activities/batcher.js';
@@ -64,12 +64,16 @@ function installRuntime(): void {
   runtimeInstalled = true;
   const level = (process.env.CLOTHO_LOG_LEVEL?.toUpperCase() ?? 'WARN') as LogLevel;
   const fallback = new DefaultLogger(level);
-  // One worker per task queue is the design, so "no workflows/activities registered" is expected, not news.
   const logger = new DefaultLogger(level, (entry) => {
+    // One worker per task queue is the design, so "no workflows/activities registered" is expected, not news.
     if (/^No (activities|workflows) registered/.test(entry.message)) return;
+    // A workflow task holds its local activities (an episode with local generation and tools runs its turns in one):
+    // one that lasts more than 5 s is how those run, not a workflow thread stuck.
+    if (entry.message.includes('[TMPRL1104]')) return;
     fallback.log(entry.level, entry.message, entry.meta);
   });
-  Runtime.install({ logger });
+  // The SDK core's own messages come through the same logger (rather than straight to stderr), so the filter sees them.
+  Runtime.install({ logger, telemetryOptions: { logging: { forward: {}, filter: makeTelemetryFilterString({ core: level, other: 'ERROR' }) } } });
 }
 
 /** Starts the workflow, LLM and environment workers of one process. */
