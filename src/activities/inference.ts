@@ -10,7 +10,7 @@ import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { activeSamples } from './environment.js';
 import { liveness } from './environment-context.js';
 import { cloneGroupState, groupKey, loadGroupState, saveGroupDelta, type GroupAddress, type Trajectory } from './group-state.js';
-import { toolCallsOf } from './tool-calls.js';
+import { toolCallsOf, type TurnToolCalls } from './tool-calls.js';
 
 export interface InferenceActivityDeps {
   /** The inference client of each environment this worker serves. */
@@ -41,7 +41,7 @@ export interface GenerateTurnResult {
    * The tool calls Clotho runs next, per active sample (only when the environment offers executable tools): names
    * and arguments for the history, cut short when long; the tool step reads the calls themselves from the state.
    */
-  toolCalls?: { sample: number; calls: { name: string; arguments: string }[] }[];
+  toolCalls?: TurnToolCalls[];
 }
 
 /** The chat-template switch of thinking models (Qwen3's `enable_thinking`), on when reasoning is asked for. */

@@ -27,7 +27,7 @@ export interface CallToolResult {
   content: string;
 }
 
-/** The calls the model made in a turn, by sample, as the workflow names them (from `generateTurn`'s result). */
+/** One sample's calls of a turn as the history names them: arguments cut short when long (`generateTurn`'s result). */
 export interface TurnToolCalls {
   sample: number;
   calls: { name: string; arguments: string }[];

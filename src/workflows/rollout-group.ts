@@ -172,7 +172,7 @@ async function callTools(
   // Inputs from before the tool step had one ran tools as activities under the step's policy, never local.
   const step = input.steps.tool ?? { ...input.steps.step, local: false };
   const address = { runId: input.runId, environment: input.environment, itemIndex: input.itemIndex, turn, state };
-  const named = calls.flatMap(({ sample, calls: ofSample }) => ofSample.map(({ name, arguments: args }) => `sample ${sample}: ${name}(${args})`));
+  const named = calls.flatMap(({ sample, calls: ofSample }) => ofSample.map((call) => callSummary(sample, call)));
   if (step.local) {
     if (named.length === 0) return 0;
     const { callTurnTools } = stepActivities<ToolCallActivities>(step, input.taskQueues.env, cut(named.join('; '), SUMMARY_CHARS));
@@ -182,13 +182,16 @@ async function callTools(
   await Promise.all(
     calls.map(async ({ sample, calls: ofSample }) => {
       for (const [call, { name, arguments: args }] of ofSample.entries()) {
-        const { callTool } = stepActivities<ToolCallActivities>(step, input.taskQueues.env, `sample ${sample}: ${name}(${args})`);
+        const { callTool } = stepActivities<ToolCallActivities>(step, input.taskQueues.env, callSummary(sample, { name, arguments: args }));
         await callTool({ ...address, sample, call, name, arguments: args });
       }
     }),
   );
   return named.length;
 }
+
+/** How the UI names a call: `sample 0: add({"x":2})`. */
+const callSummary = (sample: number, { name, arguments: args }: { name: string; arguments: string }) => `sample ${sample}: ${name}(${args})`;
 
 /** Local activity summaries name a turn's calls up to this many characters. */
 const SUMMARY_CHARS = 400;
