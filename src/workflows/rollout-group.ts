@@ -175,7 +175,10 @@ async function callTools(
   const named = calls.flatMap(({ sample, calls: ofSample }) => ofSample.map((call) => callSummary(sample, call)));
   if (step.local) {
     if (named.length === 0) return 0;
-    const { callTurnTools } = stepActivities<ToolCallActivities>(step, input.taskQueues.env, cut(named.join('; '), SUMMARY_CHARS));
+    // The step's timeout is per call; a sample's calls run one after another inside this one activity.
+    const inOrder = Math.max(...calls.map(({ calls: ofSample }) => ofSample.length));
+    const turnStep = { ...step, startToCloseTimeoutMs: step.startToCloseTimeoutMs * inOrder };
+    const { callTurnTools } = stepActivities<ToolCallActivities>(turnStep, input.taskQueues.env, cut(named.join('; '), SUMMARY_CHARS));
     await callTurnTools({ ...address, calls });
     return named.length;
   }

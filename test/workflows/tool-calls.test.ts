@@ -102,6 +102,26 @@ describe('tool calls in a rollout group (real dev server)', () => {
     expect(summaries[0]).toContain('sample 1:');
   });
 
+  it('gives a local turn the tool step’s timeout for each call a sample makes in order', async () => {
+    harness = await startHarness({
+      environment: counterTools,
+      envConfig: { group_size: 1 },
+      responder: (body) => ({
+        choices: [{ text: assistantTurns(body) === 0 ? '<tool_call>{"name": "slow", "arguments": {"ms": 700}}</tool_call>'.repeat(2) : '0' }],
+      }),
+    });
+    const steps = harness.groupInput(0).steps;
+    // Either call fits the 1 s timeout; together they do not, so one timeout for the whole turn would fail the group.
+    steps.tool = { ...steps.tool, local: true, startToCloseTimeoutMs: 1000, maximumAttempts: 1 };
+    steps.generate = { ...steps.generate, local: true };
+    const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: harness.queues.workflows, workflowId: uniqueId('local-tools-timeout'), args: [harness.groupInput(0, { maxTurns: 3, steps, hooks: { setup: true, teardown: false } })],
+    });
+    expect(result).toMatchObject({ status: 'scored', toolCalls: 2 });
+    const group = await harness.store.get<ScoredDataGroup>(result.group!);
+    expect(group.messages![0]!.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['worked 700 ms', 'worked 700 ms']);
+  });
+
   it('fails the group with the tool’s cause when a tool stays broken, never scoring it, and still tears down', async () => {
     harness = await startHarness({
       environment: counterTools,
