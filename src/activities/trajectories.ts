@@ -3,7 +3,8 @@ import { mkdir, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
 import { groupImages } from '../env/images.js';
-import { MASKED, ScoredDataGroupSchema, type ScoredDataGroup } from '../schema/scored-data.js';
+import { parseHotFirst } from '../schema/number-rows.js';
+import { HotScoredDataGroupSchema, MASKED, ScoredDataGroupSchema, type ScoredDataGroup } from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { groupKey, loadGroupState, type GroupAddress, type GroupState, type Trajectory } from './group-state.js';
 import type { TeacherOutput } from './teacher.js';
@@ -88,7 +89,7 @@ export async function assembleScoredGroup(store: TrajectoryStore, address: Group
   // An episode cut off by its token budget, or still going at the turn limit (single-turn ones are always done),
   // gets Atropos's `set_advantage_to_zero`: the trainer learns nothing from an unfinished episode.
   const truncated = state.trajectories.map((t) => t.truncated === true || !t.done);
-  const group: ScoredDataGroup = ScoredDataGroupSchema.parse({
+  const parsed = parseHotFirst(HotScoredDataGroupSchema, ScoredDataGroupSchema, {
     tokens: state.trajectories.map((t) => t.tokens),
     masks: state.trajectories.map((t) => t.masks),
     scores: parts.scores,
@@ -103,6 +104,8 @@ export async function assembleScoredGroup(store: TrajectoryStore, address: Group
     // Atropos's multimodal environments: each sequence's image(s) as base64, null for text-only groups.
     images: groupImages(state.trajectories.map((t) => t.messages)),
   });
+  if (!parsed.success) throw parsed.error;
+  const group: ScoredDataGroup = parsed.data;
   const ref = await store.put(groupKey(address, 'group'), group);
   const lengths = group.tokens.map((t) => t.length);
   return { group: ref, tokens: lengths.reduce((a, b) => a + b, 0), longestSequence: Math.max(0, ...lengths) };

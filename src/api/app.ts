@@ -15,7 +15,8 @@ import {
 import { bearerAuth } from './auth.js';
 import { keepExactNumbers } from './exact-json.js';
 import { gzipResponses } from './gzip.js';
-import { HotScoredDataListPostSchema, HotScoredDataPostSchema, parseHotFirst } from './hot-path.js';
+import { parseHotFirst } from '../schema/number-rows.js';
+import { HotScoredDataListPostSchema, HotScoredDataPostSchema } from './hot-path.js';
 import { ingest, summarise, toIngestGroup } from './ingest.js';
 import { IrregularInput } from './irregular.js';
 import { laxNumbers } from './lax-numbers.js';

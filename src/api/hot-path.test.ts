@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ScoredDataListPostSchema, ScoredDataPostSchema } from '../schema/api.js';
-import { HotScoredDataListPostSchema, HotScoredDataPostSchema, parseHotFirst } from './hot-path.js';
+import { parseHotFirst } from '../schema/number-rows.js';
+import { HotScoredDataListPostSchema, HotScoredDataPostSchema } from './hot-path.js';
 
 /** Numbers and near-numbers a post may hold where numbers belong. */
 const numberish = fc.oneof(

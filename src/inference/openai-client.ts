@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { z } from 'zod';
 import type { ServerConfig } from '../schema/config.js';
+import { intArray, isLogprobEntries, parseHotFirst } from '../schema/number-rows.js';
 import { MASKED, MASKED_LOGPROB } from '../schema/scored-data.js';
 import { callSignal } from './call-signal.js';
 import { classifyError, InferenceError } from './errors.js';
@@ -18,26 +19,29 @@ import {
 } from './types.js';
 
 const ints = z.array(z.number().int());
+const logprobEntries = z.array(z.looseObject({ logprob: z.number() }));
 
-/** The parts of a (vLLM-extended) chat-completion response this client relies on. */
-const ChatResponseSchema = z.looseObject({
-  choices: z.array(z.looseObject({
-    index: z.number().int(),
-    message: z.looseObject({
-      role: z.string(),
-      content: z.string().nullish(),
-      tool_calls: z.array(ToolCallSchema).nullish(),
-    }),
-    finish_reason: z.string().nullish(),
-    logprobs: z.looseObject({
-      content: z.array(z.looseObject({ logprob: z.number() })).nullish(),
-    }).nullish(),
-    /** vLLM with `return_token_ids`: the generated token ids. */
-    token_ids: ints.nullish(),
-  })),
-  /** vLLM with `return_token_ids`: the rendered prompt's token ids. */
-  prompt_token_ids: ints.nullish(),
-});
+/** The parts of a (vLLM-extended) chat-completion response this client relies on, its per-token arrays as given. */
+const chatResponse = (tokenIds: z.ZodType<number[]>, entries: z.ZodType<z.output<typeof logprobEntries>>) =>
+  z.looseObject({
+    choices: z.array(z.looseObject({
+      index: z.number().int(),
+      message: z.looseObject({
+        role: z.string(),
+        content: z.string().nullish(),
+        tool_calls: z.array(ToolCallSchema).nullish(),
+      }),
+      finish_reason: z.string().nullish(),
+      logprobs: z.looseObject({ content: entries.nullish() }).nullish(),
+      /** vLLM with `return_token_ids`: the generated token ids. */
+      token_ids: tokenIds.nullish(),
+    })),
+    /** vLLM with `return_token_ids`: the rendered prompt's token ids. */
+    prompt_token_ids: tokenIds.nullish(),
+  });
+const ChatResponseSchema = chatResponse(ints, logprobEntries);
+/** The same, its token ids and logprob entries checked by loops (`number-rows.ts`), which a long completion needs. */
+const HotChatResponseSchema = chatResponse(intArray, z.custom<z.output<typeof logprobEntries>>(isLogprobEntries));
 type ChatChoice = z.infer<typeof ChatResponseSchema>['choices'][number];
 
 /** Options of {@link createOpenAIClient}. */
@@ -126,7 +130,7 @@ export function parseCompletions(text: string, n: number): Completion[] {
   } catch (err) {
     throw new InferenceError('MalformedResponse', `response is not JSON: ${text.slice(0, 200)}`, { cause: err });
   }
-  const parsed = ChatResponseSchema.safeParse(json);
+  const parsed = parseHotFirst(HotChatResponseSchema, ChatResponseSchema, json);
   if (!parsed.success) throw new InferenceError('MalformedResponse', `malformed response: ${z.prettifyError(parsed.error)}`);
   const { choices, prompt_token_ids } = parsed.data;
   if (choices.length !== n) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { floatRows, intRows } from './number-rows.js';
 
 /**
  * One chat message as Atropos accepts it: any role string and extra keys, but `role` and
@@ -35,6 +36,18 @@ export const ScoredDataGroupSchema = z.object({
   distill_logprobs: z.array(z.array(floats)).nullable().default(null),
 });
 export type ScoredDataGroup = z.infer<typeof ScoredDataGroupSchema>;
+
+/** A group's per-token rows checked by loops (`number-rows.ts`), to extend a group's schema with (`parseHotFirst`). */
+export const HOT_ROWS = {
+  tokens: intRows,
+  masks: intRows,
+  advantages: floatRows.nullable().default(null),
+  ref_logprobs: floatRows.nullable().default(null),
+  inference_logprobs: floatRows.nullable().default(null),
+};
+
+/** {@link ScoredDataGroupSchema} with its per-token rows checked by loops. */
+export const HotScoredDataGroupSchema = ScoredDataGroupSchema.safeExtend(HOT_ROWS);
 
 /** Field order of a serialised group, as Atropos's `ScoredData` declares it. */
 export const SCORED_DATA_FIELDS = Object.keys(ScoredDataGroupSchema.shape) as (keyof ScoredDataGroup)[];

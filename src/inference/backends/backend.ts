@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
+import { parseHotFirst } from '../../schema/number-rows.js';
 import { callSignal } from '../call-signal.js';
 import { classifyError, InferenceError, parseRetryAfter } from '../errors.js';
 import type { Tokenizer } from '../tokenizer.js';
@@ -57,9 +58,12 @@ export function parseRequest<T>(schema: z.ZodType<T>, value: unknown): T {
   return parsed.data;
 }
 
-/** Parses a response body or fails with `MalformedResponse` (retryable: another server may answer well). */
-export function parseResponse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
-  const parsed = schema.safeParse(value);
+/**
+ * Parses a response body or fails with `MalformedResponse` (retryable: another server may answer well); `hot`, when
+ * given, is tried first (`parseHotFirst`).
+ */
+export function parseResponse<T>(schema: z.ZodType<T>, value: unknown, what: string, hot?: z.ZodType<T>): T {
+  const parsed = hot ? parseHotFirst(hot, schema, value) : schema.safeParse(value);
   if (!parsed.success) throw new InferenceError('MalformedResponse', `malformed ${what} response: ${z.prettifyError(parsed.error)}`);
   return parsed.data;
 }

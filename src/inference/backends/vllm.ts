@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
+import { intArray, intRows, isNumberRecord } from '../../schema/number-rows.js';
 import { InferenceError } from '../errors.js';
 import { type Completion, type GenerateOptions, type TokenGenerateRequest, TokenGenerateRequestSchema } from '../types.js';
 import {
@@ -15,16 +16,34 @@ import {
 import { createOpenAIBackend } from './openai.js';
 
 const ints = z.array(z.number().int());
+const topLogprobs = z.array(z.array(z.array(z.record(z.string(), z.number())).min(1)));
 
 /** The answer of the native `/generate` endpoint Atropos's vLLM server adds (ATROPOS-API.md §4.4). */
-const GenerateResponseSchema = z.looseObject({
-  text: z.array(z.string()),
-  finish_reasons: z.array(z.string().nullable()),
-  /** Per output, per token: `[{ "<token id>": logprob, ... }]`. */
-  logprobs: z.array(z.array(z.array(z.record(z.string(), z.number())).min(1))),
-  token_ids: z.array(ints).optional(),
-  prompt_token_ids: ints.optional(),
-});
+const generateResponse = (tokenIds: z.ZodType<number[]>, tokenIdRows: z.ZodType<number[][]>, logprobs: z.ZodType<z.output<typeof topLogprobs>>) =>
+  z.looseObject({
+    text: z.array(z.string()),
+    finish_reasons: z.array(z.string().nullable()),
+    /** Per output, per token: `[{ "<token id>": logprob, ... }]`. */
+    logprobs,
+    token_ids: tokenIdRows.optional(),
+    prompt_token_ids: tokenIds.optional(),
+  });
+const GenerateResponseSchema = generateResponse(ints, z.array(ints), topLogprobs);
+/** The same, its per-token arrays checked by loops (`number-rows.ts`). */
+const HotGenerateResponseSchema = generateResponse(intArray, intRows, z.custom<z.output<typeof topLogprobs>>(isTopLogprobs));
+
+/** Per output, per token, at least one `{ "<token id>": logprob }` record. */
+function isTopLogprobs(value: unknown): boolean {
+  if (!Array.isArray(value)) return false;
+  for (const output of value) {
+    if (!Array.isArray(output)) return false;
+    for (const position of output) {
+      if (!Array.isArray(position) || position.length === 0) return false;
+      for (const record of position) if (!isNumberRecord(record)) return false;
+    }
+  }
+  return true;
+}
 
 /** One position of vLLM's `prompt_logprobs`: null for the first, else `{ "<token id>": { logprob, rank } }`. */
 const PromptPositionSchema = z.record(z.string(), z.looseObject({ logprob: z.number(), rank: z.number().nullish() })).nullable();
@@ -66,7 +85,7 @@ export function createVllmBackend(config: ServerConfig, options: BackendOptions 
         ...(r.stop ? { stop: r.stop } : {}),
         ...(r.seed !== undefined ? { seed: r.seed } : {}),
       };
-      const json = parseResponse(GenerateResponseSchema, await callJson(`${root}/generate`, { ...http(callOptions), body }), 'vLLM /generate');
+      const json = parseResponse(GenerateResponseSchema, await callJson(`${root}/generate`, { ...http(callOptions), body }), 'vLLM /generate', HotGenerateResponseSchema);
       return json.logprobs.map((perToken, i) => {
         const ids = json.token_ids?.[i];
         // With `logprobs: 0` each entry holds the sampled token only; with more, the sampled id picks it.
