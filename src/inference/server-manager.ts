@@ -1,12 +1,11 @@
 import type { ServerConfig } from '../schema/config.js';
 import { createBackend, type Backend, type PromptLogprobs } from './backends/index.js';
-import { parseRequest } from './backends/backend.js';
+import { parseRequest, parseTokenRequest } from './backends/backend.js';
 import { callSignal } from './call-signal.js';
 import { classifyError, InferenceError } from './errors.js';
 import {
   GenerateRequestSchema,
   PROGRESS_INTERVAL_MS,
-  TokenGenerateRequestSchema,
   type Completion, type GenerateOptions, type GenerateRequest, type InferenceClient,
   type TokenGenerateRequest,
 } from './types.js';
@@ -278,7 +277,7 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
         sample(r.n, (backend, n, signal) => backend.generate({ ...r, n }, { signal })));
     },
     async generateTokens(request, callOptions = {}) {
-      const r = parseRequest(TokenGenerateRequestSchema, request);
+      const r = parseTokenRequest(request);
       return managed(callOptions, (b) => b.generateTokens !== undefined, 'token-id prompts (server_type vllm, sglang or llama)',
         sample(r.n, (backend, n, signal) => backend.generateTokens!({ ...r, n }, { signal })));
     },

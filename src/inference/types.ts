@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isIntArray } from '../schema/number-rows.js';
 import { REASONING_EFFORTS } from '../schema/rollout.js';
 import { MessageSchema } from '../schema/scored-data.js';
 
@@ -35,6 +36,10 @@ export const TokenGenerateRequestSchema = z.strictObject({
   ...sampling,
 });
 export type TokenGenerateRequest = z.infer<typeof TokenGenerateRequestSchema>;
+/** The same, its prompt's ids checked by a loop (`number-rows.ts`): a long episode's prompt is tens of thousands. */
+export const HotTokenGenerateRequestSchema = TokenGenerateRequestSchema.safeExtend({
+  promptTokenIds: z.custom<number[]>((v) => isIntArray(v) && v.length > 0 && v.every((id) => id >= 0)),
+});
 
 /** One OpenAI-format tool call of an assistant message. */
 export const ToolCallSchema = z.looseObject({

@@ -4,7 +4,15 @@ import { parseHotFirst } from '../../schema/number-rows.js';
 import { callSignal } from '../call-signal.js';
 import { classifyError, InferenceError, parseRetryAfter } from '../errors.js';
 import type { Tokenizer } from '../tokenizer.js';
-import { PROGRESS_INTERVAL_MS, type Completion, type GenerateOptions, type InferenceClient, type TokenGenerateRequest } from '../types.js';
+import {
+  HotTokenGenerateRequestSchema,
+  PROGRESS_INTERVAL_MS,
+  TokenGenerateRequestSchema,
+  type Completion,
+  type GenerateOptions,
+  type InferenceClient,
+  type TokenGenerateRequest,
+} from '../types.js';
 
 
 
@@ -54,6 +62,13 @@ export function serverRoot(baseUrl: string): string {
 /** Parses a request or fails with a non-retryable `InvalidRequest`. */
 export function parseRequest<T>(schema: z.ZodType<T>, value: unknown): T {
   const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new InferenceError('InvalidRequest', z.prettifyError(parsed.error));
+  return parsed.data;
+}
+
+/** Parses a request for continuations of a token-id prompt, its ids checked by a loop first. */
+export function parseTokenRequest(value: unknown): TokenGenerateRequest {
+  const parsed = parseHotFirst(HotTokenGenerateRequestSchema, TokenGenerateRequestSchema, value);
   if (!parsed.success) throw new InferenceError('InvalidRequest', z.prettifyError(parsed.error));
   return parsed.data;
 }

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
-import { type Completion, type GenerateOptions, type GenerateRequest, GenerateRequestSchema, type TokenGenerateRequest, TokenGenerateRequestSchema } from '../types.js';
+import { type Completion, type GenerateOptions, type GenerateRequest, GenerateRequestSchema, type TokenGenerateRequest } from '../types.js';
 import {
   callJson,
   checkAligned,
   parseRequest,
+  parseTokenRequest,
   parseResponse,
   serverRoot,
   type Backend,
@@ -66,7 +67,7 @@ export function createLlamaBackend(config: ServerConfig): Backend & Required<Pic
   }
 
   async function generateTokens(request: TokenGenerateRequest, o?: GenerateOptions): Promise<Completion[]> {
-    const r = parseRequest(TokenGenerateRequestSchema, request);
+    const r = parseTokenRequest(request);
     return Promise.all(Array.from({ length: r.n }, (_, i) => sample(r, i, o)));
   }
 

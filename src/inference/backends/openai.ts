@@ -2,13 +2,13 @@ import type { ServerConfig } from '../../schema/config.js';
 import { InferenceError } from '../errors.js';
 import { createOpenAIClient } from '../openai-client.js';
 import { loadTokenizer, type Tokenizer } from '../tokenizer.js';
-import { type Completion, type GenerateOptions, type GenerateRequest, type TokenGenerateRequest, TokenGenerateRequestSchema } from '../types.js';
+import { type Completion, type GenerateOptions, type GenerateRequest, type TokenGenerateRequest } from '../types.js';
 import { z } from 'zod';
 import {
   callJson,
   checkAligned,
   lazyTokenizer,
-  parseRequest,
+  parseTokenRequest,
   parseResponse,
   type Backend,
   type BackendOptions,
@@ -58,7 +58,7 @@ export function createOpenAIBackend(config: ServerConfig, options: BackendOption
     },
     /** A prompt given as token ids, through `/completions` (an OpenAI prompt may be a list of ids). */
     async generateTokens(request: TokenGenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
-      const r = parseRequest(TokenGenerateRequestSchema, request);
+      const r = parseTokenRequest(request);
       const body = {
         model: config.model_name,
         prompt: r.promptTokenIds,

@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
 import { loadTokenizer } from '../tokenizer.js';
-import { type Completion, type GenerateOptions, type GenerateRequest, GenerateRequestSchema, type TokenGenerateRequest, TokenGenerateRequestSchema } from '../types.js';
+import { type Completion, type GenerateOptions, type GenerateRequest, GenerateRequestSchema, type TokenGenerateRequest } from '../types.js';
 import {
   callJson,
   checkAligned,
   lazyTokenizer,
   parseRequest,
+  parseTokenRequest,
   parseResponse,
   serverRoot,
   type Backend,
@@ -38,7 +39,7 @@ export function createSglangBackend(config: ServerConfig, options: BackendOption
   const timeoutMs = Math.ceil(config.timeout * 1000);
 
   async function generateTokens(request: TokenGenerateRequest, callOptions: GenerateOptions = {}): Promise<Completion[]> {
-    const r = parseRequest(TokenGenerateRequestSchema, request);
+    const r = parseTokenRequest(request);
     const body = {
       input_ids: r.promptTokenIds,
       sampling_params: {

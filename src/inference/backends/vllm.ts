@@ -2,11 +2,11 @@ import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
 import { intArray, intRows, isNumberRecord } from '../../schema/number-rows.js';
 import { InferenceError } from '../errors.js';
-import { type Completion, type GenerateOptions, type TokenGenerateRequest, TokenGenerateRequestSchema } from '../types.js';
+import { type Completion, type GenerateOptions, type TokenGenerateRequest } from '../types.js';
 import {
   callJson,
   checkAligned,
-  parseRequest,
+  parseTokenRequest,
   parseResponse,
   serverRoot,
   type Backend,
@@ -74,7 +74,7 @@ export function createVllmBackend(config: ServerConfig, options: BackendOptions 
     },
 
     async generateTokens(request: TokenGenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
-      const r = parseRequest(TokenGenerateRequestSchema, request);
+      const r = parseTokenRequest(request);
       const body = {
         prompt: { prompt_token_ids: r.promptTokenIds },
         logprobs: 0,
