@@ -30,8 +30,12 @@ export function liveness(): Liveness {
 /** Where a group's `setup` result is kept. */
 export const setupKey = (address: GroupAddress) => groupKey(address, 'setup');
 
-/** What the group's `setup` returned, or null when it has none. */
-export async function groupResource(store: TrajectoryStore, address: GroupAddress): Promise<unknown> {
+/**
+ * What the group's `setup` returned, or null when it has none: without a `setup`, the environment's groups ran none
+ * (the workflow's hooks follow the definition), so the store is not asked on every score, step and tool call.
+ */
+export async function groupResource(store: TrajectoryStore, address: GroupAddress, env: LoadedEnvironment): Promise<unknown> {
+  if (!env.definition.setup) return null;
   return ((await store.tryGet<{ value: unknown }>(setupKey(address))) ?? { value: null }).value;
 }
 

@@ -135,7 +135,7 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
     /** Runs the environment's group teardown with what setup returned; the group may have been scored or failed. */
     async teardownGroup(input: GroupHookInput): Promise<void> {
       const { env, context } = hookContext(input);
-      await env.definition.teardown?.({ ...context, group: await groupResource(store, input) });
+      await env.definition.teardown?.({ ...context, group: await groupResource(store, input, env) });
     },
 
     /**
@@ -151,7 +151,7 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
         throw ApplicationFailure.nonRetryable(`environment "${input.environment}" has no step`, 'EnvironmentError');
       }
       const state = cloneGroupState(previous);
-      const group = await groupResource(store, input);
+      const group = await groupResource(store, input, env);
       await Promise.all(
         state.trajectories.map(async (trajectory, sample) => {
           if (trajectory.done) return;
@@ -232,7 +232,7 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
 
   async function scoreAll(input: GroupAddress, state: GroupState, parsed: unknown[], judgements: Record<string, string[]>) {
     const { env } = itemOf(environments, input);
-    const group = await groupResource(store, input);
+    const group = await groupResource(store, input, env);
     const configured = deps.judge?.(input.environment);
     const judge = configured ? liveJudge(configured) : judgeOrMissing(undefined, input.environment);
     const results = await Promise.all(

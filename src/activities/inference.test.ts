@@ -1,9 +1,10 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Completion, InferenceClient } from '../inference/types.js';
 import { FileSystemStore } from '../store/trajectory-store.js';
 import { saveGroupBase, type GroupState } from './group-state.js';
@@ -51,5 +52,36 @@ describe('generateTurn', () => {
     // An activity on the LLM queue keeps its attempt count across workers: attempt 1 has nothing to read.
     await expect(at({ isLocal: false, attempt: 1 })).rejects.toThrow(/model server down/);
     expect(model.requests).toBe(2);
+  });
+
+  it('finds a later turn’s checkpoints with one listing: a retry asks only for the samples not yet answered', async () => {
+    const store = new FileSystemStore(await mkdtemp(join(tmpdir(), 'clotho-generate-')));
+    const state = await saveGroupBase(store, 'run/env/item-0/turn-1/prompt', base());
+    const input: GenerateTurnInput = {
+      runId: 'run', environment: 'env', itemIndex: 0, turn: 1, state, sampling: { temperature: 1, topP: 1 }, maxTokenLength: 64, multiTurn: true,
+    };
+    const { model, client } = countingModel();
+    // The first request of the turn is answered; the other sample's fails.
+    const flaky: InferenceClient = { generate: async (request, options) => {
+      if (model.requests === 1) {
+        model.requests++;
+        throw new Error('model server down');
+      }
+      return client.generate(request, options);
+    } };
+    const { generateTurn } = createInferenceActivities({ inference: () => flaky, store });
+    const reads = vi.spyOn(store, 'tryGet');
+    const at = (info: { isLocal: boolean; attempt: number }) => new MockActivityEnvironment(info, { logger: quiet }).run(generateTurn, input);
+
+    // A first local attempt finds nothing to read, and tries no read to learn it.
+    await expect(at({ isLocal: true, attempt: 1 })).rejects.toThrow(/model server down/);
+    expect(reads).not.toHaveBeenCalled();
+    expect(model.requests).toBe(2);
+    // The answered sample's checkpoint is written even though its sibling failed the attempt.
+    await vi.waitFor(() => expect(existsSync(join(store.root, 'run/env/item-0/turn-1/sample-0.json'))).toBe(true));
+    const retried = await at({ isLocal: false, attempt: 2 });
+    expect(model.requests).toBe(3);
+    expect(reads).toHaveBeenCalledTimes(1);
+    expect(retried.completionTokens).toEqual([1, 1]);
   });
 });

@@ -111,11 +111,16 @@ export function createInferenceActivities({ inference, continuation, store }: In
       // Only an earlier attempt of this turn writes its checkpoints: the first attempt has none to read. A local
       // activity counts attempts afresh on the worker that takes its workflow task over after a crash, so it always reads.
       if (context.info.attempt > 1 || context.info.isLocal) {
-        const together = input.turn === 0 ? await store.tryGet<Completion[]>(togetherKey) : undefined;
+        const probes = [...(input.turn === 0 ? [togetherKey] : []), ...active.map(checkpoint)];
+        // Past one probe, one listing of the turn's records is cheaper than a failed read per checkpoint not taken
+        // (a first local attempt has none): one request to S3 instead of a group's size.
+        const written = probes.length > 1 ? await keysUnder(store, groupKey(input, `turn-${input.turn}`)) : null;
+        const read = <T>(key: string) => (written && !written.has(key) ? undefined : store.tryGet<T>(key));
+        const together = input.turn === 0 ? await read<Completion[]>(togetherKey) : undefined;
         together?.forEach((c, i) => completions.set(i, c));
         for (const i of active) {
           if (completions.has(i)) continue;
-          const saved = await store.tryGet<Checkpoint | Completion>(checkpoint(i));
+          const saved = await read<Checkpoint | Completion>(checkpoint(i));
           if (saved) completions.set(i, fromCheckpoint(saved, state.trajectories[i]!));
         }
       }
@@ -155,6 +160,13 @@ export function createInferenceActivities({ inference, continuation, store }: In
 }
 
 export type InferenceActivities = ReturnType<typeof createInferenceActivities>;
+
+/** The keys of the records under `prefix`. */
+async function keysUnder(store: TrajectoryStore, prefix: string): Promise<Set<string>> {
+  const keys = new Set<string>();
+  for await (const entry of store.list(prefix)) keys.add(entry.key);
+  return keys;
+}
 
 async function asFailure<T>(call: () => Promise<T>): Promise<T> {
   try {

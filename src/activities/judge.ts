@@ -34,7 +34,7 @@ export function createJudgeActivities({ environments, store, judge }: Environmen
         completions: state.trajectories.map(lastAssistantText),
         parsed,
         messages: state.trajectories.map((t) => t.messages),
-        group: await groupResource(store, input),
+        group: await groupResource(store, input, env),
       })) ?? [];
       const ids = new Set<string>();
       for (const request of requests) {

@@ -97,7 +97,7 @@ export function createToolCallActivities({ environments, store }: EnvironmentAct
       const context = {
         item,
         state: structuredClone(before),
-        group: await groupResource(store, input),
+        group: await groupResource(store, input, env),
         sample: input.sample,
         turn: input.turn,
         call: input.call,
