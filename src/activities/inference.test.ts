@@ -28,16 +28,22 @@ function countingModel() {
   return { model, client };
 }
 
+/** A fresh store holding a group of two samples before turn `turn`, and that turn's input. */
+async function turnOfTwo(turn: number) {
+  const store = new FileSystemStore(await mkdtemp(join(tmpdir(), 'clotho-generate-')));
+  const state = await saveGroupBase(store, `run/env/item-0/turn-${turn}/prompt`, base());
+  const input: GenerateTurnInput = {
+    runId: 'run', environment: 'env', itemIndex: 0, turn, state, sampling: { temperature: 1, topP: 1 }, maxTokenLength: 64, multiTurn: turn > 0,
+  };
+  return { store, input };
+}
+
 // The failure the last call expects is not news.
 const quiet = new DefaultLogger('ERROR');
 
 describe('generateTurn', () => {
   it('reads the turn’s checkpoints on a first attempt when local: a crash restarts a local activity at attempt 1', async () => {
-    const store = new FileSystemStore(await mkdtemp(join(tmpdir(), 'clotho-generate-')));
-    const state = await saveGroupBase(store, 'run/env/item-0/turn-0/prompt', base());
-    const input: GenerateTurnInput = {
-      runId: 'run', environment: 'env', itemIndex: 0, turn: 0, state, sampling: { temperature: 1, topP: 1 }, maxTokenLength: 64, multiTurn: false,
-    };
+    const { store, input } = await turnOfTwo(0);
     const { model, client } = countingModel();
     const { generateTurn } = createInferenceActivities({ inference: () => client, store });
     const at = (info: { isLocal: boolean; attempt: number }): Promise<GenerateTurnResult> => new MockActivityEnvironment(info, { logger: quiet }).run(generateTurn, input);
@@ -55,11 +61,7 @@ describe('generateTurn', () => {
   });
 
   it('finds a later turn’s checkpoints with one listing: a retry asks only for the samples not yet answered', async () => {
-    const store = new FileSystemStore(await mkdtemp(join(tmpdir(), 'clotho-generate-')));
-    const state = await saveGroupBase(store, 'run/env/item-0/turn-1/prompt', base());
-    const input: GenerateTurnInput = {
-      runId: 'run', environment: 'env', itemIndex: 0, turn: 1, state, sampling: { temperature: 1, topP: 1 }, maxTokenLength: 64, multiTurn: true,
-    };
+    const { store, input } = await turnOfTwo(1);
     const { model, client } = countingModel();
     // The first request of the turn is answered; the other sample's fails.
     const flaky: InferenceClient = { generate: async (request, options) => {
@@ -71,7 +73,7 @@ describe('generateTurn', () => {
     } };
     const { generateTurn } = createInferenceActivities({ inference: () => flaky, store });
     const reads = vi.spyOn(store, 'tryGet');
-    const at = (info: { isLocal: boolean; attempt: number }) => new MockActivityEnvironment(info, { logger: quiet }).run(generateTurn, input);
+    const at = (info: { isLocal: boolean; attempt: number }): Promise<GenerateTurnResult> => new MockActivityEnvironment(info, { logger: quiet }).run(generateTurn, input);
 
     // A first local attempt finds nothing to read, and tries no read to learn it.
     await expect(at({ isLocal: true, attempt: 1 })).rejects.toThrow(/model server down/);
