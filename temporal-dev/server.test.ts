@@ -7,7 +7,7 @@ import { msToTs } from '@temporalio/common/lib/time.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIsolatedDevServer, testConnection, uniqueId, uniqueTaskQueue } from '../test/support/temporal.js';
 import { CLOTHO_SEARCH_ATTRIBUTES, listCustomSearchAttributes } from './search-attributes.js';
-import { devServerArgs, freePort, isServerListening, startDevServer } from './server.js';
+import { devServerArgs, ephemeralPorts, freePort, isServerListening, startDevServer } from './server.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -19,6 +19,20 @@ afterAll(async () => {
 
 /** Proto enum values of Clotho's attributes: Keyword 2, Int 3, Double 4. */
 const EXPECTED_TYPES = new Map(Object.entries(CLOTHO_SEARCH_ATTRIBUTES).map(([name, type]) => [name, { Keyword: 2, Int: 3, Double: 4 }[type]]));
+
+describe('freePort', () => {
+  it('picks a bindable port below the kernel’s ephemeral range, where no connection or listen(0) takes it meanwhile', async () => {
+    const { low } = await ephemeralPorts();
+    const ports = await Promise.all(Array.from({ length: 20 }, () => freePort()));
+    for (const port of ports) {
+      expect(port).toBeGreaterThanOrEqual(10_000);
+      expect(port).toBeLessThan(low);
+    }
+    const server = createServer();
+    await new Promise<void>((done) => server.listen(ports[0], '127.0.0.1', done));
+    await new Promise((done) => server.close(done));
+  });
+});
 
 describe('devServerArgs', () => {
   it('binds to the given ip and ports, persists to the file, stays offline and registers the attributes', () => {

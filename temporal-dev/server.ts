@@ -211,14 +211,41 @@ export async function isServerListening(address: string, timeoutMs = 2_000): Pro
   }
 }
 
-/** A port that was free a moment ago on `ip`. */
-export function freePort(ip = '127.0.0.1'): Promise<number> {
-  return new Promise((done, fail) => {
+/** The kernel's ephemeral port range, from which it hands out every `listen(0)` and every connection's source port. */
+export async function ephemeralPorts(): Promise<{ low: number; high: number }> {
+  const text = await readFile('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').catch(() => '');
+  const [low, high] = text.trim().split(/\s+/).map(Number);
+  return low && high && low <= high ? { low, high } : { low: 32768, high: 60999 };
+}
+
+/** The lowest port {@link freePort} picks: above the well-known and registered services most machines run. */
+const FREE_PORT_FLOOR = 10_000;
+
+/**
+ * A port that was free a moment ago on `ip`, picked at random below the kernel's ephemeral range. A port from that
+ * range (what `listen(0)` returns) can be taken again before its user binds it by any outgoing connection's source
+ * port or any other `listen(0)`, a dev server's internal services among them; below the range only another explicit
+ * bind can. Falls back to `listen(0)` where the range leaves no room below it.
+ */
+export async function freePort(ip = '127.0.0.1'): Promise<number> {
+  const { low } = await ephemeralPorts();
+  for (let attempt = 0; low - FREE_PORT_FLOOR >= 1000 && attempt < 20; attempt++) {
+    const port = FREE_PORT_FLOOR + Math.floor(Math.random() * (low - FREE_PORT_FLOOR));
+    if ((await listenOnce(port, ip)) !== null) return port;
+  }
+  const port = await listenOnce(0, ip);
+  if (port === null) throw new Error(`no free port on ${ip}`);
+  return port;
+}
+
+/** Binds `port` on `ip` and lets it go: the port it bound, or null when that was refused. */
+function listenOnce(port: number, ip: string): Promise<number | null> {
+  return new Promise((done) => {
     const probe = createServer();
-    probe.once('error', fail);
-    probe.listen(0, ip, () => {
+    probe.once('error', () => done(null));
+    probe.listen(port, ip, () => {
       const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address !== null ? done(address.port) : fail(new Error('no port'))));
+      probe.close(() => done(typeof address === 'object' && address !== null ? address.port : null));
     });
   });
 }
