@@ -54,7 +54,7 @@ export interface ParseContext<Item, Config = BaseEnvConfig> extends Liveness {
   toolCalls: ToolCallRequest[];
   /** Tool-call blocks whose JSON did not parse: a format failure of the model, never a crash. */
   malformedToolCalls: MalformedToolCall[];
-  /** The whole trajectory, prompt included. */
+  /** The whole trajectory, prompt included; frozen (shared with Clotho's group state): copy a message to change it. */
   messages: Message[];
   finishReason: string;
   /** The trajectory's state slot (see `initialState` and `step`). */
@@ -95,7 +95,7 @@ export interface JudgeContext<Item, Parsed, Config = BaseEnvConfig> {
   /** The final assistant text of each trajectory. */
   completions: string[];
   parsed: Parsed[];
-  /** Each trajectory's whole conversation. */
+  /** Each trajectory's whole conversation; its messages are frozen (shared with Clotho's group state). */
   messages: Message[][];
   /** What `setup` returned for this group (null without setup). */
   group: unknown;
@@ -120,6 +120,10 @@ export interface StepResult {
 
 export interface StepContext<Item, Config = BaseEnvConfig> extends Liveness {
   item: Item;
+  /**
+   * The trajectory so far; its messages are frozen (shared with Clotho's group state, so an edit in place would reach
+   * other copies): return new messages in `StepResult.messages` instead.
+   */
   messages: Message[];
   /** 0-based index of the assistant turn just taken. */
   turn: number;
