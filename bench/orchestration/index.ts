@@ -5,22 +5,29 @@
  *    divided by the groups per second of calling that same server directly at the same concurrency; with what a
  *    group costs the Temporal server (requests by operation, CPU) and this process (workers, CPU), and its history.
  * 2. With every inference call taking 2 s, the share of wall time outside inference at `--in-flight` groups at once
- *    (32 and 256), in steady state: over `--waves` waves, the inference calls started between the second wave and
- *    the last, against the in-flight/2 s an orchestrator that cost nothing would start.
+ *    (32 and 256), in steady state: over `--waves` waves, the calls started per second from the second wave to the
+ *    last (each wave's mean start time), against the in-flight/2 s an orchestrator that cost nothing would start.
  *
  * Both are measured with generation on the LLM queue (the default) and as a local activity in the workflow's worker
  * (`--steps.generate.local true`), each on fresh workers.
  *
+ * What bounds them on a given machine is printed beside them: the cores that part 1's ratio of 0.5 would take at the
+ * CPU per group measured (the dev server's, and this process's, which holds the scripted server the direct calls use
+ * too), and for part 2 the cores busy on average and in the busiest tenth of 100 ms windows, with the legs of a
+ * steady-state group's cycle from its histories: groups that start and finish together queue for the CPU together.
+ *
  * Run: npm run bench:orchestration [-- --groups 200 --concurrency 32 --in-flight 32,256 --waves 6 --generation queue,local]
  */
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
 import { ServerConfigSchema } from '../../src/schema/config.js';
 import { rolloutGroupId } from '../../src/workflows/rollout-children.js';
 import { startScriptedOpenAI, type Responder } from '../../test/support/scripted-openai.js';
 import { readEpisodeHistory } from '../tool-use/history.js';
-import { cpuStopwatch } from '../tool-use/cpu.js';
-import { benchEnv, GENERATIONS, generationsOf, requestsBetween, startBenchTemporal, startBenchWorkers, workflowRuns, type BenchTemporal, type Generation } from '../support.js';
+import { coresSampler, cpuStopwatch } from '../tool-use/cpu.js';
+import { CYCLE_LEGS, readCycles } from './cycle.js';
+import { benchEnv, benchMessages, GENERATIONS, generationsOf, requestsBetween, startBenchTemporal, startBenchWorkers, workflowRuns, type BenchTemporal, type Generation } from '../support.js';
 
 const { values } = parseArgs({
   options: {
@@ -35,12 +42,18 @@ const GROUPS = Number(values.groups);
 const CONCURRENCY = Number(values.concurrency);
 const IN_FLIGHT = values['in-flight'].split(',').filter(Boolean).map(Number);
 const WAVES = Number(values.waves);
+if (!Number.isInteger(WAVES) || WAVES < 3) throw new Error(`--waves: expected a whole number of at least 3 (a first and a last wave around the steady state), got "${values.waves}"`);
 const MODES = generationsOf(values.generation);
 const SAMPLES = 8;
 const TOKENS = 256;
 const SLOW_MS = 2000;
 /** Rollout-group histories read per run for the events figure (they are all alike). */
 const HISTORIES_READ = 16;
+/** Steady-state groups whose cycles are read per slow run. */
+const CYCLES_READ = 32;
+const CORES = availableParallelism();
+/** The item a bench prompt is for (the scripted server sees only the request). */
+const ITEM = new RegExp(`^${benchMessages(0)[0]!.content.replace('0', '(\\d+)')}$`);
 
 const answer = (delayMs: number): Responder => (body) => ({
   delayMs,
@@ -60,6 +73,7 @@ async function main(): Promise<void> {
 
     // Baseline: the same calls, straight to the server, at the same concurrency.
     const directStart = performance.now();
+    const directCpu = cpuStopwatch(bench.serverPid);
     let next = 0;
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
@@ -67,9 +81,10 @@ async function main(): Promise<void> {
       }),
     );
     const directRate = GROUPS / ((performance.now() - directStart) / 1000);
+    const directCpuMs = directCpu().selfMs / GROUPS;
     const n = (x: number, digits = 1) => x.toFixed(digits);
     console.log(`groups: ${GROUPS} × ${SAMPLES} samples × ${TOKENS} tokens, ${CONCURRENCY} groups in flight, instant inference`);
-    console.log(`direct inference calls:   ${n(directRate)} groups/s`);
+    console.log(`direct inference calls:   ${n(directRate)} groups/s, ${n(directCpuMs)} ms CPU per group (client and scripted server)`);
     for (const mode of MODES) {
       const instant = await measureInstant(bench, fast.baseUrl, mode);
       const clothoRate = GROUPS / (instant.wallMs / 1000);
@@ -79,8 +94,10 @@ async function main(): Promise<void> {
       console.log(`  per group: ${n(instant.groupEvents)} history events in the rollout group + ${n(instant.parentEvents)} in the env-run`);
       console.log(`  server round trips: ${n(instant.groupRoundTrips)} of the rollout group's own (its history's workflow and activity tasks); ` +
         `all requests ${n(instant.requests.total / GROUPS)} with the env-run's (${perGroup(instant.requests.byOperation, GROUPS)})`);
-      console.log(`  CPU per group: ${n(instant.cpu.otherMs / GROUPS)} ms Temporal dev server, ` +
-        `${n(instant.cpu.selfMs / GROUPS)} ms this process (workers, client, scripted server)`);
+      const [serverMs, selfMs] = [instant.cpu.otherMs / GROUPS, instant.cpu.selfMs / GROUPS];
+      console.log(`  CPU per group: ${n(serverMs)} ms Temporal dev server, ${n(selfMs)} ms this process (workers, client, scripted server)`);
+      console.log(`  cores a ratio of 0.5 takes at this CPU per group: (${n(serverMs)} + ${n(selfMs)} ms) × ${n(directRate / 2)} groups/s = ` +
+        `${n(((serverMs + selfMs) * directRate) / 2 / 1000, 2)} of this machine's ${CORES}`);
     }
     await fast.close();
 
@@ -90,6 +107,9 @@ async function main(): Promise<void> {
         console.log(`2 s inference, ${inFlight} groups in flight, ${WAVES} waves (${inFlight * WAVES} groups), ${GENERATIONS[mode]}: ` +
           `wall ${n(slow.wallMs / 1000, 2)} s for ${WAVES} × 2 s; steady state ${n(slow.rate)} groups/s of ${n(inFlight / (SLOW_MS / 1000))} ideal`);
         console.log(`  share of wall time outside inference: steady state ${n(slow.outside * 100)} %, whole run ${n(slow.wholeOutside * 100)} %`);
+        console.log(`  cores busy (dev server and this process): ${n(slow.cores.mean, 2)} on average, ${n(slow.cores.p90, 2)} in the busiest tenth of 100 ms windows, of ${CORES}`);
+        console.log(`  a steady-state group's cycle outside its 2 s call, mean of ${slow.cyclesRead} (ms): ` +
+          Object.entries(CYCLE_LEGS).map(([leg, what]) => `${what} ${n(slow.cycle[leg as keyof typeof CYCLE_LEGS], 0)}`).join(', '));
       }
     }
   } finally {
@@ -120,24 +140,35 @@ async function measureInstant(bench: BenchTemporal, baseUrl: string, mode: Gener
 
 /**
  * `WAVES` waves of `inFlight` groups with 2 s inference. Every group makes one call, so a free orchestrator starts
- * `inFlight` calls every 2 s; the calls started from the second wave's first to the last wave's first, over that
- * time, are the steady-state rate (the first wave's start and the last wave's tail left out).
+ * `inFlight` calls every 2 s. The steady-state rate is the calls of the waves between the second and the last over
+ * the time between those waves' mean start times (the first wave's start and the last wave's tail left out). Means,
+ * not first calls: a wave's calls spread out as it goes round, and its first call is the one that waited least.
  */
 async function measureSlow(bench: BenchTemporal, inFlight: number, mode: Generation) {
   const arrivals: number[] = [];
+  const calledAt = new Map<number, number>();
   const slow = await startScriptedOpenAI({
     responder: (body, call) => {
       arrivals.push(performance.now());
+      const item = ITEM.exec(String((body as { messages?: { content?: unknown }[] }).messages?.[0]?.content))?.[1];
+      if (item !== undefined) calledAt.set(Number(item), Date.now());
       return answer(SLOW_MS)(body, call);
     },
   });
   const workers = await startBenchWorkers(bench, { baseUrl: slow.baseUrl, groupSize: SAMPLES, tokens: TOKENS, llmConcurrency: inFlight * 2, generateTimeoutS: 120, localGeneration: mode === 'local' });
   try {
     const total = inFlight * WAVES;
-    const { wallMs } = await workers.run(total, inFlight);
-    const [from, to] = [arrivals[inFlight]!, arrivals[total - inFlight]!];
-    const rate = (total - 2 * inFlight) / ((to - from) / 1000);
-    return { wallMs, rate, outside: 1 - rate / (inFlight / (SLOW_MS / 1000)), wholeOutside: (wallMs - WAVES * SLOW_MS) / wallMs };
+    const cores = coresSampler(bench.serverPid);
+    const { wallMs, runId } = await workers.run(total, inFlight);
+    const busy = cores();
+    // The calls in order of arrival, `inFlight` at a time, are the waves.
+    const waveMean = (wave: number) => arrivals.slice(wave * inFlight, (wave + 1) * inFlight).reduce((a, b) => a + b, 0) / inFlight;
+    const rate = ((WAVES - 2) * inFlight) / ((waveMean(WAVES - 1) - waveMean(1)) / 1000);
+    // Groups spread evenly over the waves between the first and the last.
+    const steady = total - 2 * inFlight;
+    const items = Array.from({ length: Math.min(CYCLES_READ, steady) }, (_, i) => inFlight + Math.floor((i * steady) / Math.min(CYCLES_READ, steady)));
+    const cycle = await readCycles(bench.client, runId, benchEnv.name, items, calledAt, SLOW_MS);
+    return { wallMs, rate, outside: 1 - rate / (inFlight / (SLOW_MS / 1000)), wholeOutside: (wallMs - WAVES * SLOW_MS) / wallMs, cores: busy, cycle, cyclesRead: items.length };
   } finally {
     await workers.shutdown();
     await slow.close();

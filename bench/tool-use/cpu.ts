@@ -24,3 +24,30 @@ export function cpuStopwatch(otherPid: number): () => { selfMs: number; otherMs:
     return { selfMs: (used.user + used.system) / 1000, otherMs: processCpuMs(otherPid) - other };
   };
 }
+
+/** Cores busy (this process and another's) over fixed windows: the mean, and the busiest tenth of the windows. */
+export interface CoresBusy {
+  mean: number;
+  p90: number;
+}
+
+/**
+ * Samples the CPU use of this process and another (the dev server) every `windowMs` until stopped: a run that is
+ * light on average can still saturate the machine in bursts, and bursts are what its latency pays for.
+ */
+export function coresSampler(otherPid: number, windowMs = 100): () => CoresBusy {
+  const windows: number[] = [];
+  let last = { at: performance.now(), self: process.cpuUsage(), other: processCpuMs(otherPid) };
+  const timer = setInterval(() => {
+    const now = { at: performance.now(), self: process.cpuUsage(), other: processCpuMs(otherPid) };
+    const selfMs = (now.self.user + now.self.system - last.self.user - last.self.system) / 1000;
+    windows.push((selfMs + now.other - last.other) / (now.at - last.at));
+    last = now;
+  }, windowMs);
+  return () => {
+    clearInterval(timer);
+    const sorted = windows.toSorted((a, b) => a - b);
+    const mean = windows.reduce((a, b) => a + b, 0) / Math.max(windows.length, 1);
+    return { mean, p90: sorted[Math.floor(sorted.length * 0.9)] ?? Number.NaN };
+  };
+}

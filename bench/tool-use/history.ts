@@ -33,8 +33,8 @@ interface Timestamp {
   nanos?: number | null;
 }
 
-// Seconds arrive as a protobuf Long; its decimal string is exact for any time this century.
-const msOf = (t: Timestamp | null | undefined) => Number(String(t?.seconds ?? 0)) * 1000 + (t?.nanos ?? 0) / 1e6;
+/** An event's time in ms since the epoch. Seconds arrive as a protobuf Long; its decimal string is exact for any time this century. */
+export const msOf = (t: Timestamp | null | undefined) => Number(String(t?.seconds ?? 0)) * 1000 + (t?.nanos ?? 0) / 1e6;
 
 /** Reads a workflow's length, size and activity timings. */
 export async function readEpisodeHistory(client: Client, workflowId: string): Promise<EpisodeHistory> {
