@@ -27,6 +27,11 @@ export const SINGLE_LOOP_ENV_RUN = 'clotho-env-run-single-loop';
 export const WEIGHTED_ROOM_ENV_RUN = 'clotho-env-run-weighted-room';
 /** Marks env-runs that evaluate during training (`input.evaluation`): they start evaluation children. */
 export const EVAL_DURING_TRAINING_ENV_RUN = 'clotho-env-run-eval-during-training';
+/**
+ * Marks env-runs that fill freed slots before they deliver finished groups, in the same workflow task: the next
+ * group's start no longer waits for the delivery's round trip (an activity, or a signal to the batcher).
+ */
+export const LAUNCH_BEFORE_DELIVERY_ENV_RUN = 'clotho-env-run-launch-before-delivery';
 
 /**
  * Drives one environment through a run: a durable item cursor, at most `maxInFlight` groups at once, finished
@@ -106,16 +111,23 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     return Math.min(slots, roomForGroups(room, progress.delivered, pending, sink.maxBatchesOffpolicy, group.groupSize, weighted));
   };
 
+  const launchFirst = patched(LAUNCH_BEFORE_DELIVERY_ENV_RUN);
   // Each run asks again: the batcher keeps one watch per workflow id, and pushes its room now and on every change.
   if (batcher && sink.kind === 'batcher') {
     await batcher.signal(watchRoomSignal, { workflowId: workflowInfo().workflowId, envId: sink.envId });
   }
   for (;;) {
-    if (finished.length > 0) await deliver();
+    if (!launchFirst && finished.length > 0) await deliver();
     const evalStep = evals && room ? evaluationDue(evals, room.currentStep, schedule!.everySteps) : null;
     if (evalStep !== null) void runEvaluation(input, schedule!, evals!, evalStep);
-    // `launch` takes its slot before it awaits anything, so `free()` counts it at once.
+    // `launch` takes its slot before it awaits anything, so `free()` counts it at once. Groups finished and not yet
+    // delivered count against the batcher's room as pending (`free`), so launching first takes no more room.
     while (more() && free() > 0) void launch(progress.nextItem++);
+    if (launchFirst && finished.length > 0) {
+      await deliver();
+      // Slots freed while the delivery was on its way (a failed group leaves nothing in `finished`) are filled now.
+      continue;
+    }
     // A running evaluation is waited for before the run ends or continues as new.
     if (!more() && inFlight.size === 0 && finished.length === 0 && (evals?.running ?? null) === null) break;
     const seen = { inFlight: inFlight.size, room: room?.version, evaluating: evals?.running };

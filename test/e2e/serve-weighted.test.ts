@@ -147,7 +147,7 @@ describe('two environments with weights in one run', () => {
       const batcherHistory = await client.workflow.getHandle(server.batcherId).fetchHistory();
       await writeFile(`${histories}batcher-weighted.json`, historyToJSON(batcherHistory));
       const envRunHistory = await client.workflow.getHandle(envRunId(runId, 'gsm8k')).fetchHistory();
-      await writeFile(`${histories}env-run-weighted.json`, historyToJSON(envRunHistory));
+      await writeFile(`${histories}env-run-weighted-launch-first.json`, historyToJSON(envRunHistory));
     }
   }, 300_000);
 });

@@ -1,10 +1,13 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ensureTemporalCli } from '../../temporal-dev/index.js';
 import type { RolloutGroupInput } from '../../src/schema/rollout.js';
+import { envRun } from '../../src/workflows/env-run.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { workflowBundle } from '../../src/workers/bundle.js';
 import { guessNumber } from '../support/environments.js';
@@ -101,6 +104,16 @@ describe('replay of recorded histories', () => {
     await recordRolloutGroup(harness, 'rollout-group-tools-local-generate.json', input);
   });
 
+  it.runIf(recording)('records an env-run that starts the group taking a freed slot before it delivers the finished one', async () => {
+    harness = await startHarness({ environment: guessNumber });
+    const workflowId = uniqueId('replay-env-run-launch-first');
+    const sink = { kind: 'jsonl' as const, path: join(tmpdir(), `${workflowId}.jsonl`) };
+    const input = { runId: harness.runId, environment: guessNumber.name, totalGroups: 5, maxInFlight: 2, sink, group: harness.groupInput(0) };
+    await harness.temporal.client.workflow.execute(envRun, { taskQueue: harness.queues.workflows, workflowId, args: [input] });
+    await writeFile(new URL('env-run-launch-first.json', HISTORIES), await historyJson(harness, workflowId));
+    await rm(sink.path, { force: true });
+  });
+
   it.runIf(recording)('records a tool-using rollout group with generation and tool calls as local activities, a flaky call retried', async () => {
     harness = await startHarness({
       environment: counterTools,
@@ -139,7 +152,11 @@ describe('replay of recorded histories', () => {
     // A group started with finishInOneStep in its input: no FINISH_IN_ONE_STEP marker.
     'rollout-group-finish-in-input.json',
     'batcher-weighted.json',
+    // Recorded before LAUNCH_BEFORE_DELIVERY_ENV_RUN: deliveries before launches, each in a workflow task of its own.
     'env-run-weighted.json',
+    // Launches first, then deliveries (LAUNCH_BEFORE_DELIVERY_ENV_RUN): to JSONL here, and to a weighted batcher.
+    'env-run-launch-first.json',
+    'env-run-weighted-launch-first.json',
     // A --trainer temporal batcher releasing a trained batch (src/store/retention.test.ts records it).
     'batcher-trained-release.json',
   ])('replays %s against the current workflow code', async (name) => {

@@ -104,4 +104,33 @@ describe('envRun with GSM8K on a real dev server', () => {
     expect(result).toMatchObject({ completed: 12, delivered: 12, failed: 0 });
     expect((await readFile(path, 'utf8')).trim().split('\n')).toHaveLength(12);
   });
+
+  it('starts the group that takes a freed slot before, and in the same workflow task as, the delivery of the group that freed it', async () => {
+    harness = await startHarness({
+      environment: gsm8k,
+      envConfig: { data_path: GSM8K_TEST, group_size: 2 },
+      responder: gsm8kResponder((_, sample) => sample === 0),
+    });
+    const path = join(await mkdtemp(join(tmpdir(), 'clotho-jsonl-')), 'groups.jsonl');
+    const workflowId = uniqueId('env-run');
+    const result = await harness.temporal.client.workflow.execute(envRun, {
+      taskQueue: harness.queues.workflows,
+      workflowId,
+      args: [{ runId: harness.runId, environment: 'gsm8k', totalGroups: 4, maxInFlight: 1, sink: { kind: 'jsonl', path }, group: harness.groupInput(0) }],
+    });
+    expect(result).toMatchObject({ completed: 4, delivered: 4, failed: 0 });
+    expect((await readFile(path, 'utf8')).trim().split('\n')).toHaveLength(4);
+
+    // One group at a time: delivery k carries item k, and item k + 1 takes the slot item k freed.
+    const events = (await harness.temporal.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const starts = events.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes);
+    const deliveries = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverToJsonl');
+    expect(starts.map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId)).toEqual([0, 1, 2, 3].map((i) => `clotho/${harness!.runId}/gsm8k/item-${i}`));
+    expect(deliveries).toHaveLength(4);
+    for (let k = 0; k < 3; k++) {
+      const [start, delivery] = [starts[k + 1]!, deliveries[k]!];
+      expect(String(start.startChildWorkflowExecutionInitiatedEventAttributes!.workflowTaskCompletedEventId)).toBe(String(delivery.activityTaskScheduledEventAttributes!.workflowTaskCompletedEventId));
+      expect(Number(start.eventId)).toBeLessThan(Number(delivery.eventId));
+    }
+  });
 });
