@@ -49,7 +49,7 @@ describe('tool_use config and data', () => {
   it('offers MCP servers’ tools beside its own', async () => {
     const withMcp = configFor(['--env.mcp_servers', JSON.stringify([{ command: process.execPath, args: ['--import', 'tsx', 'test/support/mcp-server.ts'] }])]);
     const names = (await toolUse.tools!(task('codes'), withMcp)).map((t) => (t as { name: string }).name);
-    expect(names).toEqual(['calculator', 'kv_get', 'kv_set', 'kv_list', 'search', 'lookup', 'reverse', 'fail', 'crash', 'pid', 'image']);
+    expect(names).toEqual(['calculator', 'kv_get', 'kv_set', 'kv_list', 'search', 'lookup', 'reverse', 'fail', 'crash', 'pid', 'meta', 'image']);
   });
 });
 

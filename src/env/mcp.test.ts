@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { closeMcpServers, mcpResultText, mcpTools, type McpServerConfig } from './mcp.js';
+import { closeMcpServers, MCP_IDEMPOTENCY_KEY, mcpResultText, mcpTools, type McpServerConfig } from './mcp.js';
 import { executeToolCall, toOpenAITool, ToolError, type Tool, type ToolContext } from './tools.js';
 
 // A real MCP server process, started the way a user would start a TypeScript one.
@@ -16,7 +16,7 @@ afterAll(closeMcpServers);
 describe('mcpTools', () => {
   it('lists the server’s tools with their JSON Schema and runs them', async () => {
     const tools = await mcpTools([SERVER]);
-    expect(tools.map((t) => t.name).sort()).toEqual(['crash', 'fail', 'image', 'pid', 'reverse']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['crash', 'fail', 'image', 'meta', 'pid', 'reverse']);
     const reverse = tool(tools, 'reverse');
     expect(toOpenAITool(reverse)).toMatchObject({
       type: 'function',
@@ -28,6 +28,13 @@ describe('mcpTools', () => {
     expect(await executeToolCall(tools, { id: 'c1', name: 'reverse', arguments: { text: 'abc' } }, context())).toEqual({ outcome: 'ok', content: 'cba' });
     expect(await executeToolCall(tools, { id: 'c2', name: 'reverse', arguments: { text: 5 } }, context()))
       .toMatchObject({ outcome: 'invalid_arguments' });
+  });
+
+  it('sends the call’s idempotency key in the request’s _meta, where MCP servers read request metadata', async () => {
+    const meta = tool(await mcpTools([SERVER]), 'meta');
+    const sent = JSON.parse(String(await meta.execute({}, { ...context(), idempotencyKey: 'run/env/item-3/turn-2/sample-1/call-0' })));
+    expect(sent).toMatchObject({ [MCP_IDEMPOTENCY_KEY]: 'run/env/item-3/turn-2/sample-1/call-0' });
+    expect(MCP_IDEMPOTENCY_KEY).toBe('clotho/idempotency-key');
   });
 
   it('starts one process for equal configs, however often the tools are asked for', async () => {

@@ -114,11 +114,19 @@ export function mcpResultText(result: Record<string, unknown>): string {
   return parts.join('\n');
 }
 
+/**
+ * Where a `tools/call` request carries Clotho's idempotency key: in the request's `_meta` (MCP's place for request
+ * metadata, which servers read as `extra._meta` in the SDKs), under a prefixed name as MCP asks of custom keys. The
+ * key is the same on every attempt of one call, so a server that keeps the keys it executed can answer a repeat from
+ * its record instead of running the tool again.
+ */
+export const MCP_IDEMPOTENCY_KEY = 'clotho/idempotency-key';
+
 async function callTool(server: Server, name: string, args: Record<string, unknown>, ctx: ToolContext): Promise<string> {
   const conn = await connection(server);
   let result: Record<string, unknown>;
   try {
-    result = await conn.client.callTool({ name, arguments: args }, undefined, {
+    result = await conn.client.callTool({ name, arguments: args, _meta: { [MCP_IDEMPOTENCY_KEY]: ctx.idempotencyKey } }, undefined, {
       signal: ctx.signal,
       timeout: server.timeout_s * 1000,
       resetTimeoutOnProgress: true,

@@ -1,6 +1,7 @@
 /**
  * A small stdio MCP server for tests of `mcpTools`: run with `node --import tsx test/support/mcp-server.ts`.
- * Tools: reverse(text), fail() (a tool error), crash() (the process exits mid-call), pid(), image().
+ * Tools: reverse(text), fail() (a tool error), crash() (the process exits mid-call), pid(), image(), meta() (the
+ * request's `_meta` as JSON).
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -19,6 +20,9 @@ server.registerTool('crash', { description: 'Kills the server process' }, async 
 
 server.registerTool('pid', { description: 'The server process id' },
   async () => ({ content: [{ type: 'text', text: String(process.pid) }] }));
+
+server.registerTool('meta', { description: 'The request metadata the client sent' },
+  async (extra) => ({ content: [{ type: 'text', text: JSON.stringify(extra._meta ?? {}) }] }));
 
 server.registerTool('image', { description: 'A caption and a 1-pixel PNG' }, async () => ({
   content: [
