@@ -2,6 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Liveness, ModelClient } from '../env/define.js';
 import { environmentNamed, type LoadedEnvironment } from '../env/loaded.js';
 import { isTool, type Tool } from '../env/tools.js';
+import { PROGRESS_INTERVAL_MS } from '../inference/types.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { groupKey, type GroupAddress } from './group-state.js';
 
@@ -25,6 +26,26 @@ export function liveness(): Liveness {
   // A local activity has no heartbeat (its workflow task's timeout is what notices a dead worker): a no-op there.
   if (context.info.isLocal) return { signal: context.cancellationSignal, heartbeat: () => undefined };
   return { signal: context.cancellationSignal, heartbeat: (details) => context.heartbeat(details) };
+}
+
+/**
+ * Runs `work` while the activity heartbeats every {@link PROGRESS_INTERVAL_MS} (or a third of a shorter heartbeat
+ * timeout), whatever the environment's code does:
+ * an attempt on a worker that died stops heartbeating and is retried once the step's heartbeat timeout passes (10 s
+ * by default) rather than its start-to-close timeout, and a live attempt keeps heartbeating, so no second attempt
+ * starts beside it. Work that blocks the event loop longer than the heartbeat timeout must run off the main thread.
+ */
+export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
+  const context = Context.current();
+  if (context.info.isLocal) return work();
+  context.heartbeat();
+  const every = Math.min(PROGRESS_INTERVAL_MS, (context.info.heartbeatTimeoutMs ?? Infinity) / 3);
+  const timer = setInterval(() => context.heartbeat(), every);
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
 }
 
 /** Where a group's `setup` result is kept. */

@@ -6,6 +6,7 @@ import { parseToolCalls } from '../inference/tool-calls.js';
 import type { StoreRef } from '../schema/rollout.js';
 import {
   groupResource,
+  heartbeating,
   itemOf,
   judgeOrMissing,
   liveJudge,
@@ -128,14 +129,15 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
       const existing = await store.tryGet(setupKey(input));
       if (existing !== undefined) return;
       const { env, context } = hookContext(input);
-      const value = (await env.definition.setup?.(context)) ?? null;
+      const value = (await heartbeating(async () => env.definition.setup?.(context))) ?? null;
       await store.put(setupKey(input), { value });
     },
 
     /** Runs the environment's group teardown with what setup returned; the group may have been scored or failed. */
     async teardownGroup(input: GroupHookInput): Promise<void> {
       const { env, context } = hookContext(input);
-      await env.definition.teardown?.({ ...context, group: await groupResource(store, input, env) });
+      const group = await groupResource(store, input, env);
+      await heartbeating(async () => env.definition.teardown?.({ ...context, group }));
     },
 
     /**

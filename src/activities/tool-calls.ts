@@ -3,7 +3,7 @@ import { executeToolCall, type ToolCallOutcome } from '../env/tools.js';
 import { parseToolCalls } from '../inference/tool-calls.js';
 import type { StoreRef } from '../schema/rollout.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
-import { executableTools, groupResource, itemOf, liveness, type EnvironmentActivityDeps } from './environment-context.js';
+import { executableTools, groupResource, heartbeating, itemOf, liveness, type EnvironmentActivityDeps } from './environment-context.js';
 import { groupKey, lastAssistant, loadGroupState, type GroupAddress, type Trajectory } from './group-state.js';
 
 /** Identifies one tool call: the sample, its turn and the call's place in that turn. */
@@ -76,10 +76,13 @@ export function toolCallsOf(trajectory: Trajectory, turn: number, sample: number
 
 /**
  * The `tool` step: each call the model makes is its own activity, so a flaky tool is retried alone and shows up in
- * the history by name with its arguments and result. The result is recorded under a key per episode, turn and call
- * before the activity completes, and a retry returns the record: a tool with side effects runs at most once per call
- * as far as Clotho can see (a crash between the tool's effect and the record is the only window; tools that reach
- * services get `idempotencyKey` to close it there).
+ * the history by name with its arguments and result. The contract:
+ * - a call whose result was recorded (under a key per episode, turn and call, before the activity completes) is never
+ *   executed again: a retry, a resumed run and a replay return the record;
+ * - a call interrupted before its result was recorded (its worker killed mid-call) is executed again with the same
+ *   `idempotencyKey`, so a tool that honours the key runs at most once and one that does not runs at least once.
+ * The activity heartbeats while a call runs, so a call on a dead worker is retried after the step's heartbeat
+ * timeout (10 s by default), not its start-to-close timeout.
  */
 export function createToolCallActivities({ environments, store }: EnvironmentActivityDeps) {
   const activities = {
@@ -106,7 +109,8 @@ export function createToolCallActivities({ environments, store }: EnvironmentAct
       };
       let result;
       try {
-        result = await executeToolCall(await executableTools(env, item), call, context);
+        const tools = await executableTools(env, item);
+        result = await heartbeating(() => executeToolCall(tools, call, context));
       } catch (error) {
         // Not the tool's answer to the model but a broken tool (a dead MCP server, a timeout): retried, never a reward.
         const message = error instanceof Error ? error.message : String(error);

@@ -15,9 +15,9 @@ describe('defaultStepConfigs', () => {
     expect(defaultStepConfigs({ generate: 1200, teacher: 300, judge: 90 }).judge.start_to_close_timeout).toBe(90);
   });
 
-  it('gives tool calls, setup and teardown five minutes on their task queue', () => {
+  it('gives tool calls, setup and teardown five minutes on their task queue, and a 10 s heartbeat timeout', () => {
     for (const name of ['tool', 'setup', 'teardown'] as const) {
-      expect(table[name]).toEqual({ start_to_close_timeout: 300, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5, local: false });
+      expect(table[name]).toEqual({ start_to_close_timeout: 300, heartbeat_timeout: 10, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5, local: false });
     }
     table.tool.maximum_attempts = 99;
     expect(table.setup.maximum_attempts).toBe(5);

@@ -79,6 +79,18 @@ const slow = defineTool({
   },
 });
 
+/** Works for `ms` milliseconds without a heartbeat of its own, as a long MCP call or HTTP request does. */
+const quiet = defineTool({
+  name: 'quiet',
+  description: 'A long call to a remote service',
+  parameters: z.object({ ms: z.number() }),
+  async execute({ ms }, context) {
+    counterLog.adds.push(context.idempotencyKey);
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return `answered after ${ms} ms`;
+  },
+});
+
 /** Waits until its step is cancelled (it learns of it through heartbeats), and says it saw it. */
 const wait = defineTool({
   name: 'wait',
@@ -114,7 +126,7 @@ export const counterTools = defineEnvironment({
   defaults: { max_turns: 8 },
   load: async () => ({ size: 4, get: (i: number) => ({ i }) }),
   prompt: () => [{ role: 'user', content: 'Add numbers with the tools, then say the total.' }],
-  tools: () => [add, divide, flaky, broken, slow, wait, big],
+  tools: () => [add, divide, flaky, broken, slow, wait, big, quiet],
   initialState: (_, sample) => ({ total: 0, sample }),
   setup({ groupId }) {
     counterLog.setups.push(groupId);

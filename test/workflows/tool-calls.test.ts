@@ -33,7 +33,7 @@ describe('tool calls in a rollout group (real dev server)', () => {
       'add: total 5',
       'divide: Error: division by zero',
       'flaky: ok',
-      expect.stringMatching(/^nope: Error: unknown tool "nope"; available: add, divide, flaky, broken, slow, wait, big$/),
+      expect.stringMatching(/^nope: Error: unknown tool "nope"; available: add, divide, flaky, broken, slow, wait, big, quiet$/),
     ]);
     // Per-turn rewards sit on the assistant message of their turn; advantages spread them over that turn's tokens.
     expect(group.messages![0]!.filter((m) => m.role === 'assistant').map((m) => m.reward ?? null)).toEqual([0.5, -0.5, 0.5]);
@@ -201,6 +201,25 @@ describe('tool calls in a rollout group (real dev server)', () => {
     });
     const bigResult = completed.find((r) => r.content?.startsWith('xxx'))!;
     expect(bigResult.content).toBe(`${'x'.repeat(1024)}… (5000 chars)`);
+  });
+
+  it('heartbeats for a tool that does not, so that a long call outlives a short heartbeat timeout in one attempt', async () => {
+    harness = await startHarness({
+      environment: counterTools,
+      envConfig: { group_size: 1 },
+      responder: (body) => ({ choices: [{ text: assistantTurns(body) === 0 ? '<tool_call>{"name": "quiet", "arguments": {"ms": 2500}}</tool_call>' : '0' }] }),
+    });
+    const steps = harness.groupInput(0).steps;
+    steps.tool = { ...steps.tool, heartbeatTimeoutMs: 1000, maximumAttempts: 1 };
+    const workflowId = uniqueId('tools-quiet');
+    const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: harness.queues.workflows, workflowId, args: [harness.groupInput(0, { maxTurns: 2, steps, hooks: { setup: true, teardown: false } })],
+    });
+    const group = await harness.store.get<ScoredDataGroup>(result.group!);
+    expect(group.messages![0]!.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['answered after 2500 ms']);
+    expect(counterLog.adds).toHaveLength(1);
+    const history = await harness.temporal.client.workflow.getHandle(workflowId).fetchHistory();
+    expect((history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt)).not.toContain(2);
   });
 
   it('lets a tool see its step cancelled when the group is, and still tears the group down', async () => {
