@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { isMultiTurn, type AnyEnvironment } from '../env/define.js';
 import { ConfigError, resolveConfig, type ResolvedConfig } from '../env/config.js';
 import { loadEnvironmentData, type LoadedEnvironment } from '../env/loaded.js';
+import { closeMcpServers } from '../env/mcp.js';
 import { reasoningOf } from '../env/thinking.js';
 import { loadEnvironment } from '../env/registry.js';
 import { atroposFields, BaseEnvConfigSchema, type BaseEnvConfig } from '../schema/config.js';
@@ -133,8 +134,8 @@ export interface RunSession {
 
 /**
  * Opens a run's inference (starting the embedded engine if no server is given), its Temporal connection
- * (starting a dev server if none runs) and its workers; runs `body`; then closes all of it in reverse order,
- * also when `body` throws or the user presses Ctrl-C.
+ * (starting a dev server if none runs) and its workers; runs `body`; then closes all of it in reverse order (the
+ * MCP servers its tools started too), also when `body` throws or the user presses Ctrl-C.
  */
 export async function withRunSession<T>(
   plan: RunPlan,
@@ -153,7 +154,8 @@ export async function withRunSession<T>(
         try {
           return await body({ inference, temporal, workers, interrupted: stop.promise, metrics: telemetry.metrics });
         } finally {
-          await workers.shutdown();
+          // The tools' MCP servers are child processes whose pipes would keep this process alive after the run.
+          await workers.shutdown().finally(closeMcpServers);
         }
       } finally {
         await telemetry.close();

@@ -7,6 +7,7 @@ import { isMultiTurn } from '../../env/define.js';
 import { evaluateEnvironment, evaluationTurn } from '../../env/evaluate.js';
 import { writeEvaluation } from '../../env/evaluation-files.js';
 import { loadEnvironmentData } from '../../env/loaded.js';
+import { closeMcpServers } from '../../env/mcp.js';
 import type { CommandIo } from '../io.js';
 import { openInference } from '../inference-setup.js';
 import { planRun } from '../run.js';
@@ -49,6 +50,7 @@ export async function evaluateCommand(argv: string[], io: CommandIo): Promise<nu
     }
     return 0;
   } finally {
+    await closeMcpServers();
     await inference.close();
   }
 }
