@@ -228,6 +228,7 @@ function num(value: unknown): number {
   return typeof value === 'number' ? value : Number(String(value));
 }
 
-function ms(timestamp: { seconds?: unknown; nanos?: number | null } | null | undefined): number {
+/** A protobuf timestamp in ms since the epoch; 0 when absent. */
+export function ms(timestamp: { seconds?: unknown; nanos?: number | null } | null | undefined): number {
   return timestamp ? num(timestamp.seconds) * 1000 + (timestamp.nanos ?? 0) / 1e6 : 0;
 }

@@ -2,12 +2,16 @@ import type { Connection, WorkflowHandle } from '@temporalio/client';
 import type { EnvRunResult, EvalProgress, EvaluationResult } from '../schema/rollout.js';
 import { envRunStatusQuery, type envRun, type EnvRunStatus } from '../workflows/env-run.js';
 import type { CommandIo } from './io.js';
+import { waitingSummary, waitingWatcher, type WaitingWork } from './waiting-work.js';
 
 /** Environment metrics past this many stay in the workflow's result, off the progress line. */
 const MAX_METRICS_SHOWN = 6;
 
-/** One line of run progress: done of total, rate, mean score, the environment's metrics, failures, drops by reason. */
-export function progressLine(status: EnvRunStatus, elapsedMs: number, completedAtStart: number): string {
+/**
+ * One line of run progress: done of total, rate, mean score, the environment's metrics, failures, drops by reason, and
+ * what waits on a retry or a timeout (`waiting`, from {@link waitingSummary}).
+ */
+export function progressLine(status: EnvRunStatus, elapsedMs: number, completedAtStart: number, waiting = ''): string {
   const rate = ((status.completed - completedAtStart) / Math.max(elapsedMs, 1)) * 1000;
   const mean = status.scoredGroups > 0 ? (status.scoreSum / status.scoredGroups).toFixed(3) : '–';
   const drops = Object.entries(status.dropped);
@@ -22,7 +26,7 @@ export function progressLine(status: EnvRunStatus, elapsedMs: number, completedA
   const evaluating = evaluation?.running != null ? ` · evaluating at step ${evaluation.running}` : last ? ` · eval at step ${last.step}: score ${last.metrics.score?.toFixed(3) ?? '–'}` : '';
   return (
     `groups ${status.completed}/${status.total} · ${status.inFlight} in flight · ${rate.toFixed(2)} groups/s · ` +
-    `mean score ${mean}${metrics} · failed ${status.failed} · dropped ${dropped}${reasons}${evaluating}`
+    `mean score ${mean}${metrics} · failed ${status.failed} · dropped ${dropped}${reasons}${evaluating}${waiting ? ` · ${waiting}` : ''}`
   );
 }
 
@@ -54,9 +58,16 @@ function evaluationReporter(io: CommandIo) {
   };
 }
 
+/** Seconds between looks at the groups in flight for work waiting on a retry or a timeout. */
+const WAITING_LOOK_EVERY = 3;
+
+/** What waits, without the seconds that change on every look: a change of it is worth a line of its own. */
+const waitingKinds = (waiting: readonly WaitingWork[]) => waiting.map((w) => `${w.workflowId} ${w.waits} ${w.what} ${w.why}`).sort().join('\n');
+
 /**
- * Shows an env-run's progress once a second (a status line on a terminal, a line every 10 s otherwise) until it
- * ends, or until `signal` aborts: then its calls to Temporal are cancelled, so the connection can close under it.
+ * Shows an env-run's progress once a second (a status line on a terminal, a line every 10 s otherwise, and at once
+ * when what waits on a retry or a timeout changes) until it ends, or until `signal` aborts: then its calls to
+ * Temporal are cancelled, so the connection can close under it.
  */
 export async function watchProgress(
   handle: WorkflowHandle<typeof envRun>,
@@ -68,19 +79,26 @@ export async function watchProgress(
   const reportEvaluations = evaluationReporter(io);
   let completedAtStart: number | undefined;
   let lastLine = 0;
+  const lookForWaiting = waitingWatcher(handle.client, handle.workflowId);
+  let polls = 0;
+  let waiting: WaitingWork[] = [];
+  let shownKinds = '';
   // One query at a time, awaited before returning: the connection must not close under a query's retry.
   let polling: Promise<void> = Promise.resolve();
   const poll = async () => {
     const status = await handle.query(envRunStatusQuery).catch(() => undefined);
     if (!status) return;
+    if (polls++ % WAITING_LOOK_EVERY === 0) waiting = status.inFlight > 0 ? await lookForWaiting().catch(() => waiting) : [];
     completedAtStart ??= status.completed;
     reportEvaluations(status.evaluation);
-    const line = progressLine(status, Date.now() - started, completedAtStart);
+    const line = progressLine(status, Date.now() - started, completedAtStart, waitingSummary(waiting));
+    const kinds = waitingKinds(waiting);
     if (io.status) io.status(line);
-    else if (Date.now() - lastLine >= 10_000) {
+    else if (Date.now() - lastLine >= 10_000 || kinds !== shownKinds) {
       lastLine = Date.now();
       io.out(line);
     }
+    shownKinds = kinds;
   };
   const timer = setInterval(() => (polling = polling.then(poll)), 1_000);
   try {

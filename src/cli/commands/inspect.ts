@@ -10,6 +10,7 @@ import type { CommandIo } from '../io.js';
 import { openTemporal } from '../runtime.js';
 import { duration, formatEnd, formatSteps } from '../timeline-format.js';
 import { sampleLines } from '../group-summary.js';
+import { stalledWorkflowTask, waitingIn, waitingText } from '../waiting-work.js';
 
 export const INSPECT_USAGE = `Usage: clotho inspect <run id> <item> [--env <environment>] [--store <dir|url>]
        clotho inspect <workflow id>          (clotho/<run id>/<environment>/item-<i>)
@@ -47,6 +48,10 @@ export async function inspectCommand(argv: string[], io: CommandIo): Promise<num
     for (const line of header(workflowId, description.runId, timeline)) io.out(line);
     io.out('');
     for (const line of formatSteps(timeline)) io.out(line);
+    if (timeline.end.status === 'running') {
+      const stalled = stalledWorkflowTask(workflowId, history);
+      for (const work of [...waitingIn(workflowId, description.raw), ...(stalled ? [stalled] : [])]) io.out(`waiting: ${waitingText(work)}`);
+    }
     io.out('');
     io.out(formatEnd(timeline));
     const key = (timeline.end.result as RolloutGroupResult | undefined)?.group?.key;
