@@ -17,8 +17,9 @@ export const INSPECT_USAGE = `Usage: clotho inspect <run id> <item> [--env <envi
 
 Prints a rollout group's timeline from its workflow history: every step in order (prepare, generateTurn turn k, each
 callTool with its tool, arguments and outcome, stepTurn, parse, judge, score, teacher, assemble; local activities
-from their markers), when each started and how long it took, retries with the error of the failed attempt, and the
-scores; then each sample's episode from the trajectory store.
+from their markers), when each started and how long it took, retries with the error of the failed attempt, what a
+running group waits on (a retry, or the timeout of a step on a stopped worker), and the scores; then each sample's
+episode from the trajectory store.
 
 Options:
   --env <name>      the run's environment (found by search attributes or in the store when not given)
