@@ -24,11 +24,13 @@ export async function startApiProcess(options: {
   /** `--store` (default: a fresh temporary directory). */
   store?: string;
   env?: Record<string, string>;
+  /** The command that serves it: `clotho api`, or `clotho run-api` as tools that start Atropos's server by name. @default 'api' */
+  command?: 'api' | 'run-api';
 }): Promise<ApiProcess> {
   const port = await freePort();
   const batcherId = uniqueId('batcher');
   const store = options.store ?? (await mkdtemp(join(tmpdir(), 'clotho-api-store-')));
-  const args = ['api', '--port', String(port), '--batcher-id', batcherId, '--store', store, ...(options.args ?? [])];
+  const args = [options.command ?? 'api', '--port', String(port), '--batcher-id', batcherId, '--store', store, ...(options.args ?? [])];
   const env = { ...options.env, TEMPORAL_ADDRESS: options.temporalAddress };
   const launch = async () => {
     const run = spawnClotho(args, env);
