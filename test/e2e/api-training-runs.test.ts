@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { waitFor } from '../support/cli.js';
-import { apiClient, group, startApiProcess, type ApiProcess } from '../support/api-process.js';
+import { apiClient, group, sharedApiProcess, startApiProcess } from '../support/api-process.js';
 import { testConnection } from '../support/temporal.js';
 import { AXOLOTL, EXAMPLE_TRAINER, TINKER_ATROPOS } from '../support/trainer-bodies.js';
 
@@ -9,13 +9,7 @@ import { AXOLOTL, EXAMPLE_TRAINER, TINKER_ATROPOS } from '../support/trainer-bod
  * sequence each sends: (`GET /info` for the example trainer), `POST /register`, then `GET /batch` polls while an
  * environment registers and posts. None calls `/reset_data`.
  */
-let api: ApiProcess;
-let http: ReturnType<typeof apiClient>;
-beforeAll(async () => {
-  api = await startApiProcess({ temporalAddress: inject('temporalAddress') });
-  http = apiClient(api.url);
-});
-afterAll(() => api?.stop());
+const shared = sharedApiProcess();
 
 type Body = typeof EXAMPLE_TRAINER | typeof AXOLOTL | ReturnType<typeof TINKER_ATROPOS>;
 const tags = (batch: { tokens: number[][] }[]) => batch.map((g) => g.tokens[0]![0]);
@@ -27,39 +21,39 @@ let nextTag = 1;
  * `batch_size` sequences, and one group left queued behind them. Returns the tags of the groups served and left.
  */
 async function playRun(body: Body, { pollInfo = false } = {}) {
-  if (pollInfo) expect((await http.get('/info')).status).toBe(200);
-  const registered = await http.post('/register', body);
+  if (pollInfo) expect((await shared.http.get('/info')).status).toBe(200);
+  const registered = await shared.http.post('/register', body);
   expect(registered.status, registered.text).toBe(200);
   expect(registered.text).toMatch(/^\{"uuid":\d+\}$/);
   const env = { max_token_length: body.max_token_len, desired_name: 'env', weight: 1, group_size: 2 };
-  expect((await http.post('/register-env', env)).json).toEqual({ status: 'wait for trainer to start' });
-  expect((await http.get('/batch')).json).toEqual({ batch: null });
-  const joined = (await http.post('/register-env', env)).json;
+  expect((await shared.http.post('/register-env', env)).json).toEqual({ status: 'wait for trainer to start' });
+  expect((await shared.http.get('/batch')).json).toEqual({ batch: null });
+  const joined = (await shared.http.post('/register-env', env)).json;
   expect(joined).toMatchObject({ status: 'success', starting_step: 0, num_steps: body.num_steps, checkpoint_dir: body.checkpoint_dir });
   const posted = Array.from({ length: body.batch_size + 1 }, () => nextTag++);
-  expect((await http.post('/scored_data_list', posted.map((t) => group(t, 2, joined.env_id)))).status).toBe(200);
+  expect((await shared.http.post('/scored_data_list', posted.map((t) => group(t, 2, joined.env_id)))).status).toBe(200);
   const served: (number | undefined)[] = [];
   for (let i = 0; i < 2; i++) {
-    const batch = (await http.get('/batch')).json.batch;
+    const batch = (await shared.http.get('/batch')).json.batch;
     expect(sequences(batch)).toBe(body.batch_size);
     served.push(...tags(batch));
   }
-  expect((await http.get('/status')).json).toEqual({ current_step: 2, queue_size: 1 });
+  expect((await shared.http.get('/status')).json).toEqual({ current_step: 2, queue_size: 1 });
   return { served, left: posted.filter((t) => !served.includes(t)) };
 }
 
 /** What the API reports of the run it serves: its settings, and the run its status line names last. */
 async function expectServing(body: Body, run: number) {
-  expect((await http.get('/info')).json).toEqual({ batch_size: body.batch_size, max_token_len: body.max_token_len });
-  expect((await http.get('/wandb_info')).json).toEqual({ group: body.wandb_group, project: body.wandb_project });
-  const lines = api.run.stdout().split('\n').filter((l) => l.includes('training run'));
-  expect(lines.at(-1)).toContain(`training run ${run} (batcher ${run === 1 ? api.batcherId : `${api.batcherId}/run-${run}`})`);
+  expect((await shared.http.get('/info')).json).toEqual({ batch_size: body.batch_size, max_token_len: body.max_token_len });
+  expect((await shared.http.get('/wandb_info')).json).toEqual({ group: body.wandb_group, project: body.wandb_project });
+  const lines = shared.api.run.stdout().split('\n').filter((l) => l.includes('training run'));
+  expect(lines.at(-1)).toContain(`training run ${run} (batcher ${run === 1 ? shared.api.batcherId : `${shared.api.batcherId}/run-${run}`})`);
 }
 
 /** The run's batcher workflow was ended by the next run, and is still there to open. */
 async function expectKept(run: number) {
   const { client } = await testConnection();
-  const id = run === 1 ? api.batcherId : `${api.batcherId}/run-${run}`;
+  const id = run === 1 ? shared.api.batcherId : `${shared.api.batcherId}/run-${run}`;
   expect((await client.workflow.getHandle(id).describe()).status.name).toBe('TERMINATED');
 }
 
@@ -73,11 +67,11 @@ describe('a second training run against the same clotho api gets its own configu
     await expectServing(second, 2);
     await expectKept(1);
 
-    api.run.child.kill('SIGTERM');
-    await api.run.exited;
-    await api.restart();
+    shared.api.run.child.kill('SIGTERM');
+    await shared.api.run.exited;
+    await shared.api.restart();
     await expectServing(second, 2);
-    expect((await http.get('/status')).json).toEqual({ current_step: 2, queue_size: 1 });
+    expect((await shared.http.get('/status')).json).toEqual({ current_step: 2, queue_size: 1 });
   });
 
   it("Axolotl's plugin: resumes at its starting step, refuses a step past the batcher's, and starts a new run from step 0", async () => {
@@ -86,12 +80,12 @@ describe('a second training run against the same clotho api gets its own configu
     await expectKept(2);
 
     // The same trainer back from its checkpoint at step 2 (atropos_starting_step): the run and its queue are kept.
-    expect((await http.post('/register', { ...AXOLOTL, starting_step: 2 })).status).toBe(200);
-    expect((await http.get('/status')).json).toEqual({ current_step: 2, queue_size: 1 });
-    expect(api.run.stdout()).toContain('came back, resumed');
+    expect((await shared.http.post('/register', { ...AXOLOTL, starting_step: 2 })).status).toBe(200);
+    expect((await shared.http.get('/status')).json).toEqual({ current_step: 2, queue_size: 1 });
+    expect(shared.api.run.stdout()).toContain('came back, resumed');
 
     // A step the batcher never reached: could be either, so refused in words, naming both and the way on.
-    const ahead = await http.post('/register', { ...AXOLOTL, starting_step: 9 });
+    const ahead = await shared.http.post('/register', { ...AXOLOTL, starting_step: 9 });
     expect(ahead.status).toBe(409);
     expect(ahead.json.detail).toContain('"starting_step":2');
     expect(ahead.json.detail).toContain('"starting_step":9');
@@ -111,8 +105,8 @@ describe('a second training run against the same clotho api gets its own configu
     await expectServing(TINKER_ATROPOS('p0q8w7zz'), 6);
     await expectKept(5);
 
-    expect((await http.post('/register?new_run=true', TINKER_ATROPOS('p0q8w7zz'))).status).toBe(200);
-    expect((await http.get('/status')).json).toEqual({ current_step: 0, queue_size: 0 });
+    expect((await shared.http.post('/register?new_run=true', TINKER_ATROPOS('p0q8w7zz'))).status).toBe(200);
+    expect((await shared.http.get('/status')).json).toEqual({ current_step: 0, queue_size: 0 });
     await expectServing(TINKER_ATROPOS('p0q8w7zz'), 7);
   });
 });

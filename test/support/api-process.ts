@@ -1,3 +1,4 @@
+import { afterAll, beforeAll, inject } from 'vitest';
 import { mkdtemp } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -108,4 +109,18 @@ export function group(tag: number, size = 2, envId: number | null = 0) {
     scores: tokens.map((_, i) => (i % 2 === 0 ? 1 : -1)),
     env_id: envId,
   };
+}
+
+/**
+ * One `clotho api` process (with `args`) for a test file's or a describe block's tests, started before them and stopped after; read `api` and `http`
+ * inside the tests.
+ */
+export function sharedApiProcess(args: string[] = []): { api: ApiProcess; http: ReturnType<typeof apiClient> } {
+  const shared = {} as { api: ApiProcess; http: ReturnType<typeof apiClient> };
+  beforeAll(async () => {
+    shared.api = await startApiProcess({ temporalAddress: inject('temporalAddress'), args });
+    shared.http = apiClient(shared.api.url);
+  });
+  afterAll(() => shared.api?.stop());
+  return shared;
 }
