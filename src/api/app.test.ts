@@ -70,8 +70,9 @@ describe('before a trainer registers', () => {
     const seen: unknown[] = [];
     service.register = async (_r, _u, options) => void seen.push(options);
     await post('/register?new_run=true&trainer=temporal', REGISTRATION);
+    await post('/register?new_run=false', REGISTRATION);
     await post('/register', REGISTRATION);
-    expect(seen).toEqual([{ newRun: true, trainer: 'temporal' }, { newRun: false, trainer: undefined }]);
+    expect(seen).toEqual([{ newRun: true, trainer: 'temporal' }, { newRun: false, trainer: undefined }, { newRun: undefined, trainer: undefined }]);
     const bad = await post('/register?new_run=yes', REGISTRATION);
     expect(bad.status).toBe(422);
     expect(JSON.stringify(await bad.json())).toContain('new_run');

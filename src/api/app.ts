@@ -146,7 +146,8 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
     if (req instanceof Response) return req;
     const uuid = uuid4Digits();
     try {
-      const outcome = await service.register(req.data, uuid, { newRun: query.data.new_run === 'true', trainer: query.data.trainer });
+      const newRun = query.data.new_run === undefined ? undefined : query.data.new_run === 'true';
+      const outcome = await service.register(req.data, uuid, { newRun, trainer: query.data.trainer });
       if (outcome) options.onRegistered?.(outcome, req.data);
     } catch (error) {
       if (!(error instanceof RegistrationConflictError || error instanceof TrainerModeError)) throw error;

@@ -108,7 +108,10 @@ export interface RegisterOutcome {
 
 /** Options of {@link TrajectoryService.register}: `POST /register`'s query. */
 export interface RegisterOptions {
-  /** Start a new training run whatever the registration says (`?new_run=true`). */
+  /**
+   * `true`: start a new training run whatever the registration says (`?new_run=true`); `false`: never, join the run
+   * served now, whose settings stand (`?new_run=false`, what `sft-gen` sends); absent: the registration decides.
+   */
   newRun?: boolean;
   /** Who registers: an HTTP trainer (`GET /batch`, the default) or the Temporal trainer of `--trainer temporal`. */
   trainer?: 'http' | 'temporal';

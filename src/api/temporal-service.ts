@@ -99,10 +99,15 @@ export function createTemporalTrajectoryService({
   };
 
   return {
-    async register(registration, _requester, { newRun = false, trainer = 'http' } = {}) {
+    async register(registration, _requester, { newRun, trainer = 'http' } = {}) {
       const current = await view();
       if (current.trainerMode === 'temporal' && trainer !== 'temporal') throw new TrainerModeError(TEMPORAL_TRAINER_MODE);
-      const decision: RegistrationDecision = newRun ? { kind: 'new_run', why: 'asked for (new_run=true)' } : decideRegistration(current.trainer, registration);
+      const decision: RegistrationDecision =
+        newRun === true
+          ? { kind: 'new_run', why: 'asked for (new_run=true)' }
+          : newRun === false
+            ? { kind: current.trainer ? 'resume' : 'initialise' }
+            : decideRegistration(current.trainer, registration);
       if (decision.kind === 'conflict') throw new RegistrationConflictError(conflictMessage(current.trainer!, registration, decision.why));
       if (decision.kind === 'new_run') await moveToNewRun(decision.why);
       await handle().executeUpdate(registerTrainerUpdate, { args: [registration] });
