@@ -32,6 +32,7 @@ import { parseArgs } from 'node:util';
 import { FileSystemStore, type TrajectoryStore } from '../../src/store/trajectory-store.js';
 import { startBenchTemporal } from '../support.js';
 import { ensureAtroposRunApi, startAtroposApi } from './atropos.js';
+import { groupBody, percentile } from './bodies.js';
 import { startClothoApi, startInMemoryApi, type ApiChild } from './processes.js';
 
 const { values } = parseArgs({
@@ -54,18 +55,6 @@ const TOKENS = 2048;
 const BATCH_SIZE = 64;
 const REGISTRATION = { wandb_group: 'g', wandb_project: 'p', batch_size: BATCH_SIZE, max_token_len: 4096, checkpoint_dir: 'c', save_checkpoint_interval: 1, starting_step: 0, num_steps: 1000 };
 
-/** One group's JSON body, as an Atropos environment posts it (tokens, masks, logprobs, scores). */
-function groupBody(tag: number): string {
-  const tokens = Array.from({ length: GROUP_SIZE }, (_, s) => Array.from({ length: TOKENS }, (_, t) => (tag * 7 + s * 13 + t) % 150_000));
-  return JSON.stringify({
-    tokens,
-    masks: tokens.map((row) => row.map((id, t) => (t < 256 ? -100 : id))),
-    inference_logprobs: tokens.map((row) => row.map((_, t) => (t < 256 ? 1 : -((t % 50) + 1) / 10))),
-    scores: tokens.map((_, s) => (s % 2 === 0 ? 1 : -1)),
-    env_id: 0,
-  });
-}
-
 /** Bytes of every entry in the store. */
 async function storedBytes(store: TrajectoryStore): Promise<number> {
   let bytes = 0;
@@ -80,7 +69,6 @@ async function infoAfterReset(url: string): Promise<unknown> {
   return (await fetch(`${url}/info`)).json();
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 type Figures = Awaited<ReturnType<typeof measureUrl>>;
 
@@ -140,7 +128,7 @@ function median(rounds: Figures[]): Figures {
 }
 
 async function main(): Promise<void> {
-  const bodies = Array.from({ length: GROUPS }, (_, i) => groupBody(i));
+  const bodies = Array.from({ length: GROUPS }, (_, i) => groupBody(i, GROUP_SIZE, TOKENS));
   const megabytes = bodies.reduce((n, b) => n + b.length, 0) / 1e6;
   const ms = (x: number) => `${x.toFixed(1)} ms`;
   const cpuLine = (a: Figures | undefined, m: Figures, d: Figures) =>

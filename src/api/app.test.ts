@@ -10,6 +10,7 @@ import {
 } from '../schema/api.js';
 import { SCORED_DATA_FIELDS } from '../schema/scored-data.js';
 import { createApi } from './app.js';
+import { RegistrationConflictError, TEMPORAL_TRAINER_MODE, TrainerModeError } from './service.js';
 import { FakeTrajectoryService, sampleGroup } from '../../test/support/fake-trajectory-service.js';
 
 const REGISTRATION = {
@@ -45,11 +46,41 @@ describe('before a trainer registers', () => {
     expect(await get('/latest_example')).toEqual(EMPTY_EXAMPLE);
   });
 
-  it('answers /batch with 409 and an error payload when batches go to trainer workers instead', async () => {
+  it("answers /batch with Atropos's error payload, in words, when batches go to trainer workers instead", async () => {
     service.takeBatch = async () => ({ status: 'trainer_queue' });
     const response = await app.request('/batch');
-    expect(response.status).toBe(409);
-    expect(await response.json()).toMatchObject({ status: 'error', batch: [], message: expect.stringContaining('--trainer temporal') });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'error', batch: [], message: TEMPORAL_TRAINER_MODE });
+    expect(TEMPORAL_TRAINER_MODE).toContain('Temporal-trainer mode');
+  });
+
+  it('refuses a registration the service refuses with 409, the message in the body and the status line', async () => {
+    for (const error of [new TrainerModeError(TEMPORAL_TRAINER_MODE), new RegistrationConflictError('both configurations')]) {
+      service.register = async () => {
+        throw error;
+      };
+      const response = await post('/register', REGISTRATION);
+      expect(response.status).toBe(409);
+      expect(response.statusText).toBe(`Conflict: ${error.message}`);
+      expect(await response.json()).toEqual({ detail: error.message });
+    }
+  });
+
+  it("passes /register's new_run and trainer to the service, and refuses other values naming the field", async () => {
+    const seen: unknown[] = [];
+    service.register = async (_r, _u, options) => void seen.push(options);
+    await post('/register?new_run=true&trainer=temporal', REGISTRATION);
+    await post('/register?new_run=false', REGISTRATION);
+    await post('/register', REGISTRATION);
+    expect(seen).toEqual([{ newRun: true, trainer: 'temporal' }, { newRun: false, trainer: undefined }, { newRun: undefined, trainer: undefined }]);
+    const bad = await post('/register?new_run=yes', REGISTRATION);
+    expect(bad.status).toBe(422);
+    expect(JSON.stringify(await bad.json())).toContain('new_run');
+  });
+
+  it('accepts the null wandb fields an Axolotl trainer sends', async () => {
+    const response = await post('/register', { ...REGISTRATION, wandb_project: null, wandb_group: null });
+    expect(response.status).toBe(200);
   });
 
   it('answers /batch with the not-registered error payload', async () => {

@@ -9,6 +9,7 @@ import {
   EnvIdSchema,
   RegisterEnvSchema,
   RegistrationSchema,
+  type Registration,
   ScoredDataListPostSchema,
   ScoredDataPostSchema,
 } from '../schema/api.js';
@@ -24,7 +25,14 @@ import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from './metrics.js';
 import { groupJson, responseJson } from './render.js';
 import { readJson, toDetail, unprocessable, validate } from './request.js';
 import { keepsAsPosted } from './stored-group.js';
-import { UnknownEnvError, type TrajectoryService } from './service.js';
+import {
+  RegistrationConflictError,
+  TEMPORAL_TRAINER_MODE,
+  TrainerModeError,
+  UnknownEnvError,
+  type RegisterOutcome,
+  type TrajectoryService,
+} from './service.js';
 
 /** 64 MiB: far above any real group (Atropos envs gzip bodies), low enough to stop a gzip bomb. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -37,6 +45,26 @@ export interface ApiOptions {
   maxBodyBytes?: number;
   /** Where warnings about irregular posted groups go. @default console.warn */
   warn?: (line: string) => void;
+  /** Told of every accepted `/register` the service reports on (`clotho api` prints the run it serves). */
+  onRegistered?: (outcome: RegisterOutcome, registration: Registration) => void;
+}
+
+/** `POST /register?new_run=true&trainer=temporal`: Clotho's additions to Atropos's registration. */
+const RegisterQuerySchema = z.object({
+  new_run: z.enum(['true', 'false']).optional(),
+  trainer: z.enum(['http', 'temporal']).optional(),
+});
+
+/**
+ * 409 in FastAPI's error shape, the message also as the status line's reason: Python trainers call
+ * `raise_for_status()`, whose exception shows the reason and not the body.
+ */
+function refused(message: string): Response {
+  return new Response(JSON.stringify({ detail: message }), {
+    status: 409,
+    statusText: `Conflict: ${message}`.replace(/[^\x20-\x7e]/g, ' '),
+    headers: { 'Content-Type': 'application/json' },
+  });
 }
 
 /** The most groups one `GET /queue` answers: each comes whole, tokens and all. */
@@ -112,10 +140,19 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
   app.get('/', (c) => c.json({ message: 'AtroposLib API' }));
 
   app.post('/register', async (c) => {
+    const query = validate(c, RegisterQuerySchema, c.req.query(), ['query']);
+    if (query instanceof Response) return query;
     const req = await body(c, RegistrationSchema);
     if (req instanceof Response) return req;
     const uuid = uuid4Digits();
-    await service.register(req.data, uuid);
+    try {
+      const newRun = query.data.new_run === undefined ? undefined : query.data.new_run === 'true';
+      const outcome = await service.register(req.data, uuid, { newRun, trainer: query.data.trainer });
+      if (outcome) options.onRegistered?.(outcome, req.data);
+    } catch (error) {
+      if (!(error instanceof RegistrationConflictError || error instanceof TrainerModeError)) throw error;
+      return refused(error.message);
+    }
     // Raw digits: a JS number would round the 128-bit integer Atropos returns.
     return c.body(`{"uuid":${uuid}}`, 200, { 'Content-Type': 'application/json' });
   });
@@ -153,10 +190,8 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
     const taken = await service.takeBatch(leaseSeconds === undefined ? {} : { leaseSeconds });
     if (taken.status === 'not_registered') return c.json(NOT_REGISTERED);
     if (taken.status === 'empty') return c.json({ batch: null });
-    if (taken.status === 'trainer_queue') {
-      const message = 'this API feeds trainer workers on a Temporal task queue (--trainer temporal); GET /batch is off';
-      return c.json({ status: 'error', message, batch: [] }, 409);
-    }
+    // Atropos's error shape, which trainers read and raise with (the example trainer), rather than an empty batch.
+    if (taken.status === 'trainer_queue') return c.json({ status: 'error', message: TEMPORAL_TRAINER_MODE, batch: [] });
     if (taken.leaseExpiresAt === null) return jsonText(c, responseJson({ batch: taken.batch }, { groups: ['batch'] }));
     const leased = { batch: taken.batch, batch_id: taken.batchId, lease_expires_at: taken.leaseExpiresAt };
     return jsonText(c, responseJson(leased, { groups: ['batch'] }));

@@ -74,6 +74,49 @@ export class UnknownEnvError extends Error {
   }
 }
 
+/** Why `clotho api --trainer temporal` serves no HTTP trainer: `/batch` and `/register` answer with it. */
+export const TEMPORAL_TRAINER_MODE =
+  'clotho api is in Temporal-trainer mode (--trainer temporal): every batch goes to a trainStep activity on the ' +
+  'trainer task queue, never to GET /batch, so HTTP trainers cannot train here; start clotho api with --trainer http ' +
+  '(the default) for them, or register the Temporal trainer with POST /register?trainer=temporal';
+
+/** Thrown by {@link TrajectoryService.register} for an HTTP trainer while batches go to trainer workers. */
+export class TrainerModeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TrainerModeError';
+  }
+}
+
+/**
+ * Thrown by {@link TrajectoryService.register} when a registration could be the current training run resuming or a
+ * new one (`run-identity.ts`); the message names both configurations and how to start a new run.
+ */
+export class RegistrationConflictError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RegistrationConflictError';
+  }
+}
+
+/** What a `POST /register` did, when the service can tell: the training run it serves now, and how it got there. */
+export interface RegisterOutcome {
+  outcome: 'initialised' | 'resumed' | 'new_run';
+  /** Workflow id of the batcher run serving the trainer. */
+  batcherId: string;
+}
+
+/** Options of {@link TrajectoryService.register}: `POST /register`'s query. */
+export interface RegisterOptions {
+  /**
+   * `true`: start a new training run whatever the registration says (`?new_run=true`); `false`: never, join the run
+   * served now, whose settings stand (`?new_run=false`, what `sft-gen` sends); absent: the registration decides.
+   */
+  newRun?: boolean;
+  /** Who registers: an HTTP trainer (`GET /batch`, the default) or the Temporal trainer of `--trainer temporal`. */
+  trainer?: 'http' | 'temporal';
+}
+
 /**
  * Thrown by {@link TrajectoryService.ingestGroups} when the groups waiting for the trainer reached the API's bound
  * (`clotho api --max-queue-groups`); the API answers 503 with `Retry-After`, which environments retry.
@@ -95,8 +138,11 @@ export class QueueFullError extends Error {
  * wire returns unchanged use the wire's field names; the rest the API shapes itself.
  */
 export interface TrajectoryService {
-  /** A trainer registers; `requester` is the uuid (as decimal digits) the API hands back to it. */
-  register(registration: Registration, requester: string): Promise<void>;
+  /**
+   * A trainer registers; `requester` is the uuid (as decimal digits) the API hands back to it. Throws
+   * {@link RegistrationConflictError} or {@link TrainerModeError} when it is refused.
+   */
+  register(registration: Registration, requester: string, options?: RegisterOptions): Promise<RegisterOutcome | void>;
   registerEnv(env: RegisterEnv): Promise<RegisterEnvResponse>;
   disconnectEnv(envId: number): Promise<DisconnectEnvResponse>;
   wandbInfo(): Promise<WandbInfo>;

@@ -22,14 +22,27 @@ import {
 import { acceptedKeys } from './accepted-keys.js';
 import { coalesced } from './coalesce.js';
 import { DEFAULT_MAX_QUEUE_GROUPS, QueueBound, type Refusals } from './queue-bound.js';
-import { UnknownEnvError, type IngestGroup, type TrajectoryService } from './service.js';
+import { conflictMessage, decideRegistration, type RegistrationDecision } from './run-identity.js';
+import {
+  RegistrationConflictError,
+  TEMPORAL_TRAINER_MODE,
+  TrainerModeError,
+  UnknownEnvError,
+  type IngestGroup,
+  type TrajectoryService,
+} from './service.js';
 import { groupBlob, storedGroup } from './stored-group.js';
 
 export interface TemporalServiceOptions {
   client: Client;
   store: TrajectoryStore;
-  /** Workflow id of the batcher this API fronts. */
+  /** Workflow id of the batcher this API fronts (the current training run's). */
   batcherId: string;
+  /**
+   * Starts a fresh batcher run after the current one (ended) and returns its workflow id; a `/register` that means a
+   * new training run ({@link decideRegistration}) calls it. Without it such a registration is refused.
+   */
+  startNewRun?: (why: string) => Promise<string>;
   /** Groups waiting in the batcher and in this process past which posts are refused (503). @default DEFAULT_MAX_QUEUE_GROUPS */
   maxQueueGroups?: number;
   /**
@@ -47,14 +60,17 @@ export interface TemporalServiceOptions {
 export function createTemporalTrajectoryService({
   client,
   store,
-  batcherId,
+  batcherId: firstBatcherId,
+  startNewRun,
   maxQueueGroups = DEFAULT_MAX_QUEUE_GROUPS,
   onDelivered,
 }: TemporalServiceOptions): TrajectoryService {
+  // The current training run's batcher: a /register that means a new run moves it on.
+  let batcherId = firstBatcherId;
   const handle = (): WorkflowHandle<typeof batcher> => client.workflow.getHandle(batcherId);
   const view = () => handle().query(batcherViewQuery);
   const bound = new QueueBound(maxQueueGroups, async () => (await view()).metrics.waitingGroups);
-  const accepted = acceptedKeys(store, batcherId);
+  let accepted = acceptedKeys(store, batcherId);
   const withEnvId = (ref: GroupRef, stored: ScoredDataGroup) => {
     const group = storedGroup(stored);
     return ref.envId !== null && group.env_id === null ? { ...group, env_id: ref.envId } : group;
@@ -74,9 +90,28 @@ export function createTemporalTrajectoryService({
     return ids.filter((id) => !knownEnvs.has(id));
   };
 
+  /** Moves this API onto a fresh batcher run; what it knew of the old one's envs and keys stays behind. */
+  const moveToNewRun = async (why: string) => {
+    if (!startNewRun) throw new RegistrationConflictError(`a new training run is needed (${why}), and this API cannot start one`);
+    batcherId = await startNewRun(why);
+    accepted = acceptedKeys(store, batcherId);
+    knownEnvs.clear();
+  };
+
   return {
-    async register(registration) {
+    async register(registration, _requester, { newRun, trainer = 'http' } = {}) {
+      const current = await view();
+      if (current.trainerMode === 'temporal' && trainer !== 'temporal') throw new TrainerModeError(TEMPORAL_TRAINER_MODE);
+      const decision: RegistrationDecision =
+        newRun === true
+          ? { kind: 'new_run', why: 'asked for (new_run=true)' }
+          : newRun === false
+            ? { kind: current.trainer ? 'resume' : 'initialise' }
+            : decideRegistration(current.trainer, registration);
+      if (decision.kind === 'conflict') throw new RegistrationConflictError(conflictMessage(current.trainer!, registration, decision.why));
+      if (decision.kind === 'new_run') await moveToNewRun(decision.why);
       await handle().executeUpdate(registerTrainerUpdate, { args: [registration] });
+      return { outcome: decision.kind === 'initialise' ? 'initialised' : decision.kind === 'resume' ? 'resumed' : 'new_run', batcherId };
     },
     registerEnv: (env) => handle().executeUpdate(registerEnvUpdate, { args: [env] }),
     disconnectEnv: (envId) => handle().executeUpdate(disconnectEnvUpdate, { args: [envId] }),

@@ -2,7 +2,8 @@ import { createTemporalTrajectoryService } from '../api/temporal-service.js';
 import { openStore } from '../store/open-store.js';
 import { retentionFor } from '../store/retention.js';
 import { startBatcherWorker } from '../workers/workers.js';
-import { ensureBatcher } from './batcher.js';
+import type { BatcherInput } from '../workflows/batcher.js';
+import { currentRun, ensureBatcher, runExists, startNextRun, type BatcherRun } from './batcher.js';
 import type { ServiceFlags } from './commands/api.js';
 import { openTemporal } from './runtime.js';
 
@@ -23,7 +24,7 @@ export async function createBatcherService(flags: ServiceFlags) {
       // With --trainer temporal the batcher's own worker sees the acks: a trained batch's groups are released here.
       ...(retention.onDelivered ? { onTrained: retention.onDelivered } : {}),
     });
-    await ensureBatcher(temporal.client, flags.batcherId, {
+    const input: BatcherInput = {
       trainer:
         flags.trainer === 'temporal'
           ? { kind: 'temporal', taskQueue: flags.trainerTaskQueue, heartbeatTimeoutMs: Math.round(flags.trainerHeartbeatTimeout * 1000) }
@@ -32,15 +33,26 @@ export async function createBatcherService(flags: ServiceFlags) {
         ...(flags.maxStaleness === undefined ? {} : { maxStaleness: flags.maxStaleness }),
         ...(flags.idempotencyWindow === undefined ? {} : { seenCapacity: flags.idempotencyWindow }),
       },
-    });
+    };
+    // The newest training run of --batcher-id, resumed; or, with --new-run, the next one (unless there is none yet).
+    let run: BatcherRun = await currentRun(temporal.client, flags.batcherId);
+    if (flags.newRun && (await runExists(temporal.client, run.workflowId))) run = await startNextRun(temporal.client, flags.batcherId, run, input);
+    else await ensureBatcher(temporal.client, run.workflowId, input);
+    const startNewRun = async () => {
+      run = await startNextRun(temporal.client, flags.batcherId, run, input);
+      return run.workflowId;
+    };
     return {
       service: createTemporalTrajectoryService({
         client: temporal.client,
         store,
-        batcherId: flags.batcherId,
+        batcherId: run.workflowId,
+        startNewRun,
         maxQueueGroups: flags.maxQueueGroups,
         ...(retention.onDelivered ? { onDelivered: retention.onDelivered } : {}),
       }),
+      /** The training run served now, for `clotho api`'s status line. */
+      run: () => run,
       async close() {
         await retention.stop();
         await worker.shutdown();

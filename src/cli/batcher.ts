@@ -1,9 +1,41 @@
-import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { batcher, type BatcherInput } from '../workflows/batcher.js';
 import { BATCHER_TASK_QUEUE } from '../workers/workers.js';
 
 /** Workflow id of the default batcher: one per Temporal namespace unless `--batcher-id` names another. */
 export const DEFAULT_BATCHER_ID = 'clotho/batcher/default';
+
+/**
+ * Workflow id of training run `run` of the batcher `base`: the first run keeps the base id (so batchers started before
+ * runs had numbers are run 1), later ones are `<base>/run-<n>`. Ids are never reused, so every run stays findable.
+ */
+export function runWorkflowId(base: string, run: number): string {
+  return run <= 1 ? base : `${base}/run-${run}`;
+}
+
+/** A training run of a batcher: its number and workflow id. */
+export interface BatcherRun {
+  run: number;
+  workflowId: string;
+}
+
+/** Whether a workflow id was ever used (a closed run counts: its id is taken). */
+export async function runExists(client: Client, workflowId: string): Promise<boolean> {
+  try {
+    await client.workflow.getHandle(workflowId).describe();
+    return true;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
+}
+
+/** The newest training run of the batcher `base`: the highest-numbered run id in use (run 1 when none is). */
+export async function currentRun(client: Client, base: string): Promise<BatcherRun> {
+  let run = 1;
+  while (await runExists(client, runWorkflowId(base, run + 1))) run++;
+  return { run, workflowId: runWorkflowId(base, run) };
+}
 
 /** Starts the batcher workflow unless it already runs (then its state, and its trainer mode, are kept). */
 export async function ensureBatcher(client: Client, workflowId: string, input: BatcherInput): Promise<void> {
@@ -13,4 +45,27 @@ export async function ensureBatcher(client: Client, workflowId: string, input: B
     args: [input],
     workflowIdConflictPolicy: 'USE_EXISTING',
   });
+}
+
+/**
+ * Starts the next training run of the batcher `base` after `previous` and ends `previous` (terminated, with the new
+ * run's id as the reason: environments still feeding it fail loudly instead of feeding a run no trainer reads). When
+ * another API process started that run first, its run is the one returned.
+ */
+export async function startNextRun(client: Client, base: string, previous: BatcherRun, input: BatcherInput): Promise<BatcherRun> {
+  const next = { run: previous.run + 1, workflowId: runWorkflowId(base, previous.run + 1) };
+  try {
+    await client.workflow.start(batcher, { workflowId: next.workflowId, taskQueue: BATCHER_TASK_QUEUE, args: [input] });
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    return currentRun(client, base);
+  }
+  await client.workflow
+    .getHandle(previous.workflowId)
+    .terminate(`superseded by training run ${next.run} (${next.workflowId})`)
+    .catch((error: unknown) => {
+      // Already closed (terminated by hand, say): nothing left to end.
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+    });
+  return next;
 }

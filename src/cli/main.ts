@@ -1,6 +1,6 @@
 import { ConfigError } from '../env/config.js';
 import { createBatcherService } from './api-service.js';
-import { apiCommand } from './commands/api.js';
+import { apiCommand, runApiCommand } from './commands/api.js';
 import { dpoGenCommand, DPO_GEN_USAGE } from './commands/dpo-gen.js';
 import { evaluateCommand, EVALUATE_FLAGS, EVALUATE_USAGE } from './commands/evaluate.js';
 import { inferenceCommand, INFERENCE_USAGE } from './commands/inference.js';
@@ -48,6 +48,10 @@ const COMMANDS: Record<string, Command> = {
   api: {
     summary: 'serve the Atropos-compatible trajectory API in front of the batcher workflow',
     run: (args, io) => apiCommand(args, { io, createService: createBatcherService }),
+  },
+  'run-api': {
+    summary: "Atropos's run-api by name: clotho api taking run-api's flags (--host, --port, --reload)",
+    run: (args, io) => runApiCommand(args, { io, createService: createBatcherService }),
   },
   list: {
     summary: 'list the built-in environments with what each does',

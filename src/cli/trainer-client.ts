@@ -44,9 +44,12 @@ export function trainerClient(options: TrainerClientOptions) {
   };
 
   return {
-    /** `POST /register`; answers the batch size the API uses (an earlier trainer's, if one registered first). */
+    /**
+     * `POST /register`, joining the training run the API serves (`new_run=false`: its trainer's settings stand, as
+     * Atropos's would, rather than start a new run); answers the batch size the API uses.
+     */
     async register(registration: Registration): Promise<{ batchSize: number }> {
-      await call('POST', '/register', registration);
+      await call('POST', '/register?new_run=false', registration);
       return { batchSize: InfoSchema.parse(await call('GET', '/info')).batch_size };
     },
 

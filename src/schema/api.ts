@@ -9,10 +9,13 @@ import { ScoredDataGroupSchema, type ScoredDataGroup } from './scored-data.js';
 
 const int = z.number().int();
 
-/** `POST /register`: the trainer announces itself. All fields are required, as in Atropos. */
+/**
+ * `POST /register`: the trainer announces itself. All fields are required, as in Atropos; the wandb fields may be
+ * null, which Axolotl's Atropos plugin sends when no W&B project is configured (`/wandb_info` then answers null).
+ */
 export const RegistrationSchema = z.object({
-  wandb_group: z.string(),
-  wandb_project: z.string(),
+  wandb_group: z.string().nullable(),
+  wandb_project: z.string().nullable(),
   batch_size: int,
   max_token_len: int,
   checkpoint_dir: z.string(),

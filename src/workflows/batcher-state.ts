@@ -28,8 +28,8 @@ export interface GroupRef {
 
 /** The trainer's `POST /register` body (ATROPOS-API.md §1.3). */
 export interface TrainerRegistration {
-  wandb_group: string;
-  wandb_project: string;
+  wandb_group: string | null;
+  wandb_project: string | null;
   batch_size: number;
   max_token_len: number;
   checkpoint_dir: string;

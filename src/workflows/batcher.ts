@@ -75,6 +75,10 @@ export interface BatcherView {
   latest: GroupRef | null;
   metrics: BatcherMetrics;
   envs: { envId: number; name: string; connected: boolean }[];
+  /** The registered trainer's settings (`starting_step` is the batcher's step now); null before `/register`. */
+  trainer: TrainerRegistration | null;
+  /** How batches reach the trainer: `GET /batch` (http) or trainStep activities (temporal). */
+  trainerMode: TrainerMode['kind'];
 }
 
 export const ingestGroupsSignal = defineSignal<[GroupRef[]]>('ingestGroups');
@@ -162,7 +166,7 @@ export async function batcher(input: BatcherInput): Promise<void> {
   setHandler(resetUpdate, () => changed(resetData(state).length));
   setHandler(statusEnvQuery, (envId) => computeEnvStatus(state, envId)?.status ?? null);
   setHandler(batchQuery, (batchId) => [...state.formed, ...state.leases].find((b) => b.batchId === batchId)?.groups ?? null);
-  setHandler(batcherViewQuery, () => view(state));
+  setHandler(batcherViewQuery, () => view(state, input.trainer.kind));
   setHandler(waitingGroupsQuery, ({ offset, limit }) => waitingGroupsPage(state, offset, limit));
 
   const continueSuggested = () => workflowInfo().continueAsNewSuggested || changes >= CHANGES_PER_RUN || watchedWithoutPushes;
@@ -232,7 +236,7 @@ async function feedTrainer(
   }
 }
 
-function view(state: BatcherState): BatcherView {
+function view(state: BatcherState, trainerMode: TrainerMode['kind']): BatcherView {
   return {
     registered: state.registered,
     info: { batch_size: state.batchSize, max_token_len: state.maxTokenLen },
@@ -241,5 +245,21 @@ function view(state: BatcherState): BatcherView {
     latest: state.latest,
     metrics: batcherMetrics(state),
     envs: state.envs.map((e) => ({ envId: e.registered_id, name: e.real_name, connected: e.connected })),
+    trainer: state.registered ? registrationOf(state) : null,
+    trainerMode,
+  };
+}
+
+/** The trainer's registration as the batcher holds it now: `starting_step` is where its step counter is. */
+function registrationOf(state: BatcherState): TrainerRegistration {
+  return {
+    wandb_group: state.wandbGroup,
+    wandb_project: state.wandbProject,
+    batch_size: state.batchSize,
+    max_token_len: state.maxTokenLen,
+    checkpoint_dir: state.checkpointDir,
+    save_checkpoint_interval: state.saveCheckpointInterval,
+    starting_step: state.step,
+    num_steps: state.numSteps,
   };
 }

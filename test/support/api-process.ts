@@ -1,3 +1,4 @@
+import { afterAll, beforeAll, inject } from 'vitest';
 import { mkdtemp } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -24,11 +25,13 @@ export async function startApiProcess(options: {
   /** `--store` (default: a fresh temporary directory). */
   store?: string;
   env?: Record<string, string>;
+  /** The command that serves it: `clotho api`, or `clotho run-api` as tools that start Atropos's server by name. @default 'api' */
+  command?: 'api' | 'run-api';
 }): Promise<ApiProcess> {
   const port = await freePort();
   const batcherId = uniqueId('batcher');
   const store = options.store ?? (await mkdtemp(join(tmpdir(), 'clotho-api-store-')));
-  const args = ['api', '--port', String(port), '--batcher-id', batcherId, '--store', store, ...(options.args ?? [])];
+  const args = [options.command ?? 'api', '--port', String(port), '--batcher-id', batcherId, '--store', store, ...(options.args ?? [])];
   const env = { ...options.env, TEMPORAL_ADDRESS: options.temporalAddress };
   const launch = async () => {
     const run = spawnClotho(args, env);
@@ -106,4 +109,18 @@ export function group(tag: number, size = 2, envId: number | null = 0) {
     scores: tokens.map((_, i) => (i % 2 === 0 ? 1 : -1)),
     env_id: envId,
   };
+}
+
+/**
+ * One `clotho api` process (with `args`) for a test file's or a describe block's tests, started before them and stopped after; read `api` and `http`
+ * inside the tests.
+ */
+export function sharedApiProcess(args: string[] = []): { api: ApiProcess; http: ReturnType<typeof apiClient> } {
+  const shared = {} as { api: ApiProcess; http: ReturnType<typeof apiClient> };
+  beforeAll(async () => {
+    shared.api = await startApiProcess({ temporalAddress: inject('temporalAddress'), args });
+    shared.http = apiClient(shared.api.url);
+  });
+  afterAll(() => shared.api?.stop());
+  return shared;
 }

@@ -5,6 +5,8 @@ import {
   UnknownEnvError,
   type AckResult,
   type IngestGroup,
+  type RegisterOptions,
+  type RegisterOutcome,
   type TakeBatchResult,
   type TrajectoryService,
   type WaitingGroup,
@@ -46,7 +48,7 @@ export class FakeTrajectoryService implements TrajectoryService {
   /** What the batcher would know of each group taken in: its id, policy version and arrival. */
   private facts = new WeakMap<ScoredDataGroup, Omit<WaitingGroup, 'group'>>();
 
-  async register(registration: Registration, requester: string): Promise<void> {
+  async register(registration: Registration, requester: string, _options?: RegisterOptions): Promise<RegisterOutcome | void> {
     this.registration ??= registration;
     this.step = this.step || registration.starting_step;
     this.requesters.push(requester);

@@ -86,7 +86,7 @@ def test_steps_arrive_in_order_with_their_groups_and_completing_them_acks(
     worker.start()
     try:
         with TrajectoryClient(url) as client:
-            client.register(batch_size=4, max_token_len=2048, num_steps=10)
+            client.register(batch_size=4, max_token_len=2048, num_steps=10, trainer="temporal")
             client.scored_data_list([group(11), group(12), group(13), group(14)])
             wait_until(lambda: len(calls) >= 2, timeout=30, what="two trainStep calls")
             (step_a, batch_a, groups_a), (step_b, batch_b, groups_b) = calls[:2]
@@ -123,7 +123,7 @@ def test_a_plain_function_callback_runs_and_the_worker_stops_cleanly(
     worker.start()
     try:
         with TrajectoryClient(url) as client:
-            client.register(batch_size=2, max_token_len=2048, num_steps=10)
+            client.register(batch_size=2, max_token_len=2048, num_steps=10, trainer="temporal")
             client.scored_data(group(21))
             wait_until(lambda: seen, timeout=30, what="a trainStep call")
             assert seen[0][1] == [21]
@@ -154,7 +154,7 @@ def test_sigint_stops_the_worker_without_completing_the_step_and_the_step_runs_a
     trainer = Process([sys.executable, "-c", _SLOW_TRAINER, url, temporal_address, queue])
     try:
         with TrajectoryClient(url) as client:
-            client.register(batch_size=2, max_token_len=2048, num_steps=10)
+            client.register(batch_size=2, max_token_len=2048, num_steps=10, trainer="temporal")
             client.scored_data(group(31))
             started = trainer.wait_for_line(r"started (\d+) (\S+)", timeout=30)
             step, batch_id = int(started.group(1)), started.group(2)

@@ -1,10 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { FakeTrajectoryService } from '../../../test/support/fake-trajectory-service.js';
 import type { RunningApiServer } from '../../api/server.js';
-import { apiCommand, isLoopback, type ApiCommandDeps, type ServiceFlags } from './api.js';
+import { apiCommand, isLoopback, runApiCommand, type ApiCommandDeps, type ServiceFlags } from './api.js';
 
 /** Runs the command with collected output; `whileServing` runs against the live server, then stops it. */
-async function run(args: string[], env: Record<string, string> = {}, whileServing?: (s: RunningApiServer) => Promise<void>) {
+async function run(
+  args: string[],
+  env: Record<string, string> = {},
+  whileServing?: (s: RunningApiServer) => Promise<void>,
+  command: typeof apiCommand = apiCommand,
+) {
   const out: string[] = [];
   const err: string[] = [];
   let closed = false;
@@ -14,7 +19,7 @@ async function run(args: string[], env: Record<string, string> = {}, whileServin
     env,
     untilStopped: async (server) => whileServing?.(server),
   };
-  const code = await apiCommand(args, deps);
+  const code = await command(args, deps);
   return { code, out: out.join('\n'), err: err.join('\n'), closed };
 }
 
@@ -89,6 +94,44 @@ describe('clotho api', () => {
     expect(await run(['--port', 'abc'])).toMatchObject({ code: 2, err: expect.stringContaining('--port') });
     expect(await run(['--nope'])).toMatchObject({ code: 2, err: expect.stringContaining('--nope') });
     expect(await run(['--help'])).toMatchObject({ code: 0, out: expect.stringContaining('Usage: clotho api') });
+  });
+
+  it('serves a non-loopback host without a token in trusted-network mode, with a warning', async () => {
+    for (const [args, env] of [[['--trusted-network'], {}], [[], { CLOTHO_TRUSTED_NETWORK: '1' }]] as const) {
+      let status = 0;
+      const r = await run(['--host', '0.0.0.0', '--port', '0', ...args], env, async (s) => {
+        status = (await fetch(`${s.url.replace('0.0.0.0', '127.0.0.1')}/info`)).status;
+      });
+      expect(r.code).toBe(0);
+      expect(status).toBe(200);
+      expect(r.err).toContain('warning: --trusted-network');
+    }
+    // With a token as well, the token still holds.
+    expect((await run(['--host', '0.0.0.0', '--port', '0', '--trusted-network', '--token', 't'])).err).toBe('');
+  });
+
+  it('hands --new-run to the service and prints the training run it serves', async () => {
+    const seen: boolean[] = [];
+    const out: string[] = [];
+    const code = await apiCommand(['--port', '0', '--new-run'], {
+      createService: async (flags) => (
+        seen.push(flags.newRun), { service: new FakeTrajectoryService(), run: () => ({ run: 2, workflowId: 'b/run-2' }) }
+      ),
+      io: { out: (l) => out.push(l), err: () => undefined },
+      untilStopped: async () => undefined,
+    });
+    expect([code, seen]).toEqual([0, [true]]);
+    expect(out).toContain('clotho api: serving training run 2 (batcher b/run-2)');
+  });
+
+  it("runs as run-api: takes run-api's flags, ignoring --reload with a note, and shows both helps", async () => {
+    const r = await run(['--port', '0', '--reload'], {}, undefined, runApiCommand);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+/);
+    expect(r.err).toContain('--reload');
+    const help = await run(['--help'], {}, undefined, runApiCommand);
+    expect(help.out).toContain('Usage: clotho run-api');
+    expect(help.out).toContain('--trusted-network');
   });
 
   it('knows loopback addresses', () => {

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { createApi } from '../../api/app.js';
 import { startApiServer, type RunningApiServer } from '../../api/server.js';
-import type { TrajectoryService } from '../../api/service.js';
+import type { RegisterOutcome, TrajectoryService } from '../../api/service.js';
+import type { Registration } from '../../schema/api.js';
 import { DEFAULT_MAX_QUEUE_GROUPS } from '../../api/queue-bound.js';
 import { parseRetention, type RetentionPolicy } from '../../store/retention.js';
 import { untilInterrupted } from '../interrupt.js';
@@ -22,12 +23,20 @@ export interface ServiceFlags {
   idempotencyWindow?: number;
   /** When the blobs of delivered or old groups are deleted from the store (`--retention`); absent: kept. */
   retention?: RetentionPolicy;
+  /** Start a new training run (a fresh batcher run) rather than resume the newest one (`--new-run`). */
+  newRun: boolean;
+}
+
+/** A training run of the batcher: its number and workflow id (`clotho api`'s status line names it). */
+export interface ServedRun {
+  run: number;
+  workflowId: string;
 }
 
 /** What `clotho api` needs from its caller; tests pass their own. */
 export interface ApiCommandDeps {
   /** Builds the service the API fronts (in production, the Temporal-backed batcher client). */
-  createService(flags: ServiceFlags): Promise<{ service: TrajectoryService; close?: () => Promise<void> }>;
+  createService(flags: ServiceFlags): Promise<{ service: TrajectoryService; close?: () => Promise<void>; run?: () => ServedRun }>;
   /** Where the command writes. @default process stdout / stderr */
   io?: { out(line: string): void; err(line: string): void };
   /** Environment variables, read for `CLOTHO_API_TOKEN`. @default process.env */
@@ -42,9 +51,16 @@ Serves the Atropos-compatible trajectory API (the endpoints of Atropos's run-api
 the batcher workflow. Atropos environments and trainers point their rollout_server_url here.
 
 Options:
-  --host <addr>        address to listen on (default 127.0.0.1); any other than loopback needs --token
+  --host <addr>        address to listen on (default 127.0.0.1); any other than loopback needs --token or
+                       --trusted-network
   --port <n>           port (default 8000; 0 picks a free one)
   --token <secret>     require "Authorization: Bearer <secret>" (default $CLOTHO_API_TOKEN)
+  --trusted-network    serve a non-loopback --host without a token (or CLOTHO_TRUSTED_NETWORK=1), for unmodified
+                       Atropos trainers and environments, which send none, on a network only they can reach;
+                       warns on start
+  --new-run            start a new training run (a fresh batcher under a new workflow id; the previous run is
+                       ended and kept in Temporal) instead of resuming the newest one. A trainer's /register
+                       starts one by itself when its settings differ (see README, "What /register means")
   --max-body-mb <n>    largest request body in MiB, also after gzip decompression (default 64)
   --trainer <mode>     http: trainers pull GET /batch (Atropos); temporal: every batch becomes a trainStep
                        activity on the trainer task queue, in step order (default http)
@@ -79,6 +95,8 @@ const OPTIONS = {
   'idempotency-window': { type: 'string' },
   store: { type: 'string' },
   retention: { type: 'string' },
+  'trusted-network': { type: 'boolean' },
+  'new-run': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -106,8 +124,17 @@ const FlagsSchema = z.strictObject({
         return z.NEVER;
       }
     }),
+  'trusted-network': z.boolean().default(false),
+  'new-run': z.boolean().default(false),
   help: z.boolean().optional(),
 });
+
+/** How `clotho api`'s status line tells what a `/register` did. */
+const REGISTERED: Record<RegisterOutcome['outcome'], string> = {
+  initialised: '/register: trainer registered',
+  resumed: '/register: the same trainer came back, resumed',
+  new_run: '/register: new settings, started a new run',
+};
 
 /** Loopback addresses, reachable only from this machine, so serving them without a token is safe. */
 export function isLoopback(host: string): boolean {
@@ -135,13 +162,21 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
     return 0;
   }
   const { host, port } = flags.data;
-  const token = flags.data.token ?? ((deps.env ?? process.env).CLOTHO_API_TOKEN || undefined);
+  const env = deps.env ?? process.env;
+  const token = flags.data.token ?? (env.CLOTHO_API_TOKEN || undefined);
+  const trusted = flags.data['trusted-network'] || env.CLOTHO_TRUSTED_NETWORK === '1';
   if (!isLoopback(host) && token === undefined) {
-    io.err(`clotho api: --host ${host} is reachable from other machines; set --token (or CLOTHO_API_TOKEN) to require a bearer token`);
-    return 2;
+    if (!trusted) {
+      io.err(
+        `clotho api: --host ${host} is reachable from other machines; set --token (or CLOTHO_API_TOKEN) to require a bearer token, ` +
+          'or --trusted-network (CLOTHO_TRUSTED_NETWORK=1) to serve token-less Atropos trainers on a network only they can reach',
+      );
+      return 2;
+    }
+    io.err(`clotho api: warning: --trusted-network: anyone who can reach ${host}:${port} can register a trainer, post groups and take batches, without a token`);
   }
   const retention = flags.data.retention;
-  const { service, close } = await deps.createService({
+  const { service, close, run } = await deps.createService({
     trainer: flags.data.trainer,
     trainerTaskQueue: flags.data['trainer-task-queue'],
     trainerHeartbeatTimeout: flags.data['trainer-heartbeat-timeout'],
@@ -151,16 +186,44 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
     maxQueueGroups: flags.data['max-queue-groups'],
     ...(flags.data['idempotency-window'] === undefined ? {} : { idempotencyWindow: flags.data['idempotency-window'] }),
     retention,
+    newRun: flags.data['new-run'],
   });
   const maxBodyBytes = Math.floor(flags.data['max-body-mb'] * 1024 * 1024);
-  const app = createApi({ service, options: { maxBodyBytes, ...(token === undefined ? {} : { token }) } });
+  const served = (what: string) => {
+    const current = run?.();
+    if (current) io.out(`clotho api: ${what} training run ${current.run} (batcher ${current.workflowId})`);
+  };
+  const onRegistered = ({ outcome }: RegisterOutcome, registration: Registration) =>
+    served(`${REGISTERED[outcome]} (batch_size ${registration.batch_size}, max_token_len ${registration.max_token_len}, num_steps ${registration.num_steps}); serving`);
+  const app = createApi({ service, options: { maxBodyBytes, onRegistered, ...(token === undefined ? {} : { token }) } });
   try {
     const server = await startApiServer({ app, host, port });
     io.out(`clotho api listening on ${server.url}${token === undefined ? '' : ' (bearer token required)'}`);
+    served('serving');
     await (deps.untilStopped ?? untilInterrupted)(server);
     await server.close();
   } finally {
     await close?.();
   }
   return 0;
+}
+
+const RUN_API_HELP = `Usage: clotho run-api [--host 127.0.0.1] [--port 8000] [--reload] [clotho api options]
+
+Atropos's run-api by name, for tools that start it (Hermes Agent's RL tool, scripts): clotho api with run-api's
+flags accepted. --reload (uvicorn's code reloading) has nothing to reload here and is ignored. The host defaults to
+loopback, not run-api's 0.0.0.0: another host needs --token or --trusted-network.
+
+`;
+
+/** `clotho run-api` (and the `run-api` binary): `clotho api` accepting Atropos's `run-api` flags. */
+export async function runApiCommand(args: string[], deps: ApiCommandDeps): Promise<number> {
+  const io = deps.io ?? { out: (l: string) => console.log(l), err: (l: string) => console.error(l) };
+  if (args.includes('--help') || args.includes('-h')) {
+    io.out(RUN_API_HELP + HELP);
+    return 0;
+  }
+  const rest = args.filter((a) => a !== '--reload');
+  if (rest.length < args.length) io.err('clotho run-api: --reload (uvicorn code reloading) has nothing to reload here; ignored');
+  return apiCommand(rest, deps);
 }

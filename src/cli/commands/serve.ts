@@ -3,7 +3,7 @@ import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
 import type { EnvRegistration } from '../../workflows/batcher-envs.js';
 import { registerEnvUpdate, type batcher } from '../../workflows/batcher.js';
 import { envRun } from '../../workflows/env-run.js';
-import { DEFAULT_BATCHER_ID } from '../batcher.js';
+import { currentRun, DEFAULT_BATCHER_ID } from '../batcher.js';
 import { evalSchedule } from '../eval-schedule.js';
 import type { CommandIo } from '../io.js';
 import { envRunSettings, planRun, raceWatching, withRunSession } from '../run.js';
@@ -22,7 +22,11 @@ to the batcher directly (a Temporal signal, no HTTP). Stops at the trainer's las
 
 export const SERVE_FLAGS = {
   ...METRICS_FLAGS,
-  'batcher-id': z.string().min(1).default(DEFAULT_BATCHER_ID).describe('workflow id of the batcher behind `clotho api`'),
+  'batcher-id': z
+    .string()
+    .min(1)
+    .default(DEFAULT_BATCHER_ID)
+    .describe("workflow id of the batcher behind `clotho api` (its newest training run is fed: `<id>/run-<n>` after a new run)"),
 };
 
 /** Registers the environment with the batcher, waiting while the trainer has not started (Atropos's rule). */
@@ -48,9 +52,12 @@ async function registerWithBatcher(
 export async function serveCommand(argv: string[], io: CommandIo): Promise<number> {
   const plan = await planRun(argv, { commandFlags: SERVE_FLAGS });
   for (const notice of plan.notices) io.err(`clotho serve: ${notice}`);
-  const batcherId = (plan.config.rest.flags as unknown as { 'batcher-id': string })['batcher-id'];
+  const baseBatcherId = (plan.config.rest.flags as unknown as { 'batcher-id': string })['batcher-id'];
   const env = plan.config.env;
   return withRunSession(plan, async ({ temporal, workers, interrupted, metrics }) => {
+    // The trainer's newest training run: a trainer that registered new settings moved clotho api onto a fresh batcher.
+    const { run, workflowId: batcherId } = await currentRun(temporal.client, baseBatcherId);
+    if (run > 1) io.out(`feeding training run ${run} (batcher ${batcherId})`);
     const registration = {
       max_token_length: env.max_token_length,
       desired_name: env.wandb_name ?? plan.definition.name,

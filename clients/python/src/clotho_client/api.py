@@ -90,10 +90,14 @@ class TrajectoryClient:
         checkpoint_dir: str = "",
         save_checkpoint_interval: Optional[int] = None,
         starting_step: int = 0,
+        trainer: Optional[str] = None,
+        new_run: bool = False,
     ) -> int:
         """``POST /register``: announces the trainer; returns Atropos's uuid (a 128-bit integer).
 
         ``save_checkpoint_interval`` defaults to ``num_steps``, as Atropos's example trainer sends it.
+        ``trainer="temporal"`` registers the trainer workers of ``clotho api --trainer temporal`` (which refuses
+        HTTP trainers); ``new_run=True`` starts a new training run whatever the settings.
         """
         body = {
             "wandb_group": wandb_group,
@@ -105,7 +109,12 @@ class TrajectoryClient:
             "starting_step": starting_step,
             "num_steps": num_steps,
         }
-        return int(self._object("POST", "/register", body)["uuid"])
+        params: dict[str, str] = {}
+        if trainer is not None:
+            params["trainer"] = trainer
+        if new_run:
+            params["new_run"] = "true"
+        return int(self._object("POST", "/register", body, params=params or None)["uuid"])
 
     def info(self) -> Info:
         """``GET /info``: the registered trainer's batch size and max token length (``-1`` before)."""
