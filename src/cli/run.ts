@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { isMultiTurn, type AnyEnvironment } from '../env/define.js';
-import { ConfigError, resolveConfig, type ResolvedConfig } from '../env/config.js';
+import { ConfigError, flagValue, resolveConfig, type ResolvedConfig } from '../env/config.js';
 import { loadEnvironmentData, type LoadedEnvironment } from '../env/loaded.js';
 import { closeMcpServers } from '../env/mcp.js';
 import { reasoningOf } from '../env/thinking.js';
@@ -14,6 +14,7 @@ import type { WorkerMetrics } from '../workers/metrics.js';
 import { startWorkers, type RunningWorkers } from '../workers/workers.js';
 import { INFERENCE_FLAGS, openInference, type RunInference } from './inference-setup.js';
 import { interruption } from './interrupt.js';
+import { recordRunConfig, runConfigKey, settleRunConfig, type RunConfigRecord, type SettledRunConfig } from './run-config.js';
 import { startRunMetrics } from './run-metrics.js';
 import { openTemporal, runTaskQueues, type TemporalRuntime } from './runtime.js';
 
@@ -29,12 +30,16 @@ export interface RunPlan {
   definition: AnyEnvironment;
   config: ResolvedConfig<z.ZodRawShape, typeof RUN_FLAGS>;
   store: TrajectoryStore;
+  /** The environment config the run carries (recorded by this command, or adopted from the run); absent for evaluate. */
+  runConfig?: SettledRunConfig;
 }
 
 export interface PlanOptions {
   commandFlags?: z.ZodRawShape;
   /** The command's own defaults, below the environment's YAML and flags (Atropos's `process` keeps all groups). */
   defaults?: Partial<BaseEnvConfig>;
+  /** Whether the command belongs to a run whose config it records or adopts (not `evaluate`, which has none). @default true */
+  runConfig?: boolean;
 }
 
 /** Resolves `<environment> [flags]` into a run plan; throws ConfigError naming every bad flag. */
@@ -42,15 +47,16 @@ export async function planRun(argv: string[], options: PlanOptions = {}): Promis
   const [name, ...rest] = argv;
   if (!name || name.startsWith('-')) throw new ConfigError(['missing <environment> (for example: gsm8k; `clotho list` names them)']);
   const loaded = await loadEnvironment(name);
-  const definition = { ...loaded, defaults: { ...loaded.defaults, ...options.defaults } };
-  const config = resolveConfig({ argv: rest, environment: definition, commandFlags: { ...RUN_FLAGS, ...options.commandFlags } });
+  const commandFlags = { ...RUN_FLAGS, ...options.commandFlags };
+  const carriesRunConfig = options.runConfig !== false;
+  // A run's recorded config is the defaults of every later command of it, so a worker needs none of its flags, not
+  // even the required ones; what the command sets itself is checked against it below.
+  const store = openPlanStore(flagValue(rest, 'store'));
+  const givenRunId = flagValue(rest, 'env.run_id');
+  const recorded = carriesRunConfig && givenRunId ? await store.tryGet<RunConfigRecord>(runConfigKey(givenRunId, loaded.name)) : undefined;
+  const definition = { ...loaded, defaults: { ...loaded.defaults, ...options.defaults, ...recorded?.env } };
+  const config = resolveConfig({ argv: rest, environment: definition, commandFlags });
   const runId = config.env.run_id ?? newRunId(definition.name);
-  let store: TrajectoryStore;
-  try {
-    store = openStore(config.rest.flags.store);
-  } catch (error) {
-    throw new ConfigError([(error as Error).message]);
-  }
   // Base fields only: an environment's defaults may also set its own fields.
   const defaults = z.object(BaseEnvConfigSchema.shape).parse(definition.defaults ?? {}) as Record<string, unknown>;
   const atropos = atroposFields(config.env, defaults, config.servers);
@@ -58,7 +64,22 @@ export async function planRun(argv: string[], options: PlanOptions = {}): Promis
   config.servers = atropos.servers;
   if (atropos.maxGroupsInFlight !== undefined) config.env.max_groups_in_flight = atropos.maxGroupsInFlight;
   const notices = atropos.notices;
-  return { runId, definition, config: config as RunPlan['config'], store, args: config.rest.args, notices };
+  // Resolved once per run: every later command of the run (resume, `clotho worker`) takes the run's fields.
+  let runConfig: SettledRunConfig | undefined;
+  if (carriesRunConfig) {
+    const settled = await settleRunConfig(store, runId, definition.name, config.env, config.given.env);
+    config.env = settled.env as typeof config.env;
+    runConfig = settled.settled;
+  }
+  return { runId, definition, config: config as RunPlan['config'], store, args: config.rest.args, notices, ...(runConfig ? { runConfig } : {}) };
+}
+
+function openPlanStore(flag: string | undefined): TrajectoryStore {
+  try {
+    return openStore(flag);
+  } catch (error) {
+    throw new ConfigError([(error as Error).message]);
+  }
 }
 
 /** `gsm8k-20261121-121500-a1b2`: sortable, unique enough, readable in the Temporal UI. */
@@ -75,6 +96,7 @@ export function envRunSettings(plan: RunPlan, searchAttributes: boolean): Omit<E
   return {
     runId: plan.runId,
     environment: plan.definition.name,
+    ...(plan.runConfig ? { configDigest: plan.runConfig.record.digest } : {}),
     maxInFlight: env.max_groups_in_flight,
     // Atropos's worker_timeout: a deadline on each group (-1 or any value ≤ 0: none).
     ...(env.worker_timeout > 0 ? { groupTimeoutSeconds: env.worker_timeout } : {}),
@@ -105,6 +127,8 @@ export async function startRunWorkers(
   options: Pick<Parameters<typeof startWorkers>[0], 'wrapActivities' | 'batcherClient' | 'activityInterceptors'> = {},
 ): Promise<{ workers: RunningWorkers; environment: LoadedEnvironment }> {
   const environment = await loadEnvironmentData(plan.definition, plan.config.env);
+  // The run carries this config from now on: later commands of it adopt it or are refused.
+  if (plan.runConfig?.how === 'new') await recordRunConfig(plan.store, plan.runId, plan.runConfig.record);
   const workers = await startWorkers({
     address: temporal.endpoint.address,
     connection: temporal.endpoint.connection,

@@ -36,6 +36,8 @@ export interface ResolvedConfig<Extra extends Shape, Flags extends Shape> {
   steps: StepOptionsTable;
   /** Positional arguments and the command's own flags, validated by `commandFlags`. */
   rest: { args: string[]; flags: z.infer<z.ZodObject<Flags>> };
+  /** The `env` fields this command line set (by flag or YAML), as opposed to defaults. */
+  given: { env: string[] };
 }
 
 type Json = { type?: string | string[]; anyOf?: Json[]; enum?: unknown[]; const?: unknown; pattern?: string; default?: unknown;
@@ -114,6 +116,15 @@ function tokenize(argv: string[], isBoolean: (key: string) => boolean): { flags:
     flags.push({ key, value: value === 'None' ? null : value });
   }
   return { flags, args };
+}
+
+/**
+ * The value of one string flag as the command line gives it (its last occurrence), before anything is resolved: for
+ * what resolution itself depends on, such as the run whose config becomes the defaults.
+ */
+export function flagValue(argv: string[], key: string): string | undefined {
+  const value = tokenize(argv, () => false).flags.filter((f) => f.key === key).at(-1)?.value;
+  return typeof value === 'string' ? value : undefined;
 }
 
 function distance(a: string, b: string): number {
@@ -309,7 +320,8 @@ export function resolveConfig<Extra extends Shape, Flags extends Shape = {}>(
   const restFlags = check(z.strictObject(commandFlags), cli.rest, 'rest', commandFlags, origins, problems);
 
   if (problems.length > 0 || !envConfig || !restFlags) throw new ConfigError(problems);
-  return { env: envConfig as EnvConfig<Extra>, servers: policy, teacher, judge, steps: toStepOptions(steps), rest: { args, flags: restFlags } };
+  const given = { env: [...new Set([...Object.keys(section('env', yaml.env)), ...Object.keys(cli.env!)])] };
+  return { env: envConfig as EnvConfig<Extra>, servers: policy, teacher, judge, steps: toStepOptions(steps), rest: { args, flags: restFlags }, given };
 }
 
 /** One line of `--help`. */

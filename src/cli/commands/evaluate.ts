@@ -25,7 +25,7 @@ export const EVALUATE_FLAGS = {
 
 /** `clotho evaluate`: one evaluation pass with evaluation sampling (temperature 0) on the eval slots. */
 export async function evaluateCommand(argv: string[], io: CommandIo): Promise<number> {
-  const plan = await planRun(argv, { commandFlags: EVALUATE_FLAGS });
+  const plan = await planRun(argv, { commandFlags: EVALUATE_FLAGS, runConfig: false });
   for (const notice of plan.notices) io.err(`clotho evaluate: ${notice}`);
   const { env } = plan.config;
   const flags = plan.config.rest.flags as unknown as { items: number; model: string };
