@@ -3,6 +3,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, playEpisode, resolveEnvConfig } from 'clotho';
@@ -10,7 +11,7 @@ import codeExecution, { SYSTEM_PROMPT, type CodeTask } from './index.js';
 import { MBPP_ROWS, MBPP_WRONG, writeMbppJsonl } from './mbpp-fixture.js';
 import { buildProgram } from './program.js';
 
-const HUMANEVAL = '/work/shared/datasets/humaneval/HumanEval.jsonl';
+const HUMANEVAL = fileURLToPath(new URL('./data/HumanEval.jsonl', import.meta.url));
 interface HumanEvalRow { task_id: string; prompt: string; canonical_solution: string; entry_point: string }
 const rows = (await readFile(HUMANEVAL, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as HumanEvalRow);
 const HE = ['--env.data_path', HUMANEVAL];

@@ -1,12 +1,13 @@
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MBPP_ROWS, writeMbppJsonl, writeMbppParquet } from './mbpp-fixture.js';
 import { loadTasks, mbppEntryPoint } from './tasks.js';
 
-const HUMANEVAL = '/work/shared/datasets/humaneval/HumanEval.jsonl';
+const HUMANEVAL = fileURLToPath(new URL('./data/HumanEval.jsonl', import.meta.url));
 const all = { split: 'all', challengeTests: false } as const;
 
 let dir: string;

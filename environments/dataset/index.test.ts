@@ -3,12 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, playEpisode, resolveEnvConfig } from 'clotho';
 import dataset, { type DatasetItem } from './index.js';
 
-const GSM8K_TEST = '/work/shared/datasets/gsm8k/test.jsonl';
+const GSM8K_TEST = fileURLToPath(new URL('../gsm8k/data/test.jsonl', import.meta.url));
 const configFor = (argv: string[]) => resolveEnvConfig(dataset, argv);
 const loadAll = async (argv: string[]) => {
   const source = await dataset.load(configFor(argv));

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { answersMatch, extractAnswer, goldAnswer, parseNumber } from './answer.js';
 
-const GSM8K_TEST = '/work/shared/datasets/gsm8k/test.jsonl';
+const GSM8K_TEST = new URL('./data/test.jsonl', import.meta.url);
 const rows = readFileSync(GSM8K_TEST, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { question: string; answer: string });
 
 describe('goldAnswer on the real test set', () => {

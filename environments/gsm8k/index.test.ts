@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, playEpisode, resolveEnvConfig } from 'clotho';
-import gsm8k, { SYSTEM_PROMPT, type Gsm8kItem } from './index.js';
+import gsm8k, { GSM8K_TEST_FILE as GSM8K_TEST, SYSTEM_PROMPT, type Gsm8kItem } from './index.js';
 
-const GSM8K_TEST = '/work/shared/datasets/gsm8k/test.jsonl';
 const rows = readFileSync(GSM8K_TEST, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { question: string; answer: string });
 const configFor = (argv: string[]) => resolveEnvConfig(gsm8k, argv);
 const scoreOf = async (item: Gsm8kItem, completion: string) => {
@@ -40,14 +39,24 @@ describe('gsm8k data', () => {
     expect(source.get(-1)).toEqual(source.get(1318));
   });
 
-  it('reads the cached copy of the chosen split when no path is given', async () => {
+  it('reads the cached copy of the train split when no path is given', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'clotho-gsm8k-'));
+    mkdirSync(join(home, 'datasets'));
+    writeFileSync(join(home, 'datasets', 'gsm8k-train.jsonl'), `${JSON.stringify({ question: 'What is 2 + 2?', answer: '2 + 2 = 4\n#### 4' })}\n`);
+    process.env.CLOTHO_HOME = home;
+    const source = await gsm8k.load(configFor([]));
+    expect(source.size).toBe(1);
+    expect(source.get(7)).toEqual({ question: 'What is 2 + 2?', answer: 4 });
+  });
+
+  it('reads the test split it ships with, not a cached or downloaded one, when no path is given', async () => {
     const home = mkdtempSync(join(tmpdir(), 'clotho-gsm8k-'));
     mkdirSync(join(home, 'datasets'));
     writeFileSync(join(home, 'datasets', 'gsm8k-test.jsonl'), `${JSON.stringify({ question: 'What is 2 + 2?', answer: '2 + 2 = 4\n#### 4' })}\n`);
     process.env.CLOTHO_HOME = home;
     const source = await gsm8k.load(configFor(['--env.split', 'test']));
-    expect(source.size).toBe(1);
-    expect(source.get(7)).toEqual({ question: 'What is 2 + 2?', answer: 4 });
+    expect(source.size).toBe(1319);
+    expect(source.get(0)).toEqual({ question: rows[0]!.question, answer: 18 });
   });
 
   it('names the line of a solution without a gold answer', async () => {

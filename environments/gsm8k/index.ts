@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineEnvironment, loadJsonl, resolveDataset, z } from 'clotho';
 import { answersMatch, extractAnswer, goldAnswer, parseNumber } from './answer.js';
 
@@ -12,6 +13,9 @@ export const GSM8K_URLS = {
   train: 'https://raw.githubusercontent.com/openai/grade-school-math/master/grade_school_math/data/train.jsonl',
   test: 'https://raw.githubusercontent.com/openai/grade-school-math/master/grade_school_math/data/test.jsonl',
 } as const;
+
+/** The test split as it ships with Clotho: byte for byte the public `test.jsonl` (see `data/README.md`). */
+export const GSM8K_TEST_FILE = fileURLToPath(new URL('./data/test.jsonl', import.meta.url));
 
 // A line of the data set; a solution whose `#### n` line does not parse is a data error, reported at load.
 const RowSchema = z.object({
@@ -29,13 +33,22 @@ export default defineEnvironment({
   description: 'Grade-school math word problems (GSM8K); reward +1 for the right final answer in \\boxed{}, -1 otherwise',
   config: {
     data_path: z.string().nullable().default(null)
-      .describe('JSONL file of {question, answer}; unset: download the public split into the cache'),
-    split: z.enum(['train', 'test']).default('train').describe('split to download when no data_path is given'),
+      .describe('JSONL file of {question, answer}; unset: the split, shipped (test) or downloaded into the cache (train)'),
+    split: z.enum(['train', 'test']).default('train')
+      .describe('split to read when no data_path is given: test ships with Clotho, train is downloaded once'),
   },
   defaults: { group_size: 8, max_token_length: 1024 },
 
   async load(config) {
-    const path = await resolveDataset({ path: config.data_path, cacheName: `gsm8k-${config.split}.jsonl`, url: GSM8K_URLS[config.split] });
+    const path = await resolveDataset({
+      path: config.data_path ?? (config.split === 'test' ? GSM8K_TEST_FILE : null),
+      cacheName: `gsm8k-${config.split}.jsonl`,
+      url: GSM8K_URLS[config.split],
+    }).catch((error: Error) => {
+      if (config.data_path !== null) throw error;
+      // The train split could not be downloaded: name the split that needs no network, but never swap it in unasked.
+      throw new Error(`${error.message}, or --env.split test to use the test split, which ships with Clotho`);
+    });
     const rows = await loadJsonl(path, RowSchema);
     if (rows.length === 0) throw new Error(`no GSM8K problems in ${path}`);
     const items: Gsm8kItem[] = rows.map((row) => ({ question: row.question, answer: goldAnswer(row.answer)! }));

@@ -15,7 +15,7 @@ export const CATEGORY_FILES: Record<Category, string> = {
   parallel_multiple: 'BFCL_v4_parallel_multiple.json',
 };
 
-/** The public files (ShishirPatil/gorilla, Apache-2.0), pinned to the commit whose copies ../shared/datasets/bfcl holds. */
+/** The public files (ShishirPatil/gorilla, Apache-2.0), pinned to the commit whose copies `data/` holds (see `data/README.md`). */
 export const BFCL_DATA_URL = 'https://raw.githubusercontent.com/ShishirPatil/gorilla/6ea57973c7a6097fd7c5915698c54c17c5b1b6c8/berkeley-function-call-leaderboard/bfcl_eval/data';
 
 /** One BFCL task: the conversation to answer, the functions offered, and the calls that answer it. */

@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { ConfigError, parseToolCalls, resolveEnvConfig, toScoreResult, type MalformedToolCall, type ToolCallRequest } from 'clotho';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +10,7 @@ import type { BfclSchema, ModelCall } from './checker.js';
 import toolCalling, { SYSTEM_PROMPT, type ToolCallingItem } from './index.js';
 import { groundTruthCall } from './testing.js';
 
-const BFCL_DIR = '../shared/datasets/bfcl';
+const BFCL_DIR = fileURLToPath(new URL('./data', import.meta.url));
 const configFor = (argv: string[]) => resolveEnvConfig(toolCalling, argv);
 type Config = ReturnType<typeof configFor>;
 

@@ -3,13 +3,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { datasetCacheDir, loadJsonl, resolveDataset } from './datasets.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'clotho-datasets-'));
 const Row = z.object({ question: z.string(), answer: z.string() });
-const GSM8K_TEST = '/work/shared/datasets/gsm8k/test.jsonl';
+const GSM8K_TEST = fileURLToPath(new URL('../../environments/gsm8k/data/test.jsonl', import.meta.url));
 
 describe('loadJsonl', () => {
   it('reads and validates every line of a real file', async () => {

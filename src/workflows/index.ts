@@ -2,7 +2,8 @@
  * Every workflow Clotho runs; the only `workflowsPath` of its workers.
  *
  * Replay rules (a worker killed at any moment is replaced by one that replays the history; if the code then
- * issues commands in another order the run is stuck with a nondeterminism error, as `../shared/evidence` shows):
+ * issues commands in another order the run is stuck with a nondeterminism error, as the
+ * `test/replay/histories/env-run-nondeterminism-*` histories show):
  * - Local activities only in straight-line code (rollout-group): never while another branch of the same
  *   workflow may issue a command. Their results arrive at another point on replay than when they first ran.
  *   `imports.test.ts` holds the list of workflows allowed to use them.

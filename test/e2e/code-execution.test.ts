@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../../src/schema/scored-data.js';
 import { expectWellFormedGroup } from '../support/groups.js';
 import { processEngineGroup, runEvaluate, runProcess, useScratch } from '../support/runs.js';
 import { startScriptedOpenAI, type Responder } from '../support/scripted-openai.js';
 
-const HUMANEVAL = new URL('../../../shared/datasets/humaneval/HumanEval.jsonl', import.meta.url).pathname;
+const HUMANEVAL = fileURLToPath(new URL('../../environments/code_execution/data/HumanEval.jsonl', import.meta.url));
 const ENVIRONMENT = './environments/code_execution/index.ts';
 interface Row { task_id: string; prompt: string; canonical_solution: string }
 const rows = readFileSync(HUMANEVAL, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Row);

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FIXTURE_RECORDS, writeFixture as writeFundamentals } from '../../environments/fundamental_prediction/fixture.js';
 import games from '../../environments/games/index.js';
@@ -24,7 +25,7 @@ import { uniqueId } from '../support/temporal.js';
  * trainer batch, and exits 0 when the trainer takes its last step.
  */
 
-const HUMANEVAL = new URL('../../../shared/datasets/humaneval/HumanEval.jsonl', import.meta.url).pathname;
+const HUMANEVAL = fileURLToPath(new URL('../../environments/code_execution/data/HumanEval.jsonl', import.meta.url));
 const MULTIMODAL_SEED = 5;
 
 const text = (m: Message | undefined) => (typeof m?.content === 'string' ? m.content : '');

@@ -22,8 +22,6 @@ import { uniqueId } from '../support/temporal.js';
  * that is meant to be incompatible, before any run depends on the old code.
  */
 const HISTORIES = new URL('./histories/', import.meta.url);
-/** Histories of failures found in testing, beside the project (`../shared/evidence`). */
-const EVIDENCE = new URL('../../../shared/evidence/', import.meta.url);
 const recording = process.env.CLOTHO_RECORD_HISTORIES === '1';
 
 let harness: Harness | undefined;
@@ -126,12 +124,13 @@ describe('replay of recorded histories', () => {
     await recordRolloutGroup(harness, 'rollout-group-tools-local-tools.json', input);
   });
 
-  // Env-runs stranded by kill -9 on Clotho 0.1.0 (a local activity resolved earlier on replay than it first did):
-  // they replay on the legacy path, and then drain onto the single loop (SINGLE_LOOP_ENV_RUN).
+  // Env-runs stranded by kill -9 on Clotho 0.1.0 (a local activity resolved earlier on replay than it first did),
+  // found in crash testing and committed byte for byte as they were recorded: they replay on the legacy path, and then drain onto
+  // the single loop (SINGLE_LOOP_ENV_RUN).
   it.each(['env-run-nondeterminism-after-kill.json', 'env-run-nondeterminism-child-after-kill.json'])(
     'replays %s, an env-run stuck on older code, without a nondeterminism error',
     async (name) => {
-      const history = JSON.parse(await readFile(new URL(name, EVIDENCE), 'utf8')) as { events: unknown[] };
+      const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
       await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, name);
     },
   );

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { goldAnswer } from '../../environments/gsm8k/answer.js';
 import type { Responder } from './scripted-openai.js';
 
-/** The GSM8K test split the tests read (shared data, loaded by path). */
-export const GSM8K_TEST = new URL('../../../shared/datasets/gsm8k/test.jsonl', import.meta.url).pathname;
+/** The GSM8K test split the tests read: the copy that ships with the gsm8k environment. */
+export const GSM8K_TEST = fileURLToPath(new URL('../../environments/gsm8k/data/test.jsonl', import.meta.url));
 
 /** Questions of the test split, in file order, with their gold answers. */
 export function gsm8kItems(): { question: string; answer: number }[] {

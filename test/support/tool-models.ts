@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { BfclFunction, ExpectedCall, ModelCall } from '../../environments/tool_calling/checker.js';
 import { groundTruthCall } from '../../environments/tool_calling/testing.js';
 import type { Responder, ScriptedBody, ScriptedChoice } from './scripted-openai.js';
@@ -9,8 +10,8 @@ import type { Responder, ScriptedBody, ScriptedChoice } from './scripted-openai.
  * from BFCL's own possible answers, and an agent that solves tool_use tasks with real tool calls over several turns.
  */
 
-/** The BFCL copy the tests read (shared data, loaded by path). */
-export const BFCL_DIR = new URL('../../../shared/datasets/bfcl', import.meta.url).pathname;
+/** The BFCL copy the tests read: the one that ships with the tool_calling environment. */
+export const BFCL_DIR = fileURLToPath(new URL('../../environments/tool_calling/data', import.meta.url));
 
 const FILES = {
   simple: 'BFCL_v4_simple_python.json',
