@@ -38,7 +38,8 @@ export const NO_LOGPROBS_MESSAGE =
  * them (vLLM's `return_token_ids`); otherwise the model's tokenizer (`tokenizer_name`, or `model_name`
  * when that is "none") renders the prompt and encodes the answer, and the server's
  * `logprobs.content` must have exactly one entry per encoded token: a mismatch fails as
- * `MalformedResponse` rather than inventing numbers. Its health probe is `GET {base_url}/models`,
+ * `MalformedResponse` rather than inventing numbers. A `messagesOnly` request needs none of this: its completions
+ * come back as the server sent them. Its health probe is `GET {base_url}/models`,
  * which every OpenAI-compatible server has and which costs no tokens.
  */
 export function createOpenAIBackend(config: ServerConfig, options: BackendOptions = {}): Backend {
@@ -49,7 +50,7 @@ export function createOpenAIBackend(config: ServerConfig, options: BackendOption
     config,
     async generate(request: GenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
       const completions = await client.generate(request, callOptions);
-      if (completions.every((c) => c.tokenIds && c.promptTokenIds && c.logprobs)) return completions;
+      if (request.messagesOnly || completions.every((c) => c.tokenIds && c.promptTokenIds && c.logprobs)) return completions;
       const loaded = await tokenizer();
       return completions.map((c) => tokenizeLocally(c, request, loaded));
     },
