@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClotho } from '../support/cli.js';
+import { temporalEnv } from '../support/runs.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 
@@ -39,6 +40,22 @@ describe('clotho evaluate', () => {
       // Nothing a hosted API refuses: vLLM's return_token_ids, or logprobs (which OpenAI's reasoning models refuse).
       expect(body).not.toHaveProperty('return_token_ids');
       expect(body).not.toHaveProperty('logprobs');
+    }
+  });
+});
+
+describe('clotho process against a server that answers with messages only', () => {
+  it('fails each group saying what the server lacks and which server types give it, since its groups are for training', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'clotho-plain-process-'));
+    const { code, stdout, stderr } = await runClotho([
+      'process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '2', '--env.group_size', '2',
+      '--openai.base_url', models['messages-only']!.baseUrl, '--store', join(dir, 'store'), '--env.data_path_to_save_groups', join(dir, 'out.jsonl'),
+    ], temporalEnv());
+    expect(code).toBe(1);
+    expect(stdout).toContain('failed 2');
+    for (const item of [0, 1]) {
+      expect(stderr).toContain(`item ${item} failed: the inference server returned no logprobs, so the trajectory cannot carry ` +
+        'inference_logprobs; use a server that returns them (--openai.server_type vllm, sglang or llama); clotho evaluate needs none');
     }
   });
 });

@@ -106,7 +106,7 @@ describe('createOpenAIBackend', () => {
     expect(completion).toMatchObject({ message: { role: 'assistant', tool_calls: toolCalls }, tokenIds: null, promptTokenIds: null, logprobs: null });
     expect(server.requests.at(-1)!.body).not.toHaveProperty('return_token_ids');
     expect(server.requests.at(-1)!.body).not.toHaveProperty('logprobs');
-    expect(loads).toEqual(['qwen3']);
+    expect(loads).toEqual([]);
   });
 
   it('probes health with GET /models and fails the probe when the server is gone', async () => {

@@ -31,7 +31,7 @@ const CompletionsResponseSchema = z.looseObject({
  */
 export const NO_LOGPROBS_MESSAGE =
   'the inference server returned no logprobs, so the trajectory cannot carry inference_logprobs; ' +
-  'use a server that returns them (--openai.server_type vllm, sglang or llama)';
+  'use a server that returns them (--openai.server_type vllm, sglang or llama); clotho evaluate needs none';
 
 /**
  * A backend for any OpenAI-compatible chat endpoint. Token ids come from the server when it returns
@@ -51,6 +51,8 @@ export function createOpenAIBackend(config: ServerConfig, options: BackendOption
     async generate(request: GenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
       const completions = await client.generate(request, callOptions);
       if (request.messagesOnly || completions.every((c) => c.tokenIds && c.promptTokenIds && c.logprobs)) return completions;
+      // What the server lacks is said before a tokenizer is looked for: its name may be no tokenizer at all (gpt-4o).
+      if (completions.some((c) => !c.logprobs)) throw new InferenceError('InvalidRequest', NO_LOGPROBS_MESSAGE);
       const loaded = await tokenizer();
       return completions.map((c) => tokenizeLocally(c, request, loaded));
     },
