@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
 import { groupImages } from '../env/images.js';
 import { parseHotFirst } from '../schema/number-rows.js';
-import { HotScoredDataGroupSchema, MASKED, ScoredDataGroupSchema, type ScoredDataGroup } from '../schema/scored-data.js';
+import { HotScoredDataGroupSchema, MASKED, ScoredDataGroupSchema, type WrittenGroup } from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { groupKey, loadGroupState, type GroupAddress, type GroupState, type Trajectory } from './group-state.js';
 import type { TeacherOutput } from './teacher.js';
@@ -105,7 +105,8 @@ export async function assembleScoredGroup(store: TrajectoryStore, address: Group
     images: groupImages(state.trajectories.map((t) => t.messages)),
   });
   if (!parsed.success) throw parsed.error;
-  const group: ScoredDataGroup = parsed.data;
+  // The tools offered go with the group, so that its messages re-render as the prompt the model saw.
+  const group: WrittenGroup = { ...parsed.data, ...(state.tools ? { tools: state.tools } : {}) };
   const ref = await store.put(groupKey(address, 'group'), group);
   const lengths = group.tokens.map((t) => t.length);
   return { group: ref, tokens: lengths.reduce((a, b) => a + b, 0), longestSequence: Math.max(0, ...lengths) };

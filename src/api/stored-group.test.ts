@@ -36,6 +36,18 @@ describe('a posted group in the store', () => {
     expect(back.env_id).toBeNull();
   });
 
+  it('keeps the tools the model was offered in the store, and serves trainers Atropos’s 14 fields', () => {
+    const tools = [{ type: 'function', function: { name: 'add', parameters: { type: 'object' } } }];
+    const body = JSON.stringify({ tokens: [[1, 2]], masks: [[-100, 2]], scores: [1], tools });
+    const { value, data } = read(body);
+    expect(data.tools).toEqual(tools);
+    expect(keepsAsPosted(value, data)).toBe(true);
+    const blob = groupBlob(toIngestGroup(data as never, undefined, Buffer.from(body)));
+    expect(JSON.parse(Buffer.from(serialised(blob) as Uint8Array).toString('utf8')).tools).toEqual(tools);
+    expect(Object.keys(throughStore(blob))).toEqual(SCORED_DATA_FIELDS);
+    expect(ScoredDataPostSchema.safeParse({ ...JSON.parse(body), tools: 'add' }).success).toBe(false);
+  });
+
   it('is written from its parsed form when the posted JSON would read back otherwise', () => {
     const cases = {
       'a key validation drops': '{"tokens": [[1]], "masks": [[1]], "scores": [1], "note": "x"}',

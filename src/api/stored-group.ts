@@ -9,8 +9,8 @@ import type { IngestGroup } from './service.js';
  * the bytes it was posted in; any other as its parsed, plain form (`toStored`). Reading either gives the same group.
  */
 
-/** Top-level keys a post may carry and still be kept as posted: Atropos's 14 and Clotho's two additions. */
-const KEPT_AS_POSTED = new Set<string>([...SCORED_DATA_FIELDS, 'idempotency_key', 'policy_version']);
+/** Top-level keys a post may carry and still be kept as posted: Atropos's 14 and Clotho's three additions. */
+const KEPT_AS_POSTED = new Set<string>([...SCORED_DATA_FIELDS, 'idempotency_key', 'policy_version', 'tools']);
 
 /**
  * Whether the posted JSON of one group (`posted`, as JSON.parse read it) reads back as its validated form `group`:

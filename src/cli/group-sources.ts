@@ -1,7 +1,7 @@
 import { createReadStream, existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
-import { ScoredDataGroupSchema, type ScoredDataGroup } from '../schema/scored-data.js';
+import { WrittenGroupSchema, type ScoredDataGroup, type ToolDefinition } from '../schema/scored-data.js';
 import { storeLabel } from '../store/open-store.js';
 import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
 import { listStoredItems } from './view/store-layout.js';
@@ -12,7 +12,11 @@ import { listStoredItems } from './view/store-layout.js';
  * the API under a lease carries `ack`, to be called once its records are safely written.
  */
 export interface GroupBatch {
-  groups: ScoredDataGroup[];
+  /**
+   * Atropos's groups, with the tools their model was offered where the source keeps them (a JSONL or the store that
+   * `clotho process` wrote); a trainer's batch from the API carries Atropos's 14 fields only.
+   */
+  groups: (ScoredDataGroup & { tools?: ToolDefinition[] | null })[];
   ack?: () => Promise<void>;
 }
 
@@ -32,7 +36,7 @@ export async function* jsonlGroups(path: string): GroupSource {
     } catch (error) {
       throw new Error(`${path}:${number}: not JSON (${(error as Error).message})`);
     }
-    const group = ScoredDataGroupSchema.safeParse(value);
+    const group = WrittenGroupSchema.safeParse(value);
     if (!group.success) throw new Error(`${path}:${number}: not a scored group: ${z.prettifyError(group.error).replaceAll('\n', ' ')}`);
     yield { groups: [group.data] };
   }
@@ -50,6 +54,6 @@ export async function* storeGroups(store: TrajectoryStore, runId: string): Group
   for (const item of items) {
     if (!item.assembled) continue;
     const group = await store.tryGet(storeKey(runId, item.environment, `item-${item.itemIndex}`, 'group'));
-    if (group !== undefined) yield { groups: [ScoredDataGroupSchema.parse(group)] };
+    if (group !== undefined) yield { groups: [WrittenGroupSchema.parse(group)] };
   }
 }

@@ -3,7 +3,7 @@ import { mkdir, open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { loadTokenizer, type Tokenizer } from '../inference/tokenizer.js';
 import type { ScoredDataGroup } from '../schema/scored-data.js';
-import { jsonlGroups, storeGroups, type GroupSource } from './group-sources.js';
+import { jsonlGroups, storeGroups, type GroupBatch, type GroupSource } from './group-sources.js';
 import { InterruptedError, interruption } from './interrupt.js';
 import type { CommandIo } from './io.js';
 import { messagesView, textView, type GroupView } from './training-data.js';
@@ -81,7 +81,7 @@ export async function runTrainingDataCommand(command: TrainingDataCommand, argv:
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** Text when a tokenizer is given (unless --save-messages), the group's messages otherwise. */
-function viewOf(group: ScoredDataGroup, tokenizer: Tokenizer | undefined, saveMessages: boolean): GroupView {
+function viewOf(group: GroupBatch['groups'][number], tokenizer: Tokenizer | undefined, saveMessages: boolean): GroupView {
   if (!tokenizer || saveMessages) return messagesView(group);
   return textView(group.tokens.map((tokens) => tokenizer.decode(tokens)));
 }

@@ -36,6 +36,16 @@ describe('SFT selection (atropos-sft-gen)', () => {
     expect(kept.map((r) => r.score)).toEqual([1, 1]);
   });
 
+  it('writes the tools the model was offered beside the messages, when the group records any', () => {
+    const tools = [{ type: 'function', function: { name: 'add', parameters: { type: 'object' } } }];
+    const [record] = sftRecords([1], messagesView({ scores: [1], messages: chats(1), tools }), sft);
+    expect(record).toEqual({ messages: chats(1)[0], score: 1, tools });
+    const [pair] = dpoPairs([1, -1], messagesView({ scores: [1, -1], messages: chats(2), tools }), { nPairs: 1, allowNegativeScores: false, minimumScoreDiff: 0 }, () => 0);
+    expect(pair).toEqual({ pos: chats(2)[0], score: 1, neg: chats(2)[1], tools });
+    // None offered (null, or an empty list): no tools key, as before.
+    expect(sftRecords([1], messagesView({ scores: [1], messages: chats(1), tools: [] }), sft)[0]).not.toHaveProperty('tools');
+  });
+
   it('writes text records as the shared prefix and each completion', () => {
     const text = textView(['<|im_start|>user\nq<|im_end|>\nA: 4', '<|im_start|>user\nq<|im_end|>\nA: 5']);
     expect(lines(sftRecords([1, -1], text, sft))).toEqual(['{"prefix":"<|im_start|>user\\nq<|im_end|>\\nA: ","completion":"4","score":1}']);

@@ -1,5 +1,5 @@
 import { seededRandom as sdkSeededRandom } from '../env/games.js';
-import type { Message, ScoredDataGroup } from '../schema/scored-data.js';
+import type { Message, ScoredDataGroup, ToolDefinition } from '../schema/scored-data.js';
 
 /**
  * How `clotho sft-gen` and `clotho dpo-gen` turn scored groups into training records, with the selection rules of
@@ -10,7 +10,7 @@ import type { Message, ScoredDataGroup } from '../schema/scored-data.js';
 /** A group's sequences as the records carry them. */
 export type GroupView =
   | { kind: 'text'; prefix: string; completions: string[] }
-  | { kind: 'messages'; messages: Message[][] };
+  | { kind: 'messages'; messages: Message[][]; tools: ToolDefinition[] | null };
 
 /** A sequence of a group with its score, in the group's order. */
 interface Scored {
@@ -26,13 +26,16 @@ export interface ScoreFilter {
   minimumScoreDiff: number;
 }
 
-/** `{prefix, completion, score}` (text) or `{messages, score}`. */
-export type SftRecord = { prefix: string; completion: string; score: number } | { messages: Message[]; score: number };
+/** The tools the model was offered, beside a record's messages when it had any (TRL's conversational `tools` column). */
+type OfferedTools = { tools?: ToolDefinition[] };
 
-/** `{prefix, pos, score, neg}` (text) or `{pos, score, neg}` (messages): the chosen and the rejected sequence. */
+/** `{prefix, completion, score}` (text) or `{messages, score, tools?}`. */
+export type SftRecord = { prefix: string; completion: string; score: number } | ({ messages: Message[]; score: number } & OfferedTools);
+
+/** `{prefix, pos, score, neg}` (text) or `{pos, score, neg, tools?}` (messages): the chosen and the rejected sequence. */
 export type DpoRecord =
   | { prefix: string; pos: string; score: number; neg: string }
-  | { pos: Message[]; score: number; neg: Message[] };
+  | ({ pos: Message[]; score: number; neg: Message[] } & OfferedTools);
 
 /** The longest prefix all texts share, cut at whole code points (never inside a surrogate pair). */
 export function commonPrefix(texts: readonly string[]): string {
@@ -53,16 +56,21 @@ export function textView(texts: readonly string[]): GroupView {
   return { kind: 'text', prefix, completions: texts.map((text) => text.slice(prefix.length)) };
 }
 
-/** Sequences as their messages; a group posted without messages cannot be seen this way. */
-export function messagesView(group: Pick<ScoredDataGroup, 'messages' | 'scores'>): GroupView {
+/**
+ * Sequences as their messages, with the tools offered when the group records them (without them, a tool-using
+ * conversation re-renders as a prompt the model never saw); a group posted without messages cannot be seen this way.
+ */
+export function messagesView(group: Pick<ScoredDataGroup, 'messages' | 'scores'> & { tools?: ToolDefinition[] | null }): GroupView {
   if (!group.messages) {
     throw new Error('a group has no messages: pass --tokenizer <name or path> to write its decoded tokens instead');
   }
   if (group.messages.length !== group.scores.length) {
     throw new Error(`a group has ${group.messages.length} message lists for ${group.scores.length} scores`);
   }
-  return { kind: 'messages', messages: group.messages };
+  return { kind: 'messages', messages: group.messages, tools: group.tools && group.tools.length > 0 ? group.tools : null };
 }
+
+const offered = (view: GroupView & { kind: 'messages' }): OfferedTools => (view.tools ? { tools: view.tools } : {});
 
 /** Highest score first; equal scores keep the group's order (a stable sort, as Python's). */
 const byScore = (scores: readonly number[], descending: boolean): Scored[] =>
@@ -82,7 +90,7 @@ export function sftRecords(scores: readonly number[], view: GroupView, options: 
     .map(({ index, score }) =>
       view.kind === 'text'
         ? { prefix: view.prefix, completion: view.completions[index]!, score }
-        : { messages: view.messages[index]!, score },
+        : { messages: view.messages[index]!, score, ...offered(view) },
     );
 }
 
@@ -110,7 +118,7 @@ export function dpoPairs(
     pairs.push(
       view.kind === 'text'
         ? { prefix: view.prefix, pos: view.completions[pos.index]!, score: pos.score, neg: view.completions[neg.index]! }
-        : { pos: view.messages[pos.index]!, score: pos.score, neg: view.messages[neg.index]! },
+        : { pos: view.messages[pos.index]!, score: pos.score, neg: view.messages[neg.index]!, ...offered(view) },
     );
   }
   return pairs;

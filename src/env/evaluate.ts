@@ -47,7 +47,11 @@ export interface EvaluationInference {
 export function evaluationTurn(policy: EvaluationInference, config: BaseEnvConfig, call: GenerateOptions = {}): AssistantTurn {
   const reasoning = reasoningOf(config);
   return async (messages, tools) => {
-    const request = { messages, n: 1, maxTokens: config.max_token_length, temperature: 0, topP: 1, ...(tools ? { tools } : {}), ...(reasoning ? { reasoning } : {}) };
+    // An evaluation keeps the messages and throws tokens away: any OpenAI-compatible server will do.
+    const request = {
+      messages, n: 1, maxTokens: config.max_token_length, temperature: 0, topP: 1, messagesOnly: true,
+      ...(tools ? { tools } : {}), ...(reasoning ? { reasoning } : {}),
+    };
     const [completion] = await policy.generate(request, { ...call, split: 'eval' });
     return completion!.message;
   };

@@ -84,7 +84,7 @@ export function createOpenAIClient(config: ServerConfig, options: OpenAIClientOp
 
 /** The chat-completion body of a request to a server: sampling, vLLM's token ids, and Atropos's reasoning fields. */
 export function requestBody(config: ServerConfig, request: GenerateRequest): ChatCompletionCreateParamsNonStreaming {
-  const body: ChatCompletionCreateParamsNonStreaming & { return_token_ids: boolean } = {
+  const body: ChatCompletionCreateParamsNonStreaming & { return_token_ids?: boolean } = {
     model: config.model_name,
     messages: request.messages as ChatCompletionMessageParam[],
     n: request.n,
@@ -94,9 +94,9 @@ export function requestBody(config: ServerConfig, request: GenerateRequest): Cha
     ...(request.stop ? { stop: request.stop } : {}),
     ...(request.seed !== undefined ? { seed: request.seed } : {}),
     ...(request.tools ? { tools: request.tools as ChatCompletionCreateParamsNonStreaming['tools'] } : {}),
-    logprobs: true,
-    top_logprobs: 0,
-    return_token_ids: true,
+    // Token ids and logprobs only when the caller needs them: hosted APIs refuse vLLM's return_token_ids, and
+    // OpenAI's reasoning models refuse logprobs.
+    ...(request.messagesOnly ? {} : { logprobs: true, top_logprobs: 0, return_token_ids: true }),
     ...(request.reasoning ? reasoningFields(config.base_url, request.reasoning) : {}),
   };
   if (request.reasoning && isOpenAIOfficial(config.base_url)) {

@@ -22,6 +22,12 @@ export const GenerateRequestSchema = z.strictObject({
   ...sampling,
   /** OpenAI-format tool definitions, passed through unchanged. */
   tools: z.array(z.unknown()).optional(),
+  /**
+   * The caller needs the messages only (an evaluation, a `--env.messages_only` run): no token ids or logprobs are
+   * asked of the server, and completions without them are returned as they came (null token fields) instead of
+   * failing. Servers that answer with messages alone (OpenAI's API, most hosted ones) serve such requests.
+   */
+  messagesOnly: z.boolean().optional(),
   /** Reasoning asked of the model (Atropos's `extra_body.reasoning`); absent: none asked. */
   reasoning: z.strictObject({
     effort: z.enum(REASONING_EFFORTS).optional(),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ScoredDataGroupSchema, type ScoredDataGroup } from './scored-data.js';
+import { GROUP_ADDITIONS, ScoredDataGroupSchema, type ScoredDataGroup } from './scored-data.js';
 
 /**
  * Request and response bodies of the Atropos-compatible trajectory API (ATROPOS-API.md §1.3), plus
@@ -121,6 +121,8 @@ const groupAdditions = {
   idempotency_key: z.string().min(1).max(256).optional(),
   /** The policy (trainer step) that generated the group, for staleness checks. */
   policy_version: int.nonnegative().optional(),
+  /** The tools the model was offered ({@link GROUP_ADDITIONS}): kept in the store, not served to trainers. */
+  tools: GROUP_ADDITIONS.tools,
 };
 
 /**

@@ -37,6 +37,25 @@ export const ScoredDataGroupSchema = z.object({
 });
 export type ScoredDataGroup = z.infer<typeof ScoredDataGroupSchema>;
 
+/** One tool definition in OpenAI's `tools` list form (`{type: 'function', function: {name, description, parameters}}`). */
+export const ToolDefinitionSchema = z.record(z.string(), z.unknown());
+export type ToolDefinition = z.infer<typeof ToolDefinitionSchema>;
+
+/**
+ * Clotho's additions to a group as it writes one (trajectory store, `clotho process`'s JSONL), after Atropos's 14
+ * fields. `tools`: the tool definitions the model was offered, the same for every sequence of the group (the chat
+ * template rendered them into the prompt); present only when some were offered. Re-rendering `messages` with them
+ * gives the prompt the model saw. Atropos's API and trainers ignore keys they do not know; Clotho's API keeps it in
+ * the store and serves trainers Atropos's 14 fields.
+ */
+export const GROUP_ADDITIONS = {
+  tools: z.array(ToolDefinitionSchema).nullish(),
+};
+
+/** A scored group as Clotho stores and writes it: {@link ScoredDataGroupSchema} and {@link GROUP_ADDITIONS}. */
+export const WrittenGroupSchema = ScoredDataGroupSchema.extend(GROUP_ADDITIONS);
+export type WrittenGroup = z.infer<typeof WrittenGroupSchema>;
+
 /** A group's per-token rows checked by loops (`number-rows.ts`), to extend a group's schema with (`parseHotFirst`). */
 export const HOT_ROWS = {
   tokens: intRows,

@@ -3,18 +3,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClotho } from '../support/cli.js';
+import { temporalEnv } from '../support/runs.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 
-let model: ScriptedOpenAI;
+// Right on even items, wrong on odd ones: from a vLLM-like server, and from one that answers with messages only
+// (no token ids, no logprobs: OpenAI's API and most hosted ones), which an evaluation needs no more than.
+const SERVERS = { vllm: {}, 'messages-only': { tokenIds: false, logprobs: false } } as const;
+const models: Partial<Record<keyof typeof SERVERS, ScriptedOpenAI>> = {};
 beforeAll(async () => {
-  // Right on even items, wrong on odd ones.
-  model = await startScriptedOpenAI({ responder: gsm8kResponder((item) => item % 2 === 0) });
+  for (const [kind, options] of Object.entries(SERVERS)) {
+    models[kind as keyof typeof SERVERS] = await startScriptedOpenAI({ responder: gsm8kResponder((item) => item % 2 === 0), ...options });
+  }
 });
-afterAll(() => model.close());
+afterAll(() => Promise.all(Object.values(models).map((m) => m.close())));
 
 describe('clotho evaluate', () => {
-  it('scores one greedy completion per item and writes Atropos\'s evaluation files', async () => {
+  it.each(Object.keys(SERVERS) as (keyof typeof SERVERS)[])('scores one greedy completion per item and writes Atropos\'s evaluation files (%s server)', async (kind) => {
+    const model = models[kind]!;
     const dir = await mkdtemp(join(tmpdir(), 'clotho-eval-'));
     const { code, stdout, stderr } = await runClotho([
       'evaluate', 'gsm8k', '--env.data_path', GSM8K_TEST, '--items', '10', '--openai.base_url', model.baseUrl, '--env.data_dir_to_save_evals', dir,
@@ -27,8 +33,29 @@ describe('clotho evaluate', () => {
     const samples = (await readFile(join(dir, 'samples.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     expect(samples.map((s) => s.score)).toEqual([1, -1, 1, -1, 1, -1, 1, -1, 1, -1]);
     expect(await readFile(join(dir, 'evaluate_config.yaml'), 'utf8')).toContain('data_path:');
-    const bodies = model.requests.filter((r) => r.path === '/v1/chat/completions').map((r) => r.body as { temperature: number; n: number });
+    const bodies = model.requests.filter((r) => r.path === '/v1/chat/completions').map((r) => r.body as Record<string, unknown>);
     expect(bodies).toHaveLength(10);
-    for (const body of bodies) expect(body).toMatchObject({ temperature: 0, n: 1 });
+    for (const body of bodies) {
+      expect(body).toMatchObject({ temperature: 0, n: 1 });
+      // Nothing a hosted API refuses: vLLM's return_token_ids, or logprobs (which OpenAI's reasoning models refuse).
+      expect(body).not.toHaveProperty('return_token_ids');
+      expect(body).not.toHaveProperty('logprobs');
+    }
+  });
+});
+
+describe('clotho process against a server that answers with messages only', () => {
+  it('fails each group saying what the server lacks and which server types give it, since its groups are for training', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'clotho-plain-process-'));
+    const { code, stdout, stderr } = await runClotho([
+      'process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '2', '--env.group_size', '2',
+      '--openai.base_url', models['messages-only']!.baseUrl, '--store', join(dir, 'store'), '--env.data_path_to_save_groups', join(dir, 'out.jsonl'),
+    ], temporalEnv());
+    expect(code).toBe(1);
+    expect(stdout).toContain('failed 2');
+    for (const item of [0, 1]) {
+      expect(stderr).toContain(`item ${item} failed: the inference server returned no logprobs, so the trajectory cannot carry ` +
+        'inference_logprobs; use a server that returns them (--openai.server_type vllm, sglang or llama); clotho evaluate needs none');
+    }
   });
 });

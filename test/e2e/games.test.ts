@@ -152,6 +152,14 @@ describe('games on the embedded engine', () => {
       const prompt = tokenizer.decode(group.tokens[sample]!.slice(0, masks.findIndex((m) => m !== MASKED)));
       expect(prompt).toContain('<tools>');
       for (const name of ['south', 'north', 'east', 'west', 'pickup', 'dropoff']) expect(prompt).toContain(`"name": "${name}"`);
+      // The group records the tools offered: its conversation re-renders with them as exactly the prompt the model saw
+      // (without them the template writes no `# Tools` block: about half the tokens).
+      const tools = (group as { tools?: Record<string, unknown>[] }).tools!;
+      expect(tools.map((t) => (t.function as { name: string }).name).sort()).toEqual(['dropoff', 'east', 'north', 'pickup', 'south', 'west']);
+      const seen = group.tokens[sample]!.slice(0, masks.findIndex((m) => m !== MASKED));
+      const asked = messages.slice(0, messages.findIndex((m) => m.role === 'assistant'));
+      expect(tokenizer.encodeChat(asked, { addGenerationPrompt: true, tools })).toEqual(seen);
+      expect(tokenizer.encodeChat(asked, { addGenerationPrompt: true }).length).toBeLessThan(seen.length);
       expectTrainedTurns(group, sample);
     });
     expect(penalised).toBeGreaterThan(0);

@@ -81,10 +81,11 @@ describe('tool_calling', () => {
     expect(seen.sort()).toEqual(firstBfclIds(4).sort());
   });
 
-  it('evaluate: prints the accuracy of each category and writes metrics.json', async () => {
-    const scripted = await model({ responder: bfclResponder((id) => EVAL_PLAN[id]!) });
+  // A server that answers with messages only (no token ids, no logprobs), as OpenAI's API does, serves an evaluation too.
+  it.each([['vLLM-like', {}], ['messages-only', { tokenIds: false, logprobs: false }]] as const)('evaluate: prints the accuracy of each category and writes metrics.json (%s server)', async (kind, options) => {
+    const scripted = await model({ responder: bfclResponder((id) => EVAL_PLAN[id]!), ...options });
     const { metrics, samples, stdout } = await runEvaluate(
-      ['tool_calling', '--env.data_dir', BFCL_DIR, '--items', '8', '--openai.base_url', scripted.baseUrl], scratch.path('tool_calling-evals'));
+      ['tool_calling', '--env.data_dir', BFCL_DIR, '--items', '8', '--openai.base_url', scripted.baseUrl], scratch.path(`tool_calling-evals-${kind}`));
     const expected = {
       items: 8, score: 0.25, accuracy: 0.625,
       accuracy_simple: 1, accuracy_multiple: 1, accuracy_parallel: 0, accuracy_parallel_multiple: 0.5,

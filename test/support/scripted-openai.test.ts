@@ -72,7 +72,7 @@ describe('startScriptedOpenAI', () => {
     expect(json.usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: 2 * ids.length, total_tokens: promptTokens + 2 * ids.length });
   });
 
-  it('leaves token ids and logprobs out unless asked, and can refuse token ids', async () => {
+  it('leaves token ids and logprobs out unless asked, and can refuse token ids or both', async () => {
     const plain = await post(await serve(), '/chat/completions', { messages });
     expect(plain.json.prompt_token_ids).toBeUndefined();
     expect(plain.json.choices[0].token_ids).toBeUndefined();
@@ -80,6 +80,12 @@ describe('startScriptedOpenAI', () => {
     const refusing = await post(await serve({ tokenIds: false }), '/chat/completions', { messages, return_token_ids: true });
     expect(refusing.json.prompt_token_ids).toBeUndefined();
     expect(refusing.json.choices[0].token_ids).toBeUndefined();
+    // Messages only, as most hosted APIs answer: neither token ids nor logprobs, whatever was asked.
+    const bare = await post(await serve({ tokenIds: false, logprobs: false }), '/chat/completions', { messages, logprobs: true, return_token_ids: true });
+    expect(bare.json.choices[0]).toMatchObject({ message: { content: 'choice 0' }, logprobs: null });
+    expect(bare.json.choices[0].token_ids).toBeUndefined();
+    const text = await post(await serve({ tokenIds: false, logprobs: false }), '/completions', { prompt: 'hi', logprobs: 0 });
+    expect(text.json.choices[0].logprobs).toBeNull();
   });
 
   it('uses scripted texts, token ids, logprobs and tool calls', async () => {

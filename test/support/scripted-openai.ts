@@ -116,6 +116,11 @@ export interface ScriptedOpenAIOptions {
   responder?: Responder;
   /** Whether `return_token_ids` is honoured; false imitates a plain OpenAI server. @default true */
   tokenIds?: boolean;
+  /**
+   * Whether `logprobs` is honoured; false (with `tokenIds: false`) imitates a server that answers with messages only,
+   * as most hosted APIs do. @default true
+   */
+  logprobs?: boolean;
   /** @default 'scripted-model' */
   model?: string;
 }
@@ -169,9 +174,10 @@ export async function startScriptedOpenAI(options: ScriptedOpenAIOptions = {}): 
       return send(res, outcome.status, outcome.body ?? openAIError(STATUS_CODES[outcome.status] ?? 'error', outcome.status), outcome.headers);
     }
     const withIds = options.tokenIds !== false && parsed.result.data.return_token_ids === true;
+    const body = options.logprobs === false ? { ...parsed.result.data, logprobs: null } : parsed.result.data;
     send(res, 200, parsed.chat
-      ? chatResponse(model, parsed.result.data, outcome.choices, withIds)
-      : textResponse(model, parsed.result.data, outcome.choices, withIds));
+      ? chatResponse(model, body as z.infer<typeof ChatBodySchema>, outcome.choices, withIds)
+      : textResponse(model, body as z.infer<typeof TextBodySchema>, outcome.choices, withIds));
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -17,9 +17,11 @@ const group = (scores: number[], answer: (i: number) => string) => ({
   messages: scores.map((_, i) => [{ role: 'user', content: 'Q?' }, { role: 'assistant', content: answer(i), reward: 0.5 }]),
 });
 
+const ADD_TOOL = { type: 'function', function: { name: 'add', description: 'Adds two numbers', parameters: { type: 'object' } } };
+
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'clotho-view-app-'));
-  const lines = [group([1, 0], (i) => `answer ${i}`), group([0.5], () => 'kiwi'), { not: 'a group' }];
+  const lines = [group([1, 0], (i) => `answer ${i}`), { ...group([0.5], () => 'kiwi'), tools: [ADD_TOOL] }, { not: 'a group' }];
   await writeFile(join(dir, 'run.jsonl'), `${lines.map((l) => JSON.stringify(l)).join('\n')}\n\n`);
   app = createViewApp({
     runs: [jsonlSource(join(dir, 'run.jsonl'), { id: 'run.jsonl', store: null })],
@@ -66,6 +68,10 @@ describe('the viewer\'s server', () => {
     expect(body.rollout).toMatchObject({ sample: 1, score: 0, rewards: [0.5], parsed: null, gold: null });
     expect(body.rollout.messages.map((m: { turn: number | null }) => m.turn)).toEqual([null, 0]);
     expect(body.rollout.tokens).toEqual({ ids: [5, 6, 7], masks: [-100, 6, 7], logprobs: [1, -0.5, -0.25], pieces: null, tokenizer: null });
+    expect(body.rollout.tools).toEqual([]);
+    // The tools the model was offered, as the group records them.
+    expect((await get('/api/rollout?run=run.jsonl&group=line-2&sample=0')).body.rollout.tools)
+      .toEqual([{ name: 'add', description: 'Adds two numbers', parameters: '{"type":"object"}' }]);
     for (const path of ['/api/rollout?run=run.jsonl&group=line-1&sample=2', '/api/rollout?run=run.jsonl&group=line-9&sample=0', '/api/groups?run=nope']) {
       expect((await get(path)).status).toBe(404);
     }

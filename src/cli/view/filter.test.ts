@@ -11,6 +11,7 @@ const group = (id: string, environment: string, status: GroupStatus, rollouts: {
     logprobs: rollouts.map(() => null),
     overrides: rollouts.map(() => null),
     groupOverrides: null,
+    tools: null,
     parsed: null,
   };
   return summariseGroup(raw, { id, label: id, address: { runId: 'r', environment, itemIndex: 0 }, status, note });

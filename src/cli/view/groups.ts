@@ -1,5 +1,5 @@
 import type { GroupState } from '../../activities/group-state.js';
-import { MessageSchema, type Message } from '../../schema/scored-data.js';
+import { MessageSchema, ToolDefinitionSchema, type Message } from '../../schema/scored-data.js';
 import { z } from 'zod';
 import type { RawGroup } from './model.js';
 
@@ -15,6 +15,7 @@ const ScoredLineSchema = z.looseObject({
   inference_logprobs: z.array(z.array(z.number())).nullish(),
   overrides: z.array(z.record(z.string(), z.unknown()).nullable()).nullish(),
   group_overrides: z.record(z.string(), z.unknown()).nullish(),
+  tools: z.array(ToolDefinitionSchema).nullish(),
 });
 
 /** A JSONL line (or a store's `group.json`) as a viewer group; throws with the first problem when it is not one. */
@@ -34,6 +35,7 @@ export function fromScored(value: unknown, parsed: unknown[] | null = null): Raw
     logprobs: Array.from({ length: n }, (_, i) => group.inference_logprobs?.[i] ?? null),
     overrides: Array.from({ length: n }, (_, i) => group.overrides?.[i] ?? null),
     groupOverrides: group.group_overrides ?? null,
+    tools: group.tools ?? null,
     parsed,
   };
 }
@@ -52,11 +54,12 @@ export function fromState(state: GroupState, scores: number | null, parsed: unkn
     logprobs: trajectories.map((t) => t.logprobs),
     overrides: trajectories.map((t) => (t.truncated === true ? { set_advantage_to_zero: true } : null)),
     groupOverrides: state.groupOverrides,
+    tools: state.tools,
     parsed,
   };
 }
 
 /** A group Temporal knows of but the store holds nothing for (it failed before its first record). */
 export function emptyGroup(): RawGroup {
-  return { scores: [], messages: [], tokens: [], masks: [], logprobs: [], overrides: [], groupOverrides: null, parsed: null };
+  return { scores: [], messages: [], tokens: [], masks: [], logprobs: [], overrides: [], groupOverrides: null, tools: null, parsed: null };
 }

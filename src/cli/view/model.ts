@@ -1,5 +1,5 @@
 import { parseToolCalls } from '../../inference/tool-calls.js';
-import type { Message } from '../../schema/scored-data.js';
+import type { Message, ToolDefinition } from '../../schema/scored-data.js';
 
 /**
  * Where a group stands: `scored` (delivered), `dropped` (all scores equal, by `ensure_scores_are_not_same`), `failed`
@@ -23,6 +23,8 @@ export interface RawGroup {
   /** Atropos's per-rollout overrides (`set_advantage_to_zero` marks a truncated episode). */
   overrides: (Record<string, unknown> | null)[];
   groupOverrides: Record<string, unknown> | null;
+  /** The tool definitions the model was offered (OpenAI `tools` list form), the same for every rollout; null when none or not recorded. */
+  tools: ToolDefinition[] | null;
   /** The environment's parsed answer per rollout (`parsed.json` beside the group); null when not recorded. */
   parsed: unknown[] | null;
 }

@@ -256,6 +256,11 @@ function renderRollout(group, r) {
     el('h2', { text: group.label + ' · rollout #' + r.sample }), facts,
     el('h3', { class: 'section', text: 'Messages (' + r.messages.length + ')' }),
     el('div', { class: 'messages' }, ...r.messages.map(messageBox)),
+    el('h3', { class: 'section', text: 'Tools offered (' + r.tools.length + ')' }),
+    r.tools.length ? el('ul', { class: 'tools' }, ...r.tools.map(function (t) {
+      return el('li', { 'data-tool': t.name }, el('code', { text: t.name }), t.description ? ' — ' + t.description : '',
+        t.parameters ? el('pre', { class: 'tool-parameters', text: t.parameters }) : '');
+    })) : el('span', { class: 'missing', text: 'none offered or not recorded' }),
     el('h3', { class: 'section', text: 'Tokens (' + r.tokens.ids.length + ')' }), legend, tokenView(r.tokens));
   detailBox.dataset.key = group.id + '#' + r.sample;
 }

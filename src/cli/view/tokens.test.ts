@@ -12,6 +12,7 @@ const groupOf = (completion: number[]): RawGroup => ({
   logprobs: [null],
   overrides: [null],
   groupOverrides: null,
+  tools: null,
   parsed: null,
 });
 

@@ -57,6 +57,16 @@ function imagesOf(content: unknown): string[] {
   });
 }
 
+/** An offered tool as the page lists it: its name, description and parameters' JSON Schema (OpenAI's form, or flat). */
+function toolSummary(tool: Record<string, unknown>) {
+  const fn = (typeof tool.function === 'object' && tool.function !== null ? tool.function : tool) as Record<string, unknown>;
+  return {
+    name: typeof fn.name === 'string' ? fn.name : '?',
+    description: typeof fn.description === 'string' ? fn.description : null,
+    parameters: fn.parameters === undefined ? null : JSON.stringify(fn.parameters),
+  };
+}
+
 /** One rollout in full: its messages turn by turn, its answer, its tokens with their logprobs and masks. */
 export function rolloutDetail(group: RawGroup, sample: number, decode: PieceDecoder, tokenizer: string | null) {
   let turn = -1;
@@ -85,6 +95,7 @@ export function rolloutDetail(group: RawGroup, sample: number, decode: PieceDeco
     parsed,
     gold: gold ?? null,
     messages,
+    tools: (group.tools ?? []).map(toolSummary),
     tokens: { ids, masks: group.masks[sample] ?? [], logprobs: group.logprobs[sample] ?? null, pieces: decode(ids), tokenizer },
   };
 }

@@ -95,6 +95,20 @@ describe('createOpenAIBackend', () => {
     expect(err.message).toMatch(/return_token_ids/);
   });
 
+  it('serves a messages-only request from a server that returns neither token ids nor logprobs, tool calls included', async () => {
+    const toolCalls = [{ id: 'c1', type: 'function', function: { name: 'add', arguments: '{"a":1}' } }];
+    const server = await serve({ tokenIds: false, logprobs: false, responder: () => ({ choices: [{ text: '', toolCalls }] }) });
+    const loads: string[] = [];
+    // A request that needs tokens fails saying what the server lacks and which server type gives them…
+    expect((await failure(backendFor(server, loads).generate(request))).message).toBe(NO_LOGPROBS_MESSAGE);
+    // …one that needs the messages only gets them, asks for nothing the server may refuse, and loads no tokenizer.
+    const [completion] = await backendFor(server, loads).generate({ ...request, messagesOnly: true });
+    expect(completion).toMatchObject({ message: { role: 'assistant', tool_calls: toolCalls }, tokenIds: null, promptTokenIds: null, logprobs: null });
+    expect(server.requests.at(-1)!.body).not.toHaveProperty('return_token_ids');
+    expect(server.requests.at(-1)!.body).not.toHaveProperty('logprobs');
+    expect(loads).toEqual([]);
+  });
+
   it('probes health with GET /models and fails the probe when the server is gone', async () => {
     const server = await serve();
     const backend = backendFor(server);

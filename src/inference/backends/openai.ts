@@ -31,14 +31,15 @@ const CompletionsResponseSchema = z.looseObject({
  */
 export const NO_LOGPROBS_MESSAGE =
   'the inference server returned no logprobs, so the trajectory cannot carry inference_logprobs; ' +
-  'use a server that returns them (--openai.server_type vllm, sglang or llama)';
+  'use a server that returns them (--openai.server_type vllm, sglang or llama); clotho evaluate needs none';
 
 /**
  * A backend for any OpenAI-compatible chat endpoint. Token ids come from the server when it returns
  * them (vLLM's `return_token_ids`); otherwise the model's tokenizer (`tokenizer_name`, or `model_name`
  * when that is "none") renders the prompt and encodes the answer, and the server's
  * `logprobs.content` must have exactly one entry per encoded token: a mismatch fails as
- * `MalformedResponse` rather than inventing numbers. Its health probe is `GET {base_url}/models`,
+ * `MalformedResponse` rather than inventing numbers. A `messagesOnly` request needs none of this: its completions
+ * come back as the server sent them. Its health probe is `GET {base_url}/models`,
  * which every OpenAI-compatible server has and which costs no tokens.
  */
 export function createOpenAIBackend(config: ServerConfig, options: BackendOptions = {}): Backend {
@@ -49,7 +50,9 @@ export function createOpenAIBackend(config: ServerConfig, options: BackendOption
     config,
     async generate(request: GenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
       const completions = await client.generate(request, callOptions);
-      if (completions.every((c) => c.tokenIds && c.promptTokenIds && c.logprobs)) return completions;
+      if (request.messagesOnly || completions.every((c) => c.tokenIds && c.promptTokenIds && c.logprobs)) return completions;
+      // What the server lacks is said before a tokenizer is looked for: its name may be no tokenizer at all (gpt-4o).
+      if (completions.some((c) => !c.logprobs)) throw new InferenceError('InvalidRequest', NO_LOGPROBS_MESSAGE);
       const loaded = await tokenizer();
       return completions.map((c) => tokenizeLocally(c, request, loaded));
     },
