@@ -327,38 +327,6 @@ export function resolveConfig<Extra extends Shape, Flags extends Shape = {}>(
 /** One line of `--help`. */
 export interface FlagRow { flag: string; type: string; default: string; description: string }
 
-// Atropos's base fields carry no zod descriptions; these one-liners stand in for them in `--help`.
-const DESCRIPTIONS: Record<string, string> = {
-  group_size: 'rollouts per item', max_num_workers: 'concurrent rollouts (-1: per node × servers)',
-  max_eval_workers: 'concurrent evaluation rollouts', max_num_workers_per_node: 'concurrent rollouts per server',
-  steps_per_eval: 'serve: evaluate every this many trainer steps (0: never)', max_token_length: 'token budget of one trajectory',
-  eval_handling: 'what training does during evaluation', eval_limit_ratio: 'share of groups in flight kept with LIMIT_TRAIN',
-  inference_weight: 'weight of this environment in mixed batches', batch_size: 'trainer batch size (-1: from the API)',
-  max_batches_offpolicy: 'batches queued ahead before backpressure', tokenizer_name: 'Hugging Face tokenizer of the policy',
-  use_wandb: 'log to Weights & Biases', rollout_server_url: 'trajectory API URL', total_steps: 'trainer steps (-1: from the API)',
-  wandb_name: 'name registered with the API', num_rollouts_to_keep: 'rollouts kept for logging',
-  num_rollouts_per_group_for_logging: 'rollouts logged per group (-1: all)', ensure_scores_are_not_same: 'drop groups whose scores are all equal',
-  data_path_to_save_groups: 'also write groups to this JSONL file', data_dir_to_save_evals: 'directory for evaluation results',
-  min_items_sent_before_logging: 'groups sent before logging starts', include_messages: 'send chat messages with each group',
-  min_batch_allocation: 'least share of each batch for this environment', worker_timeout: 'seconds a rollout group may take before it is dropped as timeout (-1 or 0: none)',
-  thinking_mode: 'ask the model to reason: reasoning in every chat request, the enable_thinking template switch',
-  reasoning_effort: 'reasoning effort requested from the model (turns reasoning on)',
-  max_reasoning_tokens: 'token budget for reasoning, when no effort is given (turns reasoning on)',
-  custom_thinking_prompt: 'system prompt put first in thinking mode (before the environment\'s own)',
-  temperature: 'sampling temperature of rollouts', top_p: 'nucleus sampling of rollouts', max_turns: 'assistant turns per trajectory',
-  max_groups_in_flight: 'rollout groups running at once', teacher_enabled: 'fetch teacher top-k logprobs per group',
-  teacher_top_k: 'teacher logprobs per position (-1: off, 0: chosen token)', run_id: 'run name; the same id resumes the run',
-  eval_items: 'items of each evaluation during serve (the first n)',
-  timeout: 'request timeout in seconds', num_max_requests_at_once: 'concurrent training requests',
-  num_requests_for_eval: 'concurrent evaluation requests', model_name: 'model name sent to the server',
-  rolling_buffer_length: 'requests kept for server metrics', server_type: 'kind of inference server',
-  api_key: 'API key of the server', base_url: 'OpenAI-compatible base URL (…/v1)', n_kwarg_is_ignored: 'server ignores n: send n requests',
-  health_check: 'poll the server health endpoint', 'openai.tokenizer_name': 'tokenizer of the served model (none: model_name)', max_n_completions: 'largest n of one request',
-  start_to_close_timeout: 'seconds one attempt may take', heartbeat_timeout: 'seconds between heartbeats before a retry',
-  initial_interval: 'seconds before the first retry', backoff_coefficient: 'growth of the retry interval',
-  maximum_interval: 'longest retry interval in seconds', maximum_attempts: 'attempts at most (0: unlimited)',
-  local: 'run as a local activity in the workflow worker (no task-queue round trip)',
-};
 
 const shown = (value: unknown): string => (value === undefined ? '' : value === null ? 'None' : typeof value === 'string' ? value : JSON.stringify(value));
 
@@ -369,7 +337,8 @@ function rows(prefix: string, shape: Shape, defaults: Record<string, unknown> = 
       flag: `--${prefix}${name}`,
       type: expectation(schema as z.ZodType).replace(/^an? /, ''),
       default: shown(name in defaults ? defaults[name] : json.default),
-      description: json.description ?? DESCRIPTIONS[`${prefix}${name}`] ?? DESCRIPTIONS[name] ?? '',
+      // Every field's words come from its schema's `.describe()` (src/schema/config.ts, the environment's own config).
+      description: json.description ?? '',
     };
   });
 }
@@ -385,7 +354,7 @@ export function describeFlags(environment: Env<Shape>, commandFlags: Shape = {})
     { flag: '--teacher.<field>', type: '', default: '', description: 'the --openai.<field> flags, for the teacher servers' },
     { flag: '--judge.<field>', type: '', default: '', description: 'the --openai.<field> flags, for the judge model rewards may call' },
     { flag: '--steps.<step>.<field>', type: '', default: '',
-      description: `retry policy of a workflow step: ${STEP_NAMES.join(', ')}; generate and teacher default to the server timeout, 30 s heartbeat, 10 attempts, and run on their task queue, as does step` },
+      description: `retry policy of a workflow step: ${STEP_NAMES.join(', ')}; generate, teacher and judge default to the server timeout, a 10 s heartbeat timeout and 10 attempts on the LLM queue; tool, setup and teardown to 300 s, a 10 s heartbeat timeout and 5 attempts on the env queue` },
     ...rows('steps.<step>.', StepConfigSchema.shape, local),
   ];
 }
