@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../env/config.js';
 import { FileSystemStore } from '../store/trajectory-store.js';
+import { runClotho } from '../../test/support/cli.js';
 import { recordRunConfig, runConfigKey, type RunConfigRecord } from './run-config.js';
 import { envRunSettings, planRun } from './run.js';
 
@@ -63,5 +64,12 @@ describe('the run carries its environment config', () => {
     expect(worker.config.env).toMatchObject({ log_path: '/tmp/calls.log', keep_going: true });
     // A new run still needs them.
     await expect(planRun([loggedTools, '--store', dir])).rejects.toThrow(/log_path/);
+  });
+
+  it('clotho worker with a differing flag refuses to start, before it connects anywhere, and says which flag', async () => {
+    const first = await start(['gsm8k', '--env.split', 'test']);
+    const { code, stderr } = await runClotho(['worker', 'gsm8k', '--env.run_id', first.runId, '--env.split', 'train', '--store', dir]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('--env.split: this command says "train", the run has "test"');
   });
 });
