@@ -75,6 +75,14 @@ describe('stalledWorkflowTask', () => {
     expect(stalled).toEqual({ workflowId: 'g', waits: 'timeout', what: 'workflow task', why: 'on a stopped worker', at: NOW + 7_000 });
   });
 
+  it('finds a workflow task that timed out on a stopped worker, waiting for a worker to take it', () => {
+    const stalled = stalledWorkflowTask('g', history(
+      { eventTime: at(NOW - 13_000), workflowTaskStartedEventAttributes: { identity: 'dead' } },
+      { workflowTaskTimedOutEventAttributes: {} }, { workflowTaskScheduledEventAttributes: {} },
+    ), dead);
+    expect(waitingText(stalled!, NOW)).toBe('workflow task on a stopped worker, waiting for a worker to take it');
+  });
+
   it('finds none when the last task completed or runs on a live worker', () => {
     expect(stalledWorkflowTask('g', history({ workflowTaskStartedEventAttributes: { identity: 'dead' } }, { workflowTaskCompletedEventAttributes: {} }), dead)).toBeNull();
     expect(stalledWorkflowTask('g', history({ workflowTaskStartedEventAttributes: { identity: 'alive' } }), dead)).toBeNull();

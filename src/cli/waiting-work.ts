@@ -74,20 +74,23 @@ export function waitingIn(workflowId: string, raw: Raw, stopped: (identity: stri
 }
 
 /**
- * A workflow task started on a worker of this host that has stopped (its local activities, generation or tool calls,
- * died with it): the task's timeout hands the group to another worker. Null when the last task ended or its worker
- * runs or is elsewhere.
+ * A workflow task on a worker of this host that has stopped (its local activities, generation or tool calls died
+ * with it): still started there until its timeout hands the group to another worker, or timed out there and waiting
+ * for a worker to take the next attempt. Null when the last task completed, or its worker runs or is elsewhere.
  */
 export function stalledWorkflowTask(workflowId: string, history: History, stopped = stoppedHere): WaitingWork | null {
   const events = history.events ?? [];
   const timeout = ms(events[0]?.workflowExecutionStartedEventAttributes?.workflowTaskTimeout);
+  let timedOut = false;
   for (let i = events.length - 1; i >= 0; i--) {
     const event = events[i]!;
-    if (event.workflowTaskCompletedEventAttributes || event.workflowTaskFailedEventAttributes || event.workflowTaskTimedOutEventAttributes) return null;
+    if (event.workflowTaskCompletedEventAttributes || event.workflowTaskFailedEventAttributes) return null;
+    if (event.workflowTaskTimedOutEventAttributes) timedOut = true;
     const started = event.workflowTaskStartedEventAttributes;
     if (started) {
       if (!stopped(started.identity)) return null;
       const at = ms(event.eventTime);
+      if (timedOut) return { workflowId, waits: 'retry', what: 'workflow task', why: 'on a stopped worker', at: null };
       return { workflowId, waits: 'timeout', what: 'workflow task', why: 'on a stopped worker', at: timeout > 0 && at > 0 ? at + timeout : null };
     }
   }

@@ -88,7 +88,7 @@ describe('clotho inspect (real dev server, run as a child process)', () => {
 
     expect(steps).toContain(
       'finishGroup: scores 1, 1 (tool_calls 5, tool_errors 1, unknown_tool_calls 1, invalid_tool_arguments 0, total 5); ' +
-        `1242 tokens → ${harness.runId}/counter-tools/item-1/group [local]`,
+        `1256 tokens → ${harness.runId}/counter-tools/item-1/group [local]`,
     );
     expect(stdout).toContain('result: scored · scores 1, 1 · mean 1 · 3 turns · 10 tool calls');
     expect(stdout).toContain(`group ${harness.runId}/counter-tools/item-1/group (2 sequences):`);

@@ -94,6 +94,7 @@ async function crashRun(placement: 'remote' | 'local') {
     const group = `clotho/${kill.key.split('/').slice(0, 3).join('/')}`;
     const inspect = await runClotho(['inspect', group, '--store', path('store')], temporalEnv());
     inspections.push(inspect.stdout);
+    // Seconds after the kill the step is still on the dead worker, or (a slow machine) already timed out and waiting.
     expect(inspect.stdout, inspect.stderr).toMatch(placement === 'remote' ? /waiting: tool call on a stopped worker/ : /waiting: workflow task on a stopped worker/);
   }
   const last = start();
@@ -153,15 +154,15 @@ describe.each(['remote', 'local'] as const)('MCP tool calls across kill -9 (%s t
       const next = lines.find((l) => l.key === kill.key && l.at > kill.killedAt!)!;
       return { stall: (next.at - kill.killedAt!) / 1000, restart: (kill.readyAt! - kill.killedAt!) / 1000 };
     });
-    const stalls = legs.map((l) => l.stall);
     console.log(
       `mcp crash (${placement}) seed=${seed}: episodes ${episodes.length}, tool results ${results.length}; ` +
         `keyed server: ${keyedRuns.length} executions for ${resultsOf('keyed').length} results, 0 duplicates, ${repeats.length} repeats answered by key; ` +
         `plain server: ${plainRuns.length} executions for ${resultsOf('plain').length} results, ${twice.length} duplicates; ` +
         `stalls after kill ${legs.map((l) => `${l.stall.toFixed(1)} s (restarted at ${l.restart.toFixed(1)} s)`).join(', ')}`,
     );
-    // The tool step's 10 s heartbeat timeout (or the workflow task's 10 s timeout, local) bounds the stall, not 300 s.
-    for (const stall of stalls) expect(stall, at).toBeLessThan(30);
+    // The tool step's 10 s heartbeat timeout (or the workflow task's 10 s timeout, local) bounds the stall, not 300 s:
+    // the call is retried within seconds of both that timeout and the restarted process being ready.
+    for (const { stall, restart } of legs) expect(stall, at).toBeLessThan(Math.max(restart, 10) + 10);
   }, 480_000);
 });
 

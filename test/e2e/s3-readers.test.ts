@@ -56,10 +56,10 @@ describe.skipIf(binary.status !== 'ready')('reading a run from an S3 store', () 
     );
     expect(processed.code, processed.stderr).toBe(0);
     expect(await lines(saved)).toHaveLength(GROUPS);
-    // The run's groups are in the bucket, and nowhere on this host.
+    // The run's groups and the config it carries are in the bucket, and nowhere on this host.
     const inBucket = new Set<string>();
     for await (const { key } of server.store(store).list(runId)) inBucket.add(key.split('/').slice(0, 3).join('/'));
-    expect([...inBucket].sort()).toEqual(Array.from({ length: GROUPS }, (_, i) => `${runId}/gsm8k/item-${i}`));
+    expect([...inBucket].sort()).toEqual([...Array.from({ length: GROUPS }, (_, i) => `${runId}/gsm8k/item-${i}`), `${runId}/gsm8k/run-config`]);
 
     // sft-gen and dpo-gen --run: the same records as from the run's JSONL.
     const fromStore = join(dir, 'sft-store.jsonl');

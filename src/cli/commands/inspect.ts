@@ -50,8 +50,10 @@ export async function inspectCommand(argv: string[], io: CommandIo): Promise<num
     io.out('');
     for (const line of formatSteps(timeline)) io.out(line);
     if (timeline.end.status === 'running') {
+      // The history says more of a stalled workflow task (its worker) than the description does.
       const stalled = stalledWorkflowTask(workflowId, history);
-      for (const work of [...waitingIn(workflowId, description.raw), ...(stalled ? [stalled] : [])]) io.out(`waiting: ${waitingText(work)}`);
+      const waiting = waitingIn(workflowId, description.raw).filter((w) => !(stalled && w.what === 'workflow task'));
+      for (const work of [...waiting, ...(stalled ? [stalled] : [])]) io.out(`waiting: ${waitingText(work)}`);
     }
     io.out('');
     io.out(formatEnd(timeline));

@@ -33,6 +33,17 @@ const itemByQuestion = new Map(
     .map((line, index) => [(JSON.parse(line) as { question: string }).question, index] as const),
 );
 
+// Like a trainer resuming from its checkpoint, a restarted one registers at the step it reached (the batches it acked),
+// which tells the API it is the same training run coming back, not a new one (README: what /register means).
+const trainedSteps = (() => {
+  try {
+    return readFileSync(values.log!, 'utf8').split('\n').filter((line) => line.trim())
+      .filter((line) => { const e = JSON.parse(line) as TrainerRecord; return e.ev === 'acked' && e.status === 200; }).length;
+  } catch {
+    return 0;
+  }
+})();
+
 const log = openSync(values.log!, 'a');
 // A kill -9 cannot cut one write(2) of an O_APPEND file in half, but start on a fresh line all the same.
 writeSync(log, '\n');
@@ -84,7 +95,7 @@ const itemOf = (group: { messages: { role: string; content: unknown }[][] | null
 async function register(): Promise<void> {
   await call('POST', '/register', {
     wandb_group: 'chaos', wandb_project: 'chaos', batch_size: Number(values['batch-size']), max_token_len: 8192,
-    checkpoint_dir: 'ckpt', save_checkpoint_interval: 0, starting_step: 0, num_steps: Number(values['num-steps']),
+    checkpoint_dir: 'ckpt', save_checkpoint_interval: 0, starting_step: trainedSteps, num_steps: Number(values['num-steps']),
   }, (status) => status === 200);
   record({ ev: 'registered' });
 }
