@@ -1,5 +1,6 @@
 import type { WorkerMetrics } from '../../workers/metrics.js';
-import { batcherViewQuery, type BatcherView } from '../../workflows/batcher.js';
+import type { BatcherView } from '../../schema/batcher.js';
+import { batcherViewQuery, envRunStatusQuery } from '../../workflows/messages.js';
 import { followGroups } from '../group-feed.js';
 import { InterruptedError } from '../interrupt.js';
 import type { RunPlan } from '../run.js';
@@ -8,7 +9,6 @@ import { AtroposMetrics, type ServerReadings } from './atropos-metrics.js';
 import { openWandbRun, wandbRunName } from './wandb-run.js';
 import { evalMetrics } from './wandb-eval.js';
 import type { WandbMetrics } from './local-run.js';
-import { envRunStatusQuery } from '../../workflows/env-run.js';
 
 /** Where a run's groups go, which decides when Atropos logs: after every group, or at the trainer's steps. */
 export type WandbCadence = { kind: 'process' } | { kind: 'serve'; batcherId: string; registeredName: string; startingStep: number };
