@@ -60,10 +60,29 @@ async function cruiseSrc(): Promise<ICruiseResult> {
   return JSON.parse(result.output as string) as ICruiseResult;
 }
 
+/** The workflow modules that code outside `src/workflows` may import by value: definitions, no workflow code. */
+const CLIENT_FACING = ['src/workflows/messages.ts', 'src/workflows/search-attributes.ts'];
+
 describe('src/ imports', () => {
+  const cruised = cruiseSrc();
+
+  // Clients (cli, api, activities, workers) start workflows by type name with `import type`, and import messages,
+  // ids and search attributes from messages.ts and search-attributes.ts: never a workflow implementation by value.
+  it('of workflow modules from outside src/workflows are of messages.ts and search-attributes.ts only', async () => {
+    const { modules } = await cruised;
+    const offences = modules
+      .filter((m) => m.source.startsWith('src/') && !m.source.startsWith('src/workflows/'))
+      .flatMap((m) =>
+        m.dependencies
+          .filter((d) => d.resolved.startsWith('src/workflows/') && !CLIENT_FACING.includes(d.resolved))
+          .map((d) => `${m.source} → ${d.resolved}`),
+      );
+    expect(offences).toEqual([]);
+  }, 120_000);
+
   // Value imports only: `import type` / `export type` close no circle at run time and are allowed to.
   it('form no circles (dependency-cruiser no-circular)', async () => {
-    const { summary } = await cruiseSrc();
+    const { summary } = await cruised;
     const circles = summary.violations
       .filter((v) => v.rule.name === 'no-circular')
       .map((v) => [v.from, ...(v.cycle ?? []).map((step) => step.name)].join(' → '));
