@@ -3,7 +3,7 @@
  * frees a slot in the env-run to the moment the env-run sees the new group's result, less its inference call.
  */
 import type { Client } from '@temporalio/client';
-import { rolloutGroupId } from '../../src/workflows/rollout-children.js';
+import { rolloutGroupId } from '../../src/workflows/messages.js';
 import { msOf } from '../tool-use/history.js';
 import { workflowRuns } from '../support.js';
 

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { StoreRef } from '../schema/rollout.js';
 import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
 import type { BatcherState } from '../workflows/batcher-state.js';
-import { batcherViewQuery, statusEnvQuery } from '../workflows/batcher.js';
+import { batcherViewQuery, statusEnvQuery } from '../workflows/messages.js';
 
 /**
  * The batcher's activities: its state through the store when it is too big for a payload, and the release of a batch

@@ -7,11 +7,11 @@ import {
   BatchQuerySchema,
   EMPTY_EXAMPLE,
   EnvIdSchema,
-  RegisterEnvSchema,
-  RegistrationSchema,
-  type Registration,
+  EnvRegistrationSchema,
   ScoredDataListPostSchema,
   ScoredDataPostSchema,
+  TrainerRegistrationSchema,
+  type TrainerRegistration,
 } from '../schema/api.js';
 import { bearerAuth } from './auth.js';
 import { keepExactNumbers } from './exact-json.js';
@@ -46,7 +46,7 @@ export interface ApiOptions {
   /** Where warnings about irregular posted groups go. @default console.warn */
   warn?: (line: string) => void;
   /** Told of every accepted `/register` the service reports on (`clotho api` prints the run it serves). */
-  onRegistered?: (outcome: RegisterOutcome, registration: Registration) => void;
+  onRegistered?: (outcome: RegisterOutcome, registration: TrainerRegistration) => void;
 }
 
 /** `POST /register?new_run=true&trainer=temporal`: Clotho's additions to Atropos's registration. */
@@ -142,7 +142,7 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
   app.post('/register', async (c) => {
     const query = validate(c, RegisterQuerySchema, c.req.query(), ['query']);
     if (query instanceof Response) return query;
-    const req = await body(c, RegistrationSchema);
+    const req = await body(c, TrainerRegistrationSchema);
     if (req instanceof Response) return req;
     const uuid = uuid4Digits();
     try {
@@ -158,7 +158,7 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
   });
 
   app.post('/register-env', async (c) => {
-    const req = await body(c, RegisterEnvSchema);
+    const req = await body(c, EnvRegistrationSchema);
     return req instanceof Response ? req : c.json(await service.registerEnv(req.data));
   });
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { AXOLOTL, EXAMPLE_TRAINER, TINKER_ATROPOS } from '../../test/support/trainer-bodies.js';
-import type { Registration } from '../schema/api.js';
+import type { TrainerRegistration } from '../schema/api.js';
 import { conflictMessage, decideRegistration } from './run-identity.js';
 
 /** The batcher's view of a registered trainer: its settings, its step counter at `step`. */
-const at = (registration: Registration, step: number): Registration => ({ ...registration, starting_step: step });
+const at = (registration: TrainerRegistration, step: number): TrainerRegistration => ({ ...registration, starting_step: step });
 
 describe('what a /register means when the batcher has a trainer', () => {
   it('initialises a batcher without a trainer', () => {
@@ -18,7 +18,7 @@ describe('what a /register means when the batcher has a trainer', () => {
   });
 
   it('starts a new run for other settings, a new wandb group, or step 0 while the batcher is further on', () => {
-    const cases: [Registration, Registration, string][] = [
+    const cases: [TrainerRegistration, TrainerRegistration, string][] = [
       [at(EXAMPLE_TRAINER, 3), { ...EXAMPLE_TRAINER, batch_size: 8 }, 'batch_size 4 -> 8'],
       [at(AXOLOTL, 0), { ...AXOLOTL, max_token_len: 4096, num_steps: 5 }, 'max_token_len 2048 -> 4096, num_steps 20 -> 5'],
       [at(TINKER_ATROPOS('a1b2c3'), 0), TINKER_ATROPOS('d4e5f6'), 'wandb_group "a1b2c3" -> "d4e5f6"'],

@@ -1,4 +1,4 @@
-import type { Registration } from '../schema/api.js';
+import type { TrainerRegistration } from '../schema/api.js';
 
 /**
  * What a `POST /register` means when the batcher already has a trainer. Atropos's trainers expect a fresh server
@@ -31,9 +31,9 @@ export const NEW_RUN_HINT = 'POST /register?new_run=true starts a new training r
  * Decides what `next` means against the batcher's trainer `current` (its `starting_step` is the batcher's step now;
  * null when no trainer is registered).
  */
-export function decideRegistration(current: Registration | null, next: Registration): RegistrationDecision {
+export function decideRegistration(current: TrainerRegistration | null, next: TrainerRegistration): RegistrationDecision {
   if (current === null) return { kind: 'initialise' };
-  const changed = (keys: readonly (keyof Registration)[]) =>
+  const changed = (keys: readonly (keyof TrainerRegistration)[]) =>
     keys.filter((k) => current[k] !== next[k]).map((k) => `${k} ${JSON.stringify(current[k])} -> ${JSON.stringify(next[k])}`);
   const identity = changed(IDENTITY);
   if (identity.length > 0) return { kind: 'new_run', why: identity.join(', ') };
@@ -46,7 +46,7 @@ export function decideRegistration(current: Registration | null, next: Registrat
 }
 
 /** The refusal of a `conflict`: both configurations, why they cannot be told apart, and how to go on. */
-export function conflictMessage(current: Registration, next: Registration, why: string): string {
+export function conflictMessage(current: TrainerRegistration, next: TrainerRegistration, why: string): string {
   return (
     `this registration could be the running training run resuming or a new one (${why}). ` +
     `Running: ${JSON.stringify(current)}. Registering: ${JSON.stringify(next)}. ` +

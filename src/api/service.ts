@@ -1,15 +1,16 @@
 import type {
   DisconnectEnvResponse,
+  EnvRegistration,
   Info,
   IngestResult,
   MetricsSnapshot,
-  RegisterEnv,
   RegisterEnvResponse,
-  Registration,
   Status,
   StatusEnv,
+  TrainerRegistration,
   WandbInfo,
 } from '../schema/api.js';
+import type { AckStatus } from '../schema/batcher.js';
 import type { ScoredDataGroup } from '../schema/scored-data.js';
 
 /** One posted group with Clotho's optional additions taken out of the wire body. */
@@ -59,9 +60,6 @@ export interface WaitingGroupsResult {
   total: number;
   groups: WaitingGroup[];
 }
-
-/** Outcome of `POST /batch/ack`: `expired` means the lease ran out, or the batch was served again under another, before the ack. */
-export type AckResult = 'acked' | 'unknown' | 'expired';
 
 /**
  * Thrown by {@link TrajectoryService} when a request names an `env_id` that was never registered
@@ -142,14 +140,15 @@ export interface TrajectoryService {
    * A trainer registers; `requester` is the uuid (as decimal digits) the API hands back to it. Throws
    * {@link RegistrationConflictError} or {@link TrainerModeError} when it is refused.
    */
-  register(registration: Registration, requester: string, options?: RegisterOptions): Promise<RegisterOutcome | void>;
-  registerEnv(env: RegisterEnv): Promise<RegisterEnvResponse>;
+  register(registration: TrainerRegistration, requester: string, options?: RegisterOptions): Promise<RegisterOutcome | void>;
+  registerEnv(env: EnvRegistration): Promise<RegisterEnvResponse>;
   disconnectEnv(envId: number): Promise<DisconnectEnvResponse>;
   wandbInfo(): Promise<WandbInfo>;
   info(): Promise<Info>;
   /** Forms or hands out the next batch; with `leaseSeconds`, the batch must be acked within that time. */
   takeBatch(options: { leaseSeconds?: number }): Promise<TakeBatchResult>;
-  ackBatch(batchId: string): Promise<AckResult>;
+  /** `POST /batch/ack`: `expired` means the lease ran out, or the batch was served again under another, before the ack. */
+  ackBatch(batchId: string): Promise<AckStatus>;
   /** A batch already formed, by id, for trainer workers; null when unknown. */
   getBatchById(batchId: string): Promise<ScoredDataGroup[] | null>;
   /**

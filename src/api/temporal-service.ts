@@ -3,22 +3,22 @@ import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@te
 import type { IngestResult, MetricsSnapshot } from '../schema/api.js';
 import type { ScoredDataGroup } from '../schema/scored-data.js';
 import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
-import { parseLeaseId, type GroupRef, type IngestResult as BatcherIngestResult } from '../workflows/batcher-state.js';
+import type { BatcherIngestResult, BatcherView, GroupRef } from '../schema/batcher.js';
 import {
   ackBatchUpdate,
   batchQuery,
   batcherViewQuery,
   disconnectEnvUpdate,
   ingestGroupsUpdate,
+  parseLeaseId,
   registerEnvUpdate,
   registerTrainerUpdate,
   resetUpdate,
   statusEnvQuery,
   takeBatchUpdate,
   waitingGroupsQuery,
-  type BatcherView,
-  type batcher,
-} from '../workflows/batcher.js';
+} from '../workflows/messages.js';
+import type { batcher } from '../workflows/batcher.js';
 import { acceptedKeys } from './accepted-keys.js';
 import { coalesced } from './coalesce.js';
 import { DEFAULT_MAX_QUEUE_GROUPS, QueueBound, type Refusals } from './queue-bound.js';

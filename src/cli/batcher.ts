@@ -1,5 +1,5 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { batcher, type BatcherInput } from '../workflows/batcher.js';
+import type { batcher, BatcherInput } from '../workflows/batcher.js';
 import { BATCHER_TASK_QUEUE } from '../workers/workers.js';
 
 /** Workflow id of the default batcher: one per Temporal namespace unless `--batcher-id` names another. */
@@ -39,7 +39,7 @@ export async function currentRun(client: Client, base: string): Promise<BatcherR
 
 /** Starts the batcher workflow unless it already runs (then its state, and its trainer mode, are kept). */
 export async function ensureBatcher(client: Client, workflowId: string, input: BatcherInput): Promise<void> {
-  await client.workflow.start(batcher, {
+  await client.workflow.start<typeof batcher>('batcher', {
     workflowId,
     taskQueue: BATCHER_TASK_QUEUE,
     args: [input],
@@ -55,7 +55,7 @@ export async function ensureBatcher(client: Client, workflowId: string, input: B
 export async function startNextRun(client: Client, base: string, previous: BatcherRun, input: BatcherInput): Promise<BatcherRun> {
   const next = { run: previous.run + 1, workflowId: runWorkflowId(base, previous.run + 1) };
   try {
-    await client.workflow.start(batcher, { workflowId: next.workflowId, taskQueue: BATCHER_TASK_QUEUE, args: [input] });
+    await client.workflow.start<typeof batcher>('batcher', { workflowId: next.workflowId, taskQueue: BATCHER_TASK_QUEUE, args: [input] });
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     return currentRun(client, base);

@@ -1,11 +1,10 @@
 import { setMaxListeners } from 'node:events';
 import { WorkflowFailedError, type Client, type Connection } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import type { RolloutGroupResult } from '../schema/rollout.js';
+import type { EnvRunStatus, RolloutGroupResult } from '../schema/rollout.js';
 import type { ScoredDataGroup } from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
-import { envRunStatusQuery, type EnvRunStatus } from '../workflows/env-run.js';
-import { rolloutGroupId } from '../workflows/rollout-children.js';
+import { envRunStatusQuery, rolloutGroupId } from '../workflows/messages.js';
 import type { FinishedGroup } from './wandb/atropos-metrics.js';
 
 export interface GroupFeedOptions {

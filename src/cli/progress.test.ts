@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EvalProgress } from '../schema/rollout.js';
-import type { EnvRunStatus } from '../workflows/env-run.js';
+import type { EnvRunStatus, EvalProgress } from '../schema/rollout.js';
 import { evaluationLine, evaluationsLine, progressLine } from './progress.js';
 
 const status = (evaluation?: EvalProgress): EnvRunStatus => ({

@@ -1,6 +1,7 @@
 import type { Connection, WorkflowHandle } from '@temporalio/client';
-import type { EnvRunResult, EvalProgress, EvaluationResult } from '../schema/rollout.js';
-import { envRunStatusQuery, type envRun, type EnvRunStatus } from '../workflows/env-run.js';
+import type { EnvRunResult, EnvRunStatus, EvalProgress, EvaluationResult } from '../schema/rollout.js';
+import type { envRun } from '../workflows/env-run.js';
+import { envRunStatusQuery } from '../workflows/messages.js';
 import type { CommandIo } from './io.js';
 import { waitingSummary, waitingWatcher, type WaitingWork } from './waiting-work.js';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { createWorkerMetrics, type WorkerMetrics } from '../workers/metrics.js';
-import { envRunStatusQuery } from '../workflows/env-run.js';
+import { envRunStatusQuery } from '../workflows/messages.js';
 import { startMetricsServer } from './metrics-server.js';
 import type { RunPlan } from './run.js';
 import type { TemporalRuntime } from './runtime.js';

@@ -1,4 +1,4 @@
-import { BatchResponseSchema, InfoSchema, type Registration } from '../schema/api.js';
+import { BatchResponseSchema, InfoSchema, type TrainerRegistration } from '../schema/api.js';
 import type { GroupSource } from './group-sources.js';
 
 /** How a data-generating command reaches the trajectory API as its trainer. */
@@ -48,7 +48,7 @@ export function trainerClient(options: TrainerClientOptions) {
      * `POST /register`, joining the training run the API serves (`new_run=false`: its trainer's settings stand, as
      * Atropos's would, rather than start a new run); answers the batch size the API uses.
      */
-    async register(registration: Registration): Promise<{ batchSize: number }> {
+    async register(registration: TrainerRegistration): Promise<{ batchSize: number }> {
       await call('POST', '/register?new_run=false', registration);
       return { batchSize: InfoSchema.parse(await call('GET', '/info')).batch_size };
     },

@@ -13,7 +13,7 @@ const int = z.number().int();
  * `POST /register`: the trainer announces itself. All fields are required, as in Atropos; the wandb fields may be
  * null, which Axolotl's Atropos plugin sends when no W&B project is configured (`/wandb_info` then answers null).
  */
-export const RegistrationSchema = z.object({
+export const TrainerRegistrationSchema = z.object({
   wandb_group: z.string().nullable(),
   wandb_project: z.string().nullable(),
   batch_size: int,
@@ -23,20 +23,25 @@ export const RegistrationSchema = z.object({
   starting_step: int,
   num_steps: int,
 });
-export type Registration = z.infer<typeof RegistrationSchema>;
+export type TrainerRegistration = z.infer<typeof TrainerRegistrationSchema>;
 
 /** `POST /register`'s answer. `uuid` is a uuid4 as a 128-bit integer, written as raw JSON digits. */
 export const RegisterResponseSchema = z.object({ uuid: z.string().regex(/^\d+$/) });
 
-/** `POST /register-env`: an environment announces itself. */
-export const RegisterEnvSchema = z.object({
+/** `POST /register-env`: an environment announces itself (and the batcher's `registerEnv` update takes the same). */
+export const EnvRegistrationSchema = z.object({
   max_token_length: int,
   desired_name: z.string(),
   weight: z.number(),
   group_size: int,
   min_batch_allocation: z.number().nullable().default(null),
+  /**
+   * Clotho's addition: the env-run that feeds this registration (`clotho serve` sends it). Registering again with
+   * the same key is a restart of the same run: it gets its env id back instead of a second registration.
+   */
+  run_key: z.string().min(1).optional(),
 });
-export type RegisterEnv = z.infer<typeof RegisterEnvSchema>;
+export type EnvRegistration = z.infer<typeof EnvRegistrationSchema>;
 
 /** `POST /register-env`'s answer: wait until the trainer's first `/batch`, then the env's id and run settings. */
 export const RegisterEnvResponseSchema = z.union([

@@ -238,3 +238,9 @@ export interface EnvRunProgress {
 }
 
 export type EnvRunResult = EnvRunProgress;
+
+/** What an env-run answers when asked how far it is (its `envRunStatus` query). */
+export interface EnvRunStatus extends EnvRunProgress {
+  total: number;
+  inFlight: number;
+}

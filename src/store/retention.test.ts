@@ -12,7 +12,8 @@ import { testConnection, uniqueId, uniqueTaskQueue } from '../../test/support/te
 import type { TrainStepInput } from '../activities/trainer.js';
 import { createTemporalTrajectoryService } from '../api/temporal-service.js';
 import { ScoredDataGroupSchema } from '../schema/scored-data.js';
-import { batcher, registerTrainerUpdate } from '../workflows/batcher.js';
+import { registerTrainerUpdate } from '../workflows/messages.js';
+import { batcher } from '../workflows/batcher.js';
 import { startBatcherWorker, type RunningWorkers } from '../workers/workers.js';
 import { groupOfKey, parseDuration, parseRetention, retentionFor, sweepOldGroups } from './retention.js';
 import { FileSystemStore, storeKey, type TrajectoryStore } from './trajectory-store.js';

@@ -1,7 +1,7 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { EnvRunStatus } from '../workflows/rollout-children.js';
+import type { EnvRunStatus } from '../schema/rollout.js';
 
 /** Step latencies in seconds: from a cheap parse (ms) to a long generation or tool run (minutes). */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];

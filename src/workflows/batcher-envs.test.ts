@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { computeEnvStatus, disconnectEnv, registerEnv, statusEnv, type EnvRegistration } from './batcher-envs.js';
+import type { EnvRegistration } from '../schema/api.js';
+import { computeEnvStatus, disconnectEnv, registerEnv, statusEnv } from './batcher-envs.js';
 import { createBatcherState, ingestGroup, registerTrainer, takeBatch, type BatcherState } from './batcher-state.js';
 
 function started(batchSize: number, startingStep = 0): BatcherState {
@@ -23,6 +24,7 @@ const env = (overrides: Partial<EnvRegistration> = {}): EnvRegistration => ({
   desired_name: 'gsm8k',
   weight: 1,
   group_size: 4,
+  min_batch_allocation: null,
   ...overrides,
 });
 

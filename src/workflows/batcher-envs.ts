@@ -1,3 +1,4 @@
+import type { DisconnectEnvResponse, EnvRegistration, Info, RegisterEnvResponse, Status, StatusEnv, WandbInfo } from '../schema/api.js';
 import type { BatcherState } from './batcher-state.js';
 
 /**
@@ -8,20 +9,6 @@ import type { BatcherState } from './batcher-state.js';
 
 /** Share of the weighted context below which no connected env's weight falls, so none starves. */
 export const MIN_ENV_WEIGHT = 0.01;
-
-/** An environment's `POST /register-env` body. */
-export interface EnvRegistration {
-  max_token_length: number;
-  desired_name: string;
-  weight: number;
-  group_size: number;
-  min_batch_allocation?: number | null;
-  /**
-   * Clotho's addition: the env-run that feeds this registration (`clotho serve`). Registering again with the same
-   * key is a restart of the same run: it gets its env id back instead of a second registration.
-   */
-  run_key?: string;
-}
 
 /** A registered environment, with Atropos's field names (ATROPOS-API.md §1.2). */
 export interface EnvRecord {
@@ -43,18 +30,6 @@ export function envAt(state: BatcherState, envId: number | null): EnvRecord | un
   return envId !== null && envId >= 0 ? state.envs[envId] : undefined;
 }
 
-export type RegisterEnvResponse =
-  | { status: 'wait for trainer to start' }
-  | {
-      status: 'success';
-      env_id: number;
-      wandb_name: string;
-      checkpoint_dir: string;
-      starting_step: number;
-      checkpoint_interval: number;
-      num_steps: number;
-    };
-
 /** `POST /register-env`: refused until the trainer's first batch request; `now` becomes `last_update`. */
 export function registerEnv(state: BatcherState, request: EnvRegistration, now: number): RegisterEnvResponse {
   if (!state.started) return { status: 'wait for trainer to start' };
@@ -72,6 +47,7 @@ export function registerEnv(state: BatcherState, request: EnvRegistration, now: 
     registered_id: state.envs.length,
     last_update: now,
     connected: true,
+    // Registrations recorded before the field was required may lack it.
     min_batch_allocation: request.min_batch_allocation ?? null,
     group_size: request.group_size,
     ...(request.run_key === undefined ? {} : { run_key: request.run_key }),
@@ -96,21 +72,11 @@ function registered(state: BatcherState, env: EnvRecord): RegisterEnvResponse {
 export function disconnectEnv(
   state: BatcherState,
   envId: number,
-): { status: 'success' } | { status: 'failure'; error: string } {
+): DisconnectEnvResponse {
   const env = envAt(state, envId);
   if (!env) return { status: 'failure', error: 'list index out of range' };
   env.connected = false;
   return { status: 'success' };
-}
-
-/** What `GET /status-env` answers (ATROPOS-API.md §1.6). */
-export interface EnvStatus {
-  current_step: number;
-  queue_size: number;
-  unallocated_fraction: number;
-  self_queue_size: number;
-  max_group_size: number;
-  env_weight: number;
 }
 
 /**
@@ -118,7 +84,7 @@ export interface EnvStatus {
  * env is seen to use: the larger of its declared size and its largest queued group. Null for an
  * unknown env. Unlike Atropos, other envs' queued groups count also when every group has size 1.
  */
-export function computeEnvStatus(state: BatcherState, envId: number): { status: EnvStatus; groupSize: number } | null {
+export function computeEnvStatus(state: BatcherState, envId: number): { status: StatusEnv; groupSize: number } | null {
   const env = envAt(state, envId);
   if (!env) return null;
   let weighted = 0;
@@ -167,7 +133,7 @@ export function computeEnvStatus(state: BatcherState, envId: number): { status: 
 }
 
 /** `GET /status-env`: `computeEnvStatus`, then record the observed group size on the env, as Atropos does. */
-export function statusEnv(state: BatcherState, envId: number): EnvStatus | null {
+export function statusEnv(state: BatcherState, envId: number): StatusEnv | null {
   const result = computeEnvStatus(state, envId);
   if (!result) return null;
   (state.envs[envId] as EnvRecord).group_size = result.groupSize;
@@ -175,16 +141,16 @@ export function statusEnv(state: BatcherState, envId: number): EnvStatus | null 
 }
 
 /** `GET /status`: step and queued groups; zeros until the trainer registers. */
-export function status(state: BatcherState): { current_step: number; queue_size: number } {
+export function status(state: BatcherState): Status {
   return state.registered ? { current_step: state.step, queue_size: state.queue.length } : { current_step: 0, queue_size: 0 };
 }
 
 /** `GET /info`: -1 until registered; `max_token_len` survives a reset. */
-export function info(state: BatcherState): { batch_size: number; max_token_len: number } {
+export function info(state: BatcherState): Info {
   return { batch_size: state.batchSize, max_token_len: state.maxTokenLen };
 }
 
 /** `GET /wandb_info`. */
-export function wandbInfo(state: BatcherState): { group: string | null; project: string | null } {
+export function wandbInfo(state: BatcherState): WandbInfo {
   return { group: state.wandbGroup, project: state.wandbProject };
 }

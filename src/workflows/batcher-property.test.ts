@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { GroupRef } from '../schema/batcher.js';
 import { disconnectEnv, registerEnv, statusEnv } from './batcher-envs.js';
 import { formBatches, type PackEnv, type Packable } from './batcher-packing.js';
 import {
@@ -10,7 +11,6 @@ import {
   registerTrainer,
   takeBatch,
   type BatcherState,
-  type GroupRef,
 } from './batcher-state.js';
 
 /**

@@ -4,7 +4,7 @@ import { roomOf } from './batcher-room.js';
 import { createBatcherState, registerTrainer } from './batcher-state.js';
 
 const env = (name: string, weight: number, extra: { min_batch_allocation?: number; max_token_length?: number } = {}) =>
-  ({ max_token_length: 1024, desired_name: name, weight, group_size: 2, ...extra });
+  ({ max_token_length: 1024, desired_name: name, weight, group_size: 2, min_batch_allocation: null, ...extra });
 
 function started() {
   const state = createBatcherState();

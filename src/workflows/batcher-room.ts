@@ -1,7 +1,8 @@
-import { condition, defineSignal, getExternalWorkflowHandle, log } from '@temporalio/workflow';
+import { condition, getExternalWorkflowHandle, log } from '@temporalio/workflow';
 import type { BatcherRoom } from '../schema/rollout.js';
 import { computeEnvStatus, envAt } from './batcher-envs.js';
 import { envKey, type BatcherState } from './batcher-state.js';
+import { roomChangedSignal } from './messages.js';
 
 /**
  * Backpressure pushed, not polled: env-runs feeding the batcher ask once to watch their env's room, and the
@@ -16,9 +17,6 @@ export interface RoomWatch {
   /** What was last pushed to it (`roomKey`); null until the first push. */
   pushed: string | null;
 }
-
-export const watchRoomSignal = defineSignal<[{ workflowId: string; envId: number }]>('watchRoom');
-export const roomChangedSignal = defineSignal<[BatcherRoom]>('roomChanged');
 
 /** Starts (or restarts, after the env-run continued as new) a watch: the next push goes out at once. */
 export function watchRoom(watches: RoomWatch[], workflowId: string, envId: number): void {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { GroupRef } from '../schema/batcher.js';
 import { info, registerEnv, status, wandbInfo } from './batcher-envs.js';
 import {
   dropBatch,
@@ -13,14 +14,12 @@ import {
   registerTrainer,
   resetData,
   takeBatch,
-  leaseIdOf,
-  parseLeaseId,
   waitingGroups,
   waitingGroupsPage,
   type BatcherOptions,
   type BatcherState,
-  type GroupRef,
 } from './batcher-state.js';
+import { leaseIdOf, parseLeaseId } from './messages.js';
 
 const trainer = (batchSize: number, startingStep = 0) => ({
   wandb_group: 'grp',
@@ -39,7 +38,7 @@ function batcher(batchSize: number, groupSizes: number[] = [], options: Partial<
   registerTrainer(state, trainer(batchSize));
   takeBatch(state);
   for (const size of groupSizes) {
-    registerEnv(state, { max_token_length: 1024, desired_name: 'env', weight: 1, group_size: size }, 0);
+    registerEnv(state, { max_token_length: 1024, desired_name: 'env', weight: 1, group_size: size, min_batch_allocation: null }, 0);
   }
   return state;
 }

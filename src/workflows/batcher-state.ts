@@ -1,6 +1,20 @@
+import type { ScoredDataListResponse, TrainerRegistration } from '../schema/api.js';
+import type {
+  AckStatus,
+  BatcherCounters,
+  BatcherDropReason,
+  BatcherIngestResult,
+  BatcherMetrics,
+  EnvCounters,
+  GroupRef,
+  RegisterTrainerResult,
+  TakeResult,
+  WaitingGroupsPage,
+} from '../schema/batcher.js';
 import type { DropReason } from '../schema/rollout.js';
 import { envAt, type EnvRecord } from './batcher-envs.js';
 import { findGroupsSummingToTarget, formBatches } from './batcher-packing.js';
+import { leaseIdOf, parseLeaseId } from './messages.js';
 
 /**
  * The batcher's whole state as a plain JSON value, and the functions that change it: Atropos's API
@@ -9,34 +23,6 @@ import { findGroupsSummingToTarget, formBatches } from './batcher-packing.js';
  * batcher workflow wraps it and carries it through continue-as-new. Functions change the state they
  * are given in place and return what the HTTP API answers.
  */
-
-/** A scored group in the batcher: a reference into the trajectory store, never its tokens. */
-export interface GroupRef {
-  /** Idempotency key, or an id the caller generated. */
-  id: string;
-  /** Trajectory store key of the full group. */
-  ref: string;
-  envId: number | null;
-  /** Sequences in the group (`len(tokens)`). */
-  size: number;
-  /** Trainer step of the policy that generated the group, when known. */
-  policyVersion?: number | null;
-  /** Tokens of the group's longest sequence, when known: one at or above the trainer's max_token_len is dropped. */
-  longestSequence?: number;
-  receivedAt?: number;
-}
-
-/** The trainer's `POST /register` body (ATROPOS-API.md §1.3). */
-export interface TrainerRegistration {
-  wandb_group: string | null;
-  wandb_project: string | null;
-  batch_size: number;
-  max_token_len: number;
-  checkpoint_dir: string;
-  save_checkpoint_interval: number;
-  starting_step: number;
-  num_steps: number;
-}
 
 /** A batch formed at one step; `deliveries` counts how often it was served. */
 export interface FormedBatch {
@@ -54,38 +40,6 @@ export interface FormedBatch {
  */
 export interface Lease extends FormedBatch {
   leaseExpiresAt: number;
-}
-
-/**
- * Why a group was not trained on: too old, reset away, with no sequences, too long for the trainer, refused by
- * a trainer worker (`dropBatch`), or dropped by the env-run that produced it (reported with `recordDrops`).
- */
-export type BatcherDropReason = 'stale' | 'reset' | 'empty' | 'trainer_failed' | DropReason;
-
-/** Monotonic counters of one environment (`none` for groups without an env id). */
-export interface EnvCounters {
-  /** New groups accepted (duplicates excluded). */
-  received: number;
-  /** Went straight to the queue (oversize groups included). */
-  queued: number;
-  /** Larger than the declared group size, queued whole. */
-  oversize: number;
-  buffered: number;
-  /** Moved from the buffer to the queue. */
-  released: number;
-  duplicates: number;
-  dropped: Partial<Record<BatcherDropReason, number>>;
-  /** Groups handed to a trainer, redeliveries included. */
-  served: number;
-}
-
-export interface BatcherCounters {
-  batchesFormed: number;
-  batchesServed: number;
-  batchesRedelivered: number;
-  batchesAcked: number;
-  leasesExpired: number;
-  perEnv: Record<string, EnvCounters>;
 }
 
 export interface BatcherOptions {
@@ -176,7 +130,7 @@ function countDrop(state: BatcherState, group: GroupRef, reason: BatcherDropReas
 }
 
 /** `POST /register`: the first call (or the first after a reset) takes the trainer's settings; later ones change nothing. */
-export function registerTrainer(state: BatcherState, registration: TrainerRegistration): { initialised: boolean } {
+export function registerTrainer(state: BatcherState, registration: TrainerRegistration): RegisterTrainerResult {
   if (state.registered) return { initialised: false };
   // Groups posted before the trainer registered stay queued (Atropos would lose its settings instead).
   Object.assign(state, {
@@ -224,24 +178,6 @@ function isStale(state: BatcherState, group: GroupRef): boolean {
   return maxStaleness !== null && group.policyVersion != null && group.policyVersion < state.step - maxStaleness;
 }
 
-/** What `POST /scored_data` answers. */
-export type ScoredDataResponse = { status: 'received' } | { status: 'buffered'; buffer_size: number };
-
-/** What became of one posted group. */
-export type IngestOutcome = 'queued' | 'oversize' | 'buffered' | 'duplicate' | 'stale' | 'empty' | 'too_long';
-
-export interface IngestResult {
-  response: ScoredDataResponse;
-  outcome: IngestOutcome;
-  /** Groups the buffer released into the queue because of this one. */
-  released: number;
-  /**
-   * Groups waiting in the batcher ({@link waitingGroups}) once the whole `ingestGroups` call was taken in: the
-   * API bounds its ingest by it without a query per post.
-   */
-  waiting?: number;
-}
-
 function enqueue(state: BatcherState, group: GroupRef): void {
   state.queue.push(group);
   state.latest = group;
@@ -253,7 +189,7 @@ function enqueue(state: BatcherState, group: GroupRef): void {
  * separate groups. A larger group is queued whole (in Atropos it stayed buffered forever): the packer
  * handles mixed sizes. Repeated keys and dropped groups answer `received` too, so senders do not retry.
  */
-export function ingestGroup(state: BatcherState, group: GroupRef): IngestResult {
+export function ingestGroup(state: BatcherState, group: GroupRef): BatcherIngestResult {
   const counters = countersOf(state, group.envId);
   const received = { status: 'received' } as const;
   if (seenSet(state).has(group.id)) {
@@ -295,19 +231,11 @@ export function recordDrops(state: BatcherState, envId: number | null, dropped: 
   for (const [reason, n] of Object.entries(dropped) as [DropReason, number][]) counters[reason] = (counters[reason] ?? 0) + n;
 }
 
-/** What `POST /scored_data_list` answers. */
-export interface ScoredDataListResponse {
-  status: 'received';
-  groups_processed: number;
-  buffered?: number;
-  last_buffer_size?: number;
-}
-
 /** `POST /scored_data_list`: each group as `ingestGroup`, with Atropos's summary of the buffered ones. */
 export function ingestGroups(
   state: BatcherState,
   groups: readonly GroupRef[],
-): { response: ScoredDataListResponse; results: IngestResult[] } {
+): { response: ScoredDataListResponse; results: BatcherIngestResult[] } {
   const ingested = groups.map((group) => ingestGroup(state, group));
   const waiting = waitingGroups(state);
   const results = ingested.map((result) => ({ ...result, waiting }));
@@ -336,19 +264,6 @@ function formAll(state: BatcherState): void {
   state.counters.batchesFormed += batches.length;
 }
 
-export type TakeResult =
-  | { status: 'not_registered' }
-  | { status: 'empty' }
-  | {
-      status: 'batch';
-      batchId: string;
-      /** The id the trainer acks this serving with ({@link leaseIdOf}); null without a lease. */
-      leaseId: string | null;
-      step: number;
-      groups: GroupRef[];
-      leaseExpiresAt: number | null;
-    };
-
 /**
  * `GET /batch` (ATROPOS-API.md §1.5): serve the newest pre-formed batch, else form every batch the
  * queue allows and serve the last. Without `lease` the batch is gone once served, as in Atropos; with
@@ -376,28 +291,6 @@ export function takeBatch(
   const leaseId = leaseExpiresAt === null ? null : leaseIdOf(batch.batchId, batch.deliveries);
   return { status: 'batch', batchId: batch.batchId, leaseId, step: batch.step, groups: batch.groups, leaseExpiresAt };
 }
-
-/**
- * The id of a batch's `delivery`-th serving under a lease: deterministic (workflow code draws no random ids) and
- * different for every serving, so that only the trainer holding the batch now can ack it. The first serving keeps
- * the batch's own id: a trainer that leased a batch before leases had ids of their own acks it as before.
- */
-export function leaseIdOf(batchId: string, delivery: number): string {
-  return delivery <= 1 ? batchId : `${batchId}.lease-${delivery}`;
-}
-
-/** The batch a lease id names, and which serving of it; an id that {@link leaseIdOf} never makes is a batch id. */
-export function parseLeaseId(leaseId: string): { batchId: string; delivery: number } {
-  const match = /^(.+)\.lease-(\d+)$/.exec(leaseId);
-  const parsed = match ? { batchId: match[1] as string, delivery: Number(match[2]) } : null;
-  return parsed && leaseIdOf(parsed.batchId, parsed.delivery) === leaseId ? parsed : { batchId: leaseId, delivery: 1 };
-}
-
-/**
- * What an ack found: the live lease it names (`acked`: the batch is never served again), a lease that ran out or
- * was superseded by a later serving of the same batch (`expired`), or nothing (`unknown`).
- */
-export type AckStatus = 'acked' | 'expired' | 'unknown';
 
 /**
  * Acknowledge a leased batch by the lease id it was served with. Only the live lease can: an ack for a lease that
@@ -475,13 +368,6 @@ export function waitingGroups(state: BatcherState): number {
   return state.queue.length + buffered + state.formed.reduce((sum, batch) => sum + batch.groups.length, 0);
 }
 
-/** One page of the groups waiting for a trainer ({@link waitingGroupsPage}). */
-export interface WaitingGroupsPage {
-  /** All groups waiting now ({@link waitingGroups}), not only this page's. */
-  total: number;
-  groups: GroupRef[];
-}
-
 /**
  * The groups waiting for a trainer, `limit` of them from `offset`, read without changing anything (what
  * `GET /queue` shows): those in formed batches not served yet, then the queue (oldest first), then each env's
@@ -492,21 +378,6 @@ export function waitingGroupsPage(state: BatcherState, offset: number, limit: nu
   const all = [...state.formed.flatMap((batch) => batch.groups), ...state.queue, ...Object.values(state.buffers).flat()];
   const from = Math.max(0, Math.floor(offset));
   return { total: all.length, groups: all.slice(from, from + Math.max(0, Math.floor(limit))) };
-}
-
-/** Gauges and counters for metrics: what waits where now, and what happened so far. */
-export interface BatcherMetrics {
-  step: number;
-  /** {@link waitingGroups}. */
-  waitingGroups: number;
-  queueGroups: number;
-  queueSequences: number;
-  bufferedGroups: number;
-  formedBatches: number;
-  leasedBatches: number;
-  /** Per env key: groups in the queue and in the buffer now. */
-  waiting: Record<string, { queued: number; buffered: number }>;
-  counters: BatcherCounters;
 }
 
 /** Metrics of the batcher now. */

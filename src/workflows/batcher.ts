@@ -2,9 +2,6 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  defineQuery,
-  defineSignal,
-  defineUpdate,
   log,
   patched,
   proxyActivities,
@@ -13,9 +10,11 @@ import {
 } from '@temporalio/workflow';
 import type { BatcherActivities } from '../activities/batcher.js';
 import type { TrainerActivities } from '../activities/trainer.js';
-import type { DropReason, StoreRef } from '../schema/rollout.js';
-import { computeEnvStatus, disconnectEnv, envAt, registerEnv, type EnvRegistration, type EnvStatus } from './batcher-envs.js';
-import { pushRooms, watchRoom, watchRoomSignal, type RoomWatch } from './batcher-room.js';
+import type { TrainerRegistration } from '../schema/api.js';
+import type { BatcherView, GroupRef, TrainerMode } from '../schema/batcher.js';
+import type { StoreRef } from '../schema/rollout.js';
+import { computeEnvStatus, disconnectEnv, envAt, registerEnv } from './batcher-envs.js';
+import { pushRooms, watchRoom, type RoomWatch } from './batcher-room.js';
 import {
   ackBatch,
   ackBatchBeforeLeaseIds,
@@ -29,24 +28,25 @@ import {
   resetData,
   takeBatch,
   waitingGroupsPage,
-  type BatcherMetrics,
   type BatcherOptions,
   type BatcherState,
-  type GroupRef,
-  type IngestResult,
-  type TakeResult,
-  type TrainerRegistration,
-  type WaitingGroupsPage,
 } from './batcher-state.js';
-
-export { roomChangedSignal, watchRoomSignal } from './batcher-room.js';
-export type { BatcherRoom } from '../schema/rollout.js';
-
-/**
- * How formed batches reach the trainer: pulled over HTTP (`GET /batch`), or pushed as `trainStep` activities
- * whose trainer heartbeats (a dead trainer's batch goes to another within `heartbeatTimeoutMs`, default 20 s).
- */
-export type TrainerMode = { kind: 'http' } | { kind: 'temporal'; taskQueue: string; heartbeatTimeoutMs?: number };
+import {
+  ackBatchUpdate,
+  batchQuery,
+  batcherViewQuery,
+  disconnectEnvUpdate,
+  ingestGroupsSignal,
+  ingestGroupsUpdate,
+  recordDropsSignal,
+  registerEnvUpdate,
+  registerTrainerUpdate,
+  resetUpdate,
+  statusEnvQuery,
+  takeBatchUpdate,
+  waitingGroupsQuery,
+  watchRoomSignal,
+} from './messages.js';
 
 /** Marks batchers that push room to env-runs; older runs move onto it at their next continue-as-new. */
 export const BATCHER_PUSHES_ROOM = 'clotho-batcher-pushes-room';
@@ -65,39 +65,6 @@ export interface BatcherInput {
   watches?: RoomWatch[];
   roomVersion?: number;
 }
-
-/** What a reading of the batcher answers, from one query (the API's GET endpoints). */
-export interface BatcherView {
-  registered: boolean;
-  info: { batch_size: number; max_token_len: number };
-  wandb: { group: string | null; project: string | null };
-  status: { current_step: number; queue_size: number };
-  latest: GroupRef | null;
-  metrics: BatcherMetrics;
-  envs: { envId: number; name: string; connected: boolean }[];
-  /** The registered trainer's settings (`starting_step` is the batcher's step now); null before `/register`. */
-  trainer: TrainerRegistration | null;
-  /** How batches reach the trainer: `GET /batch` (http) or trainStep activities (temporal). */
-  trainerMode: TrainerMode['kind'];
-}
-
-export const ingestGroupsSignal = defineSignal<[GroupRef[]]>('ingestGroups');
-/** Groups an env-run dropped before delivery, counted in the batcher's metrics. */
-export const recordDropsSignal = defineSignal<[{ envId: number; dropped: Partial<Record<DropReason, number>> }]>('recordDrops');
-export const ingestGroupsUpdate = defineUpdate<IngestResult[], [GroupRef[]]>('ingestGroups');
-export const registerTrainerUpdate = defineUpdate<{ initialised: boolean }, [TrainerRegistration]>('registerTrainer');
-export const registerEnvUpdate = defineUpdate<ReturnType<typeof registerEnv>, [EnvRegistration]>('registerEnv');
-export const disconnectEnvUpdate = defineUpdate<ReturnType<typeof disconnectEnv>, [number]>('disconnectEnv');
-export const takeBatchUpdate = defineUpdate<TakeResult, [{ leaseMs?: number }]>('takeBatch');
-/** Acks a leased batch by the lease id it was served with; only the live lease can (`ackBatch`). */
-export const ackBatchUpdate = defineUpdate<ReturnType<typeof ackBatch>, [string]>('ackBatch');
-export const resetUpdate = defineUpdate<number, []>('reset');
-export const batcherViewQuery = defineQuery<BatcherView>('batcherView');
-export const statusEnvQuery = defineQuery<EnvStatus | null, [number]>('statusEnv');
-/** The groups of a formed or leased batch, by id (trainer workers fetch batch data with it). */
-export const batchQuery = defineQuery<GroupRef[] | null, [string]>('batch');
-/** A page of the groups waiting for a trainer, read without taking them (`GET /queue`, `clotho view --api`). */
-export const waitingGroupsQuery = defineQuery<WaitingGroupsPage, [{ offset: number; limit: number }]>('waitingGroups');
 
 /** Inline state above this size goes through the store on continue-as-new (payloads error at 2 MiB). */
 const INLINE_STATE_LIMIT = 512 * 1024;

@@ -1,16 +1,11 @@
 import { ParentClosePolicy, executeChild, log } from '@temporalio/workflow';
 import type { EnvRunInput, EvalProgress, EvalSchedule, EvaluationResult } from '../schema/rollout.js';
 import { evaluation } from './evaluation.js';
-import { causeOf } from './rollout-children.js';
+import { causeOf, evaluationId } from './messages.js';
 import { ENVIRONMENT, RUN_ID } from './search-attributes.js';
 
 /** Finished evaluations kept in the progress (the child workflows keep every one). */
 const RESULTS_KEPT = 20;
-
-/** Workflow id of the evaluation at a trainer step: one per step, found beside the run's rollout groups. */
-export function evaluationId(runId: string, environment: string, step: number): string {
-  return `clotho/${runId}/${environment}/eval-${step}`;
-}
 
 export function initialEvalProgress(): EvalProgress {
   return { seenStep: null, running: null, started: 0, skipped: 0, failed: 0, results: [] };

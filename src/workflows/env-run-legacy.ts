@@ -13,10 +13,10 @@ import type { BatcherClientActivities } from '../activities/batcher.js';
 import type { TrajectoryActivities } from '../activities/trajectories.js';
 import type { EnvRunInput, EnvRunResult, RolloutGroupResult } from '../schema/rollout.js';
 import { stepActivities } from './activity-options.js';
-import { ingestGroupsSignal, recordDropsSignal } from './batcher.js';
 import type { envRun } from './env-run.js';
 import { initialProgress, recordFailure, recordFinished } from './env-run-state.js';
-import { causeOf, deliveredGroup, envRunStatusQuery, rolloutGroupOptions } from './rollout-children.js';
+import { causeOf, envRunStatusQuery, ingestGroupsSignal, recordDropsSignal } from './messages.js';
+import { deliveredGroup, rolloutGroupOptions } from './rollout-children.js';
 import { rolloutGroup } from './rollout-group.js';
 
 /** Marks the point where a legacy env-run, running live on new code, stops launching and drains. */

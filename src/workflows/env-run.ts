@@ -10,16 +10,14 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TrajectoryActivities } from '../activities/trajectories.js';
-import type { EnvRunInput, EnvRunResult, RolloutGroupResult } from '../schema/rollout.js';
+import type { BatcherRoom, EnvRunInput, EnvRunResult, RolloutGroupResult } from '../schema/rollout.js';
 import { activityOptions } from './activity-options.js';
-import { ingestGroupsSignal, recordDropsSignal, roomChangedSignal, watchRoomSignal, type BatcherRoom } from './batcher.js';
 import { legacyEnvRun } from './env-run-legacy.js';
 import { evaluationDue, initialEvalProgress, runEvaluation, trainingLimit } from './env-run-eval.js';
 import { initialProgress, recordFailure, recordFinished, roomForGroups } from './env-run-state.js';
-import { causeOf, deliveredGroup, envRunStatusQuery, rolloutGroupOptions, timedOut, timedOutGroup } from './rollout-children.js';
+import { causeOf, envRunStatusQuery, ingestGroupsSignal, recordDropsSignal, roomChangedSignal, watchRoomSignal } from './messages.js';
+import { deliveredGroup, rolloutGroupOptions, timedOut, timedOutGroup } from './rollout-children.js';
 import { rolloutGroup } from './rollout-group.js';
-
-export { envRunStatusQuery, rolloutGroupId, type EnvRunStatus } from './rollout-children.js';
 
 /** Marks env-runs started on the single loop; runs without it replay on `legacyEnvRun`. */
 export const SINGLE_LOOP_ENV_RUN = 'clotho-env-run-single-loop';

@@ -1,4 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cruise, type ICruiseResult } from 'dependency-cruiser';
+import extractDepcruiseOptions from 'dependency-cruiser/config-utl/extract-depcruise-options';
+import extractTSConfig from 'dependency-cruiser/config-utl/extract-ts-config';
 import { describe, expect, it } from 'vitest';
 
 /**
@@ -44,4 +49,43 @@ describe('workflow files', () => {
   it('the check sees value imports for what they are', () => {
     expect(valueImports("import { readFile } from 'node:fs';\nimport type { X } from '../activities/a.js';")).toEqual(['node:fs']);
   });
+});
+
+/** `src/` cruised by dependency-cruiser with `.dependency-cruiser.cjs` (value imports only: type-only ones are erased). */
+async function cruiseSrc(): Promise<ICruiseResult> {
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const options = await extractDepcruiseOptions(join(root, '.dependency-cruiser.cjs'));
+  const tsConfig = extractTSConfig(join(root, 'tsconfig.json'));
+  const result = await cruise(['src'], { ...options, baseDir: root, outputType: 'json' }, undefined, { tsConfig });
+  return JSON.parse(result.output as string) as ICruiseResult;
+}
+
+/** The workflow modules that code outside `src/workflows` may import by value: definitions, no workflow code. */
+const CLIENT_FACING = ['src/workflows/messages.ts', 'src/workflows/search-attributes.ts'];
+
+describe('src/ imports', () => {
+  const cruised = cruiseSrc();
+
+  // Clients (cli, api, activities, workers) start workflows by type name with `import type`, and import messages,
+  // ids and search attributes from messages.ts and search-attributes.ts: never a workflow implementation by value.
+  it('of workflow modules from outside src/workflows are of messages.ts and search-attributes.ts only', async () => {
+    const { modules } = await cruised;
+    const offences = modules
+      .filter((m) => m.source.startsWith('src/') && !m.source.startsWith('src/workflows/'))
+      .flatMap((m) =>
+        m.dependencies
+          .filter((d) => d.resolved.startsWith('src/workflows/') && !CLIENT_FACING.includes(d.resolved))
+          .map((d) => `${m.source} → ${d.resolved}`),
+      );
+    expect(offences).toEqual([]);
+  }, 120_000);
+
+  // Value imports only: `import type` / `export type` close no circle at run time and are allowed to.
+  it('form no circles (dependency-cruiser no-circular)', async () => {
+    const { summary } = await cruised;
+    const circles = summary.violations
+      .filter((v) => v.rule.name === 'no-circular')
+      .map((v) => [v.from, ...(v.cycle ?? []).map((step) => step.name)].join(' → '));
+    expect(circles).toEqual([]);
+  }, 120_000);
 });

@@ -11,7 +11,7 @@
  * - A change of command order goes behind `patched(...)`, keeping the old path for runs started on it.
  * - Replay recorded histories in the suite (test/replay).
  */
-export { envRun, envRunStatusQuery } from './env-run.js';
+export { envRun } from './env-run.js';
 export { rolloutGroup } from './rollout-group.js';
 export { batcher } from './batcher.js';
 export { evaluation } from './evaluation.js';

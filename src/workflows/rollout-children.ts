@@ -1,20 +1,8 @@
-import { ChildWorkflowFailure, ParentClosePolicy, TimeoutFailure, defineQuery, type ChildWorkflowOptions } from '@temporalio/workflow';
-import type { EnvRunInput, EnvRunProgress, RolloutGroupResult } from '../schema/rollout.js';
-import type { GroupRef } from './batcher-state.js';
+import { ChildWorkflowFailure, ParentClosePolicy, TimeoutFailure, type ChildWorkflowOptions } from '@temporalio/workflow';
+import type { GroupRef } from '../schema/batcher.js';
+import type { EnvRunInput, RolloutGroupResult } from '../schema/rollout.js';
+import { rolloutGroupId } from './messages.js';
 import { ENVIRONMENT, ITEM_INDEX, RUN_ID, STATUS } from './search-attributes.js';
-
-/** What an env-run answers when asked how far it is. */
-export interface EnvRunStatus extends EnvRunProgress {
-  total: number;
-  inFlight: number;
-}
-
-export const envRunStatusQuery = defineQuery<EnvRunStatus>('envRunStatus');
-
-/** Workflow id of item i's rollout group: starting the same item twice is refused by Temporal. */
-export function rolloutGroupId(runId: string, environment: string, itemIndex: number): string {
-  return `clotho/${runId}/${environment}/item-${itemIndex}`;
-}
 
 /**
  * How an env-run starts item i's rollout group: its deterministic id, search attributes to find it by, and the
@@ -47,13 +35,6 @@ export function timedOut(error: unknown): boolean {
 /** A group given up at its deadline: dropped, with nothing to deliver or score. */
 export function timedOutGroup(itemIndex: number, groupSize: number, policyVersion: number | null): RolloutGroupResult {
   return { itemIndex, status: 'dropped', dropReason: 'timeout', scores: [], meanScore: 0, groupSize, tokens: 0, turns: 0, policyVersion };
-}
-
-/** The innermost cause of a child's failure: what went wrong, not the wrapping "child workflow failed". */
-export function causeOf(error: unknown): string {
-  let current = error as { message?: string; cause?: unknown } | undefined;
-  while (current?.cause) current = current.cause as typeof current;
-  return current?.message ?? String(error);
 }
 
 /** A scored group as the batcher takes it: its store key is its idempotency key, so a repeat is ignored. */

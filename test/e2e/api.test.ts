@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { resetUpdate } from '../../src/workflows/batcher.js';
+import { resetUpdate } from '../../src/workflows/messages.js';
 import { waitFor } from '../support/cli.js';
 import { group, sharedApiProcess, TRAINER } from '../support/api-process.js';
 import { testConnection } from '../support/temporal.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { rolloutGroupId } from '../../src/workflows/messages.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
-import { rolloutGroupId } from '../../src/workflows/rollout-children.js';
 import { runClotho } from '../support/cli.js';
 import { counterLog, counterScript, counterTools } from '../support/counter-tools.js';
 import { startHarness, type Harness } from '../support/harness.js';

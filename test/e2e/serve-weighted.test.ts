@@ -4,7 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { envRunId } from '../../src/cli/commands/process.js';
-import { rolloutGroupId } from '../../src/workflows/env-run.js';
+import { rolloutGroupId } from '../../src/workflows/messages.js';
 import type { Message } from '../../src/schema/scored-data.js';
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
 import { spawnClotho, waitFor, type CliRun } from '../support/cli.js';

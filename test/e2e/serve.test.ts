@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
-import { envRunStatusQuery } from '../../src/workflows/env-run.js';
+import { envRunStatusQuery } from '../../src/workflows/messages.js';
 import { apiClient, group, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
 import { spawnClotho, waitFor } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadTokenizer, type Tokenizer } from '../../src/inference/tokenizer.js';
-import { batcherViewQuery } from '../../src/workflows/batcher.js';
+import { batcherViewQuery } from '../../src/workflows/messages.js';
 import { apiClient, startApiProcess, type ApiProcess } from '../support/api-process.js';
 import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { runClotho, spawnClotho, waitFor } from '../support/cli.js';

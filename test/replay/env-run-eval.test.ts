@@ -6,9 +6,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import gsm8k from '../../environments/gsm8k/index.js';
 import { ensureTemporalCli } from '../../temporal-dev/index.js';
 import { workflowBundle } from '../../src/workers/bundle.js';
-import { batcher, registerEnvUpdate, registerTrainerUpdate, takeBatchUpdate } from '../../src/workflows/batcher.js';
+import { evaluationId, registerEnvUpdate, registerTrainerUpdate, takeBatchUpdate } from '../../src/workflows/messages.js';
+import { batcher } from '../../src/workflows/batcher.js';
 import { envRun } from '../../src/workflows/env-run.js';
-import { evaluationId } from '../../src/workflows/env-run-eval.js';
 import { waitFor } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { fastSteps, startHarness, type Harness } from '../support/harness.js';
@@ -49,7 +49,7 @@ describe('replay of an env-run that evaluates during training', () => {
       args: [{ wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 4096, checkpoint_dir: '', save_checkpoint_interval: -1, starting_step: 0, num_steps: 5 }],
     });
     await batcherHandle.executeUpdate(takeBatchUpdate, { args: [{}] });
-    await batcherHandle.executeUpdate(registerEnvUpdate, { args: [{ max_token_length: 4096, desired_name: 'gsm8k', weight: 1, group_size: 4 }] });
+    await batcherHandle.executeUpdate(registerEnvUpdate, { args: [{ max_token_length: 4096, desired_name: 'gsm8k', weight: 1, group_size: 4, min_batch_allocation: null }] });
     const workflowId = uniqueId('env-run-eval');
     const run = await h.temporal.client.workflow.start(envRun, {
       taskQueue: h.queues.workflows,

@@ -1,6 +1,6 @@
 import type { EnvRunInput } from '../../src/schema/rollout.js';
-import type { BatcherInput } from '../../src/workflows/batcher.js';
-import { batcher, registerEnvUpdate, registerTrainerUpdate, takeBatchUpdate } from '../../src/workflows/batcher.js';
+import { registerEnvUpdate, registerTrainerUpdate, takeBatchUpdate } from '../../src/workflows/messages.js';
+import { batcher, type BatcherInput } from '../../src/workflows/batcher.js';
 import type { Harness } from './harness.js';
 import { uniqueId } from './temporal.js';
 
@@ -15,7 +15,7 @@ export async function startHarnessBatcher(h: Harness, options: BatcherInput['opt
     args: [{ wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 4096, checkpoint_dir: '', save_checkpoint_interval: -1, starting_step: 0, num_steps: 100 }],
   });
   await handle.executeUpdate(takeBatchUpdate, { args: [{}] });
-  const env = await handle.executeUpdate(registerEnvUpdate, { args: [{ max_token_length: 4096, desired_name: 'gsm8k', weight: 1, group_size: 4 }] });
+  const env = await handle.executeUpdate(registerEnvUpdate, { args: [{ max_token_length: 4096, desired_name: 'gsm8k', weight: 1, group_size: 4, min_batch_allocation: null }] });
   if (env.status !== 'success') throw new Error('env did not register');
   return handle;
 }

@@ -1,9 +1,9 @@
-import type { IngestResult, MetricsSnapshot, RegisterEnv, Registration } from '../../src/schema/api.js';
+import type { EnvRegistration, IngestResult, MetricsSnapshot, TrainerRegistration } from '../../src/schema/api.js';
+import type { AckStatus } from '../../src/schema/batcher.js';
 import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
 import {
   QueueFullError,
   UnknownEnvError,
-  type AckResult,
   type IngestGroup,
   type RegisterOptions,
   type RegisterOutcome,
@@ -13,7 +13,7 @@ import {
   type WaitingGroupsResult,
 } from '../../src/api/service.js';
 
-interface EnvRecord extends RegisterEnv {
+interface EnvRecord extends EnvRegistration {
   name: string;
   connected: boolean;
   received: number;
@@ -28,7 +28,7 @@ const sequences = (groups: ScoredDataGroup[]) => groups.reduce((n, g) => n + g.t
  * releasing buffered groups. Groups whose `policyVersion` is below `minPolicyVersion` are dropped as stale.
  */
 export class FakeTrajectoryService implements TrajectoryService {
-  registration: Registration | null = null;
+  registration: TrainerRegistration | null = null;
   requesters: string[] = [];
   envs: EnvRecord[] = [];
   queue: ScoredDataGroup[] = [];
@@ -48,13 +48,13 @@ export class FakeTrajectoryService implements TrajectoryService {
   /** What the batcher would know of each group taken in: its id, policy version and arrival. */
   private facts = new WeakMap<ScoredDataGroup, Omit<WaitingGroup, 'group'>>();
 
-  async register(registration: Registration, requester: string, _options?: RegisterOptions): Promise<RegisterOutcome | void> {
+  async register(registration: TrainerRegistration, requester: string, _options?: RegisterOptions): Promise<RegisterOutcome | void> {
     this.registration ??= registration;
     this.step = this.step || registration.starting_step;
     this.requesters.push(requester);
   }
 
-  async registerEnv(env: RegisterEnv) {
+  async registerEnv(env: EnvRegistration) {
     if (!this.started || !this.registration) return { status: 'wait for trainer to start' as const };
     const name = `${env.desired_name}_${this.envs.filter((e) => e.desired_name === env.desired_name).length}`;
     this.envs.push({ ...env, name, connected: true, received: 0, buffered: 0 });
@@ -101,7 +101,7 @@ export class FakeTrajectoryService implements TrajectoryService {
     return { status: 'batch', batchId, batch, leaseExpiresAt };
   }
 
-  async ackBatch(batchId: string): Promise<AckResult> {
+  async ackBatch(batchId: string): Promise<AckStatus> {
     const expires = this.leases.get(batchId);
     if (expires === undefined) return 'unknown';
     this.leases.delete(batchId);

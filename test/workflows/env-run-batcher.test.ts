@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import gsm8k from '../../environments/gsm8k/index.js';
+import { batcherViewQuery, ingestGroupsUpdate, takeBatchUpdate } from '../../src/workflows/messages.js';
 import { envRun } from '../../src/workflows/env-run.js';
-import { batcherViewQuery, ingestGroupsUpdate, takeBatchUpdate } from '../../src/workflows/batcher.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { waitFor } from '../support/cli.js';

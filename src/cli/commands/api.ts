@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createApi } from '../../api/app.js';
 import { startApiServer, type RunningApiServer } from '../../api/server.js';
 import type { RegisterOutcome, TrajectoryService } from '../../api/service.js';
-import type { Registration } from '../../schema/api.js';
+import type { TrainerRegistration } from '../../schema/api.js';
 import { DEFAULT_MAX_QUEUE_GROUPS } from '../../api/queue-bound.js';
 import { parseRetention, type RetentionPolicy } from '../../store/retention.js';
 import { untilInterrupted } from '../interrupt.js';
@@ -193,7 +193,7 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
     const current = run?.();
     if (current) io.out(`clotho api: ${what} training run ${current.run} (batcher ${current.workflowId})`);
   };
-  const onRegistered = ({ outcome }: RegisterOutcome, registration: Registration) =>
+  const onRegistered = ({ outcome }: RegisterOutcome, registration: TrainerRegistration) =>
     served(`${REGISTERED[outcome]} (batch_size ${registration.batch_size}, max_token_len ${registration.max_token_len}, num_steps ${registration.num_steps}); serving`);
   const app = createApi({ service, options: { maxBodyBytes, onRegistered, ...(token === undefined ? {} : { token }) } });
   try {

@@ -4,7 +4,7 @@ import { ConfigError } from '../../env/config.js';
 import type { RolloutGroupInput, RolloutGroupResult } from '../../schema/rollout.js';
 import { openStore, storeLabel } from '../../store/open-store.js';
 import { storeKey, type TrajectoryStore } from '../../store/trajectory-store.js';
-import { rolloutGroupId } from '../../workflows/rollout-children.js';
+import { rolloutGroupId } from '../../workflows/messages.js';
 import { buildTimeline, type Timeline } from '../history-timeline.js';
 import type { CommandIo } from '../io.js';
 import { openTemporal } from '../runtime.js';

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError } from '../../env/config.js';
 import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
-import { envRun } from '../../workflows/env-run.js';
+import type { envRun } from '../../workflows/env-run.js';
 import type { CommandIo } from '../io.js';
 import { progressLine, watchProgress } from '../progress.js';
 import { writeGroupsHtml } from '../report-html.js';
@@ -66,7 +66,7 @@ async function runToEnd(plan: RunPlan, temporal: TemporalRuntime, input: EnvRunI
   const workflowId = envRunId(plan.runId, plan.definition.name);
   let handle;
   try {
-    handle = await temporal.client.workflow.start(envRun, {
+    handle = await temporal.client.workflow.start<typeof envRun>('envRun', {
       workflowId,
       taskQueue: runTaskQueues(plan.runId, plan.definition.name).workflows,
       args: [input],

@@ -1,8 +1,9 @@
 import { z } from 'zod';
+import type { EnvRegistration } from '../../schema/api.js';
 import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
-import type { EnvRegistration } from '../../workflows/batcher-envs.js';
-import { registerEnvUpdate, type batcher } from '../../workflows/batcher.js';
-import { envRun } from '../../workflows/env-run.js';
+import type { batcher } from '../../workflows/batcher.js';
+import type { envRun } from '../../workflows/env-run.js';
+import { registerEnvUpdate } from '../../workflows/messages.js';
 import { currentRun, DEFAULT_BATCHER_ID } from '../batcher.js';
 import { evalSchedule } from '../eval-schedule.js';
 import type { CommandIo } from '../io.js';
@@ -89,7 +90,7 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
     if (schedule) io.out(`evaluating ${schedule.run.items} items every ${schedule.everySteps} trainer steps (${schedule.handling}${schedule.handling === 'LIMIT_TRAIN' ? ` ${schedule.limitRatio}` : ''})`);
     const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
     if (ui) io.out(`Temporal UI: ${ui}`);
-    const handle = await temporal.client.workflow.start(envRun, {
+    const handle = await temporal.client.workflow.start<typeof envRun>('envRun', {
       workflowId: envRunId(plan.runId, plan.definition.name),
       taskQueue: runTaskQueues(plan.runId, plan.definition.name).workflows,
       args: [input],

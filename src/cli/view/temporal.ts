@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { configuredTemporal, isServerListening, type TemporalConnectionOptions } from '../../../temporal-dev/index.js';
-import { causeOf } from '../../workflows/rollout-children.js';
+import { causeOf } from '../../workflows/messages.js';
 import { ENVIRONMENT, ITEM_INDEX, MEAN_SCORE, STATUS } from '../../workflows/search-attributes.js';
 import type { GroupStatus } from './model.js';
 

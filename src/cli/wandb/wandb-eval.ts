@@ -1,8 +1,7 @@
 import { percentCorrect, type EvaluationRun } from '../../env/evaluate.js';
 import type { RunPlan } from '../run.js';
 import type { WandbMetrics } from './local-run.js';
-import { wandbRunName } from './wandb-logging.js';
-import { openWandbRun } from './wandb-run.js';
+import { openWandbRun, wandbRunName } from './wandb-run.js';
 
 /**
  * Atropos's evaluation metrics: `eval/percent_correct` (max(score, 0) averaged over the samples, as its math

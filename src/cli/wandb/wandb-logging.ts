@@ -1,15 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import type { WorkerMetrics } from '../../workers/metrics.js';
-import { batcherViewQuery, type BatcherView } from '../../workflows/batcher.js';
+import type { BatcherView } from '../../schema/batcher.js';
+import { batcherViewQuery, envRunStatusQuery } from '../../workflows/messages.js';
 import { followGroups } from '../group-feed.js';
 import { InterruptedError } from '../interrupt.js';
 import type { RunPlan } from '../run.js';
 import type { TemporalRuntime } from '../runtime.js';
 import { AtroposMetrics, type ServerReadings } from './atropos-metrics.js';
-import { openWandbRun } from './wandb-run.js';
+import { openWandbRun, wandbRunName } from './wandb-run.js';
 import { evalMetrics } from './wandb-eval.js';
 import type { WandbMetrics } from './local-run.js';
-import { envRunStatusQuery } from '../../workflows/env-run.js';
 
 /** Where a run's groups go, which decides when Atropos logs: after every group, or at the trainer's steps. */
 export type WandbCadence = { kind: 'process' } | { kind: 'serve'; batcherId: string; registeredName: string; startingStep: number };
@@ -23,12 +22,6 @@ export interface WandbLoggingOptions {
   /** The process's worker metrics: inference timings for `server/*`, tokens for throughput. */
   metrics?: WorkerMetrics;
   notice(line: string): void;
-}
-
-/** Atropos's run name: `<wandb_name or environment>-<YYYY-MM-DD>-<6 random letters>`. */
-export function wandbRunName(base: string, now = new Date()): string {
-  const letters = [...randomBytes(6)].map((b) => String.fromCharCode(97 + (b % 26))).join('');
-  return `${base}-${now.toISOString().slice(0, 10)}-${letters}`;
 }
 
 /**

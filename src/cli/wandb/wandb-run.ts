@@ -22,6 +22,12 @@ export function wandbMode(env: NodeJS.ProcessEnv = process.env): WandbMode {
   return mode === 'disabled' ? 'disabled' : 'online';
 }
 
+/** Atropos's run name: `<wandb_name or environment>-<YYYY-MM-DD>-<6 random letters>`. */
+export function wandbRunName(base: string, now = new Date()): string {
+  const letters = [...randomBytes(6)].map((b) => String.fromCharCode(97 + (b % 26))).join('');
+  return `${base}-${now.toISOString().slice(0, 10)}-${letters}`;
+}
+
 /** A W&B run id: 8 characters of [a-z0-9], as W&B makes them. */
 export function wandbRunId(): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';

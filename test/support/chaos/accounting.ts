@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { EnvRunResult } from '../../../src/schema/rollout.js';
-import type { BatcherView } from '../../../src/workflows/batcher.js';
+import type { BatcherView } from '../../../src/schema/batcher.js';
 import { STATUS } from '../../../src/workflows/search-attributes.js';
 import { waitFor } from '../cli.js';
 import { deliveries, type TrainerEvent } from './trainer-log.js';

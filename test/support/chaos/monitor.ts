@@ -1,6 +1,7 @@
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
-import { batcherViewQuery, type BatcherView } from '../../../src/workflows/batcher.js';
+import type { BatcherView } from '../../../src/schema/batcher.js';
+import { batcherViewQuery } from '../../../src/workflows/messages.js';
 import type { TrainerEvent } from './trainer-log.js';
 
 /**
