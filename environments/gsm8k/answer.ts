@@ -1,18 +1,5 @@
 /** Answer extraction and numeric comparison for GSM8K: pure functions, no I/O. */
-
-/** The contents of the last `\boxed{…}` (or `\fbox{…}`), braces balanced; null when there is none. */
-function lastBoxed(text: string): string | null {
-  const start = Math.max(text.lastIndexOf('\\boxed'), text.lastIndexOf('\\fbox'));
-  if (start < 0) return null;
-  const rest = text.slice(start).replace(/^\\(boxed|fbox)\s*/, '');
-  if (!rest.startsWith('{')) return /^[^\s$]*/.exec(rest)![0]; // `\boxed 42`
-  let depth = 0;
-  for (let i = 0; i < rest.length; i++) {
-    if (rest[i] === '{') depth++;
-    else if (rest[i] === '}' && --depth === 0) return rest.slice(1, i);
-  }
-  return null; // unclosed (cut off mid-answer): the other forms decide
-}
+import { lastBoxed, stripThinking } from 'clotho';
 
 /** Strips LaTeX wrappers and currency so that only the number and maybe a unit word remain. */
 function clean(answer: string): string {
@@ -42,10 +29,9 @@ const normalise = (text: string): string => text.replace(/\u2212/g, '-').replace
  * last number in the text. After a reasoning block only the part after `</think>` counts; a
  * reasoning block that never closed means there is no answer.
  */
-export function extractAnswer(text: string): string | null {
-  const thinkEnd = text.lastIndexOf('</think>');
-  if (thinkEnd >= 0) text = text.slice(thinkEnd + '</think>'.length);
-  else if (text.includes('<think>')) return null;
+export function extractAnswer(completion: string): string | null {
+  const text = stripThinking(completion);
+  if (text === null) return null;
   const boxed = lastBoxed(text);
   if (boxed !== null) return clean(boxed);
   const hashes = [...text.matchAll(/^[ \t]*####[ \t]*(.*)$/gm)].at(-1);
