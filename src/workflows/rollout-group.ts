@@ -6,6 +6,7 @@ import type { TeacherActivities } from '../activities/teacher.js';
 import type { ToolCallActivities } from '../activities/tool-calls.js';
 import type { AssembleResult, TrajectoryActivities } from '../activities/trajectories.js';
 import type { RolloutGroupInput, RolloutGroupResult, StoreRef } from '../schema/rollout.js';
+import { cut } from '../schema/text.js';
 import { stepActivities } from './activity-options.js';
 import { MEAN_SCORE, STATUS, TOOL_CALLS, TURNS } from './search-attributes.js';
 
@@ -198,7 +199,6 @@ const callSummary = (sample: number, { name, arguments: args }: { name: string; 
 
 /** Local activity summaries name a turn's calls up to this many characters. */
 const SUMMARY_CHARS = 400;
-const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 
 function setAttributes(
   input: RolloutGroupInput,
