@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { defineEnvironment, loadJsonl, resolveDataset, z } from 'clotho';
+import { defineEnvironment, fromItems, loadJsonl, resolveDataset, z } from 'clotho';
 import { answersMatch, extractAnswer, goldAnswer, parseNumber } from './answer.js';
 
 /** One GSM8K problem: the question and the number its worked solution ends with. */
@@ -52,11 +52,7 @@ export default defineEnvironment({
     const rows = await loadJsonl(path, RowSchema);
     if (rows.length === 0) throw new Error(`no GSM8K problems in ${path}`);
     const items: Gsm8kItem[] = rows.map((row) => ({ question: row.question, answer: goldAnswer(row.answer)! }));
-    return {
-      size: items.length,
-      // Indices past the end wrap around: item i is the same on every worker and in every epoch.
-      get: (index: number) => items[((index % items.length) + items.length) % items.length]!,
-    };
+    return fromItems(items);
   },
 
   prompt: (item) => [

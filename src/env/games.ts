@@ -318,11 +318,7 @@ export function defineGame<State, Extra extends z.ZodRawShape>(
     defaults: { max_turns: 100, ...game.defaults },
     async load(resolved) {
       const { size, seed } = of(resolved);
-      const get = (i: number) => {
-        const index = ((i % size) + size) % size;
-        return { index, seed: hashSeed(seed, index) };
-      };
-      return { size, get };
+      return { size, get: (index: number) => ({ index, seed: hashSeed(seed, index) }) };
     },
     prompt(item, resolved) {
       const config = of(resolved);
