@@ -5,6 +5,7 @@
 export { z } from 'zod';
 export {
   defineEnvironment,
+  fromItems,
   toScoreResult,
   type AdvantageContext,
   type EnvConfig,

@@ -1,3 +1,5 @@
+import { stripThinking } from 'clotho';
+
 /** The code a model wrote, and where it was found. */
 export interface ExtractedCode {
   code: string;
@@ -35,12 +37,8 @@ const definesFunction = (code: string, name: string): boolean =>
  * reasoning block left open yields no code.
  */
 export function extractCode(completion: string, entryPoint: string): ExtractedCode {
-  let text = completion;
-  if (text.includes('<think>') || text.includes('</think>')) {
-    const end = text.lastIndexOf('</think>');
-    if (end === -1) return { code: '', fenced: false };
-    text = text.slice(end + '</think>'.length);
-  }
+  const text = stripThinking(completion);
+  if (text === null) return { code: '', fenced: false };
   const blocks = fencedBlocks(text);
   if (blocks.length === 0) return { code: text.trim() === '' ? '' : text, fenced: false };
   const python = blocks.filter((b) => PYTHON_TAGS.has(b.tag));

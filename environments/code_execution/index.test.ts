@@ -45,7 +45,6 @@ describe('code_execution config and prompt', () => {
     const config = resolveEnvConfig(codeExecution, ['--env.dataset', 'mbpp', '--env.data_path', await writeMbppJsonl(dir)]);
     const mbpp = await codeExecution.load(config);
     expect(codeExecution.prompt(mbpp.get(0), config)[1]!.content).toBe(`Write a function to add two numbers. Your code should pass these tests:\n\n${MBPP_ROWS[0]!.test_list.join('\n')}`);
-    expect(mbpp.get(3)).toEqual(mbpp.get(0));
   });
 });
 

@@ -1,4 +1,4 @@
-import { defineEnvironment, resolveDataset, z, type EnvConfig } from 'clotho';
+import { defineEnvironment, fromItems, resolveDataset, z, type EnvConfig } from 'clotho';
 import { extractCode, type ExtractedCode } from './extract.js';
 import { runTests, type RunSettings } from './program.js';
 import { DATASET_URLS, DATASETS, loadTasks, MBPP_SPLITS, type CodeTask, type MbppSplit } from './tasks.js';
@@ -57,7 +57,7 @@ export default defineEnvironment({
     const tasks = await loadTasks(path, config.dataset, { split: config.split, challengeTests: config.challenge_tests });
     if (tasks.length === 0) throw new Error(`no ${config.dataset} problems in ${path} (split ${config.split})`);
     // Indices past the end wrap around: item i is the same on every worker and in every epoch.
-    return { size: tasks.length, get: (index: number) => tasks[((index % tasks.length) + tasks.length) % tasks.length]! };
+    return fromItems(tasks);
   },
 
   prompt: (item: CodeTask, config) => [

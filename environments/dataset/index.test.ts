@@ -140,16 +140,13 @@ describe('dataset loading', () => {
     await expect(dataset.load(configFor(['--env.data_path', join(dir, 'missing.jsonl')]))).rejects.toThrow('dataset file not found');
   });
 
-  it('shuffles the same way for the same seed, and wraps indices around', async () => {
+  it('shuffles the same way for the same seed', async () => {
     const flags = ['--env.data_path', GSM8K_TEST, '--env.prompt_field', 'question'];
     const plain = await loadAll(flags);
     const once = await loadAll([...flags, '--env.shuffle_seed', '7']);
     expect(await loadAll([...flags, '--env.shuffle_seed', '7'])).toEqual(once);
     expect(once).not.toEqual(plain);
     expect(new Set(once.map((i) => i.prompt))).toEqual(new Set(plain.map((i) => i.prompt)));
-    const source = await dataset.load(configFor(flags));
-    expect(source.get(1319)).toEqual(source.get(0));
-    expect(source.get(-1)).toEqual(source.get(1318));
   });
 
   describe('from a URL', () => {

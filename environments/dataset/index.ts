@@ -1,4 +1,4 @@
-import { combineRewards, defineEnvironment, extractMathAnswer, rewardSpecsField, z, type CombinedReward, type Message } from 'clotho';
+import { combineRewards, defineEnvironment, extractMathAnswer, fromItems, rewardSpecsField, z, type CombinedReward, type Message } from 'clotho';
 import { loadItems, type DatasetItem } from './data.js';
 
 export type { DatasetItem } from './data.js';
@@ -59,11 +59,7 @@ export default defineEnvironment({
       template: cfg.prompt_template, answerField: cfg.answer_field, answerPattern: cfg.answer_pattern,
       answerRequired: rewards.needsAnswer, shuffleSeed: cfg.shuffle_seed,
     });
-    return {
-      size: items.length,
-      // Indices past the end wrap around: item i is the same on every worker and in every epoch.
-      get: (index: number) => items[((index % items.length) + items.length) % items.length]!,
-    };
+    return fromItems(items);
   },
 
   prompt(item: DatasetItem, cfg): Message[] {

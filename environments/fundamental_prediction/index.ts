@@ -1,4 +1,4 @@
-import { defineEnvironment, z } from 'clotho';
+import { defineEnvironment, fromItems, z } from 'clotho';
 import { parsePrediction, type Prediction } from './answer.js';
 import { DEFAULT_DATA_URL, loadRecords, resolveRecordsFile, splitRecords, type FundamentalRecord } from './data.js';
 import { promptOf } from './prompt.js';
@@ -39,11 +39,7 @@ export default defineEnvironment({
     if (items.length === 0) {
       throw new Error(`no records in the ${config.split} split of ${path} (${all.length} records, test_fraction ${config.test_fraction})`);
     }
-    return {
-      size: items.length,
-      // Indices past the end wrap around: item i is the same on every worker and in every epoch.
-      get: (index: number) => items[((index % items.length) + items.length) % items.length]!,
-    };
+    return fromItems(items);
   },
 
   prompt: (item: FundamentalRecord) => promptOf(item),

@@ -35,10 +35,7 @@ export default defineEnvironment({
 
   async load(config) {
     const games = config.game === 'all' ? NAMES : [config.game];
-    const get = (i: number): GamesItem => {
-      const index = ((i % config.size) + config.size) % config.size;
-      return { game: games[index % games.length]!, index, seed: hashSeed(config.seed, index) };
-    };
+    const get = (index: number): GamesItem => ({ game: games[index % games.length]!, index, seed: hashSeed(config.seed, index) });
     return { size: config.size, get };
   },
 

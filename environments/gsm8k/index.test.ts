@@ -30,13 +30,11 @@ describe('gsm8k data', () => {
     else process.env.CLOTHO_HOME = saved;
   });
 
-  it('loads the real test set and addresses items by index, wrapping around', async () => {
+  it('loads the real test set and addresses items by index', async () => {
     const source = await gsm8k.load(configFor(['--env.data_path', GSM8K_TEST]));
     expect(source.size).toBe(1319);
     expect(source.get(0)).toEqual({ question: rows[0]!.question, answer: 18 });
-    expect(source.get(1319)).toEqual(source.get(0));
-    expect(source.get(2 * 1319 + 5)).toEqual(source.get(5));
-    expect(source.get(-1)).toEqual(source.get(1318));
+    expect(source.get(1318).question).toBe(rows[1318]!.question);
   });
 
   it('reads the cached copy of the train split when no path is given', async () => {
@@ -46,7 +44,7 @@ describe('gsm8k data', () => {
     process.env.CLOTHO_HOME = home;
     const source = await gsm8k.load(configFor([]));
     expect(source.size).toBe(1);
-    expect(source.get(7)).toEqual({ question: 'What is 2 + 2?', answer: 4 });
+    expect(source.get(0)).toEqual({ question: 'What is 2 + 2?', answer: 4 });
   });
 
   it('reads the test split it ships with, not a cached or downloaded one, when no path is given', async () => {

@@ -1,6 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { defineEnvironment, loadJsonl, resolveDataset, z } from 'clotho';
-import { answersMatch, extractAnswer, goldAnswer, parseNumber } from './answer.js';
+import { defineEnvironment, extractMathAnswer, fromItems, goldMathAnswer, loadJsonl, mathAnswersEqual, resolveDataset, z } from 'clotho';
 
 /** One GSM8K problem: the question and the number its worked solution ends with. */
 export interface Gsm8kItem {
@@ -17,10 +16,13 @@ export const GSM8K_URLS = {
 /** The test split as it ships with Clotho: byte for byte the public `test.jsonl` (see `data/README.md`). */
 export const GSM8K_TEST_FILE = fileURLToPath(new URL('./data/test.jsonl', import.meta.url));
 
+/** The gold answer of a worked solution: the number on its last `#### n` line (`1,234` is 1234); NaN without one. */
+export const goldAnswer = (solution: string): number => (/^####/m.test(solution) ? Number(goldMathAnswer(solution)!.replace(/,/g, '')) : NaN);
+
 // A line of the data set; a solution whose `#### n` line does not parse is a data error, reported at load.
 const RowSchema = z.object({
   question: z.string().min(1),
-  answer: z.string().refine((solution) => goldAnswer(solution) !== null, 'no "#### <number>" line'),
+  answer: z.string().refine((solution) => Number.isFinite(goldAnswer(solution)), 'no "#### <number>" line'),
 });
 
 export const SYSTEM_PROMPT =
@@ -51,12 +53,8 @@ export default defineEnvironment({
     });
     const rows = await loadJsonl(path, RowSchema);
     if (rows.length === 0) throw new Error(`no GSM8K problems in ${path}`);
-    const items: Gsm8kItem[] = rows.map((row) => ({ question: row.question, answer: goldAnswer(row.answer)! }));
-    return {
-      size: items.length,
-      // Indices past the end wrap around: item i is the same on every worker and in every epoch.
-      get: (index: number) => items[((index % items.length) + items.length) % items.length]!,
-    };
+    const items: Gsm8kItem[] = rows.map((row) => ({ question: row.question, answer: goldAnswer(row.answer) }));
+    return fromItems(items);
   },
 
   prompt: (item) => [
@@ -64,10 +62,11 @@ export default defineEnvironment({
     { role: 'user', content: item.question },
   ],
 
-  parse: (completion) => parseNumber(extractAnswer(completion)),
+  // The last \boxed{} after any reasoning block, else the last number; an empty box or an open <think> is no answer.
+  parse: (completion) => extractMathAnswer(completion) || null,
 
   score({ item, parsed }) {
-    const correct = answersMatch(parsed, item.answer);
+    const correct = mathAnswersEqual(parsed, item.answer);
     return { score: correct ? 1 : -1, metrics: { correct: correct ? 1 : 0, answered: parsed === null ? 0 : 1 } };
   },
 });

@@ -52,13 +52,13 @@ describe('mcqa data', () => {
     else process.env.CLOTHO_HOME = saved;
   });
 
-  it('loads a data_path and addresses items by index, wrapping around', async () => {
+  it('loads a data_path and addresses items by index', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'clotho-mcqa-'));
     const other = { ...ITEM, subject: 'anatomy', question: 'Which bone is longest?', choices: ['Femur', 'Tibia', 'Ulna', 'Rib'], answer: 0 };
     await writeFile(join(dir, 'mmlu.jsonl'), mmluJsonl([ITEM, other]));
     const source = await mcqa.load(configFor(['--env.data_path', join(dir, 'mmlu.jsonl')]));
     expect(source.size).toBe(2);
-    expect([source.get(0), source.get(1), source.get(2), source.get(-1)]).toEqual([ITEM, other, ITEM, other]);
+    expect([source.get(0), source.get(1)]).toEqual([ITEM, other]);
     const anatomy = await mcqa.load(configFor(['--env.data_path', join(dir, 'mmlu.jsonl'), '--env.subjects', 'anatomy']));
     expect(anatomy.size).toBe(1);
   });
@@ -70,7 +70,7 @@ describe('mcqa data', () => {
     process.env.CLOTHO_HOME = home;
     const source = await mcqa.load(configFor(['--env.split', 'dev']));
     expect(source.size).toBe(1);
-    expect(source.get(3)).toEqual(ITEM);
+    expect(source.get(0)).toEqual(ITEM);
   });
 });
 

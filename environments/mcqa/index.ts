@@ -1,4 +1,4 @@
-import { choiceLetters, defineEnvironment, extractChoiceLetter, lengthPenalty, resolveDataset, z } from 'clotho';
+import { choiceLetters, defineEnvironment, extractChoiceLetter, fromItems, lengthPenalty, resolveDataset, z } from 'clotho';
 import { loadMmlu, MMLU_SPLITS, MMLU_URLS, type McqaItem } from './mmlu.js';
 
 export type { McqaItem } from './mmlu.js';
@@ -46,11 +46,7 @@ export default defineEnvironment({
   async load(config) {
     const path = config.data_path ?? (await resolveDataset({ cacheName: `mmlu-${config.split}.parquet`, url: MMLU_URLS[config.split] }));
     const items = await loadMmlu({ path, format: config.data_path ? config.format : 'parquet', split: config.split, subjects: config.subjects });
-    return {
-      size: items.length,
-      // Indices past the end wrap around: item i is the same on every worker and in every epoch.
-      get: (index: number) => items[((index % items.length) + items.length) % items.length]!,
-    };
+    return fromItems(items);
   },
 
   prompt: (item) => [

@@ -29,7 +29,7 @@ describe('multimodal items and prompt', () => {
   it('sends the generated PNG as an image_url part, byte for byte, beside the question', async () => {
     const config = configFor(['--env.seed', '3', '--env.size', '50']);
     const source = await multimodal.load(config);
-    const item = source.get(53);
+    const item = source.get(3);
     const drawn = shapeQuestion({ seed: 3, index: 3, tasks: TASKS, imageSize: 96, maxShapes: 5 });
     expect(item).toEqual({ id: 'shapes-3-3', task: drawn.task, question: drawn.question, answer: drawn.answer, answers: [], image: imageDataUrl(drawn.png) });
     const [system, user] = multimodal.prompt(item, config) as [Message, Message];

@@ -35,7 +35,7 @@ export default defineEnvironment({
     return {
       size: config.size,
       get(index) {
-        const { id, task, question, answer, png } = shapeQuestion({ ...options, index: ((index % config.size) + config.size) % config.size });
+        const { id, task, question, answer, png } = shapeQuestion({ ...options, index });
         return { id, task, question, answer, answers: [], image: imageDataUrl(png, 'image/png') };
       },
     };

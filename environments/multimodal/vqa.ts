@@ -53,7 +53,7 @@ export async function loadVqa(path: string): Promise<ItemSource<MultimodalItem>>
   if (problems.length > 0) throw problemsError(`invalid VQA data in ${path}`, problems);
   if (items.length === 0) throw new Error(`no VQA questions in ${path}`);
   // Image files are read when their item is asked for: a split's images need not fit in memory at once.
-  return { size: items.length, get: (index) => items[((index % items.length) + items.length) % items.length]!() };
+  return { size: items.length, get: (index) => items[index]!() };
 }
 
 /** The image's `data:` URL maker, or what is wrong with the row's image. */

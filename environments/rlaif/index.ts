@@ -1,4 +1,4 @@
-import { defineEnvironment, z } from 'clotho';
+import { defineEnvironment, fromItems, z } from 'clotho';
 import { loadItems, type RlaifItem } from './data.js';
 import { judgeRequests, scoreSample, type Response } from './scoring.js';
 
@@ -44,11 +44,7 @@ export default defineEnvironment({
       const missing = items.findIndex((item) => item.reference === null);
       if (missing >= 0) throw new Error(`--env.compare reference: row ${missing + 1} of ${config.data_path} has no reference answer`);
     }
-    return {
-      size: items.length,
-      // Indices past the end wrap around: item i is the same on every worker and in every epoch.
-      get: (index: number) => items[((index % items.length) + items.length) % items.length]!,
-    };
+    return fromItems(items);
   },
 
   prompt: (item: RlaifItem, config) =>

@@ -57,12 +57,6 @@ describe('tool_calling data', () => {
     expect(two[0]!.id).toBe('parallel_0');
   });
 
-  it('addresses items by index, wrapping around', async () => {
-    const source = await toolCalling.load(configFor(['--env.data_dir', BFCL_DIR, '--env.categories', 'multiple']));
-    expect(source.get(200)).toBe(source.get(0));
-    expect(source.get(-1)).toBe(source.get(199));
-  });
-
   it('scores every item’s ground truth +1 through the real scorer, calls in reverse order', async () => {
     const config = configFor(['--env.data_dir', BFCL_DIR]);
     const failures: string[] = [];

@@ -1,4 +1,4 @@
-import { defineEnvironment, z, type ToolCallRequest } from 'clotho';
+import { defineEnvironment, fromItems, z, type ToolCallRequest } from 'clotho';
 import { CATEGORIES, interleave, loadCategory, type ToolCallingItem } from './bfcl.js';
 import { checkCalls } from './checker.js';
 
@@ -39,11 +39,7 @@ export default defineEnvironment({
     const sets = await Promise.all([...new Set(config.categories)].map((category) => loadCategory(config.data_dir, category, options)));
     const items = interleave(sets);
     if (items.length === 0) throw new Error(`no BFCL items in categories ${config.categories.join(', ')}`);
-    return {
-      size: items.length,
-      // Indices past the end wrap around: item i is the same on every worker and in every epoch.
-      get: (index: number) => items[((index % items.length) + items.length) % items.length]!,
-    };
+    return fromItems(items);
   },
 
   prompt(item: ToolCallingItem) {

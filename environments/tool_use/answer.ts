@@ -1,26 +1,13 @@
 /** Final-answer extraction and comparison for tool_use: pure functions, no I/O. */
-
-/** The contents of the last `\boxed{…}`, braces balanced; null when there is none or it never closes. */
-function lastBoxed(text: string): string | null {
-  const start = text.lastIndexOf('\\boxed{');
-  if (start < 0) return null;
-  let depth = 0;
-  for (let i = start + '\\boxed'.length; i < text.length; i++) {
-    if (text[i] === '{') depth++;
-    else if (text[i] === '}' && --depth === 0) return text.slice(start + '\\boxed{'.length, i);
-  }
-  return null;
-}
+import { lastBoxed, stripThinking } from 'clotho';
 
 /**
  * The final answer of a completion: the last `\boxed{…}`, else the last `<answer>…</answer>`. After a reasoning
  * block only the text after `</think>` counts, and a `<think>` never closed means no answer.
  */
 export function extractAnswer(completion: string): string | null {
-  let text = completion;
-  const thinkEnd = text.lastIndexOf('</think>');
-  if (thinkEnd >= 0) text = text.slice(thinkEnd + '</think>'.length);
-  else if (text.includes('<think>')) return null;
+  const text = stripThinking(completion);
+  if (text === null) return null;
   const answer = lastBoxed(text) ?? [...text.matchAll(/<answer>([\s\S]*?)<\/answer>/g)].at(-1)?.[1] ?? null;
   return answer === null ? null : answer.trim();
 }

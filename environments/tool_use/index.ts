@@ -46,7 +46,7 @@ export default defineEnvironment({
   async load(config) {
     const options = { seed: config.seed, hops: config.hops, kinds: config.kinds };
     // Tasks are made on demand: item i is the same on every worker and costs nothing until asked for.
-    return { size: config.size, get: (index: number) => generateTask({ ...options, index: ((index % config.size) + config.size) % config.size }) };
+    return { size: config.size, get: (index: number) => generateTask({ ...options, index }) };
   },
 
   prompt: (item: ToolUseTask) => [

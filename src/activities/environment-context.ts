@@ -17,7 +17,7 @@ export interface EnvironmentActivityDeps {
 /** The environment and item a group is about. */
 export function itemOf(environments: Record<string, LoadedEnvironment>, address: GroupAddress) {
   const env = environmentNamed(environments, address.environment);
-  return { env, item: env.items.get(address.itemIndex % env.items.size) };
+  return { env, item: env.items.get(address.itemIndex) };
 }
 
 /** The running activity's heartbeat and cancellation, as environment functions see them. */

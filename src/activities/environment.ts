@@ -4,6 +4,7 @@ import { withThinkingPrompt } from '../env/thinking.js';
 import { isTool, toOpenAITool } from '../env/tools.js';
 import { parseToolCalls } from '../inference/tool-calls.js';
 import type { StoreRef } from '../schema/rollout.js';
+import { dropsForEqualScores } from '../schema/scores.js';
 import {
   groupResource,
   heartbeating,
@@ -221,7 +222,7 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
       await store.put(groupKey(input, 'parsed'), parsed);
       const { scores, metrics, perTurn } = await scoreAll(input, state, parsed, {});
       const scored = { scores, metrics };
-      if (input.ensureScoresAreNotSame && scores.every((s) => s === scores[0])) return { ...scored, assembled: null };
+      if (dropsForEqualScores(scores, input.ensureScoresAreNotSame)) return { ...scored, assembled: null };
       const generationParams = input.generationParams;
       return { ...scored, assembled: await assembleScoredGroup(store, input, state, { scores, teacher: null, perTurn: perTurn ?? null, generationParams }) };
     },

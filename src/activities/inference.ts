@@ -6,6 +6,7 @@ import type { Completion, InferenceClient } from '../inference/types.js';
 import { toApplicationFailure } from '../inference/errors.js';
 import { buildTrainingSequence, extendTrainingSequence, TokenizationDriftError } from '../inference/openai-client.js';
 import type { Sampling, StoreRef } from '../schema/rollout.js';
+import { cut } from '../schema/text.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { activeSamples } from './environment.js';
 import { liveness } from './environment-context.js';
@@ -185,8 +186,6 @@ function nonRetryableDrift<T>(where: string, body: () => T): T {
     throw error;
   }
 }
-
-const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max)}…`);
 
 function toCheckpoint(completion: Completion, trajectory: Trajectory): Checkpoint | Completion {
   if (!completion.promptTokenIds || trajectory.tokens.length === 0) return completion;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { choiceLetters, extractChoiceLetter, stripThinking } from './answers.js';
+import { choiceLetters, extractChoiceLetter, lastBoxed, stripThinking } from './answers.js';
 
 describe('stripThinking', () => {
   it('keeps the text after the last </think>, or all of it without a reasoning block', () => {
@@ -10,9 +10,61 @@ describe('stripThinking', () => {
     expect(stripThinking('')).toBe('');
   });
 
-  it('finds no answer while a <think> is open', () => {
+  it('reads after a lone </think>: the chat template opened the block in the prompt', () => {
+    expect(stripThinking('so it is B.</think>\n\nB')).toBe('\n\nB');
+    expect(stripThinking('</think>')).toBe('');
+  });
+
+  it('finds no answer while a <think> is open: output cut off mid-thought, or thinking begun again', () => {
     expect(stripThinking('<think>It is B, so')).toBeNull();
+    expect(stripThinking('<think>')).toBeNull();
+    expect(stripThinking('The answer is \\boxed{4}. <think>')).toBeNull();
     expect(stripThinking('<think>A</think>The answer is B. <think>or is it')).toBeNull();
+    expect(stripThinking('<Think>It is B')).toBeNull();
+  });
+});
+
+describe('lastBoxed', () => {
+  it('reads the last box, \\boxed or \\fbox', () => {
+    expect(lastBoxed('\\boxed{1} then \\boxed{2}')).toBe('2');
+    expect(lastBoxed('\\boxed{1} then \\fbox{7}')).toBe('7');
+    expect(lastBoxed('\\fbox{7} then \\boxed{8}')).toBe('8');
+    expect(lastBoxed('$\\boxed{-5}$ degrees')).toBe('-5');
+  });
+
+  it('balances nested braces and takes escaped braces as characters', () => {
+    expect(lastBoxed('\\boxed{\\frac{\\sqrt{2}}{2}}')).toBe('\\frac{\\sqrt{2}}{2}');
+    expect(lastBoxed('\\boxed{\\{1, 2\\}}')).toBe('\\{1, 2\\}');
+    expect(lastBoxed('\\boxed{\\}}')).toBe('\\}');
+    expect(lastBoxed('\\boxed{\\text{B}} and {more}')).toBe('\\text{B}');
+  });
+
+  it('trims the contents, and allows space before the brace', () => {
+    expect(lastBoxed('\\boxed{  18 \n}')).toBe('18');
+    expect(lastBoxed('\\boxed {A}')).toBe('A');
+    expect(lastBoxed('\\fbox\n{ B }')).toBe('B');
+  });
+
+  it('reads the next token of a box without braces', () => {
+    expect(lastBoxed('Hence \\boxed 42.')).toBe('42.');
+    expect(lastBoxed('$\\boxed 42$')).toBe('42');
+    expect(lastBoxed('\\boxed')).toBeNull();
+    expect(lastBoxed('\\boxed $')).toBeNull();
+  });
+
+  it('gives an empty answer for an empty box, and none without a box, in a box that never closes, or a longer command', () => {
+    expect(lastBoxed('I cannot tell. \\boxed{}')).toBe('');
+    expect(lastBoxed('\\boxed{   }')).toBe('');
+    expect(lastBoxed('no box here')).toBeNull();
+    expect(lastBoxed('')).toBeNull();
+    expect(lastBoxed('so \\boxed{\\frac{1}{2}')).toBeNull();
+    expect(lastBoxed('\\boxed{3} but then \\boxed{4')).toBeNull();
+    expect(lastBoxed('\\boxedanswer{3}')).toBeNull();
+  });
+
+  it('reads the whole text: a box inside a reasoning block counts unless stripThinking removed it', () => {
+    expect(lastBoxed('<think>\\boxed{1}</think> so 2')).toBe('1');
+    expect(lastBoxed(stripThinking('<think>\\boxed{1}</think> so 2')!)).toBeNull();
   });
 });
 

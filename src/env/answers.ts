@@ -1,14 +1,37 @@
-/** Reading a model's final answer: reasoning blocks and multiple-choice letters. Pure functions, shared by environments. */
+/** Reading a model's final answer: reasoning blocks, boxes and multiple-choice letters. Pure functions, shared by environments. */
 
 /**
- * The part of a completion that holds its answer: the text after the last `</think>`, or the whole text when there is
- * no reasoning block. Null when a `<think>` is still open at the end (the model ran out of room mid-thought, or began
- * thinking again after it answered): such a completion has no answer, whatever letters its thoughts mention.
+ * The part of a completion that holds its answer: the text after the last `</think>` (any case), or the whole text when
+ * there is no reasoning block. Null when a `<think>` is still open at the end: a reasoning model cut off by
+ * `max_tokens` mid-thought (or one that began thinking again after it answered) has given no answer, whatever numbers
+ * or letters its thoughts mention; reading them would reward never closing the block. A completion holding only
+ * `</think>` (its template opened the block in the prompt) is read after it; one of those cut off mid-thought holds
+ * no tag at all and cannot be told from a reply without reasoning.
  */
 export function stripThinking(text: string): string | null {
   const end = text.toLowerCase().lastIndexOf('</think>');
   const after = end >= 0 ? text.slice(end + '</think>'.length) : text;
   return after.toLowerCase().includes('<think>') ? null : after;
+}
+
+/**
+ * The contents of the last `\boxed{…}` or `\fbox{…}` (the last box wins), trimmed, nested braces balanced and escaped
+ * braces (`\{`) taken as characters; `\boxed 42` (no braces) gives its next token. `''` for an empty box (the model
+ * boxed nothing), null when there is no box or the last one never closes (cut off mid-answer: the earlier boxes were
+ * not its answer).
+ */
+export function lastBoxed(text: string): string | null {
+  const box = [...text.matchAll(/\\(?:boxed|fbox)(?![A-Za-z])\s*/g)].at(-1);
+  if (!box) return null;
+  const rest = text.slice(box.index + box[0].length);
+  if (!rest.startsWith('{')) return /^[^\s$]*/.exec(rest)![0] || null; // `\boxed 42`
+  let depth = 0;
+  for (let i = 0; i < rest.length; i++) {
+    if (rest[i] === '\\') i++; // `\{` is a brace character, not a group
+    else if (rest[i] === '{') depth++;
+    else if (rest[i] === '}' && --depth === 0) return rest.slice(1, i).trim();
+  }
+  return null;
 }
 
 /** The first `count` choice letters: `choiceLetters(4)` is `['A', 'B', 'C', 'D']`. */

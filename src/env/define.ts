@@ -3,11 +3,24 @@ import type { BaseEnvConfig } from '../schema/config.js';
 import type { Message } from '../schema/scored-data.js';
 import type { Tool, ToolCallRequest, MalformedToolCall } from './tools.js';
 
-/** Items of an environment, addressed by index so that item i is the same on every worker and retry. */
+/**
+ * Items of an environment, addressed by index so that item i is the same on every worker and retry. Clotho alone wraps
+ * indices: the run's item i is `get(i % size)`, so an epoch past the end starts again at 0 and `get` never sees an
+ * index outside its items. For an array, {@link fromItems} makes one.
+ */
 export interface ItemSource<Item> {
-  /** Number of distinct items; indices past it wrap around (epochs). */
+  /** Number of distinct items: a positive whole number. */
   readonly size: number;
+  /** Item `index`, where 0 ≤ `index` < `size` always (the runtime wraps; `get` need not). */
   get(index: number): Item;
+}
+
+/**
+ * The {@link ItemSource} of items held in memory, what `load` returns for a data set read whole:
+ * `load: async () => fromItems(await loadJsonl(path, RowSchema))`. The array is used as it is, not copied.
+ */
+export function fromItems<Item>(items: readonly Item[]): ItemSource<Item> {
+  return { size: items.length, get: (index) => items[index]! };
 }
 
 /** A value or a promise of it: every environment function may be async. */
@@ -196,7 +209,7 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
   config: Extra;
   /** Base-field defaults this environment prefers (Atropos's `config_init`). */
   defaults?: Partial<BaseEnvConfig>;
-  /** Loads the data; called once per worker process. */
+  /** Loads the data; called once per worker process. In-memory data: return {@link fromItems}`(rows)`. */
   load(config: EnvConfig<Extra>): Promise<ItemSource<Item>>;
   prompt(item: Item, config: EnvConfig<Extra>): Message[];
   /**

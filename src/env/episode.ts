@@ -30,7 +30,7 @@ export interface Episode {
  */
 export async function runEpisode(environment: LoadedEnvironment, turnOf: AssistantTurn, options: EpisodeOptions): Promise<Episode> {
   const { definition, config, items } = environment;
-  const item = items.get(options.itemIndex % items.size);
+  const item = items.get(options.itemIndex);
   const live = { signal: options.signal ?? new AbortController().signal, heartbeat: () => undefined };
   const hook = { item, config, itemIndex: options.itemIndex, groupSize: 1, groupId: `episode-${options.itemIndex}-${options.sample ?? 0}`, ...live };
   const group = (await definition.setup?.(hook)) ?? null;

@@ -6,6 +6,7 @@ import {
   actionTools, commandFromCall, defineGame, hashSeed, parseCommand, readMove, seededRandom, type Game, type GameAction, type GameSlot,
 } from './games.js';
 import { playEpisode, resolveEnvConfig } from './testing.js';
+import { wrapped } from './loaded.js';
 
 describe('seededRandom', () => {
   it('gives the same sequence for a seed and resumes from its saved state', () => {
@@ -130,7 +131,8 @@ const rules: Game<Guessing, { invalid_reward: z.ZodDefault<z.ZodNumber> }> = {
 const guessing = defineGame(rules);
 
 const config = resolveEnvConfig(guessing, []);
-const itemAt = async (i: number, argv: string[] = []) => (await guessing.load(resolveEnvConfig(guessing, argv))).get(i);
+// Through the runtime's wrapping, as a run reads items.
+const itemAt = async (i: number, argv: string[] = []) => wrapped(await guessing.load(resolveEnvConfig(guessing, argv))).get(i);
 const targetOf = (item: { seed: number }) => seededRandom(item.seed).int(10);
 const say = (content: string): Message => ({ role: 'assistant', content });
 const toolCall = (name: string, args: Record<string, unknown>, id: string): Message => ({

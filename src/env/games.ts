@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { BaseEnvConfig } from '../schema/config.js';
 import type { Message } from '../schema/scored-data.js';
+import { stripThinking } from './answers.js';
 import { defineEnvironment, type EnvConfig, type EnvironmentDefinition } from './define.js';
 import { parametersSchema, parseToolCalls, type Tool, type ToolCallRequest } from './tools.js';
 
@@ -122,10 +123,8 @@ export function readMove(message: { content?: unknown; tool_calls?: unknown }, i
   const { calls, malformed } = parseToolCalls(message, idPrefix);
   if (calls.length > 0) return { kind: 'call', call: calls[0]!, extra: calls.slice(1) };
   if (malformed.length > 0) return { kind: 'none', problem: `the tool call did not parse (${malformed[0]!.error})` };
-  let text = typeof message.content === 'string' ? message.content : '';
-  const thought = text.lastIndexOf('</think>');
-  if (thought >= 0) text = text.slice(thought + '</think>'.length);
-  else if (text.includes('<think>')) return { kind: 'none', problem: 'the reply ended inside <think>' };
+  const text = stripThinking(typeof message.content === 'string' ? message.content : '');
+  if (text === null) return { kind: 'none', problem: 'the reply ended inside <think>' };
   const tagged = [...text.matchAll(/<action>([\s\S]*?)<\/action>/gi)].at(-1);
   const line = tagged ? tagged[1]! : text.split('\n').map((l) => l.trim()).filter(Boolean).at(-1) ?? '';
   const command = normalise(line);
@@ -319,11 +318,7 @@ export function defineGame<State, Extra extends z.ZodRawShape>(
     defaults: { max_turns: 100, ...game.defaults },
     async load(resolved) {
       const { size, seed } = of(resolved);
-      const get = (i: number) => {
-        const index = ((i % size) + size) % size;
-        return { index, seed: hashSeed(seed, index) };
-      };
-      return { size, get };
+      return { size, get: (index: number) => ({ index, seed: hashSeed(seed, index) }) };
     },
     prompt(item, resolved) {
       const config = of(resolved);

@@ -5,6 +5,7 @@
  * Pure functions, shared by environments that use the `judge` hook.
  */
 import type { Message } from '../schema/scored-data.js';
+import { lastBoxed, stripThinking } from './answers.js';
 import type { JudgeRequest } from './define.js';
 
 /** The judge's standing instructions: how to read the comparison and how to answer. */
@@ -80,20 +81,6 @@ export function pairwiseRequests(options: PairwiseRequestOptions): [JudgeRequest
   ];
 }
 
-/** The text inside the last `\boxed{…}` (nested braces allowed); null when there is none or it is not closed. */
-function lastBoxed(text: string): string | null {
-  const opens = [...text.matchAll(/\\boxed\s*\{/g)];
-  const open = opens.at(-1);
-  if (!open) return null;
-  const start = open.index + open[0].length;
-  let depth = 1;
-  for (let i = start; i < text.length; i++) {
-    if (text[i] === '{') depth++;
-    else if (text[i] === '}' && --depth === 0) return text.slice(start, i);
-  }
-  return null;
-}
-
 // `\text{A}`, `\textbf{A}`, …: formatting around the letter, unwrapped.
 const FORMATTED = /^\s*\\(?:text|textbf|mathrm|mathbf)\s*\{(.*)\}\s*$/s;
 
@@ -104,10 +91,8 @@ const FORMATTED = /^\s*\\(?:text|textbf|mathrm|mathbf)\s*\{(.*)\}\s*$/s;
  * `<think>` block is ignored.
  */
 export function parseBoxedChoice(text: string, choices: readonly string[] = ['A', 'B']): string | null {
-  const end = text.toLowerCase().lastIndexOf('</think>');
-  const answer = end >= 0 ? text.slice(end + '</think>'.length) : text;
-  if (answer.toLowerCase().includes('<think>')) return null;
-  let boxed = lastBoxed(answer);
+  const answer = stripThinking(text);
+  let boxed = answer === null ? null : lastBoxed(answer);
   if (boxed === null) return null;
   for (let inner = FORMATTED.exec(boxed); inner; inner = FORMATTED.exec(boxed)) boxed = inner[1]!;
   const choice = boxed

@@ -6,6 +6,7 @@ export interface LoadedEnvironment {
   definition: AnyEnvironment;
   // The config type is the environment's own; activities pass it back to the definition untouched.
   config: BaseEnvConfig & Record<string, unknown>;
+  /** The environment's items, any index wrapped to 0 … size-1 ({@link wrapped}). */
   items: ItemSource<unknown>;
 }
 
@@ -15,8 +16,19 @@ export async function loadEnvironmentData(
   config: LoadedEnvironment['config'],
 ): Promise<LoadedEnvironment> {
   const items = await definition.load(config);
-  if (items.size <= 0) throw new Error(`environment '${definition.name}' loaded no items`);
-  return { definition, config, items };
+  if (!Number.isInteger(items.size) || items.size <= 0) {
+    throw new Error(`environment '${definition.name}' loaded no items (size ${items.size}; a positive whole number is needed)`);
+  }
+  return { definition, config, items: wrapped(items) };
+}
+
+/**
+ * The one place item indices wrap: the run's item `i` (any integer; epochs run past the end) is the environment's
+ * `get(i mod size)`, so its `get` only ever sees 0 ≤ index < size, as {@link ItemSource} promises.
+ */
+export function wrapped<Item>(items: ItemSource<Item>): ItemSource<Item> {
+  const { size } = items;
+  return { size, get: (index) => items.get(((index % size) + size) % size) };
 }
 
 /** Looks up an environment served by this worker. */

@@ -1,20 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { extractMathAnswer, goldMathAnswer, lastBoxed, lastNumber, mathAnswersEqual, normalizeMathAnswer } from './math-answer.js';
-
-describe('lastBoxed', () => {
-  it('reads the last box, nested braces and escaped braces kept', () => {
-    expect(lastBoxed('\\boxed{1} then \\boxed{\\frac{\\sqrt{2}}{2}}')).toBe('\\frac{\\sqrt{2}}{2}');
-    expect(lastBoxed('\\boxed{\\{1, 2\\}}')).toBe('\\{1, 2\\}');
-    expect(lastBoxed('\\fbox{7}')).toBe('7');
-    expect(lastBoxed('Hence \\boxed 42.')).toBe('42.');
-  });
-
-  it('finds nothing without a box, or in one that never closes', () => {
-    expect(lastBoxed('no box here')).toBeNull();
-    expect(lastBoxed('so \\boxed{\\frac{1}{2}')).toBeNull();
-  });
-});
+import { extractMathAnswer, goldMathAnswer, lastNumber, mathAnswersEqual, normalizeMathAnswer } from './math-answer.js';
 
 describe('lastNumber', () => {
   const cases: [string, string | null][] = [

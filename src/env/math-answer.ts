@@ -4,28 +4,7 @@
  * `\sqrt{2}/2` and `0.70710678` are one number, `2x+1` and `1+2x` one expression. Pure functions, shared by environments.
  */
 import { ComputeEngine } from '@cortex-js/compute-engine';
-import { stripThinking } from './answers.js';
-
-/** The contents of the last `\boxed{…}` (or `\fbox{…}`), braces balanced; null when there is none or it never closes. */
-export function lastBoxed(text: string): string | null {
-  const at = Math.max(text.lastIndexOf('\\boxed'), text.lastIndexOf('\\fbox'));
-  if (at < 0) return null;
-  const rest = text.slice(at).replace(/^\\(?:boxed|fbox)\s*/, '');
-  if (!rest.startsWith('{')) return /^[^\s$]*/.exec(rest)![0] || null; // `\boxed 42`
-  const inner = balanced(rest);
-  return inner === null ? null : inner.trim();
-}
-
-/** The text inside the braces `text` opens with, or null when they never close. */
-function balanced(text: string): string | null {
-  let depth = 0;
-  for (let i = 0; i < text.length; i++) {
-    if (text[i] === '\\') i++; // `\{` is a brace character, not a group
-    else if (text[i] === '{') depth++;
-    else if (text[i] === '}' && --depth === 0) return text.slice(1, i);
-  }
-  return null;
-}
+import { lastBoxed, stripThinking } from './answers.js';
 
 // A number as prose writes it: `-5`, `1,234.5`, `.5`, `3/4`, `25%`. A minus right after a word or digit is a hyphen or a
 // subtraction (`16-3-4`), not a sign.

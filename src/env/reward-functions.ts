@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 import { stripThinking } from './answers.js';
-import { goldMathAnswer, lastBoxed, lastNumber, mathAnswersEqual } from './math-answer.js';
+import { lastBoxed } from './answers.js';
+import { goldMathAnswer, lastNumber, mathAnswersEqual } from './math-answer.js';
 import type { RewardDefinition, RewardRegistry } from './rewards.js';
 
 const define = <P extends z.ZodRawShape>(definition: RewardDefinition<P>): RewardDefinition<P> => definition;

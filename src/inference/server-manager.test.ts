@@ -192,6 +192,15 @@ describe('failures', () => {
     expect(b.calls).toEqual([]);
   });
 
+  it('checks a request once, where it enters: an invalid one fails InvalidRequest and reaches no backend', async () => {
+    const a = fake('a');
+    const manager = manage([a]);
+    await expect(manager.generate(request(0))).rejects.toMatchObject({ kind: 'request', type: 'InvalidRequest' });
+    await expect(manager.generate({ ...request(1), messages: [] })).rejects.toMatchObject({ type: 'InvalidRequest', message: expect.stringContaining('messages') });
+    await expect(manager.generateTokens({ promptTokenIds: [-1], n: 1, maxTokens: 8, temperature: 1, topP: 1 })).rejects.toMatchObject({ type: 'InvalidRequest' });
+    expect(a.calls).toEqual([]);
+  });
+
   it('gives up after maxAttempts and propagates the last failure', async () => {
     const a = fake('a', { health_check: false });
     a.answer = (_n, call) => { throw new InferenceError('ServerError', `boom ${call}`, { status: 503 }); };

@@ -55,8 +55,12 @@ export interface ServerStatus {
 
 /** Several inference servers behind one client: routing by free slots, health checks, retries, `n` splitting. */
 export interface ServerManager extends InferenceClient {
+  /**
+   * Samples `n` answers to a conversation. The request is checked here (`GenerateRequestSchema`, failing with a
+   * non-retryable `InvalidRequest`), where it enters inference; backends trust what the manager hands them.
+   */
   generate(request: GenerateRequest, options?: ManagerCallOptions): Promise<Completion[]>;
-  /** Continues a prompt given as token ids; only servers whose backend supports it are used. */
+  /** Continues a prompt given as token ids, checked here as {@link generate}'s request is; only servers whose backend supports it are used. */
   generateTokens(request: TokenGenerateRequest, options?: ManagerCallOptions): Promise<Completion[]>;
   /** A teacher's top-k logprobs at every position (`TeacherClient`); not split by `n`. */
   promptLogprobs(tokens: number[], topK: number, options?: ManagerCallOptions): Promise<PromptLogprobs>;

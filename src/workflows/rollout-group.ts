@@ -6,6 +6,8 @@ import type { TeacherActivities } from '../activities/teacher.js';
 import type { ToolCallActivities } from '../activities/tool-calls.js';
 import type { AssembleResult, TrajectoryActivities } from '../activities/trajectories.js';
 import type { RolloutGroupInput, RolloutGroupResult, StoreRef } from '../schema/rollout.js';
+import { dropsForEqualScores } from '../schema/scores.js';
+import { cut } from '../schema/text.js';
 import { stepActivities } from './activity-options.js';
 import { MEAN_SCORE, STATUS, TOOL_CALLS, TURNS } from './search-attributes.js';
 
@@ -125,7 +127,7 @@ async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>)
   const judgements = input.judged ? await judgeGroup(input, state, parsed) : null;
   const { scores, advantages, metrics } = await scoreGroup({ ...address, turn, state, parsed, ...(judgements ? { judgements } : {}) });
   await teardown();
-  if (input.ensureScoresAreNotSame && scores.every((s) => s === scores[0])) return outcome(input, ended, scores, metrics, null);
+  if (dropsForEqualScores(scores, input.ensureScoresAreNotSame)) return outcome(input, ended, scores, metrics, null);
   const teacher = input.teacherTopK === null ? null : await teacherLogprobs({ ...address, state, topK: input.teacherTopK });
   const assembled = await assembleGroup({ ...address, state, scores, teacher, ...(advantages ? { advantages } : {}), generationParams });
   return outcome(input, ended, scores, metrics, assembled);
@@ -198,7 +200,6 @@ const callSummary = (sample: number, { name, arguments: args }: { name: string; 
 
 /** Local activity summaries name a turn's calls up to this many characters. */
 const SUMMARY_CHARS = 400;
-const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 
 function setAttributes(
   input: RolloutGroupInput,

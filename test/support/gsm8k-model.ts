@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { goldAnswer } from '../../environments/gsm8k/answer.js';
+import { goldAnswer } from '../../environments/gsm8k/index.js';
 import type { Responder } from './scripted-openai.js';
 
 /** The GSM8K test split the tests read: the copy that ships with the gsm8k environment. */
@@ -12,7 +12,7 @@ export function gsm8kItems(): { question: string; answer: number }[] {
     .split('\n')
     .filter((line) => line.trim())
     .map((line) => JSON.parse(line) as { question: string; answer: string })
-    .map((row) => ({ question: row.question, answer: goldAnswer(row.answer)! }));
+    .map((row) => ({ question: row.question, answer: goldAnswer(row.answer) }));
 }
 
 /**

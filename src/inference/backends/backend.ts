@@ -23,6 +23,10 @@ export interface PromptLogprobs {
 }
 
 /** One inference server, as the server manager drives it. */
+/**
+ * One inference server. Its requests were checked where they entered (the server manager, {@link parseRequest} and
+ * {@link parseTokenRequest}): a backend does not check them again.
+ */
 export interface Backend extends InferenceClient {
   readonly config: ServerConfig;
   /** Resolves when the server answers its health probe; rejects otherwise. */

@@ -1,11 +1,9 @@
 import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
-import { type Completion, type GenerateOptions, type GenerateRequest, GenerateRequestSchema, type TokenGenerateRequest } from '../types.js';
+import { type Completion, type GenerateOptions, type GenerateRequest, type TokenGenerateRequest } from '../types.js';
 import {
   callJson,
   checkAligned,
-  parseRequest,
-  parseTokenRequest,
   parseResponse,
   serverRoot,
   type Backend,
@@ -66,16 +64,14 @@ export function createLlamaBackend(config: ServerConfig): Backend & Required<Pic
     };
   }
 
-  async function generateTokens(request: TokenGenerateRequest, o?: GenerateOptions): Promise<Completion[]> {
-    const r = parseTokenRequest(request);
+  async function generateTokens(r: TokenGenerateRequest, o?: GenerateOptions): Promise<Completion[]> {
     return Promise.all(Array.from({ length: r.n }, (_, i) => sample(r, i, o)));
   }
 
   return {
     config,
     generateTokens,
-    async generate(request: GenerateRequest, o?: GenerateOptions): Promise<Completion[]> {
-      const r = parseRequest(GenerateRequestSchema, request);
+    async generate(r: GenerateRequest, o?: GenerateOptions): Promise<Completion[]> {
       const template = await post('/apply-template', {
         messages: r.messages,
         ...(r.tools ? { tools: r.tools } : {}),

@@ -8,7 +8,6 @@ import {
   callJson,
   checkAligned,
   lazyTokenizer,
-  parseTokenRequest,
   parseResponse,
   type Backend,
   type BackendOptions,
@@ -60,8 +59,7 @@ export function createOpenAIBackend(config: ServerConfig, options: BackendOption
       await callJson(`${config.base_url.replace(/\/+$/, '')}/models`, { method: 'GET', apiKey: config.api_key, timeoutMs, signal });
     },
     /** A prompt given as token ids, through `/completions` (an OpenAI prompt may be a list of ids). */
-    async generateTokens(request: TokenGenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
-      const r = parseTokenRequest(request);
+    async generateTokens(r: TokenGenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
       const body = {
         model: config.model_name,
         prompt: r.promptTokenIds,

@@ -1,13 +1,11 @@
 import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
 import { loadTokenizer } from '../tokenizer.js';
-import { type Completion, type GenerateOptions, type GenerateRequest, GenerateRequestSchema, type TokenGenerateRequest } from '../types.js';
+import { type Completion, type GenerateOptions, type GenerateRequest, type TokenGenerateRequest } from '../types.js';
 import {
   callJson,
   checkAligned,
   lazyTokenizer,
-  parseRequest,
-  parseTokenRequest,
   parseResponse,
   serverRoot,
   type Backend,
@@ -38,8 +36,7 @@ export function createSglangBackend(config: ServerConfig, options: BackendOption
   const root = serverRoot(config.base_url);
   const timeoutMs = Math.ceil(config.timeout * 1000);
 
-  async function generateTokens(request: TokenGenerateRequest, callOptions: GenerateOptions = {}): Promise<Completion[]> {
-    const r = parseTokenRequest(request);
+  async function generateTokens(r: TokenGenerateRequest, callOptions: GenerateOptions = {}): Promise<Completion[]> {
     const body = {
       input_ids: r.promptTokenIds,
       sampling_params: {
@@ -75,8 +72,7 @@ export function createSglangBackend(config: ServerConfig, options: BackendOption
   return {
     config,
     generateTokens,
-    async generate(request: GenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
-      const r = parseRequest(GenerateRequestSchema, request);
+    async generate(r: GenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
       const promptTokenIds = (await tokenizer()).encodeChat(r.messages, {
         addGenerationPrompt: true,
         ...(r.tools ? { tools: r.tools as Record<string, unknown>[] } : {}),

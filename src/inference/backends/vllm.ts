@@ -6,7 +6,6 @@ import { type Completion, type GenerateOptions, type TokenGenerateRequest } from
 import {
   callJson,
   checkAligned,
-  parseTokenRequest,
   parseResponse,
   serverRoot,
   type Backend,
@@ -73,8 +72,7 @@ export function createVllmBackend(config: ServerConfig, options: BackendOptions 
       await callJson(`${root}/health`, { method: 'GET', apiKey: config.api_key, timeoutMs, signal });
     },
 
-    async generateTokens(request: TokenGenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
-      const r = parseTokenRequest(request);
+    async generateTokens(r: TokenGenerateRequest, callOptions?: GenerateOptions): Promise<Completion[]> {
       const body = {
         prompt: { prompt_token_ids: r.promptTokenIds },
         logprobs: 0,
