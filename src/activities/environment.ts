@@ -111,6 +111,7 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
         tools: offered && offered.length > 0 ? offered.map(toOpenAITool) : null,
         executesTools: offered?.some(isTool) ?? false,
         stop: env.definition.stop ?? null,
+        ...(env.config.messages_only ? { messagesOnly: true } : {}),
         trajectories: Array.from({ length: input.groupSize }, (_, sample) => ({
           messages: structuredClone(messages),
           tokens: [],

@@ -23,6 +23,11 @@ export interface Trajectory {
   truncated?: boolean;
   /** Tool calls executed for this trajectory over all turns, by outcome (`ok`, `tool_error`, `unknown_tool`, …). */
   toolOutcomes?: Record<string, number>;
+  /**
+   * A messages-only turn whose completion tokens the server did not report: `completionTokens` then undercounts, and
+   * the budget holds for each turn alone (the episode is bounded by its turns).
+   */
+  uncounted?: boolean;
 }
 
 export interface GroupState {
@@ -35,6 +40,12 @@ export interface GroupState {
   /** Whether Clotho executes the model's tool calls (the environment offers executable tools). */
   executesTools?: boolean;
   stop: string[] | null;
+  /**
+   * The run asks for messages only (`--env.messages_only`): generation sends chat requests that ask for no token ids
+   * or logprobs and keeps the messages alone; the group is assembled as a messages-only record. Recorded when the
+   * group is prepared, so every activity of the group agrees.
+   */
+  messagesOnly?: boolean;
 }
 
 /** Identifies a group's place in the store; every key derives from it. */

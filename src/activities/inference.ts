@@ -69,6 +69,8 @@ export function createInferenceActivities({ inference, continuation, store }: In
       const previous = await loadGroupState(store, input.state);
       const state = cloneGroupState(previous);
       const tokenIn = continuation?.(input.environment);
+      // A messages-only group asks for messages alone, as chat, whatever tokenizer this worker knows.
+      const messagesOnly = state.messagesOnly === true;
       // Chat requests carry the reasoning asked for; a prompt rendered here asks through the template's switch instead.
       const reasoning = input.sampling.reasoning;
       const checkpoint = (sample: number) => groupKey(input, `turn-${input.turn}`, `sample-${sample}`);
@@ -85,10 +87,11 @@ export function createInferenceActivities({ inference, continuation, store }: In
         const options = { signal, onProgress: () => heartbeat() };
         // Token ids cannot carry pixels: a conversation with images goes to the server as messages (vLLM renders the
         // image placeholders and returns the ids it used).
-        if (!tokenIn || messageImages(trajectory.messages).length > 0) {
+        if (messagesOnly || !tokenIn || messageImages(trajectory.messages).length > 0) {
           const request = {
             messages: trajectory.messages,
             ...sampling,
+            ...(messagesOnly ? { messagesOnly } : {}),
             ...(state.tools ? { tools: state.tools } : {}),
             ...(reasoning ? { reasoning } : {}),
           };
@@ -131,8 +134,9 @@ export function createInferenceActivities({ inference, continuation, store }: In
       };
       const missing = active.filter((i) => !completions.has(i));
       // A fresh first turn shares one prompt: ask for all samples in one request (the server reuses the prefix). They
-      // arrive together, so one record checkpoints them all.
-      const fresh = input.turn === 0 && missing.length === state.trajectories.length && missing.length > 1;
+      // arrive together, so one record checkpoints them all. A messages-only episode of several turns asks for each
+      // sample alone: the server's usage counts one request's choices together, and the budget is per trajectory.
+      const fresh = input.turn === 0 && missing.length === state.trajectories.length && missing.length > 1 && !(messagesOnly && input.multiTurn);
       if (fresh) {
         const results = await call(state.trajectories[0]!, missing.length);
         await store.put(togetherKey, results);
@@ -146,7 +150,8 @@ export function createInferenceActivities({ inference, continuation, store }: In
         );
       }
 
-      for (const i of active) nonRetryableDrift(`turn ${input.turn}, sample ${i}`, () => applyCompletion(state.trajectories[i]!, completions.get(i)!, input));
+      const apply = messagesOnly ? applyMessage : applyCompletion;
+      for (const i of active) nonRetryableDrift(`turn ${input.turn}, sample ${i}`, () => apply(state.trajectories[i]!, completions.get(i)!, input));
       const ref = await saveGroupDelta(store, groupKey(input, `turn-${input.turn}`, 'generated'), input.state, previous, state);
       const result: GenerateTurnResult = { state: ref, active: activeSamples(state), completionTokens: state.trajectories.map((t) => t.completionTokens) };
       if (!state.executesTools) return result;
@@ -202,7 +207,8 @@ function applyCompletion(trajectory: Trajectory, completion: Completion, input: 
   if (!completion.tokenIds || !completion.logprobs || !completion.promptTokenIds) {
     throw ApplicationFailure.nonRetryable(
       'the inference server returned no token ids or logprobs, so the rollout cannot be trained on; ' +
-        'use a server that returns them (--openai.server_type vllm, sglang, or the embedded engine)',
+        'use a server that returns them (--openai.server_type vllm, sglang, or the embedded engine); ' +
+        'for evaluation or SFT data, clotho process --env.messages_only needs none',
       'MissingTokenIds',
     );
   }
@@ -217,8 +223,22 @@ function applyCompletion(trajectory: Trajectory, completion: Completion, input: 
   trajectory.tokens = sequence.tokens;
   trajectory.masks = sequence.masks;
   trajectory.logprobs = sequence.inferenceLogprobs;
+  appendTurn(trajectory, completion, completion.tokenIds.length, input);
+}
+
+/**
+ * Appends a messages-only completion: its message, and the tokens the server says it generated (usage), which count
+ * against the budget as generated ids do. A completion without that count leaves the trajectory `uncounted`.
+ */
+function applyMessage(trajectory: Trajectory, completion: Completion, input: GenerateTurnInput): void {
+  if (completion.completionTokens === undefined) trajectory.uncounted = true;
+  appendTurn(trajectory, completion, completion.completionTokens ?? 0, input);
+}
+
+/** Appends a completion's message and its generated tokens, and ends the trajectory when its budget or turn is over. */
+function appendTurn(trajectory: Trajectory, completion: Completion, generated: number, input: GenerateTurnInput): void {
   trajectory.messages.push({ ...completion.message, role: 'assistant', content: completion.message.content ?? completion.text });
-  trajectory.completionTokens += completion.tokenIds.length;
+  trajectory.completionTokens += generated;
   trajectory.finishReason = completion.finishReason;
   const outOfBudget = completion.finishReason === 'length' || trajectory.completionTokens >= input.maxTokenLength;
   trajectory.done = outOfBudget || !input.multiTurn;

@@ -4,7 +4,14 @@ import { dirname } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
 import { groupImages } from '../env/images.js';
 import { parseHotFirst } from '../schema/number-rows.js';
-import { HotScoredDataGroupSchema, MASKED, ScoredDataGroupSchema, type WrittenGroup } from '../schema/scored-data.js';
+import {
+  HotScoredDataGroupSchema,
+  MASKED,
+  MessagesOnlyGroupSchema,
+  ScoredDataGroupSchema,
+  type MessagesOnlyGroup,
+  type WrittenGroup,
+} from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { groupKey, loadGroupState, type GroupAddress, type GroupState, type Trajectory } from './group-state.js';
 import type { TeacherOutput } from './teacher.js';
@@ -20,7 +27,7 @@ export interface AssembleInput extends GroupAddress {
 
 export interface AssembleResult {
   group: StoreRef;
-  /** Tokens over all sequences of the group. */
+  /** Tokens over all sequences of the group (a messages-only group: the completion tokens the server counted). */
   tokens: number;
   longestSequence: number;
 }
@@ -89,6 +96,8 @@ export async function assembleScoredGroup(store: TrajectoryStore, address: Group
   // An episode cut off by its token budget, or still going at the turn limit (single-turn ones are always done),
   // gets Atropos's `set_advantage_to_zero`: the trainer learns nothing from an unfinished episode.
   const truncated = state.trajectories.map((t) => t.truncated === true || !t.done);
+  const overrides = truncated.some(Boolean) ? truncated.map((cut) => (cut ? { set_advantage_to_zero: true } : {})) : null;
+  if (state.messagesOnly) return assembleMessagesOnly(store, address, state, parts, overrides);
   const parsed = parseHotFirst(HotScoredDataGroupSchema, ScoredDataGroupSchema, {
     tokens: state.trajectories.map((t) => t.tokens),
     masks: state.trajectories.map((t) => t.masks),
@@ -98,7 +107,7 @@ export async function assembleScoredGroup(store: TrajectoryStore, address: Group
     group_overrides: state.groupOverrides,
     inference_logprobs: state.trajectories.map((t) => t.logprobs),
     advantages: perTurn ? state.trajectories.map((t, i) => tokenAdvantages(t, perTurn[i] ?? [])) : null,
-    overrides: truncated.some(Boolean) ? truncated.map((cut) => (cut ? { set_advantage_to_zero: true } : {})) : null,
+    overrides,
     distill_token_ids: teacher?.distill_token_ids ?? null,
     distill_logprobs: teacher?.distill_logprobs ?? null,
     // Atropos's multimodal environments: each sequence's image(s) as base64, null for text-only groups.
@@ -109,6 +118,33 @@ export async function assembleScoredGroup(store: TrajectoryStore, address: Group
   const group: WrittenGroup = { ...parsed.data, ...(state.tools ? { tools: state.tools } : {}) };
   const ref = await store.put(groupKey(address, 'group'), group);
   const lengths = group.tokens.map((t) => t.length);
+  return { group: ref, tokens: lengths.reduce((a, b) => a + b, 0), longestSequence: Math.max(0, ...lengths) };
+}
+
+/**
+ * A messages-only group's record: no tokens to assemble, so no advantages spread over them or teacher logprobs (the
+ * per-turn rewards are on the messages); the tokens it reports are those the server counted.
+ */
+async function assembleMessagesOnly(
+  store: TrajectoryStore,
+  address: GroupAddress,
+  state: GroupState,
+  parts: AssembleParts,
+  overrides: Record<string, unknown>[] | null,
+): Promise<AssembleResult> {
+  const counted = state.trajectories.every((t) => !t.uncounted);
+  const group = MessagesOnlyGroupSchema.parse({
+    messages_only: true,
+    scores: parts.scores,
+    messages: state.trajectories.map((t) => t.messages),
+    completion_tokens: counted ? state.trajectories.map((t) => t.completionTokens) : null,
+    overrides,
+    group_overrides: state.groupOverrides,
+    generation_params: parts.generationParams,
+    ...(state.tools ? { tools: state.tools } : {}),
+  } satisfies MessagesOnlyGroup);
+  const ref = await store.put(groupKey(address, 'group'), group);
+  const lengths = state.trajectories.map((t) => t.completionTokens);
   return { group: ref, tokens: lengths.reduce((a, b) => a + b, 0), longestSequence: Math.max(0, ...lengths) };
 }
 

@@ -23,7 +23,7 @@ import { IrregularInput } from './irregular.js';
 import { laxNumbers } from './lax-numbers.js';
 import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from './metrics.js';
 import { groupJson, responseJson } from './render.js';
-import { readJson, toDetail, unprocessable, validate } from './request.js';
+import { messagesOnlyDetail, readJson, toDetail, unprocessable, validate } from './request.js';
 import { keepsAsPosted } from './stored-group.js';
 import {
   RegistrationConflictError,
@@ -104,6 +104,9 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
   const scoredBody = async <S extends z.ZodType>(c: Context, hot: z.ZodType<z.output<S>>, schema: S) => {
     const read = await readJson(c, maxBodyBytes);
     if (read instanceof Response) return read;
+    // A messages-only group would fail on its missing tokens; the 422 says what it is instead.
+    const messagesOnly = messagesOnlyDetail(read.value);
+    if (messagesOnly.length > 0) return unprocessable(c, messagesOnly);
     const strict = parseHotFirst(hot, schema, read.value);
     let data: z.output<S>;
     let coerced: boolean[] = [];

@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
+import { isMessagesOnly, MESSAGES_ONLY_NOT_TRAINING } from '../schema/scored-data.js';
 import { GzipBodyError, gunzipLimited, isGzipEncoded } from './gzip.js';
 
 /** One entry of a FastAPI validation error: `{"detail": [{"loc": [...], "msg": ..., "type": ...}]}`. */
@@ -11,6 +12,20 @@ export interface ErrorDetail {
 
 /** 422 in FastAPI's shape, which Atropos clients log on a 4xx before giving up on the request. */
 export const unprocessable = (c: Context, detail: ErrorDetail[]) => c.json({ detail }, 422);
+
+/**
+ * The groups of a posted body (one group, or a list) that are messages-only records (`clotho process
+ * --env.messages_only`), each named with why it is refused; empty when there are none.
+ */
+export function messagesOnlyDetail(body: unknown): ErrorDetail[] {
+  const at = (i: number | null): (string | number)[] => (i === null ? ['body', 'messages_only'] : ['body', i, 'messages_only']);
+  const groups: [number | null, unknown][] = Array.isArray(body) ? body.map((g, i) => [i, g]) : [[null, body]];
+  return groups.filter(([, g]) => isMessagesOnly(g)).map(([i]) => ({
+    loc: at(i),
+    msg: `${MESSAGES_ONLY_NOT_TRAINING}; post groups with tokens and masks (clotho process without --env.messages_only)`,
+    type: 'value_error',
+  }));
+}
 
 class BodyTooLarge extends Error {}
 

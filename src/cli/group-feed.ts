@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { WorkflowFailedError, type Client, type Connection } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { EnvRunStatus, RolloutGroupResult } from '../schema/rollout.js';
-import type { ScoredDataGroup } from '../schema/scored-data.js';
+import type { StoredGroup } from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { envRunStatusQuery, rolloutGroupId } from '../workflows/messages.js';
 import type { FinishedGroup } from './wandb/atropos-metrics.js';
@@ -75,7 +75,7 @@ export function followGroups(options: GroupFeedOptions): GroupFeed {
     const seconds = closeTime ? (closeTime.getTime() - startTime.getTime()) / 1000 : undefined;
     if (!result) return options.onGroup({ itemIndex, status: 'failed', scores: [], seconds });
     // Gone already when `clotho api --retention ack` deleted it once trained on: reported without its samples.
-    const group = result.status === 'scored' && result.group ? await store.tryGet<ScoredDataGroup>(result.group.key) : undefined;
+    const group = result.status === 'scored' && result.group ? await store.tryGet<StoredGroup>(result.group.key) : undefined;
     options.onGroup({ itemIndex, status: result.status, scores: result.scores, metrics: result.metrics, seconds, group });
   };
 

@@ -1,7 +1,14 @@
 import { createReadStream, existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
-import { WrittenGroupSchema, type ScoredDataGroup, type ToolDefinition } from '../schema/scored-data.js';
+import {
+  isMessagesOnly,
+  MessagesOnlyGroupSchema,
+  WrittenGroupSchema,
+  type MessagesOnlyGroup,
+  type ScoredDataGroup,
+  type ToolDefinition,
+} from '../schema/scored-data.js';
 import { storeLabel } from '../store/open-store.js';
 import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
 import { listStoredItems } from './view/store-layout.js';
@@ -14,9 +21,10 @@ import { listStoredItems } from './view/store-layout.js';
 export interface GroupBatch {
   /**
    * Atropos's groups, with the tools their model was offered where the source keeps them (a JSONL or the store that
-   * `clotho process` wrote); a trainer's batch from the API carries Atropos's 14 fields only.
+   * `clotho process` wrote); a trainer's batch from the API carries Atropos's 14 fields only. A run of `clotho process
+   * --env.messages_only` wrote messages-only groups, without tokens.
    */
-  groups: (ScoredDataGroup & { tools?: ToolDefinition[] | null })[];
+  groups: ((ScoredDataGroup & { tools?: ToolDefinition[] | null }) | MessagesOnlyGroup)[];
   ack?: () => Promise<void>;
 }
 
@@ -36,7 +44,7 @@ export async function* jsonlGroups(path: string): GroupSource {
     } catch (error) {
       throw new Error(`${path}:${number}: not JSON (${(error as Error).message})`);
     }
-    const group = WrittenGroupSchema.safeParse(value);
+    const group = isMessagesOnly(value) ? MessagesOnlyGroupSchema.safeParse(value) : WrittenGroupSchema.safeParse(value);
     if (!group.success) throw new Error(`${path}:${number}: not a scored group: ${z.prettifyError(group.error).replaceAll('\n', ' ')}`);
     yield { groups: [group.data] };
   }
@@ -54,6 +62,6 @@ export async function* storeGroups(store: TrajectoryStore, runId: string): Group
   for (const item of items) {
     if (!item.assembled) continue;
     const group = await store.tryGet(storeKey(runId, item.environment, `item-${item.itemIndex}`, 'group'));
-    if (group !== undefined) yield { groups: [WrittenGroupSchema.parse(group)] };
+    if (group !== undefined) yield { groups: [isMessagesOnly(group) ? MessagesOnlyGroupSchema.parse(group) : WrittenGroupSchema.parse(group)] };
   }
 }

@@ -1,4 +1,4 @@
-import type { Message, ScoredDataGroup } from '../schema/scored-data.js';
+import type { Message, StoredGroup } from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { storeLabel } from '../store/open-store.js';
 
@@ -15,9 +15,9 @@ const text = (message: Message | undefined): string => {
  * rewards, tool results, and the last reply.
  */
 export async function sampleLines(store: TrajectoryStore, key: string): Promise<string[]> {
-  const group = await store.tryGet<ScoredDataGroup>(key);
+  const group = await store.tryGet<StoredGroup>(key);
   if (!group) return [`group ${key}: not in the trajectory store ${storeLabel(store)} (set --store)`];
-  const lines = [`group ${key} (${group.tokens.length} sequences):`];
+  const lines = [`group ${key} (${group.scores.length} sequences${'messages_only' in group ? ', messages only' : ''}):`];
   group.scores.forEach((score, i) => {
     const messages = group.messages?.[i] ?? [];
     const assistant = messages.filter((m) => m.role === 'assistant');

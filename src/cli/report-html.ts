@@ -28,19 +28,37 @@ function renderMessage(m: Message, turn: number | null): string {
   return `<div class="msg ${escape(m.role)}"><b>${escape(heading)}</b>${body}${shown}</div>`;
 }
 
+interface ShownGroup {
+  scores: number[];
+  messages: Message[][] | null;
+  /** Absent from a messages-only group, which counts `completion_tokens` instead (null: the server did not say). */
+  tokens?: number[][];
+  messages_only?: boolean;
+  completion_tokens?: number[] | null;
+  overrides?: Record<string, unknown>[] | null;
+}
+
+/** What a sequence's length is: its tokens, or in a messages-only group the completion tokens the server counted. */
+function lengthFact(group: ShownGroup, i: number): string {
+  if (!group.messages_only) return `${group.tokens?.[i]?.length ?? 0} tokens`;
+  const counted = group.completion_tokens?.[i];
+  return counted === undefined ? 'completion tokens not counted per sequence' : `${counted} completion tokens`;
+}
+
 function renderGroup(line: string, index: number): string {
-  const group = JSON.parse(line) as { scores: number[]; messages: Message[][] | null; tokens: number[][]; overrides?: Record<string, unknown>[] | null };
+  const group = JSON.parse(line) as ShownGroup;
   const samples = group.scores.map((score, i) => {
     const messages = group.messages?.[i] ?? [];
     let turn = -1;
     const body = messages.map((m) => renderMessage(m, m.role === 'assistant' ? ++turn : turn >= 0 ? turn : null)).join('');
     const tone = score > 0 ? 'good' : score < 0 ? 'bad' : 'flat';
     const toolCalls = messages.filter((m) => m.role === 'tool').length;
-    const facts = [`score ${score}`, `${turn + 1} turns`, ...(toolCalls > 0 ? [`${toolCalls} tool calls`] : []), `${group.tokens[i]?.length ?? 0} tokens`,
+    const facts = [`score ${score}`, `${turn + 1} turns`, ...(toolCalls > 0 ? [`${toolCalls} tool calls`] : []), lengthFact(group, i),
       ...(group.overrides?.[i]?.set_advantage_to_zero ? ['truncated'] : [])];
     return `<details><summary class="${tone}">sample ${i} · ${facts.join(' · ')}</summary>${body}</details>`;
   });
-  return `<section><h2>group ${index} · scores ${escape(group.scores.join(', '))}</h2>${samples.join('')}</section>`;
+  const kind = group.messages_only ? ' · messages only (no tokens: not training data)' : '';
+  return `<section><h2>group ${index} · scores ${escape(group.scores.join(', '))}${kind}</h2>${samples.join('')}</section>`;
 }
 
 /** Writes an HTML page beside a JSONL of scored groups: each episode turn by turn, its tool calls, results and rewards. */

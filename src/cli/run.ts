@@ -60,6 +60,9 @@ export async function planRun(argv: string[], options: PlanOptions = {}): Promis
   // Base fields only: an environment's defaults may also set its own fields.
   const defaults = z.object(BaseEnvConfigSchema.shape).parse(definition.defaults ?? {}) as Record<string, unknown>;
   const atropos = atroposFields(config.env, defaults, config.servers);
+  if (config.env.messages_only && config.env.teacher_enabled) {
+    atropos.problems.push('--env.teacher_enabled: a messages-only run (--env.messages_only) has no tokens for teacher logprobs');
+  }
   if (atropos.problems.length > 0) throw new ConfigError(atropos.problems);
   config.servers = atropos.servers;
   if (atropos.maxGroupsInFlight !== undefined) config.env.max_groups_in_flight = atropos.maxGroupsInFlight;

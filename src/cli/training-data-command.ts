@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
-import { mkdir, open } from 'node:fs/promises';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { loadTokenizer, type Tokenizer } from '../inference/tokenizer.js';
-import type { ScoredDataGroup } from '../schema/scored-data.js';
+import { MESSAGES_ONLY_NOT_TRAINING, type ScoredDataGroup } from '../schema/scored-data.js';
 import { jsonlGroups, storeGroups, type GroupBatch, type GroupSource } from './group-sources.js';
 import { InterruptedError, interruption } from './interrupt.js';
 import type { CommandIo } from './io.js';
@@ -17,7 +17,7 @@ export interface TrainingDataCommand extends TrainingDataSpec {
   /** Sequences per batch it registers with the API. */
   batchSize(flags: TrainingDataFlags, groupSize: number): number;
   /** Makes the run's selection: a group's records, as JSON-safe objects. */
-  selector(flags: TrainingDataFlags): (group: ScoredDataGroup, view: GroupView) => object[];
+  selector(flags: TrainingDataFlags): (group: Pick<ScoredDataGroup, 'scores'>, view: GroupView) => object[];
 }
 
 /** A batch taken under a lease is served again to another trainer if not acked within this time. */
@@ -43,16 +43,20 @@ export async function runTrainingDataCommand(command: TrainingDataCommand, argv:
       return 0;
     }
     await mkdir(dirname(path), { recursive: true });
-    const file = await open(path, flags.appendToPrevious ? 'a' : 'wx');
+    // Opened once the first batch is seen through (a group that cannot be written fails before the file exists).
+    let opened: FileHandle | undefined;
+    const output = async () => (opened ??= await open(path, flags.appendToPrevious ? 'a' : 'wx'));
     try {
       const limit = flags.numSeqsToSave;
       // From the API a taken batch is written whole (as Atropos does), so none of its groups is lost.
       const exact = flags.source.kind !== 'api';
       const select = command.selector(flags);
       for await (const batch of source) {
-        for (const group of batch.groups) {
+        const views = batch.groups.map((group) => viewOf(group, tokenizer, flags.saveMessages));
+        const file = await output();
+        for (const [i, group] of batch.groups.entries()) {
           groups++;
-          let records = select(group, viewOf(group, tokenizer, flags.saveMessages));
+          let records = select(group, views[i]!);
           if (exact && limit !== null) records = records.slice(0, limit - written);
           if (records.length > 0) await file.write(records.map((r) => `${JSON.stringify(r)}\n`).join(''));
           written += records.length;
@@ -63,8 +67,9 @@ export async function runTrainingDataCommand(command: TrainingDataCommand, argv:
         io.status?.(`${written} ${command.noun} from ${plural(groups, 'group')}`);
         if (limit !== null && written >= limit) break;
       }
+      await output();
     } finally {
-      await file.close();
+      await opened?.close();
       io.status?.('');
     }
   } catch (error) {
@@ -83,6 +88,9 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 /** Text when a tokenizer is given (unless --save-messages), the group's messages otherwise. */
 function viewOf(group: GroupBatch['groups'][number], tokenizer: Tokenizer | undefined, saveMessages: boolean): GroupView {
   if (!tokenizer || saveMessages) return messagesView(group);
+  if ('messages_only' in group) {
+    throw new Error(`--tokenizer writes each sequence's decoded tokens, and ${MESSAGES_ONLY_NOT_TRAINING}: leave out --tokenizer (or pass --save-messages) to write its messages`);
+  }
   return textView(group.tokens.map((tokens) => tokenizer.decode(tokens)));
 }
 

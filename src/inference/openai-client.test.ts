@@ -117,6 +117,18 @@ describe('createOpenAIClient', () => {
     ]);
   });
 
+  it("counts a completion's tokens from the server's usage only when the response has one choice", async () => {
+    const choice = (index: number) => ({ index, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' });
+    const reply = (choices: unknown[], usage?: unknown) => ({ status: 200, body: { choices, ...(usage ? { usage } : {}) } });
+    const one = await serve({ responder: () => reply([choice(0)], { prompt_tokens: 9, completion_tokens: 7, total_tokens: 16 }) });
+    expect((await clientFor(one).generate(request({ messagesOnly: true })))[0]!.completionTokens).toBe(7);
+    // Two choices share one count: neither gets it. A body without usage gives none.
+    const two = await serve({ responder: () => reply([choice(0), choice(1)], { prompt_tokens: 9, completion_tokens: 7, total_tokens: 16 }) });
+    for (const c of await clientFor(two).generate(request({ n: 2, messagesOnly: true }))) expect(c).not.toHaveProperty('completionTokens');
+    const none = await serve({ responder: () => reply([choice(0)]) });
+    expect((await clientFor(none).generate(request({ messagesOnly: true })))[0]).not.toHaveProperty('completionTokens');
+  });
+
   it('classifies 429 with Retry-After as retryable and keeps the delay', async () => {
     const server = await serve({ responder: () => ({ status: 429, headers: { 'retry-after': '2' } }) });
     const err = await failure(clientFor(server).generate(request()));

@@ -37,6 +37,8 @@ const chatResponse = (tokenIds: z.ZodType<number[]>, entries: z.ZodType<z.output
     })),
     /** vLLM with `return_token_ids`: the rendered prompt's token ids. */
     prompt_token_ids: tokenIds.nullish(),
+    /** What the server counted, over all choices together. */
+    usage: z.looseObject({ completion_tokens: z.number().int().nonnegative().nullish() }).nullish(),
   });
 const ChatResponseSchema = chatResponse(ints, logprobEntries);
 /** The same, its token ids and logprob entries checked by loops (`number-rows.ts`), which a long completion needs. */
@@ -130,11 +132,14 @@ export function parseCompletions(text: string, n: number): Completion[] {
   }
   const parsed = parseHotFirst(HotChatResponseSchema, ChatResponseSchema, json);
   if (!parsed.success) throw new InferenceError('MalformedResponse', `malformed response: ${z.prettifyError(parsed.error)}`);
-  const { choices, prompt_token_ids } = parsed.data;
+  const { choices, prompt_token_ids, usage } = parsed.data;
   if (choices.length !== n) {
     throw new InferenceError('WrongChoiceCount', `asked for ${n} choices, the server returned ${choices.length}`);
   }
-  return [...choices].sort((a, b) => a.index - b.index).map((choice) => toCompletion(choice, prompt_token_ids ?? null));
+  const completions = [...choices].sort((a, b) => a.index - b.index).map((choice) => toCompletion(choice, prompt_token_ids ?? null));
+  // Usage counts all choices together: it is one completion's count only when there is one.
+  const counted = usage?.completion_tokens;
+  return completions.length === 1 && typeof counted === 'number' ? [{ ...completions[0]!, completionTokens: counted }] : completions;
 }
 
 function toCompletion(choice: ChatChoice, promptTokenIds: number[] | null): Completion {

@@ -68,6 +68,11 @@ export const CompletionSchema = z.object({
   tokenIds: ints.nullable(),
   /** Log-probability of each generated token under the sampling policy, aligned with `tokenIds`. */
   logprobs: floats.nullable(),
+  /**
+   * Tokens the server counted for this completion (`usage.completion_tokens` of a response with one choice); absent
+   * when it did not say, or said it for several choices together. A messages-only run counts its budget with it.
+   */
+  completionTokens: z.number().int().nonnegative().optional(),
 });
 export type Completion = z.infer<typeof CompletionSchema>;
 

@@ -53,6 +53,13 @@ export const BaseEnvConfigSchema = z.strictObject({
   eval_items: z.number().int().positive().default(100).describe('items of each evaluation during serve (the first n)'),
   /** Names this run: rollout workflow ids and store keys derive from it, so a re-run with the same id resumes. */
   run_id: z.string().regex(/^[A-Za-z0-9._-]+$/).nullable().default(null).describe('run name; the same id resumes the run'),
+  /**
+   * Ask the servers for messages only (no token ids, no logprobs), so that OpenAI's API and other hosted servers will
+   * do: groups are written as messages-only records (`"messages_only": true`, no tokens or masks), for evaluation data
+   * or SFT from a hosted model, never for RL training (`clotho serve` refuses it).
+   */
+  messages_only: z.boolean().default(false)
+    .describe('ask servers for messages only (no token ids, no logprobs: OpenAI\'s API and hosted ones will do); groups are written without tokens, for evaluation or SFT data, never RL training (process only)'),
 });
 export type BaseEnvConfig = z.infer<typeof BaseEnvConfigSchema>;
 

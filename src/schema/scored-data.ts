@@ -56,6 +56,39 @@ export const GROUP_ADDITIONS = {
 export const WrittenGroupSchema = ScoredDataGroupSchema.extend(GROUP_ADDITIONS);
 export type WrittenGroup = z.infer<typeof WrittenGroupSchema>;
 
+/**
+ * A group of a `--env.messages_only` run (`clotho process` against a server that returns messages only: OpenAI's API,
+ * most hosted ones). It has no token ids, masks or logprobs, so it is no `ScoredDataGroup`: a trainer cannot learn
+ * from it, and `clotho api` refuses it. What it has is what evaluation data and SFT from messages need: the scores,
+ * the conversations, the tools offered, Atropos's overrides and the sampling. `completion_tokens` counts each
+ * sequence's generated tokens as the server reported them (`usage.completion_tokens`), null when it did not for
+ * every turn of every sequence.
+ */
+export const MessagesOnlyGroupSchema = z.strictObject({
+  messages_only: z.literal(true),
+  scores: floats,
+  messages: z.array(z.array(MessageSchema)),
+  completion_tokens: z.array(z.number().int().nonnegative()).nullable(),
+  overrides: z.array(z.record(z.string(), z.unknown())).nullable(),
+  group_overrides: z.record(z.string(), z.unknown()).nullable(),
+  generation_params: z.record(z.string(), z.unknown()).nullable(),
+  ...GROUP_ADDITIONS,
+});
+export type MessagesOnlyGroup = z.infer<typeof MessagesOnlyGroupSchema>;
+
+/** A group as Clotho stores and writes it: a scored group, or a messages-only one. */
+export type StoredGroup = WrittenGroup | MessagesOnlyGroup;
+
+/** Whether a group (as parsed JSON) is a messages-only record. */
+export function isMessagesOnly(group: unknown): group is MessagesOnlyGroup {
+  return typeof group === 'object' && group !== null && (group as { messages_only?: unknown }).messages_only === true;
+}
+
+/** Why a messages-only group is not training data, for readers that need tokens. */
+export const MESSAGES_ONLY_NOT_TRAINING =
+  'a messages-only group (clotho process --env.messages_only) has no token ids, masks or logprobs, so it is no ' +
+  'ScoredDataGroup and no trainer can learn from it';
+
 /** A group's per-token rows checked by loops (`number-rows.ts`), to extend a group's schema with (`parseHotFirst`). */
 export const HOT_ROWS = {
   tokens: intRows,

@@ -55,7 +55,7 @@ describe('clotho process against a server that answers with messages only', () =
     expect(stdout).toContain('failed 2');
     for (const item of [0, 1]) {
       expect(stderr).toContain(`item ${item} failed: the inference server returned no logprobs, so the trajectory cannot carry ` +
-        'inference_logprobs; use a server that returns them (--openai.server_type vllm, sglang or llama); clotho evaluate needs none');
+        'inference_logprobs; use a server that returns them (--openai.server_type vllm, sglang or llama); clotho evaluate and clotho process --env.messages_only need none');
     }
   });
 });

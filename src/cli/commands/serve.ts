@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConfigError } from '../../env/config.js';
 import type { EnvRegistration } from '../../schema/api.js';
 import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
 import type { batcher } from '../../workflows/batcher.js';
@@ -55,6 +56,12 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
   for (const notice of plan.notices) io.err(`clotho serve: ${notice}`);
   const baseBatcherId = (plan.config.rest.flags as unknown as { 'batcher-id': string })['batcher-id'];
   const env = plan.config.env;
+  if (env.messages_only) {
+    throw new ConfigError([
+      '--env.messages_only: clotho serve feeds a trainer, and a trainer needs token ids, masks and logprobs; a ' +
+        'messages-only run is for evaluation or SFT data: run it with clotho process',
+    ]);
+  }
   return withRunSession(plan, async ({ temporal, workers, interrupted, metrics }) => {
     // The trainer's newest training run: a trainer that registered new settings moved clotho api onto a fresh batcher.
     const { run, workflowId: batcherId } = await currentRun(temporal.client, baseBatcherId);

@@ -77,3 +77,27 @@ describe('the viewer\'s server', () => {
     }
   });
 });
+
+describe('the viewer with a messages-only run (--env.messages_only)', () => {
+  it('lists and opens its rollouts: no tokens, the completion tokens the server counted', async () => {
+    const record = {
+      messages_only: true, scores: [1, -1], completion_tokens: [12, 30], overrides: null, group_overrides: null, generation_params: null,
+      messages: [[{ role: 'user', content: 'Q?' }, { role: 'assistant', content: 'yes' }], [{ role: 'user', content: 'Q?' }, { role: 'assistant', content: 'no' }]],
+      tools: [ADD_TOOL],
+    };
+    await writeFile(join(dir, 'messages.jsonl'), `${JSON.stringify(record)}\n`);
+    const view = createViewApp({
+      runs: [jsonlSource(join(dir, 'messages.jsonl'), { id: 'messages.jsonl', store: null })],
+      decoders: tokenDecoders(async () => null, false),
+      temporalUi: { base: 'http://ui.test', namespace: 'default' },
+    });
+    const read = async (path: string) => (await (await view.request(path)).json()) as Record<string, any>;
+    const groups = await read('/api/groups?run=messages.jsonl');
+    expect(groups.notices).toEqual([]);
+    expect(groups.groups[0].rollouts.map((r: { tokens: number; messagesOnly: boolean }) => [r.tokens, r.messagesOnly])).toEqual([[12, true], [30, true]]);
+    const { rollout } = await read('/api/rollout?run=messages.jsonl&group=line-1&sample=1');
+    expect(rollout).toMatchObject({ score: -1, messagesOnly: { completionTokens: 30 }, tokens: { ids: [], masks: [] } });
+    expect(rollout.messages.map((m: { text: string }) => m.text)).toEqual(['Q?', 'no']);
+    expect(rollout.tools.map((t: { name: string }) => t.name)).toEqual(['add']);
+  });
+});

@@ -1,5 +1,5 @@
 import type { GroupState } from '../../activities/group-state.js';
-import { MessageSchema, ToolDefinitionSchema, type Message } from '../../schema/scored-data.js';
+import { isMessagesOnly, MessageSchema, ToolDefinitionSchema, type Message } from '../../schema/scored-data.js';
 import { z } from 'zod';
 import type { RawGroup } from './model.js';
 
@@ -8,6 +8,7 @@ import type { RawGroup } from './model.js';
  * the optional fields or carry others. Only what the viewer shows must be there and well typed.
  */
 const ScoredLineSchema = z.looseObject({
+  messages_only: z.literal(false).optional(),
   tokens: z.array(z.array(z.number())),
   masks: z.array(z.array(z.number())),
   scores: z.array(z.number()),
@@ -18,8 +19,15 @@ const ScoredLineSchema = z.looseObject({
   tools: z.array(ToolDefinitionSchema).nullish(),
 });
 
+/** A messages-only group (`--env.messages_only`), read as loosely: no tokens, its counted completion tokens instead. */
+const MessagesOnlyLineSchema = ScoredLineSchema.omit({ tokens: true, masks: true, inference_logprobs: true }).extend({
+  messages_only: z.literal(true),
+  completion_tokens: z.array(z.number()).nullish(),
+});
+
 /** A JSONL line (or a store's `group.json`) as a viewer group; throws with the first problem when it is not one. */
 export function fromScored(value: unknown, parsed: unknown[] | null = null): RawGroup {
+  if (isMessagesOnly(value)) return fromMessagesOnly(value, parsed);
   const result = ScoredLineSchema.safeParse(value);
   if (!result.success) {
     const issue = result.error.issues[0]!;
@@ -40,6 +48,30 @@ export function fromScored(value: unknown, parsed: unknown[] | null = null): Raw
   };
 }
 
+function fromMessagesOnly(value: unknown, parsed: unknown[] | null): RawGroup {
+  const result = MessagesOnlyLineSchema.safeParse(value);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    throw new Error(`not a messages-only group: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  const group = result.data;
+  const n = group.scores.length;
+  const none = Array.from({ length: n }, (): number[] => []);
+  return {
+    scores: group.scores,
+    messages: Array.from({ length: n }, (_, i) => (group.messages?.[i] ?? []) as Message[]),
+    tokens: none,
+    masks: none,
+    logprobs: none.map(() => null),
+    overrides: Array.from({ length: n }, (_, i) => group.overrides?.[i] ?? null),
+    groupOverrides: group.group_overrides ?? null,
+    tools: group.tools ?? null,
+    parsed,
+    messagesOnly: true,
+    completionTokens: group.completion_tokens ?? null,
+  };
+}
+
 /**
  * A group that was never assembled (dropped, failed or still running) from its newest state in the store: the
  * trajectories as far as they got, with the scores Temporal knows (a dropped group's are all its mean) or none.
@@ -56,6 +88,7 @@ export function fromState(state: GroupState, scores: number | null, parsed: unkn
     groupOverrides: state.groupOverrides,
     tools: state.tools,
     parsed,
+    ...(state.messagesOnly ? { messagesOnly: true, completionTokens: trajectories.some((t) => t.uncounted) ? null : trajectories.map((t) => t.completionTokens) } : {}),
   };
 }
 

@@ -27,6 +27,10 @@ export interface RawGroup {
   tools: ToolDefinition[] | null;
   /** The environment's parsed answer per rollout (`parsed.json` beside the group); null when not recorded. */
   parsed: unknown[] | null;
+  /** A messages-only group (`--env.messages_only`): no tokens, masks or logprobs were recorded. */
+  messagesOnly?: boolean;
+  /** A messages-only group's completion tokens per rollout, as the server counted them; null when it did not. */
+  completionTokens?: number[] | null;
 }
 
 /** Where a group sits in a Clotho run: what its Temporal workflow id derives from. */
@@ -43,7 +47,10 @@ export interface RolloutSummary {
   /** Assistant turns. */
   turns: number;
   toolCalls: number;
-  tokens: number;
+  /** Tokens of the sequence; for a messages-only rollout, the completion tokens the server counted (null: not reported). */
+  tokens: number | null;
+  /** A rollout of a messages-only group: no tokens recorded. */
+  messagesOnly: boolean;
   /** Positions the trainer learns from (mask not -100). */
   trained: number;
   /** The per-turn rewards the environment's step gave (assistant messages' `reward`). */
@@ -109,7 +116,8 @@ export function summariseRollout(group: RawGroup, sample: number): RolloutSummar
     score: group.scores[sample] ?? null,
     turns: assistants.length,
     toolCalls: Math.max(calls.length, messages.filter((m) => m.role === 'tool').length),
-    tokens: group.tokens[sample]?.length ?? 0,
+    tokens: group.messagesOnly ? (group.completionTokens?.[sample] ?? null) : (group.tokens[sample]?.length ?? 0),
+    messagesOnly: group.messagesOnly === true,
     trained: masks.filter((m) => m !== -100).length,
     rewards: assistants.flatMap((m) => (typeof m.reward === 'number' ? [m.reward] : [])),
     truncated: group.overrides[sample]?.set_advantage_to_zero === true,

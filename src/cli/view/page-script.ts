@@ -101,7 +101,7 @@ function spreadStrip(scores) {
 function rolloutRow(group, r) {
   var facts = [r.turns + (r.turns === 1 ? ' turn' : ' turns')];
   if (r.toolCalls) facts.push(r.toolCalls + (r.toolCalls === 1 ? ' tool call' : ' tool calls'));
-  facts.push(r.tokens + ' tokens');
+  facts.push(r.messagesOnly ? 'messages only' + (r.tokens === null ? '' : ' · ' + r.tokens + ' completion tokens') : r.tokens + ' tokens');
   if (r.rewards.length) facts.push('rewards ' + r.rewards.map(fmt).join(', '));
   if (r.truncated) facts.push('truncated');
   var key = group.id + '#' + r.sample;
@@ -261,7 +261,11 @@ function renderRollout(group, r) {
       return el('li', { 'data-tool': t.name }, el('code', { text: t.name }), t.description ? ' — ' + t.description : '',
         t.parameters ? el('pre', { class: 'tool-parameters', text: t.parameters }) : '');
     })) : el('span', { class: 'missing', text: 'none offered or not recorded' }),
-    el('h3', { class: 'section', text: 'Tokens (' + r.tokens.ids.length + ')' }), legend, tokenView(r.tokens));
+    ...(r.messagesOnly
+      ? [el('h3', { class: 'section', text: 'Tokens' }), el('span', { class: 'missing', 'data-fact': 'messages-only',
+        text: 'none recorded: a messages-only run (--env.messages_only) keeps the messages alone, not training data' +
+          (r.messagesOnly.completionTokens === null ? '' : '; ' + r.messagesOnly.completionTokens + ' completion tokens counted by the server') })]
+      : [el('h3', { class: 'section', text: 'Tokens (' + r.tokens.ids.length + ')' }), legend, tokenView(r.tokens)]));
   detailBox.dataset.key = group.id + '#' + r.sample;
 }
 

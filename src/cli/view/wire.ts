@@ -97,5 +97,7 @@ export function rolloutDetail(group: RawGroup, sample: number, decode: PieceDeco
     messages,
     tools: (group.tools ?? []).map(toolSummary),
     tokens: { ids, masks: group.masks[sample] ?? [], logprobs: group.logprobs[sample] ?? null, pieces: decode(ids), tokenizer },
+    // A messages-only rollout has no tokens to show: the page says so, with the completion tokens the server counted.
+    messagesOnly: group.messagesOnly === true ? { completionTokens: group.completionTokens?.[sample] ?? null } : null,
   };
 }

@@ -108,4 +108,14 @@ describe('AtroposMetrics', () => {
     expect(out['gsm8k_0_train/percent_correct']).toBe(0.5);
     expect(out['gsm8k_0_train/rollouts']).toMatchObject({ data: [['user: q0.0\n\nassistant: a0.0', 1], ['user: q0.1\n\nassistant: a0.1', -1]] });
   });
+
+  it('takes the completion lengths of a messages-only group from the tokens the server counted, and none when it did not', () => {
+    const metrics = new AtroposMetrics(settings);
+    const messages = [chat('q', 'a'), chat('q', 'b')];
+    metrics.add({ itemIndex: 0, status: 'scored', scores: [1, -1], group: { messages_only: true, scores: [1, -1], messages, completion_tokens: [4, 10] } });
+    metrics.add({ itemIndex: 1, status: 'scored', scores: [1, -1], group: { messages_only: true, scores: [1, -1], messages, completion_tokens: null } });
+    const out = metrics.flush(0);
+    expect(out).toMatchObject({ 'train/completion_lengths': 7, 'train/completion_lengths_max': 10, 'train/completion_lengths_min': 4, 'train/completion_lengths_p95': 0.5 });
+    expect(out['train/rollouts']).toMatchObject({ data: [['user: q\n\nassistant: a', 1], ['user: q\n\nassistant: a', 1]] });
+  });
 });

@@ -1,4 +1,4 @@
-import { MASKED, type ScoredDataGroup } from '../../schema/scored-data.js';
+import { MASKED, type MessagesOnlyGroup, type ScoredDataGroup } from '../../schema/scored-data.js';
 import type { WandbMetrics, WandbTable } from './local-run.js';
 
 /** A rollout group as it finished, with what W&B's metrics need of it. */
@@ -11,8 +11,8 @@ export interface FinishedGroup {
   metrics?: Record<string, number>;
   /** Seconds from the group's start to its end. */
   seconds?: number;
-  /** The group as delivered (scored groups). */
-  group?: Pick<ScoredDataGroup, 'masks' | 'scores' | 'messages'>;
+  /** The group as delivered (scored groups): a scored group, or a messages-only one (`--env.messages_only`). */
+  group?: Pick<ScoredDataGroup, 'masks' | 'scores' | 'messages'> | Pick<MessagesOnlyGroup, 'messages_only' | 'completion_tokens' | 'scores' | 'messages'>;
 }
 
 /** Atropos's logging settings (BaseEnvConfig), and what Clotho knows that Atropos asked the trainer for. */
@@ -87,7 +87,9 @@ export class AtroposMetrics {
     }
     const group = finished.group;
     if (!group) return;
-    for (const mask of group.masks) this.lengths.push(mask.filter((t) => t !== MASKED).length);
+    // A messages-only group has no masks: its lengths are the completion tokens the server counted, if it did.
+    if ('messages_only' in group) this.lengths.push(...(group.completion_tokens ?? []));
+    else for (const mask of group.masks) this.lengths.push(mask.filter((t) => t !== MASKED).length);
     const keep = this.settings.numRolloutsPerGroupForLogging === -1 ? this.settings.groupSize : this.settings.numRolloutsPerGroupForLogging;
     const count = Math.min(keep, group.scores.length);
     this.rollouts.push(Array.from({ length: count }, (_, i) => [conversationText(group.messages, i), group.scores[i]!]));

@@ -30,7 +30,7 @@ const CompletionsResponseSchema = z.looseObject({
  */
 export const NO_LOGPROBS_MESSAGE =
   'the inference server returned no logprobs, so the trajectory cannot carry inference_logprobs; ' +
-  'use a server that returns them (--openai.server_type vllm, sglang or llama); clotho evaluate needs none';
+  'use a server that returns them (--openai.server_type vllm, sglang or llama); clotho evaluate and clotho process --env.messages_only need none';
 
 /**
  * A backend for any OpenAI-compatible chat endpoint. Token ids come from the server when it returns
