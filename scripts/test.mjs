@@ -1,5 +1,7 @@
-// The whole test suite: vitest (TypeScript) and pytest (the Python client), then one closing line with the
-// totals of both, so that a run reads as passed or failed at a glance (and CI can count it).
+// The whole test suite: the linters (`npm run lint`: ESLint, dependency-cruiser's layer rules, tsc), vitest
+// (TypeScript) and pytest (the Python client), then one closing line with the totals, so that a run reads as passed
+// or failed at a glance (and CI can count it). A lint failure counts as one failed test; the tests run anyway.
+// With arguments (a subset of the tests, passed to vitest) neither the linters nor pytest run.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 
@@ -7,6 +9,9 @@ const results = '.clotho/test-results';
 rmSync(results, { recursive: true, force: true });
 mkdirSync(results, { recursive: true });
 const passThrough = process.argv.slice(2);
+
+const lint = passThrough.length > 0 ? null : spawnSync('npm', ['run', 'lint'], { stdio: 'inherit' });
+if (lint && lint.status !== 0) console.log('\nlint: FAILED (ESLint, dependency-cruiser or tsc: see above); running the tests anyway\n');
 
 // The code-execution sandbox needs bubblewrap: installed here when missing and we are root (CI); otherwise the script
 // says what to do, and the sandbox's tests fail with the same message.
@@ -42,6 +47,10 @@ if (pytest) {
   } catch {
     totals.failed += 1;
   }
+}
+if (lint && lint.status !== 0) {
+  totals.failed += 1;
+  console.log('\nlint: FAILED (npm run lint), counted as one failed test');
 }
 console.log(`\ntests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
 process.exitCode = vitest.status !== 0 || (pytest && pytest.status !== 0) || totals.failed > 0 ? 1 : 0;

@@ -66,7 +66,7 @@ describe('fundamental_prediction data', () => {
     const { magnitude: _, ...noMagnitude } = FIXTURE_RECORDS[0]!;
     await writeFile(path, `${JSON.stringify(FIXTURE_RECORDS[1])}\n${JSON.stringify(noMagnitude)}\n${JSON.stringify({ ...FIXTURE_RECORDS[2], answer: 7 })}\n`);
     const error = fundamental.load(configFor(['--env.data_path', path]));
-    await expect(error).rejects.toThrow(/record 2: magnitude: .*\n  record 3: answer: /);
+    await expect(error).rejects.toThrow(/record 2: magnitude: .*\n {2}record 3: answer: /);
   });
 
   it('says so when the file is missing', async () => {

@@ -22,7 +22,10 @@ function cells(world: World): Map<number, string> {
     for (const [direction, next] of Object.entries(world.rooms[room]!.exits)) {
       const cell = `${r + step[direction]![0]},${c + step[direction]![1]}`;
       if (at.has(next)) expect(at.get(next)).toBe(cell);
-      else (at.set(next, cell), queue.push(next));
+      else {
+        at.set(next, cell);
+        queue.push(next);
+      }
     }
   }
   return at;

@@ -4,6 +4,7 @@ import blackjack from './blackjack.js';
 import taxi from './taxi.js';
 
 /** The games, by the name `--env.game` takes. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each game has its own config shape
 export const GAMES = { blackjack, taxi, adventure } as const satisfies Record<string, EnvironmentDefinition<GameItem, null, any>>;
 /** `blackjack`, `taxi` or `adventure`. */
 export type GameName = keyof typeof GAMES;

@@ -1,5 +1,5 @@
 import { describeFlags } from '../env/config.js';
-import { loadEnvironment } from '../env/registry.js';
+import { loadEnvironment } from './registry.js';
 import { formatEnvironments, listEnvironments } from './commands/list.js';
 import { RUN_FLAGS, type PlanOptions } from './run.js';
 

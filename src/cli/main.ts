@@ -81,8 +81,8 @@ const COMMANDS: Record<string, Command> = {
   },
   proxy: {
     summary: "Atropos's ManagedServer OpenAI proxy: token ids, masks and logprobs per session for plain-OpenAI agents",
-    run: async (args, io) => (await import('../inference/managed-proxy-server.js')).proxyCommand(args, io),
-    help: async () => (await import('../inference/managed-proxy-server.js')).PROXY_USAGE,
+    run: async (args, io) => (await import('./commands/proxy.js')).proxyCommand(args, io),
+    help: async () => (await import('./commands/proxy.js')).PROXY_USAGE,
   },
   view: {
     summary: 'browse runs, groups and rollouts (JSONL, store, Temporal) in a local web page',

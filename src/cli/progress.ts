@@ -101,7 +101,9 @@ export async function watchProgress(
     }
     shownKinds = kinds;
   };
-  const timer = setInterval(() => (polling = polling.then(poll)), 1_000);
+  const timer = setInterval(() => {
+    polling = polling.then(poll);
+  }, 1_000);
   try {
     const result = await connection.withAbortSignal(signal, () => handle.result());
     await polling;

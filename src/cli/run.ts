@@ -5,7 +5,7 @@ import { ConfigError, flagValue, resolveConfig, type ResolvedConfig } from '../e
 import { loadEnvironmentData, type LoadedEnvironment } from '../env/loaded.js';
 import { closeMcpServers } from '../env/mcp.js';
 import { reasoningOf } from '../env/thinking.js';
-import { loadEnvironment } from '../env/registry.js';
+import { loadEnvironment } from './registry.js';
 import { atroposFields, BaseEnvConfigSchema, type BaseEnvConfig } from '../schema/config.js';
 import type { EnvRunInput } from '../schema/rollout.js';
 import { openStore, STORE_FLAG_HELP } from '../store/open-store.js';

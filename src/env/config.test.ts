@@ -192,7 +192,7 @@ describe('resolveConfig', () => {
     const malformed = problemsOf(() => resolve(['--config', yamlFile('env:\n  group_size: 4\n  max_token_length: [1, 2\nopenai:\n  base_url: x\n')]));
     expect(malformed).toHaveLength(1);
     // What is wrong, the line and column, and the offending line itself.
-    expect(malformed[0]).toMatch(/^--config .*: Flow sequence in block collection .* at line 4, column 1:\n {4}4 \| openai:\n {4}  \| \^$/);
+    expect(malformed[0]).toMatch(/^--config .*: Flow sequence in block collection .* at line 4, column 1:\n {4}4 \| openai:\n {6}\| \^$/);
     expect(problemsOf(() => resolve(['--config']))).toEqual(['--config: expected a path to a YAML file']);
   });
 

@@ -15,6 +15,7 @@ export class ConfigError extends Error {
 }
 
 type Shape = z.ZodRawShape;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any item and parse types: config reads neither, and `unknown` would refuse environments whose methods take their own
 type Env<Extra extends Shape> = EnvironmentDefinition<any, any, Extra>;
 
 export interface ResolveConfigOptions<Extra extends Shape, Flags extends Shape> {
@@ -246,7 +247,7 @@ function servers(ns: 'openai' | 'teacher' | 'judge', fromYaml: unknown, flags: R
  * ATROPOS-API.md §3.7): CLI > YAML > environment defaults > schema defaults, merged recursively.
  * @throws ConfigError listing every problem at once.
  */
-export function resolveConfig<Extra extends Shape, Flags extends Shape = {}>(
+export function resolveConfig<Extra extends Shape, Flags extends Shape = Record<never, never>>(
   options: ResolveConfigOptions<Extra, Flags>,
 ): ResolvedConfig<Extra, Flags> {
   const { environment } = options;

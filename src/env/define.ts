@@ -263,6 +263,7 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
 export type EnvConfig<Extra extends z.ZodRawShape> = BaseEnvConfig & z.infer<z.ZodObject<Extra>>;
 
 // Environments differ in item, parse and config types; the registry holds them side by side.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- one type for environments of different type arguments (`unknown` would refuse their methods' parameters)
 export type AnyEnvironment = EnvironmentDefinition<any, any, any>;
 
 /** Declares an environment; the identity function that gives its parts their types. */

@@ -198,7 +198,7 @@ export const GAME_CONFIG = {
 };
 
 /** A game's resolved config: base fields, {@link GAME_CONFIG} and its own. */
-export type GameConfig<Extra extends z.ZodRawShape = {}> = EnvConfig<typeof GAME_CONFIG> & z.infer<z.ZodObject<Extra>>;
+export type GameConfig<Extra extends z.ZodRawShape = Record<never, never>> = EnvConfig<typeof GAME_CONFIG> & z.infer<z.ZodObject<Extra>>;
 
 /** One episode: its index and the seed it starts from. Every sample of a group starts the same game. */
 export interface GameItem {

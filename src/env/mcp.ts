@@ -91,8 +91,14 @@ const ANSWERED = new Set<number>([ErrorCode.ParseError, ErrorCode.InvalidRequest
 // Size from the base64 length, without decoding what may be megabytes.
 const bytes = (base64: string): string => `${Math.floor((base64.length * 3) / 4) - (/=*$/.exec(base64)?.[0].length ?? 0)} bytes`;
 
+/** The fields of an MCP content part that {@link partText} reads; a server of any protocol version may leave any out. */
+interface ContentPart {
+  type?: unknown; text?: unknown; mimeType?: unknown; data?: unknown; uri?: unknown; name?: unknown;
+  resource?: { text?: unknown; uri?: unknown; mimeType?: unknown; blob?: unknown };
+}
+
 /** One content part as text: text as is, everything else summarized (the model cannot see images in a tool result). */
-function partText(part: Record<string, any>): string {
+function partText(part: ContentPart): string {
   switch (part.type) {
     case 'text': return String(part.text);
     case 'image':

@@ -36,6 +36,7 @@ export function defineReward<Params extends z.ZodRawShape>(definition: RewardDef
 }
 
 /** Reward functions by name. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- rewards of different item types side by side
 export type RewardRegistry = Record<string, RewardDefinition<any>>;
 
 /** The built-in reward functions: accuracy, format, length, repetition_penalty, cosine_scaled. */

@@ -9,6 +9,7 @@ import { runEpisode, type AssistantTurn, type Episode } from './episode.js';
  * the environment's own defaults, then the flags. Throws `ConfigError` naming every bad flag.
  */
 export function resolveEnvConfig<Extra extends z.ZodRawShape>(
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any item and parse types: only the config shape matters here
   definition: EnvironmentDefinition<any, any, Extra>,
   argv: string[] = [],
 ): EnvConfig<Extra> {
@@ -30,6 +31,7 @@ export interface PlayOptions<Item> {
  * Plays one episode of an environment against scripted assistant replies, in this process: prompt, tools executed,
  * steps, parse and score exactly as a rollout runs them, without Temporal or a model. For environments' unit tests.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the parse type and config shape are the environment's own; the episode reads neither by type
 export async function playEpisode<Item>(definition: EnvironmentDefinition<Item, any, any>, options: PlayOptions<Item>): Promise<Episode> {
   const config = resolveEnvConfig(definition, options.argv ?? []);
   const replies = options.replies;

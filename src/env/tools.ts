@@ -9,6 +9,7 @@ export { parseToolCalls, type MalformedToolCall, type ToolCallRequest } from '..
 export interface ToolContext<Item = unknown> extends Liveness {
   item: Item;
   /** The trajectory's state slot; a tool may change it (assign or mutate), and the change is stored durably. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the environment's own state, whatever its type: tools assign and mutate it freely (public API)
   state: any;
   /** What the group's `setup` returned (null without setup). */
   group: unknown;
@@ -28,6 +29,7 @@ export interface ToolContext<Item = unknown> extends Liveness {
  * the model should see (bad input, nothing found); any other exception is an infrastructure failure, retried by the
  * `tool` step's policy and, when retries run out, the group's failure — never a reward.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- defaults for a list of tools of different arguments and items (`unknown` would refuse their `execute`)
 export interface Tool<Args = any, Item = any> {
   name: string;
   description: string;
@@ -37,12 +39,14 @@ export interface Tool<Args = any, Item = any> {
 }
 
 /** Declares a tool; the identity function that types `execute`'s arguments from `parameters`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a tool that does not name its item type fits any environment
 export function defineTool<S extends z.ZodType, Item = any>(tool: {
   name: string;
   description: string;
   parameters: S;
   execute(args: z.infer<S>, context: ToolContext<Item>): MaybePromise<string | Record<string, unknown>>;
 }): Tool<z.infer<S>, Item>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a tool that does not name its item type fits any environment
 export function defineTool<Item = any>(tool: Tool<Record<string, unknown>, Item>): Tool<Record<string, unknown>, Item>;
 export function defineTool(tool: Tool): Tool {
   return tool;

@@ -253,6 +253,7 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
   }
 
   function probe(server: Server): void {
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises -- the probe's failure is caught inside; nothing else awaits
     const timer = setTimeout(async () => {
       timers.delete(timer);
       const failures = server.failures;

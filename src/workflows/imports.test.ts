@@ -1,5 +1,6 @@
-import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cruise, type ICruiseResult } from 'dependency-cruiser';
 import extractDepcruiseOptions from 'dependency-cruiser/config-utl/extract-depcruise-options';
@@ -7,45 +8,19 @@ import extractTSConfig from 'dependency-cruiser/config-utl/extract-ts-config';
 import { describe, expect, it } from 'vitest';
 
 /**
- * Workflow code runs in Temporal's sandbox: an import of a Node built-in or of activity code by value passes
- * the compiler and then crash-loops the worker. Workflow files may import @temporalio/workflow and
- * @temporalio/common, other workflow files, schema modules that import nothing by value themselves (pure helpers
- * shared with activities, such as `schema/text.ts`), and anything else only as types.
+ * What imports may do is dependency-cruiser's (`.dependency-cruiser.cjs`, run by `npm run lint`: the layers, the
+ * workflow sandbox, the environments' public entry) and ESLint's (no Node built-ins in workflow files). Here: that
+ * those rules do report a broken layer, and the one rule about workflow code that no import graph shows.
  */
 const folder = new URL('./', import.meta.url);
-const schemaFolder = new URL('../schema/', import.meta.url);
-
-function valueImports(source: string): string[] {
-  const imports = [...source.matchAll(/^import\s+(type\s+)?[^'"]*?from\s+'([^']+)';/gms)];
-  return imports
-    .filter(([statement, typeOnly]) => !typeOnly && !/^import\s+\{\s*(type\s+\w+\s*,?\s*)+\}/.test(statement!))
-    .map(([, , specifier]) => specifier!);
-}
-
-/** Whether the schema module (`text.js`) imports nothing by value: only such a one is safe in the sandbox. */
-async function importsNothing(module: string): Promise<boolean> {
-  return valueImports(await readFile(new URL(module.replace(/\.js$/, '.ts'), schemaFolder), 'utf8')).length === 0;
-}
+const root = fileURLToPath(new URL('../../', import.meta.url));
 
 describe('workflow files', () => {
-  it('import only the workflow API, Temporal common types, and other workflow files by value', async () => {
-    const files = (await readdir(folder)).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
-    expect(files).toContain('rollout-group.ts');
-    const offences: string[] = [];
-    for (const file of files) {
-      for (const specifier of valueImports(await readFile(new URL(file, folder), 'utf8'))) {
-        const allowed = specifier === '@temporalio/workflow' || specifier === '@temporalio/common' || /^\.\/[\w-]+\.js$/.test(specifier)
-          || (/^\.\.\/schema\/[\w-]+\.js$/.test(specifier) && await importsNothing(specifier.slice('../schema/'.length)));
-        if (!allowed) offences.push(`${file}: ${specifier}`);
-      }
-    }
-    expect(offences).toEqual([]);
-  });
-
   // index.ts states the rule: a local activity's result can arrive at another point on replay than when it
   // first ran, so only workflows that never have two branches issuing commands may use one.
   it('use local activities only in straight-line workflows (rollout-group), never beside other branches', async () => {
     const files = (await readdir(folder)).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
+    expect(files).toContain('rollout-group.ts');
     const users: string[] = [];
     for (const file of files) {
       if (/\b(stepActivities|proxyLocalActivities)\s*[<(]/.test(await readFile(new URL(file, folder), 'utf8'))) users.push(file);
@@ -53,52 +28,82 @@ describe('workflow files', () => {
     // activity-options defines the helper; env-run-legacy is frozen code that old runs replay on.
     expect(users.sort()).toEqual(['activity-options.ts', 'env-run-legacy.ts', 'rollout-group.ts']);
   });
-
-  it('allow a schema module only when it imports nothing by value', async () => {
-    expect(await importsNothing('text.js')).toBe(true);
-    expect(await importsNothing('rollout.js')).toBe(false);
-  });
-
-  it('the check sees value imports for what they are', () => {
-    expect(valueImports("import { readFile } from 'node:fs';\nimport type { X } from '../activities/a.js';")).toEqual(['node:fs']);
-  });
 });
 
-/** `src/` cruised by dependency-cruiser with `.dependency-cruiser.cjs` (value imports only: type-only ones are erased). */
-async function cruiseSrc(): Promise<ICruiseResult> {
-  const root = fileURLToPath(new URL('../../', import.meta.url));
-  const options = await extractDepcruiseOptions(join(root, '.dependency-cruiser.cjs'));
-  const tsConfig = extractTSConfig(join(root, 'tsconfig.json'));
-  const result = await cruise(['src'], { ...options, baseDir: root, outputType: 'json' }, undefined, { tsConfig });
-  return JSON.parse(result.output as string) as ICruiseResult;
+/**
+ * A tree that breaks each rule once, and keeps each exception once: file → source. Imports name `.js` files, as
+ * Clotho's own do (NodeNext).
+ */
+const FIXTURE: Record<string, string> = {
+  'src/schema/a.ts': "import { c } from '../cli/c.js';\nexport const a = c;", // up from the bottom layer
+  'src/schema/fs.ts': "import { readFileSync } from 'node:fs';\nexport const read = readFileSync;",
+  'src/schema/pure.ts': 'export const pure = 1;',
+  'src/store/p.ts': "import { q } from './q.js';\nexport const p = () => q;",
+  'src/store/q.ts': "import { p } from './p.js';\nexport const q = () => p;", // a circle
+  'src/env/registry.ts': "export const load = () => import('../../environments/foo/index.js');", // the SDK loads its users
+  'src/activities/signal.ts': [
+    "import { ping } from '../workflows/messages.js';", // allowed: the client-facing definitions
+    "import type { run } from '../workflows/run.js';", // allowed: a type is erased
+    'export const signal = (r: typeof run) => [ping, r];',
+  ].join('\n'),
+  'src/workflows/messages.ts': 'export const ping = 1;',
+  'src/workflows/run.ts': "import { pure } from '../schema/pure.js';\nexport const run = () => pure;", // allowed
+  'src/workflows/reads.ts': "import { read } from '../schema/fs.js';\nexport const reads = read;", // a built-in, through schema
+  'src/api/start.ts': "import { run } from '../workflows/run.js';\nexport const start = run;", // a workflow's code
+  'src/workers/w.ts': "import { start } from '../api/start.js';\nexport const w = start;", // a sibling layer
+  'src/cli/c.ts': "import { w } from '../workers/w.js';\nexport const c = () => w;", // allowed: cli imports all
+  'environments/foo/index.ts': [
+    "import { pure } from '../../src/schema/pure.js';", // past the public entry
+    "import { bar } from '../bar/index.js';", // another environment
+    "import { own } from './own.js';", // allowed
+    'export default [pure, bar, own];',
+  ].join('\n'),
+  'environments/foo/own.ts': 'export const own = 1;',
+  'environments/bar/index.ts': 'export const bar = 1;',
+};
+
+/** The violations `.dependency-cruiser.cjs` finds in {@link FIXTURE}, as `rule: from → to`. */
+async function fixtureViolations(): Promise<string[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'clotho-layers-'));
+  try {
+    for (const [file, source] of Object.entries(FIXTURE)) {
+      await mkdir(dirname(join(dir, file)), { recursive: true });
+      await writeFile(join(dir, file), `${source}\n`);
+    }
+    await writeFile(join(dir, 'tsconfig.json'), await readFile(join(root, 'tsconfig.json'), 'utf8'));
+    const options = await extractDepcruiseOptions(join(root, '.dependency-cruiser.cjs'));
+    const tsConfig = extractTSConfig(join(dir, 'tsconfig.json'));
+    const result = await cruise(['src', 'environments'], { ...options, baseDir: dir, outputType: 'json' }, undefined, { tsConfig });
+    const { summary } = JSON.parse(result.output as string) as ICruiseResult;
+    return summary.violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`).sort();
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
-/** The workflow modules that code outside `src/workflows` may import by value: definitions, no workflow code. */
-const CLIENT_FACING = ['src/workflows/messages.ts', 'src/workflows/search-attributes.ts'];
-
-describe('src/ imports', () => {
-  const cruised = cruiseSrc();
-
-  // Clients (cli, api, activities, workers) start workflows by type name with `import type`, and import messages,
-  // ids and search attributes from messages.ts and search-attributes.ts: never a workflow implementation by value.
-  it('of workflow modules from outside src/workflows are of messages.ts and search-attributes.ts only', async () => {
-    const { modules } = await cruised;
-    const offences = modules
-      .filter((m) => m.source.startsWith('src/') && !m.source.startsWith('src/workflows/'))
-      .flatMap((m) =>
-        m.dependencies
-          .filter((d) => d.resolved.startsWith('src/workflows/') && !CLIENT_FACING.includes(d.resolved))
-          .map((d) => `${m.source} → ${d.resolved}`),
-      );
-    expect(offences).toEqual([]);
+describe('.dependency-cruiser.cjs', () => {
+  it('reports each broken layer, the workflow sandbox and the environments\' door, and nothing the rules allow', async () => {
+    expect(await fixtureViolations()).toEqual([
+      'environments-public-sdk: environments/foo/index.ts → environments/bar/index.ts',
+      'environments-public-sdk: environments/foo/index.ts → src/schema/pure.ts',
+      'layer-schema: src/schema/a.ts → src/cli/c.ts',
+      'layer-workers: src/workers/w.ts → src/api/start.ts',
+      'no-circular: src/store/p.ts → src/store/q.ts',
+      'sdk-above-environments: src/env/registry.ts → environments/foo/index.ts',
+      'workflow-internals: src/api/start.ts → src/workflows/run.ts',
+      'workflow-sandbox: src/workflows/reads.ts → fs',
+    ]);
   }, 120_000);
 
-  // Value imports only: `import type` / `export type` close no circle at run time and are allowed to.
-  it('form no circles (dependency-cruiser no-circular)', async () => {
-    const { summary } = await cruised;
-    const circles = summary.violations
-      .filter((v) => v.rule.name === 'no-circular')
-      .map((v) => [v.from, ...(v.cycle ?? []).map((step) => step.name)].join(' → '));
-    expect(circles).toEqual([]);
-  }, 120_000);
+  it('states every layer of ARCHITECTURE.md, lowest first (cli, the top, may import them all)', async () => {
+    const { ruleSet } = await extractDepcruiseOptions(join(root, '.dependency-cruiser.cjs'));
+    expect(ruleSet!.forbidden!.map((rule) => rule.name)).toEqual([
+      'no-circular',
+      ...['schema', 'store', 'inference', 'env', 'activities', 'workflows', 'api', 'workers'].map((l) => `layer-${l}`),
+      'workflow-internals',
+      'workflow-sandbox',
+      'environments-public-sdk',
+      'sdk-above-environments',
+    ]);
+  });
 });

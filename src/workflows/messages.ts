@@ -20,7 +20,7 @@ import type { BatcherRoom, EnvRunStatus } from '../schema/rollout.js';
  * and update, the ids workflows are started under, and the lease ids of batches. Clients (cli, api, activities,
  * workers) import workflow code from here only (and search-attributes.ts); they start a workflow by its type name
  * with its function's type (`start<typeof envRun>('envRun', ...)`, `import type`), never by value.
- * `src/workflows/imports.test.ts` checks both. Payloads and answers are typed from `src/schema`.
+ * `.dependency-cruiser.cjs` (`workflow-internals`) checks both. Payloads and answers are typed from `src/schema`.
  *
  * The name strings are in recorded histories and running workflows: changing one breaks replay and live runs.
  */

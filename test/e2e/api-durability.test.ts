@@ -56,7 +56,7 @@ describe('the trajectory API loses nothing', () => {
     api = await startApiProcess({ temporalAddress: server.address });
     const http = apiClient(api.url);
     await prepare(http);
-    server.kill();
+    await server.kill();
     server = await startIsolatedDevServer({ dbFile, port });
     // The API reconnects by itself; wait until the batcher answers again.
     await waitFor(async () => (await http.get('/status')).status === 200, 60_000, 'the API to reach the restarted server');

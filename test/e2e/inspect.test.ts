@@ -36,7 +36,7 @@ afterAll(() => harness?.close());
 /** Step lines without their offset and duration (`   +0.215s      69 ms  generateTurn …` → `generateTurn …`). */
 const stepLines = (stdout: string) =>
   stdout.split('\n').flatMap((line) => {
-    const match = /^\s+\+\d+\.\d{3}s\s+(\d+ ms|\d+\.\d\d s)  (.*)$/.exec(line);
+    const match = /^\s+\+\d+\.\d{3}s\s+(\d+ ms|\d+\.\d\d s) {2}(.*)$/.exec(line);
     return match ? [match[2]!] : [];
   });
 

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startManagedProxy, type RunningManagedProxy } from '../../src/inference/managed-proxy-server.js';
+import { startManagedProxy, type RunningManagedProxy } from '../../src/cli/commands/proxy.js';
 import { loadTokenizer, type Tokenizer } from '../../src/inference/tokenizer.js';
 import { MASKED, MASKED_LOGPROB } from '../../src/schema/scored-data.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';

@@ -84,7 +84,7 @@ describe('an environment in a folder of its own', () => {
     const script = `
       import { register } from ${JSON.stringify(pathToFileURL(join(repo, 'node_modules/tsx/dist/esm/api/index.mjs')).href)};
       register();
-      const { loadEnvironment } = await import(${JSON.stringify(pathToFileURL(join(repo, 'src/env/registry.ts')).href)});
+      const { loadEnvironment } = await import(${JSON.stringify(pathToFileURL(join(repo, 'src/cli/registry.ts')).href)});
       const sdk = await import(${JSON.stringify(pathToFileURL(join(repo, 'src/index.ts')).href)});
       const pasted = await loadEnvironment(${JSON.stringify(join(root, 'bare/my-env.ts'))});
       await loadEnvironment('my-clotho-env');

@@ -1,6 +1,6 @@
 import { ConfigError } from '../../env/config.js';
 import type { AnyEnvironment } from '../../env/define.js';
-import { builtInEnvironments, loadEnvironment } from '../../env/registry.js';
+import { builtInEnvironments, loadEnvironment } from '../registry.js';
 import type { CommandIo } from '../io.js';
 
 export const LIST_USAGE = `Usage: clotho list

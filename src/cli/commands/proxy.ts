@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { startApiServer } from '../api/server.js';
-import { ServerConfigSchema, SERVER_TYPES, type ServerConfig } from '../schema/config.js';
-import { createManagedProxy } from './managed-proxy.js';
-import { loadTokenizer } from './tokenizer.js';
-import { untilInterrupted } from '../cli/interrupt.js';
+import { startApiServer } from '../../api/server.js';
+import { ServerConfigSchema, SERVER_TYPES, type ServerConfig } from '../../schema/config.js';
+import { createManagedProxy } from '../../api/managed-proxy.js';
+import { loadTokenizer } from '../../inference/tokenizer.js';
+import { untilInterrupted } from '../interrupt.js';
 
 /**
  * The proxy's config file, as Atropos's `managed_server_proxy --config servers.json` reads it:

@@ -4,8 +4,8 @@ import { register } from 'node:module';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { ConfigError } from './config.js';
-import type { AnyEnvironment } from './define.js';
+import { ConfigError } from '../env/config.js';
+import type { AnyEnvironment } from '../env/define.js';
 
 /** Built-in environments, imported only when asked for so that one broken environment cannot break the others. */
 const BUILT_IN: Record<string, () => Promise<{ default: unknown }>> = {

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
-import { responseJson } from '../api/render.js';
+import { responseJson } from './render.js';
 import { ServerConfigSchema, SERVER_TYPES, type ServerConfig } from '../schema/config.js';
 import { MessageSchema } from '../schema/scored-data.js';
-import { InferenceError } from './errors.js';
-import { ManagedSession, nodeJson, type SessionRequest } from './managed-session.js';
-import { createServerManager, type ServerManager } from './server-manager.js';
-import type { Tokenizer } from './tokenizer.js';
+import { InferenceError } from '../inference/errors.js';
+import { ManagedSession, nodeJson, type SessionRequest } from '../inference/managed-session.js';
+import { createServerManager, type ServerManager } from '../inference/server-manager.js';
+import type { Tokenizer } from '../inference/tokenizer.js';
 
 /**
  * Atropos's ManagedServer OpenAI proxy (`managed_server_proxy.py`), same endpoints and shapes: agent code that
