@@ -6,6 +6,7 @@ import type { BatcherInput } from '../workflows/batcher.js';
 import { currentRun, ensureBatcher, runExists, startNextRun, type BatcherRun } from './batcher.js';
 import type { ServiceFlags } from './commands/api.js';
 import { openTemporal } from './runtime.js';
+import { refuseUnreplayable } from './versions.js';
 
 /**
  * The service behind `clotho api`: the batcher workflow (started if it is not running, its worker run here)
@@ -30,7 +31,11 @@ export async function createBatcherService(flags: ServiceFlags) {
     let run: BatcherRun = await currentRun(temporal.client, flags.batcherId);
     const sa = temporal.searchAttributes;
     if (flags.newRun && (await runExists(temporal.client, run.workflowId))) run = await startNextRun(temporal.client, flags.batcherId, run, input, sa);
-    else await ensureBatcher(temporal.client, run.workflowId, input, sa);
+    else {
+      // Before this worker polls: a batcher started by a Clotho older than the replay baseline is refused, not replayed.
+      await refuseUnreplayable(temporal.client, `training run ${run.run} of batcher ${flags.batcherId}`, run.workflowId, 'start a new training run (clotho api --new-run)');
+      await ensureBatcher(temporal.client, run.workflowId, input, sa);
+    }
     const worker = await startBatcherWorker({
       address: temporal.endpoint.address,
       connection: temporal.endpoint.connection,

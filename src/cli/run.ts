@@ -16,6 +16,7 @@ import { INFERENCE_FLAGS, openInference, type RunInference } from './inference-s
 import { interruption } from './interrupt.js';
 import { recordRunConfig, runConfigKey, settleRunConfig, type RunConfigRecord, type SettledRunConfig } from './run-config.js';
 import { startRunMetrics } from './run-metrics.js';
+import { refuseUnreplayable } from './versions.js';
 import { openTemporal, runTaskQueues, type TemporalRuntime } from './runtime.js';
 
 /** Flags every rollout command takes besides the `--env.*`, `--openai.*`, `--teacher.*` and `--steps.*` namespaces. */
@@ -173,6 +174,10 @@ export async function withRunSession<T>(
     const temporal = await openTemporal();
     const stop = interruption();
     try {
+      // A run resumed (or served by more workers) must be one this code can replay: checked before any worker polls.
+      if (plan.config.env.run_id !== null) {
+        await refuseUnreplayable(temporal.client, `run ${plan.runId}`, `clotho/${plan.runId}/${plan.definition.name}`);
+      }
       const telemetry = await startRunMetrics(plan, temporal, `clotho/${plan.runId}/${plan.definition.name}`);
       try {
         // Any run's workers can finish a run that feeds a batcher (env-runs started before room pushes read it).
