@@ -115,7 +115,6 @@ export function envRunSettings(plan: RunPlan, searchAttributes: boolean): Omit<E
       steps,
       searchAttributes,
       ...(plan.definition.judge ? { judged: true } : {}),
-      finishInOneStep: true,
       ...(plan.definition.setup || plan.definition.teardown
         ? { hooks: { setup: Boolean(plan.definition.setup), teardown: Boolean(plan.definition.teardown) } }
         : {}),
@@ -128,7 +127,7 @@ export async function startRunWorkers(
   plan: RunPlan,
   temporal: TemporalRuntime,
   inference: RunInference,
-  options: Pick<Parameters<typeof startWorkers>[0], 'wrapActivities' | 'batcherClient' | 'activityInterceptors'> = {},
+  options: Pick<Parameters<typeof startWorkers>[0], 'wrapActivities' | 'activityInterceptors'> = {},
 ): Promise<{ workers: RunningWorkers; environment: LoadedEnvironment }> {
   const environment = await loadEnvironmentData(plan.definition, plan.config.env);
   // The run carries this config from now on: later commands of it adopt it or are refused.
@@ -180,9 +179,8 @@ export async function withRunSession<T>(
       }
       const telemetry = await startRunMetrics(plan, temporal, `clotho/${plan.runId}/${plan.definition.name}`);
       try {
-        // Any run's workers can finish a run that feeds a batcher (env-runs started before room pushes read it).
         const interceptors = telemetry.metrics?.interceptors;
-        const { workers } = await startRunWorkers(plan, temporal, inference, { batcherClient: temporal.client, activityInterceptors: interceptors });
+        const { workers } = await startRunWorkers(plan, temporal, inference, { activityInterceptors: interceptors });
         try {
           return await body({ inference, temporal, workers, interrupted: stop.promise, metrics: telemetry.metrics });
         } finally {

@@ -2,7 +2,7 @@ import { ParentClosePolicy, executeChild, log } from '@temporalio/workflow';
 import type { EnvRunInput, EvalProgress, EvalSchedule, EvaluationResult } from '../schema/rollout.js';
 import { evaluation } from './evaluation.js';
 import { causeOf, evaluationId } from './messages.js';
-import { versionTags } from './rollout-children.js';
+import { runVersion, versionTags } from './rollout-children.js';
 import { ENVIRONMENT, RUN_ID } from './search-attributes.js';
 
 /** Finished evaluations kept in the progress (the child workflows keep every one). */
@@ -60,7 +60,7 @@ export function recordEvaluationFailure(progress: EvalProgress, step: number, me
  */
 export async function runEvaluation(input: EnvRunInput, schedule: EvalSchedule, progress: EvalProgress, step: number): Promise<void> {
   const workflowId = evaluationId(input.runId, input.environment, step);
-  const { memo, version } = versionTags();
+  const { memo, version } = versionTags(runVersion());
   try {
     const result = await executeChild(evaluation, {
       workflowId,

@@ -13,9 +13,8 @@ export function runVersion(): string | undefined {
   return typeof version === 'string' ? version : undefined;
 }
 
-/** A child's memo and version attribute: the run's version, when the run recorded one. */
-export function versionTags(): { memo?: Record<string, unknown>; version: { key: typeof VERSION; value: string }[] } {
-  const version = runVersion();
+/** A child's memo and version attribute: the run's version (`runVersion()`), when the run recorded one. */
+export function versionTags(version: string | undefined): { memo?: Record<string, unknown>; version: { key: typeof VERSION; value: string }[] } {
   return version === undefined ? { version: [] } : { memo: { [VERSION_MEMO]: version }, version: [{ key: VERSION, value: version }] };
 }
 
@@ -26,8 +25,9 @@ export function versionTags(): { memo?: Record<string, unknown>; version: { key:
 export function rolloutGroupOptions(
   input: EnvRunInput,
   itemIndex: number,
+  runVersion: string | undefined,
 ): Pick<ChildWorkflowOptions, 'workflowId' | 'parentClosePolicy' | 'typedSearchAttributes' | 'workflowExecutionTimeout' | 'memo'> {
-  const { memo, version } = versionTags();
+  const { memo, version } = versionTags(runVersion);
   return {
     ...(memo ? { memo } : {}),
     workflowId: rolloutGroupId(input.runId, input.environment, itemIndex),
