@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTaskQueues } from '../../src/cli/runtime.js';
 import { CLOTHO_VERSION, REPLAY_BASELINE } from '../../src/version.js';
+import { BATCHER_TASK_QUEUE } from '../../src/workers/workers.js';
 import { runClotho } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { temporalEnv as env, useScratch } from '../support/runs.js';
@@ -72,15 +73,15 @@ describe('runs older than the replay baseline', () => {
     expect(await workflowTasksTaken(workflowId)).toBe(0);
   });
 
-  it("clotho api refuses a batcher started before versions, and its worker takes none of the batcher's tasks", async () => {
+  it('clotho api refuses a batcher started before versions, before its worker starts', async () => {
     const { client } = await testConnection();
     const batcherId = uniqueId('old-batcher');
-    await client.workflow.start('batcher', { workflowId: batcherId, taskQueue: 'clotho-batcher', args: [{ trainer: { kind: 'http' } }] });
+    await client.workflow.start('batcher', { workflowId: batcherId, taskQueue: BATCHER_TASK_QUEUE, args: [{ trainer: { kind: 'http' } }] });
     const { code, stderr } = await runClotho(['api', '--port', '0', '--batcher-id', batcherId, '--store', scratch.path('store')], env());
     expect(code).toBe(2);
     expect(stderr).toContain(`clotho api: training run 1 of batcher ${batcherId} (workflow ${batcherId}) was started before Clotho recorded versions`);
     expect(stderr).toContain('Finish it with Clotho 0.1.0 (npm install clotho@0.1.0) or start a new training run (clotho api --new-run)');
-    expect(await workflowTasksTaken(batcherId)).toBe(0);
+    // No count of its workflow tasks: batchers share one task queue, which other test files' APIs may serve meanwhile.
     await client.workflow.getHandle(batcherId).terminate('test over');
   });
 
