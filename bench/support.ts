@@ -160,7 +160,6 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
           taskQueues: { llm: queues.llm, env: queues.env },
           steps,
           searchAttributes: true,
-          finishInOneStep: true,
         },
       };
       const start = performance.now();

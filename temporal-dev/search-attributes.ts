@@ -16,6 +16,7 @@ export const CLOTHO_SEARCH_ATTRIBUTES = {
   ClothoMeanScore: 'Double',
   ClothoTurns: 'Int',
   ClothoToolCalls: 'Int',
+  ClothoVersion: 'Keyword',
 } as const satisfies Record<string, CliSearchAttributeType>;
 
 const SDK_TYPE = {

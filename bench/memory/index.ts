@@ -117,7 +117,6 @@ function envRunInput(prefix: string, runId: string, groups: number, maxInFlight:
       taskQueues: { llm: queues.llm, env: queues.env },
       steps: toStepOptions(defaultStepConfigs({ generate: timeoutS, teacher: timeoutS })),
       searchAttributes: true,
-      finishInOneStep: true,
     },
   };
 }

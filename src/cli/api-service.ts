@@ -6,6 +6,7 @@ import type { BatcherInput } from '../workflows/batcher.js';
 import { currentRun, ensureBatcher, runExists, startNextRun, type BatcherRun } from './batcher.js';
 import type { ServiceFlags } from './commands/api.js';
 import { openTemporal } from './runtime.js';
+import { refuseUnreplayable } from './versions.js';
 
 /**
  * The service behind `clotho api`: the batcher workflow (started if it is not running, its worker run here)
@@ -16,14 +17,6 @@ export async function createBatcherService(flags: ServiceFlags) {
   try {
     const store = openStore(flags.store);
     const retention = retentionFor(store, flags.retention);
-    const worker = await startBatcherWorker({
-      address: temporal.endpoint.address,
-      connection: temporal.endpoint.connection,
-      namespace: temporal.endpoint.namespace,
-      store,
-      // With --trainer temporal the batcher's own worker sees the acks: a trained batch's groups are released here.
-      ...(retention.onDelivered ? { onTrained: retention.onDelivered } : {}),
-    });
     const input: BatcherInput = {
       trainer:
         flags.trainer === 'temporal'
@@ -36,10 +29,23 @@ export async function createBatcherService(flags: ServiceFlags) {
     };
     // The newest training run of --batcher-id, resumed; or, with --new-run, the next one (unless there is none yet).
     let run: BatcherRun = await currentRun(temporal.client, flags.batcherId);
-    if (flags.newRun && (await runExists(temporal.client, run.workflowId))) run = await startNextRun(temporal.client, flags.batcherId, run, input);
-    else await ensureBatcher(temporal.client, run.workflowId, input);
+    const sa = temporal.searchAttributes;
+    if (flags.newRun && (await runExists(temporal.client, run.workflowId))) run = await startNextRun(temporal.client, flags.batcherId, run, input, sa);
+    else {
+      // Before this worker polls: a batcher started by a Clotho older than the replay baseline is refused, not replayed.
+      await refuseUnreplayable(temporal.client, `training run ${run.run} of batcher ${flags.batcherId}`, run.workflowId, 'start a new training run (clotho api --new-run)');
+      await ensureBatcher(temporal.client, run.workflowId, input, sa);
+    }
+    const worker = await startBatcherWorker({
+      address: temporal.endpoint.address,
+      connection: temporal.endpoint.connection,
+      namespace: temporal.endpoint.namespace,
+      store,
+      // With --trainer temporal the batcher's own worker sees the acks: a trained batch's groups are released here.
+      ...(retention.onDelivered ? { onTrained: retention.onDelivered } : {}),
+    });
     const startNewRun = async () => {
-      run = await startNextRun(temporal.client, flags.batcherId, run, input);
+      run = await startNextRun(temporal.client, flags.batcherId, run, input, sa);
       return run.workflowId;
     };
     return {

@@ -1,6 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { batcher, BatcherInput } from '../workflows/batcher.js';
 import { BATCHER_TASK_QUEUE } from '../workers/workers.js';
+import { startedBy } from './versions.js';
 
 /** Workflow id of the default batcher: one per Temporal namespace unless `--batcher-id` names another. */
 export const DEFAULT_BATCHER_ID = 'clotho/batcher/default';
@@ -38,11 +39,12 @@ export async function currentRun(client: Client, base: string): Promise<BatcherR
 }
 
 /** Starts the batcher workflow unless it already runs (then its state, and its trainer mode, are kept). */
-export async function ensureBatcher(client: Client, workflowId: string, input: BatcherInput): Promise<void> {
+export async function ensureBatcher(client: Client, workflowId: string, input: BatcherInput, searchAttributes: boolean): Promise<void> {
   await client.workflow.start<typeof batcher>('batcher', {
     workflowId,
     taskQueue: BATCHER_TASK_QUEUE,
     args: [input],
+    ...startedBy(searchAttributes),
     workflowIdConflictPolicy: 'USE_EXISTING',
   });
 }
@@ -52,10 +54,10 @@ export async function ensureBatcher(client: Client, workflowId: string, input: B
  * run's id as the reason: environments still feeding it fail loudly instead of feeding a run no trainer reads). When
  * another API process started that run first, its run is the one returned.
  */
-export async function startNextRun(client: Client, base: string, previous: BatcherRun, input: BatcherInput): Promise<BatcherRun> {
+export async function startNextRun(client: Client, base: string, previous: BatcherRun, input: BatcherInput, searchAttributes: boolean): Promise<BatcherRun> {
   const next = { run: previous.run + 1, workflowId: runWorkflowId(base, previous.run + 1) };
   try {
-    await client.workflow.start<typeof batcher>('batcher', { workflowId: next.workflowId, taskQueue: BATCHER_TASK_QUEUE, args: [input] });
+    await client.workflow.start<typeof batcher>('batcher', { workflowId: next.workflowId, taskQueue: BATCHER_TASK_QUEUE, args: [input], ...startedBy(searchAttributes) });
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     return currentRun(client, base);

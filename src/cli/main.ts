@@ -6,6 +6,7 @@ import { evaluateCommand, EVALUATE_FLAGS, EVALUATE_USAGE } from './commands/eval
 import { inferenceCommand, INFERENCE_USAGE } from './commands/inference.js';
 import { inspectCommand, INSPECT_USAGE } from './commands/inspect.js';
 import { listCommand, LIST_USAGE } from './commands/list.js';
+import { runsCommand, RUNS_USAGE } from './commands/runs.js';
 import { PROCESS_PLAN, processCommand, PROCESS_USAGE } from './commands/process.js';
 import { SERVE_FLAGS, serveCommand, SERVE_USAGE } from './commands/serve.js';
 import { sftGenCommand, SFT_GEN_USAGE } from './commands/sft-gen.js';
@@ -57,6 +58,11 @@ const COMMANDS: Record<string, Command> = {
     summary: 'list the built-in environments with what each does',
     run: listCommand,
     help: async () => LIST_USAGE,
+  },
+  runs: {
+    summary: 'list the open runs (env-runs, batchers) with the Clotho version that started each and whether this one can finish it',
+    run: runsCommand,
+    help: async () => RUNS_USAGE,
   },
   inference: {
     summary: 'serve a GGUF model (or a generated one) with an OpenAI-compatible API on CPU',

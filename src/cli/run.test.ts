@@ -75,10 +75,6 @@ describe('planRun: Atropos fields without a Clotho setting of their own', () => 
     expect('groupTimeoutSeconds' in envRunSettings(await planRun(['gsm8k', '--env.worker_timeout', '-1']), false)).toBe(false);
   });
 
-  it('starts groups that finish in one step without a patch marker (finishInOneStep)', async () => {
-    expect(envRunSettings(await planRun(['gsm8k']), false).group.finishInOneStep).toBe(true);
-  });
-
   it('says a thinking prompt outside thinking mode is not used', async () => {
     expect((await planRun(['gsm8k', '--env.custom_thinking_prompt', 'Think.'])).notices)
       .toEqual(['--env.custom_thinking_prompt is not used: it is the system prompt of thinking mode (--env.thinking_mode true)']);

@@ -16,6 +16,7 @@ import { INFERENCE_FLAGS, openInference, type RunInference } from './inference-s
 import { interruption } from './interrupt.js';
 import { recordRunConfig, runConfigKey, settleRunConfig, type RunConfigRecord, type SettledRunConfig } from './run-config.js';
 import { startRunMetrics } from './run-metrics.js';
+import { refuseUnreplayable } from './versions.js';
 import { openTemporal, runTaskQueues, type TemporalRuntime } from './runtime.js';
 
 /** Flags every rollout command takes besides the `--env.*`, `--openai.*`, `--teacher.*` and `--steps.*` namespaces. */
@@ -114,7 +115,6 @@ export function envRunSettings(plan: RunPlan, searchAttributes: boolean): Omit<E
       steps,
       searchAttributes,
       ...(plan.definition.judge ? { judged: true } : {}),
-      finishInOneStep: true,
       ...(plan.definition.setup || plan.definition.teardown
         ? { hooks: { setup: Boolean(plan.definition.setup), teardown: Boolean(plan.definition.teardown) } }
         : {}),
@@ -127,7 +127,7 @@ export async function startRunWorkers(
   plan: RunPlan,
   temporal: TemporalRuntime,
   inference: RunInference,
-  options: Pick<Parameters<typeof startWorkers>[0], 'wrapActivities' | 'batcherClient' | 'activityInterceptors'> = {},
+  options: Pick<Parameters<typeof startWorkers>[0], 'wrapActivities' | 'activityInterceptors'> = {},
 ): Promise<{ workers: RunningWorkers; environment: LoadedEnvironment }> {
   const environment = await loadEnvironmentData(plan.definition, plan.config.env);
   // The run carries this config from now on: later commands of it adopt it or are refused.
@@ -173,11 +173,14 @@ export async function withRunSession<T>(
     const temporal = await openTemporal();
     const stop = interruption();
     try {
+      // A run resumed (or served by more workers) must be one this code can replay: checked before any worker polls.
+      if (plan.config.env.run_id !== null) {
+        await refuseUnreplayable(temporal.client, `run ${plan.runId}`, `clotho/${plan.runId}/${plan.definition.name}`);
+      }
       const telemetry = await startRunMetrics(plan, temporal, `clotho/${plan.runId}/${plan.definition.name}`);
       try {
-        // Any run's workers can finish a run that feeds a batcher (env-runs started before room pushes read it).
         const interceptors = telemetry.metrics?.interceptors;
-        const { workers } = await startRunWorkers(plan, temporal, inference, { batcherClient: temporal.client, activityInterceptors: interceptors });
+        const { workers } = await startRunWorkers(plan, temporal, inference, { activityInterceptors: interceptors });
         try {
           return await body({ inference, temporal, workers, interrupted: stop.promise, metrics: telemetry.metrics });
         } finally {

@@ -81,12 +81,6 @@ export interface RolloutGroupInput {
   hooks?: { setup: boolean; teardown: boolean };
   /** Whether the environment asks a judge model about each group (its `judge` hook) before scoring it. */
   judged?: boolean;
-  /**
-   * Set on groups started by this version: with no judge or teacher they finish in one `finishGroup`, without the
-   * FINISH_IN_ONE_STEP patch marker and its search-attribute upsert (two events fewer). Groups of older runs lack it
-   * and ask `patched`, as they first did.
-   */
-  finishInOneStep?: true;
 }
 
 /** The small result of a rollout group: a reference to the full group plus what the driver counts. */

@@ -14,6 +14,7 @@ import { createTemporalTrajectoryService } from '../api/temporal-service.js';
 import { ScoredDataGroupSchema } from '../schema/scored-data.js';
 import { registerTrainerUpdate } from '../workflows/messages.js';
 import { batcher } from '../workflows/batcher.js';
+import { startedBy } from '../cli/versions.js';
 import { startBatcherWorker, type RunningWorkers } from '../workers/workers.js';
 import { groupOfKey, parseDuration, parseRetention, retentionFor, sweepOldGroups } from './retention.js';
 import { FileSystemStore, storeKey, type TrajectoryStore } from './trajectory-store.js';
@@ -180,6 +181,7 @@ describe('--trainer temporal: retention ack', () => {
         taskQueue: queue,
         workflowId: batcherId,
         args: [{ trainer: { kind: 'temporal', taskQueue: trainerQueue, heartbeatTimeoutMs: 30_000 } }],
+        ...startedBy(true),
       });
       await handle.executeUpdate(registerTrainerUpdate, {
         args: [{ wandb_group: '', wandb_project: '', batch_size: 4, max_token_len: 10, checkpoint_dir: '', save_checkpoint_interval: 1, starting_step: 0, num_steps: 10 }],

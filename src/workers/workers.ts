@@ -1,7 +1,6 @@
 import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime, Worker, type ActivityInterceptorsFactory, type LogLevel } from '@temporalio/worker';
-import type { Client } from '@temporalio/client';
 import type { TemporalConnectionOptions } from '../../temporal-dev/index.js';
-import { createBatcherActivities, createBatcherClientActivities } from '../activities/batcher.js';
+import { createBatcherActivities } from '../activities/batcher.js';
 import { createEnvironmentActivities } from '../activities/environment.js';
 import { createEvaluationActivities } from '../activities/evaluation.js';
 import { createInferenceActivities, type InferenceActivityDeps } from '../activities/inference.js';
@@ -35,8 +34,6 @@ export interface WorkerSetup {
   llmConcurrency?: number;
   /** Concurrent environment activities (parse, score, step: CPU-bound). */
   envConcurrency?: number;
-  /** A client for activities that read the batcher (env-runs feeding one, `clotho serve`). */
-  batcherClient?: Client;
   /** Lets tests observe or perturb activities without mocking them. */
   wrapActivities?: <T extends Record<string, (...args: never[]) => Promise<unknown>>>(activities: T) => T;
   /** Activity interceptors for all three workers (local activities included): metrics (`src/workers/metrics.ts`). */
@@ -88,7 +85,6 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
     ...createEnvironmentActivities({ environments: setup.environments, store, judge: setup.judge }),
     ...createToolCallActivities({ environments: setup.environments, store }),
     ...createTrajectoryActivities({ store }),
-    ...(setup.batcherClient ? createBatcherClientActivities({ client: setup.batcherClient }) : {}),
   });
   // Model-calling steps run on the LLM queue, and in the workflow worker for a step configured local
   // (`--steps.generate.local true`).

@@ -18,23 +18,22 @@ describe('roomOf: the room the batcher pushes to an env-run', () => {
   it("carries each env's weighted share (Atropos's env_weight), which changes when another env registers", () => {
     const state = started();
     registerEnv(state, env('a', 2), 0);
-    expect(roomOf(state, 0, true)?.share).toBe(1);
+    expect(roomOf(state, 0)?.share).toBe(1);
     registerEnv(state, env('b', 1), 0);
-    expect(roomOf(state, 0, true)?.share).toBeCloseTo(2 / 3);
-    expect(roomOf(state, 1, true)?.share).toBeCloseTo(1 / 3);
+    expect(roomOf(state, 0)?.share).toBeCloseTo(2 / 3);
+    expect(roomOf(state, 1)?.share).toBeCloseTo(1 / 3);
     // Weighted by max token length too, as Atropos weighs them.
     registerEnv(state, env('c', 1, { max_token_length: 3072 }), 0);
-    expect(roomOf(state, 2, true)?.share).toBeCloseTo(3 / 6);
+    expect(roomOf(state, 2)?.share).toBeCloseTo(3 / 6);
   });
 
-  it('gives the whole room to an env without a positive weight, at least its minimum allocation, and no share unweighted', () => {
+  it('gives the whole room to an env without a positive weight, and at least its minimum allocation', () => {
     const state = started();
     registerEnv(state, env('a', 9), 0);
     registerEnv(state, env('b', 1, { min_batch_allocation: 0.5 }), 0);
     registerEnv(state, env('c', -1), 0);
-    expect(roomOf(state, 1, true)?.share).toBe(0.5);
-    expect(roomOf(state, 2, true)).not.toHaveProperty('share');
-    expect(roomOf(state, 0, false)).not.toHaveProperty('share');
-    expect(roomOf(state, 7, true)).toBeUndefined();
+    expect(roomOf(state, 1)?.share).toBe(0.5);
+    expect(roomOf(state, 2)).not.toHaveProperty('share');
+    expect(roomOf(state, 7)).toBeUndefined();
   });
 });

@@ -26,11 +26,10 @@ export function watchRoom(watches: RoomWatch[], workflowId: string, envId: numbe
 }
 
 /**
- * An env's room now, without a version; undefined for an env the batcher does not know (reset away). `weighted`:
- * with the env's share (batchers that predate weights push none, and replay so). An env registered with a weight of
- * 0 or less gets no share, the whole room: Atropos's "-1 to ignore" weight.
+ * An env's room now, without a version, with the env's share; undefined for an env the batcher does not know (reset
+ * away). An env registered with a weight of 0 or less gets no share, the whole room: Atropos's "-1 to ignore" weight.
  */
-export function roomOf(state: BatcherState, envId: number, weighted: boolean): Omit<BatcherRoom, 'version'> | undefined {
+export function roomOf(state: BatcherState, envId: number): Omit<BatcherRoom, 'version'> | undefined {
   const status = computeEnvStatus(state, envId)?.status;
   const env = envAt(state, envId);
   if (!status || !env) return undefined;
@@ -41,7 +40,7 @@ export function roomOf(state: BatcherState, envId: number, weighted: boolean): O
     queuedGroups: status.self_queue_size,
     receivedGroups: (counters?.received ?? 0) + (counters?.duplicates ?? 0),
     // An env with a minimum share of each batch needs room for at least that much (Atropos adds workers for it).
-    ...(weighted && env.weight > 0 ? { share: Math.max(status.env_weight, env.min_batch_allocation ?? 0) } : {}),
+    ...(env.weight > 0 ? { share: Math.max(status.env_weight, env.min_batch_allocation ?? 0) } : {}),
   };
 }
 
@@ -55,8 +54,8 @@ function roomKey(room: Omit<BatcherRoom, 'version'>): string {
   return room.share === undefined ? key : `${key}/${room.share}`;
 }
 
-function isDue(state: BatcherState, watch: RoomWatch, weighted: boolean): boolean {
-  const room = roomOf(state, watch.envId, weighted);
+function isDue(state: BatcherState, watch: RoomWatch): boolean {
+  const room = roomOf(state, watch.envId);
   return room !== undefined && roomKey(room) !== watch.pushed;
 }
 
@@ -70,13 +69,12 @@ export async function pushRooms(
   watches: RoomWatch[],
   stop: () => boolean,
   lastVersion: { value: number },
-  weighted: boolean,
 ): Promise<void> {
   for (;;) {
-    await condition(() => stop() || watches.some((w) => isDue(state, w, weighted)));
+    await condition(() => stop() || watches.some((w) => isDue(state, w)));
     if (stop()) return;
-    const sends = watches.filter((w) => isDue(state, w, weighted)).map((watch) => {
-      const room = roomOf(state, watch.envId, weighted)!;
+    const sends = watches.filter((w) => isDue(state, w)).map((watch) => {
+      const room = roomOf(state, watch.envId)!;
       watch.pushed = roomKey(room);
       lastVersion.value = Math.max(Date.now(), lastVersion.value + 1);
       const pushed: BatcherRoom = { version: lastVersion.value, ...room };

@@ -5,7 +5,6 @@ import {
   dropBatch,
   recordDrops,
   ackBatch,
-  ackBatchBeforeLeaseIds,
   batcherMetrics,
   createBatcherState,
   expireLeases,
@@ -266,16 +265,6 @@ describe('leases', () => {
     expect(expireLeases(before, 10)).toEqual([batch?.batchId]);
     expect(state).toEqual(before);
     expect(served(state, { now: 11, durationMs: 10 })?.groups).toEqual(batch?.groups);
-  });
-
-  it('keeps the old ack for batchers started before lease ids, so their histories replay to the same state', () => {
-    const state = batcher(2);
-    ingestGroup(state, group(2));
-    const batch = served(state, { now: 0, durationMs: 10 });
-    expireLeases(state, 10);
-    expect(ackBatchBeforeLeaseIds(state, batch?.batchId as string)).toBe('acked');
-    expect(takeBatch(state, { now: 20, durationMs: 10 })).toEqual({ status: 'empty' });
-    expect(ackBatchBeforeLeaseIds(state, batch?.batchId as string)).toBe('unknown');
   });
 
   it('lets only the trainer holding a batch now ack it: a slow one acking late neither clears nor loses it', () => {

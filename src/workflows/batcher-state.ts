@@ -311,20 +311,6 @@ export function ackBatch(state: BatcherState, leaseId: string, now?: number): Ac
   return batch && delivery <= batch.deliveries ? 'expired' : 'unknown';
 }
 
-/**
- * The ack of batchers started before lease ids, kept so that their histories replay to the same state: any
- * serving's id acks, also after its lease expired. Runs move to `ackBatch` at their next continue-as-new.
- */
-export function ackBatchBeforeLeaseIds(state: BatcherState, batchId: string): AckStatus {
-  const leased = state.leases.findIndex((l) => l.batchId === batchId);
-  const waiting = state.formed.findIndex((b) => b.batchId === batchId && b.deliveries > 0);
-  if (leased >= 0) state.leases.splice(leased, 1);
-  else if (waiting >= 0) state.formed.splice(waiting, 1);
-  else return 'unknown';
-  state.counters.batchesAcked++;
-  return 'acked';
-}
-
 /** Removes a served batch that a trainer refused for good, counting its groups as dropped with that reason. */
 export function dropBatch(state: BatcherState, batchId: string, reason: BatcherDropReason): void {
   const batch = [...state.leases, ...state.formed].find((b) => b.batchId === batchId);

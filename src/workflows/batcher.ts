@@ -3,7 +3,6 @@ import {
   condition,
   continueAsNew,
   log,
-  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -17,7 +16,6 @@ import { computeEnvStatus, disconnectEnv, envAt, registerEnv } from './batcher-e
 import { pushRooms, watchRoom, type RoomWatch } from './batcher-room.js';
 import {
   ackBatch,
-  ackBatchBeforeLeaseIds,
   batcherMetrics,
   createBatcherState,
   dropBatch,
@@ -48,13 +46,6 @@ import {
   watchRoomSignal,
 } from './messages.js';
 
-/** Marks batchers that push room to env-runs; older runs move onto it at their next continue-as-new. */
-export const BATCHER_PUSHES_ROOM = 'clotho-batcher-pushes-room';
-/** Marks batchers whose room pushes carry each env's weighted share (pushed again when the shares change). */
-export const BATCHER_WEIGHTED_ROOM = 'clotho-batcher-weighted-room';
-/** Marks batchers that, fed by `--trainer temporal`, release each trained batch's groups (`--retention ack`). */
-export const BATCHER_RELEASES_TRAINED = 'clotho-batcher-releases-trained';
-
 export interface BatcherInput {
   options?: Partial<BatcherOptions>;
   trainer: TrainerMode;
@@ -81,8 +72,6 @@ const DEFAULT_TRAINER_HEARTBEAT_MS = 20_000;
  * (from the HTTP API, which must answer Atropos's status); readings are queries.
  */
 export async function batcher(input: BatcherInput): Promise<void> {
-  const pushesRoom = patched(BATCHER_PUSHES_ROOM);
-  const weightedRoom = pushesRoom && patched(BATCHER_WEIGHTED_ROOM);
   const { saveBatcherState, loadBatcherState } = proxyActivities<BatcherActivities>({
     startToCloseTimeout: '1 minute',
     retry: { maximumInterval: '10 seconds' },
@@ -97,8 +86,6 @@ export async function batcher(input: BatcherInput): Promise<void> {
   const temporalTrainer = input.trainer.kind === 'temporal';
   const watches = input.watches ?? [];
   const roomVersion = { value: input.roomVersion ?? 0 };
-  // A run started before room pushes cannot push: a watch makes it continue as new onto code that does.
-  let watchedWithoutPushes = false;
   const knownEnvs = (groups: GroupRef[]) => {
     const unknown = groups.filter((g) => g.envId !== null && !envAt(state, g.envId)).map((g) => g.envId);
     if (unknown.length > 0) throw new Error(`unknown env_id ${[...new Set(unknown)].join(', ')}`);
@@ -106,10 +93,7 @@ export async function batcher(input: BatcherInput): Promise<void> {
 
   setHandler(ingestGroupsSignal, (groups) => changed(void ingestGroups(state, groups)));
   setHandler(recordDropsSignal, ({ envId, dropped }) => changed(recordDrops(state, envId, dropped)));
-  setHandler(watchRoomSignal, ({ workflowId, envId }) => {
-    changed(watchRoom(watches, workflowId, envId));
-    watchedWithoutPushes ||= !pushesRoom;
-  });
+  setHandler(watchRoomSignal, ({ workflowId, envId }) => changed(watchRoom(watches, workflowId, envId)));
   setHandler(ingestGroupsUpdate, (groups) => changed(ingestGroups(state, groups).results), { validator: knownEnvs });
   setHandler(registerTrainerUpdate, (registration) => changed(registerTrainer(state, registration)));
   setHandler(registerEnvUpdate, (env) => changed(registerEnv(state, env, Date.now())));
@@ -126,22 +110,19 @@ export async function batcher(input: BatcherInput): Promise<void> {
       },
     },
   );
-  // Runs started before lease ids (no BATCHER_PUSHES_ROOM marker) replay with the ack they ran with.
-  setHandler(ackBatchUpdate, (leaseId) =>
-    changed(pushesRoom ? ackBatch(state, leaseId, Date.now()) : ackBatchBeforeLeaseIds(state, leaseId)),
-  );
+  setHandler(ackBatchUpdate, (leaseId) => changed(ackBatch(state, leaseId, Date.now())));
   setHandler(resetUpdate, () => changed(resetData(state).length));
   setHandler(statusEnvQuery, (envId) => computeEnvStatus(state, envId)?.status ?? null);
   setHandler(batchQuery, (batchId) => [...state.formed, ...state.leases].find((b) => b.batchId === batchId)?.groups ?? null);
   setHandler(batcherViewQuery, () => view(state, input.trainer.kind));
   setHandler(waitingGroupsQuery, ({ offset, limit }) => waitingGroupsPage(state, offset, limit));
 
-  const continueSuggested = () => workflowInfo().continueAsNewSuggested || changes >= CHANGES_PER_RUN || watchedWithoutPushes;
+  const continueSuggested = () => workflowInfo().continueAsNewSuggested || changes >= CHANGES_PER_RUN;
   // Two branches issue commands side by side (trainer steps, room pushes): both are regular activities and
   // signals, whose order on replay follows the history. Never add a local activity beside them.
-  const pushing = pushesRoom ? pushRooms(state, watches, continueSuggested, roomVersion, weightedRoom) : Promise.resolve();
+  const pushing = pushRooms(state, watches, continueSuggested, roomVersion);
   if (input.trainer.kind === 'temporal') {
-    await feedTrainer(state, input.trainer, () => changes, continueSuggested, pushesRoom);
+    await feedTrainer(state, input.trainer, () => changes, continueSuggested);
   } else {
     await condition(continueSuggested);
   }
@@ -165,14 +146,13 @@ async function feedTrainer(
   trainer: Extract<TrainerMode, { kind: 'temporal' }>,
   changes: () => number,
   stop: () => boolean,
-  heartbeats: boolean,
 ): Promise<void> {
   // Retention never fails a batch: the activity reports its own errors, and a few quick attempts cover a restart.
   const { releaseTrainedGroups } = proxyActivities<BatcherActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 5 } });
   const { trainStep } = proxyActivities<TrainerActivities>({
     taskQueue: trainer.taskQueue,
     startToCloseTimeout: '2 hours',
-    ...(heartbeats ? { heartbeatTimeout: trainer.heartbeatTimeoutMs ?? DEFAULT_TRAINER_HEARTBEAT_MS } : {}),
+    heartbeatTimeout: trainer.heartbeatTimeoutMs ?? DEFAULT_TRAINER_HEARTBEAT_MS,
     // No maximumAttempts: retried until a trainer completes it.
     retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
   });
@@ -196,7 +176,7 @@ async function feedTrainer(
     }
     // The trainer's completion is the ack `--retention ack` waits for; the batcher worker's process applies the policy.
     // Blobs left by a release that failed are the age sweep's; the batch stays trained.
-    if (trained && patched(BATCHER_RELEASES_TRAINED)) {
+    if (trained) {
       await releaseTrainedGroups(refs).catch((error) => log.warn('trained groups not released', { batchId: batch.batchId, error: String(error) }));
     }
     seen = -1;

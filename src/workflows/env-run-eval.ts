@@ -2,6 +2,7 @@ import { ParentClosePolicy, executeChild, log } from '@temporalio/workflow';
 import type { EnvRunInput, EvalProgress, EvalSchedule, EvaluationResult } from '../schema/rollout.js';
 import { evaluation } from './evaluation.js';
 import { causeOf, evaluationId } from './messages.js';
+import { runVersion, versionTags } from './rollout-children.js';
 import { ENVIRONMENT, RUN_ID } from './search-attributes.js';
 
 /** Finished evaluations kept in the progress (the child workflows keep every one). */
@@ -59,13 +60,15 @@ export function recordEvaluationFailure(progress: EvalProgress, step: number, me
  */
 export async function runEvaluation(input: EnvRunInput, schedule: EvalSchedule, progress: EvalProgress, step: number): Promise<void> {
   const workflowId = evaluationId(input.runId, input.environment, step);
+  const { memo, version } = versionTags(runVersion());
   try {
     const result = await executeChild(evaluation, {
       workflowId,
       args: [{ ...schedule.run, step }],
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      ...(memo ? { memo } : {}),
       // Listed with the run's rollout groups in the Temporal UI (`ClothoRunId = "<run>"`).
-      typedSearchAttributes: input.group.searchAttributes ? [{ key: ENVIRONMENT, value: input.environment }, { key: RUN_ID, value: input.runId }] : undefined,
+      typedSearchAttributes: input.group.searchAttributes ? [{ key: ENVIRONMENT, value: input.environment }, { key: RUN_ID, value: input.runId }, ...version] : undefined,
     });
     recordEvaluation(progress, result);
     log.info('evaluation finished', { step, metrics: result.metrics });

@@ -24,14 +24,13 @@ describe('roomForGroups (Atropos backpressure)', () => {
   it('gives an env that shares the batcher its weighted share, rounded up, so the shares always fill a batch', () => {
     // 1 batch × 8 sequences / groups of 2 = 4 groups, split 2:1: ceil(8/3) = 3 and ceil(4/3) = 2.
     const shared = (share: number) => ({ ...room(0, 0), share });
-    expect(roomForGroups(shared(2 / 3), 0, 0, 1, 2, true)).toBe(3);
-    expect(roomForGroups(shared(1 / 3), 0, 0, 1, 2, true)).toBe(2);
-    expect(roomForGroups({ ...shared(1 / 3), queuedGroups: 1, receivedGroups: 1 }, 1, 1, 1, 2, true)).toBe(0);
+    expect(roomForGroups(shared(2 / 3), 0, 0, 1, 2)).toBe(3);
+    expect(roomForGroups(shared(1 / 3), 0, 0, 1, 2)).toBe(2);
+    expect(roomForGroups({ ...shared(1 / 3), queuedGroups: 1, receivedGroups: 1 }, 1, 1, 1, 2)).toBe(0);
     // A lone env's share is 1: the whole room, as without weights.
-    expect(roomForGroups(shared(1), 0, 0, 2, 4, true)).toBe(4);
-    // Env-runs recorded before weights ignore a pushed share; rooms from older batchers carry none.
-    expect(roomForGroups(shared(1 / 3), 0, 0, 1, 2, false)).toBe(4);
-    expect(roomForGroups(room(0, 0), 0, 0, 1, 2, true)).toBe(4);
+    expect(roomForGroups(shared(1), 0, 0, 2, 4)).toBe(4);
+    // A room without a share (an env registered with no positive weight): the whole room.
+    expect(roomForGroups(room(0, 0), 0, 0, 1, 2)).toBe(4);
   });
 });
 
@@ -60,7 +59,8 @@ describe('groups past their deadline (worker_timeout)', () => {
 
   it('set the child deadline only when the env-run input has one', () => {
     const input = { runId: 'r', environment: 'e', group: { searchAttributes: false } } as Parameters<typeof rolloutGroupOptions>[0];
-    expect(rolloutGroupOptions(input, 3)).not.toHaveProperty('workflowExecutionTimeout');
-    expect(rolloutGroupOptions({ ...input, groupTimeoutSeconds: 60 }, 3).workflowExecutionTimeout).toBe(60_000);
+    expect(rolloutGroupOptions(input, 3, undefined)).not.toHaveProperty('workflowExecutionTimeout');
+    expect(rolloutGroupOptions({ ...input, groupTimeoutSeconds: 60 }, 3, undefined).workflowExecutionTimeout).toBe(60_000);
+    expect(rolloutGroupOptions(input, 3, '0.2.0').memo).toEqual({ clothoVersion: '0.2.0' });
   });
 });

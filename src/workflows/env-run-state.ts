@@ -52,7 +52,7 @@ export function recordFailure(progress: EnvRunProgress, itemIndex: number, messa
  * batcher (Atropos's backpressure): the limit less what the batcher queues, what was delivered but not yet
  * received there (signals on their way), and what is running or finished but not yet delivered (`pending`).
  *
- * `weighted` (env-runs that know weights): an env that shares the batcher gets its share of that limit, as an
+ * An env that shares the batcher (its room carries a `share`) gets its share of that limit, as an
  * Atropos env gets its `env_weight` share of the inference server; batches then mix the envs by weight. A share is
  * rounded up, so that together the envs can always fill a batch and none starves.
  */
@@ -62,10 +62,9 @@ export function roomForGroups(
   pending: number,
   maxBatchesOffpolicy: number,
   groupSize: number,
-  weighted = false,
 ): number {
   const whole = (maxBatchesOffpolicy * Math.max(room.batchSize, groupSize)) / groupSize;
-  const share = weighted && room.share !== undefined ? room.share : 1;
+  const share = room.share ?? 1;
   // Less a hair before rounding up: a product that floating point puts just above a whole number stays that number.
   const limit = share < 1 ? Math.ceil(whole * share - 1e-9) : Math.floor(whole);
   const inTransit = Math.max(0, delivered - room.receivedGroups);

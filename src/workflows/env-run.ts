@@ -3,7 +3,6 @@ import {
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
-  patched,
   proxyActivities,
   setHandler,
   startChild,
@@ -12,24 +11,11 @@ import {
 import type { TrajectoryActivities } from '../activities/trajectories.js';
 import type { BatcherRoom, EnvRunInput, EnvRunResult, RolloutGroupResult } from '../schema/rollout.js';
 import { activityOptions } from './activity-options.js';
-import { legacyEnvRun } from './env-run-legacy.js';
 import { evaluationDue, initialEvalProgress, runEvaluation, trainingLimit } from './env-run-eval.js';
 import { initialProgress, recordFailure, recordFinished, roomForGroups } from './env-run-state.js';
 import { causeOf, envRunStatusQuery, ingestGroupsSignal, recordDropsSignal, roomChangedSignal, watchRoomSignal } from './messages.js';
-import { deliveredGroup, rolloutGroupOptions, timedOut, timedOutGroup } from './rollout-children.js';
+import { deliveredGroup, rolloutGroupOptions, runVersion, timedOut, timedOutGroup } from './rollout-children.js';
 import { rolloutGroup } from './rollout-group.js';
-
-/** Marks env-runs started on the single loop; runs without it replay on `legacyEnvRun`. */
-export const SINGLE_LOOP_ENV_RUN = 'clotho-env-run-single-loop';
-/** Marks env-runs that limit their room to their env's weighted share (`roomForGroups`). */
-export const WEIGHTED_ROOM_ENV_RUN = 'clotho-env-run-weighted-room';
-/** Marks env-runs that evaluate during training (`input.evaluation`): they start evaluation children. */
-export const EVAL_DURING_TRAINING_ENV_RUN = 'clotho-env-run-eval-during-training';
-/**
- * Marks env-runs that fill freed slots before they deliver finished groups, in the same workflow task: the next
- * group's start no longer waits for the delivery's round trip (an activity, or a signal to the batcher).
- */
-export const LAUNCH_BEFORE_DELIVERY_ENV_RUN = 'clotho-env-run-launch-before-delivery';
 
 /**
  * Drives one environment through a run: a durable item cursor, at most `maxInFlight` groups at once, finished
@@ -39,15 +25,18 @@ export const LAUNCH_BEFORE_DELIVERY_ENV_RUN = 'clotho-env-run-launch-before-deli
  * Replay safety (DESIGN.md): one loop issues every command, in an order fixed by the history alone. Children
  * report back through promises that issue nothing; deliveries are regular activities and signals, never local
  * activities (whose results arrive at another point on replay than when they first ran); backpressure is pushed
- * by the batcher as a signal, so an idle run adds no history while the trainer is slow.
+ * by the batcher as a signal, so an idle run adds no history while the trainer is slow. Freed slots are filled
+ * before finished groups are delivered, in the same workflow task: the next group's start never waits for the
+ * delivery's round trip (an activity, or a signal to the batcher). Feeding a batcher, the run keeps to its env's
+ * weighted share of the room (`roomForGroups`) and evaluates during training when `input.evaluation` says so.
  */
 export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
-  if (!patched(SINGLE_LOOP_ENV_RUN)) return legacyEnvRun(input);
   const progress = input.progress ?? initialProgress();
   const { group, sink } = input;
-  const weighted = sink.kind === 'batcher' && patched(WEIGHTED_ROOM_ENV_RUN);
+  // The Clotho version that started the run, carried to its groups (their memo and ClothoVersion).
+  const version = runVersion();
   // Atropos's steps_per_eval: an evaluation child whenever the trainer's step crosses a multiple of it.
-  const schedule = input.evaluation && sink.kind === 'batcher' && patched(EVAL_DURING_TRAINING_ENV_RUN) ? input.evaluation : undefined;
+  const schedule = input.evaluation && sink.kind === 'batcher' ? input.evaluation : undefined;
   const evals = schedule ? (progress.evaluation ??= initialEvalProgress()) : undefined;
   const { deliverToJsonl } = proxyActivities<TrajectoryActivities>(activityOptions(group.steps.deliver, group.taskQueues.env));
   const batcher = sink.kind === 'batcher' ? getExternalWorkflowHandle(sink.workflowId) : undefined;
@@ -65,7 +54,7 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     const policyVersion = sink.kind === 'batcher' ? (room?.currentStep ?? null) : null;
     try {
       const child = await startChild(rolloutGroup, {
-        ...rolloutGroupOptions(input, itemIndex),
+        ...rolloutGroupOptions(input, itemIndex, version),
         args: [{ ...group, runId: input.runId, environment: input.environment, itemIndex, policyVersion }],
       });
       finished.push(await child.result());
@@ -106,22 +95,20 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     if (!room) return 0;
     // Groups that finished while the last delivery was on its way wait in `finished`: they take room too.
     const pending = inFlight.size + finished.length;
-    return Math.min(slots, roomForGroups(room, progress.delivered, pending, sink.maxBatchesOffpolicy, group.groupSize, weighted));
+    return Math.min(slots, roomForGroups(room, progress.delivered, pending, sink.maxBatchesOffpolicy, group.groupSize));
   };
 
-  const launchFirst = patched(LAUNCH_BEFORE_DELIVERY_ENV_RUN);
   // Each run asks again: the batcher keeps one watch per workflow id, and pushes its room now and on every change.
   if (batcher && sink.kind === 'batcher') {
     await batcher.signal(watchRoomSignal, { workflowId: workflowInfo().workflowId, envId: sink.envId });
   }
   for (;;) {
-    if (!launchFirst && finished.length > 0) await deliver();
     const evalStep = evals && room ? evaluationDue(evals, room.currentStep, schedule!.everySteps) : null;
     if (evalStep !== null) void runEvaluation(input, schedule!, evals!, evalStep);
     // `launch` takes its slot before it awaits anything, so `free()` counts it at once. Groups finished and not yet
     // delivered count against the batcher's room as pending (`free`), so launching first takes no more room.
     while (more() && free() > 0) void launch(progress.nextItem++);
-    if (launchFirst && finished.length > 0) {
+    if (finished.length > 0) {
       await deliver();
       // Slots freed while the delivery was on its way (a failed group leaves nothing in `finished`) are filled now.
       continue;

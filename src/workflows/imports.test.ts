@@ -25,8 +25,8 @@ describe('workflow files', () => {
     for (const file of files) {
       if (/\b(stepActivities|proxyLocalActivities)\s*[<(]/.test(await readFile(new URL(file, folder), 'utf8'))) users.push(file);
     }
-    // activity-options defines the helper; env-run-legacy is frozen code that old runs replay on.
-    expect(users.sort()).toEqual(['activity-options.ts', 'env-run-legacy.ts', 'rollout-group.ts']);
+    // activity-options defines the helper.
+    expect(users.sort()).toEqual(['activity-options.ts', 'rollout-group.ts']);
   });
 });
 

@@ -1,18 +1,35 @@
-import { ChildWorkflowFailure, ParentClosePolicy, TimeoutFailure, type ChildWorkflowOptions } from '@temporalio/workflow';
+import { ChildWorkflowFailure, ParentClosePolicy, TimeoutFailure, workflowInfo, type ChildWorkflowOptions } from '@temporalio/workflow';
 import type { GroupRef } from '../schema/batcher.js';
 import type { EnvRunInput, RolloutGroupResult } from '../schema/rollout.js';
 import { rolloutGroupId } from './messages.js';
-import { ENVIRONMENT, ITEM_INDEX, RUN_ID, STATUS } from './search-attributes.js';
+import { ENVIRONMENT, ITEM_INDEX, RUN_ID, STATUS, VERSION, VERSION_MEMO } from './search-attributes.js';
 
 /**
- * How an env-run starts item i's rollout group: its deterministic id, search attributes to find it by, and the
- * group's deadline (Atropos's worker_timeout) when the run has one.
+ * The Clotho version that started this workflow's run, from its memo (deterministic: the memo is in the history).
+ * Children carry it on, so every workflow of a run records the version that started the run.
+ */
+export function runVersion(): string | undefined {
+  const version = workflowInfo().memo?.[VERSION_MEMO];
+  return typeof version === 'string' ? version : undefined;
+}
+
+/** A child's memo and version attribute: the run's version (`runVersion()`), when the run recorded one. */
+export function versionTags(version: string | undefined): { memo?: Record<string, unknown>; version: { key: typeof VERSION; value: string }[] } {
+  return version === undefined ? { version: [] } : { memo: { [VERSION_MEMO]: version }, version: [{ key: VERSION, value: version }] };
+}
+
+/**
+ * How an env-run starts item i's rollout group: its deterministic id, search attributes to find it by, the run's
+ * Clotho version (memo), and the group's deadline (Atropos's worker_timeout) when the run has one.
  */
 export function rolloutGroupOptions(
   input: EnvRunInput,
   itemIndex: number,
-): Pick<ChildWorkflowOptions, 'workflowId' | 'parentClosePolicy' | 'typedSearchAttributes' | 'workflowExecutionTimeout'> {
+  runVersion: string | undefined,
+): Pick<ChildWorkflowOptions, 'workflowId' | 'parentClosePolicy' | 'typedSearchAttributes' | 'workflowExecutionTimeout' | 'memo'> {
+  const { memo, version } = versionTags(runVersion);
   return {
+    ...(memo ? { memo } : {}),
     workflowId: rolloutGroupId(input.runId, input.environment, itemIndex),
     parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
     ...(input.groupTimeoutSeconds === undefined ? {} : { workflowExecutionTimeout: input.groupTimeoutSeconds * 1000 }),
@@ -22,6 +39,7 @@ export function rolloutGroupOptions(
           { key: RUN_ID, value: input.runId },
           { key: ITEM_INDEX, value: itemIndex },
           { key: STATUS, value: 'running' },
+          ...version,
         ]
       : undefined,
   };

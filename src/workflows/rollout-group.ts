@@ -1,4 +1,4 @@
-import { CancellationScope, log, patched, upsertSearchAttributes } from '@temporalio/workflow';
+import { CancellationScope, log, upsertSearchAttributes } from '@temporalio/workflow';
 import type { EnvironmentActivities } from '../activities/environment.js';
 import type { GenerateTurnResult, InferenceActivities } from '../activities/inference.js';
 import type { JudgeActivities } from '../activities/judge.js';
@@ -10,12 +10,6 @@ import { dropsForEqualScores } from '../schema/scores.js';
 import { cut } from '../schema/text.js';
 import { stepActivities } from './activity-options.js';
 import { MEAN_SCORE, STATUS, TOOL_CALLS, TURNS } from './search-attributes.js';
-
-/**
- * Marks rollout groups that run parse, score and assemble as one local activity (`finishGroup`) where no judge or
- * teacher sits between them; histories without the marker replay on the three activities they recorded.
- */
-export const FINISH_IN_ONE_STEP = 'clotho-rollout-group-finish-in-one-step';
 
 /**
  * One item's group of rollouts: prepare → setup? → (generate → tool calls → step)* → parse → score → teardown? →
@@ -37,8 +31,6 @@ export const FINISH_IN_ONE_STEP = 'clotho-rollout-group-finish-in-one-step';
  *   workflow task (and a slot of it) for the whole call, and a crash runs it again from its first attempt; the
  *   completions checkpointed in the store keep the model from being asked twice (test/e2e/tool-crash.test.ts).
  * - Workflow task 2: reacts to the generation (not there when generation is local).
- * - Only in groups of runs started before `finishInOneStep` was in the input: the FINISH_IN_ONE_STEP patch marker,
- *   and the TemporalChangeVersion upsert the SDK writes beside it (a visibility write as well).
  * - finishGroup's marker: parse, score and assemble in one local activity (they were three markers and three
  *   workflow activations).
  * - UpsertWorkflowSearchAttributes: ClothoStatus, ClothoMeanScore, ClothoTurns and ClothoToolCalls, so that
@@ -114,9 +106,9 @@ async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>)
   const ended = { turns, toolCalls, completionTokens: tokens.reduce((a, b) => a + b, 0) };
 
   // With no judge or teacher between them, parse, score and assemble are one local activity, under score's retry
-  // policy and timeout: for groups whose input says so, and behind FINISH_IN_ONE_STEP for groups of older runs.
+  // policy and timeout.
   const local = steps.parse.local && steps.score.local && steps.assemble.local;
-  if (local && !input.judged && input.teacherTopK === null && (input.finishInOneStep === true || patched(FINISH_IN_ONE_STEP))) {
+  if (local && !input.judged && input.teacherTopK === null) {
     const { finishGroup } = env('score');
     const { scores, metrics, assembled } = await finishGroup({ ...address, turn, state, ensureScoresAreNotSame: input.ensureScoresAreNotSame, generationParams });
     await teardown();

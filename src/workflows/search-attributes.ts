@@ -10,3 +10,7 @@ export const MEAN_SCORE = defineSearchAttributeKey('ClothoMeanScore', SearchAttr
 export const TURNS = defineSearchAttributeKey('ClothoTurns', SearchAttributeType.INT);
 /** Tool calls Clotho executed over the group's trajectories. */
 export const TOOL_CALLS = defineSearchAttributeKey('ClothoToolCalls', SearchAttributeType.INT);
+/** The Clotho version that started the run (env-runs, their groups and evaluations, batchers): `clotho runs` lists it. */
+export const VERSION = defineSearchAttributeKey('ClothoVersion', SearchAttributeType.KEYWORD);
+/** The memo field with the same version, for clusters without Clotho's search attributes. */
+export const VERSION_MEMO = 'clothoVersion';

@@ -13,12 +13,13 @@ import { waitFor } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { fastSteps, startHarness, type Harness } from '../support/harness.js';
 import { uniqueId } from '../support/temporal.js';
+import { startedBy } from '../../src/cli/versions.js';
+import { atBaseline } from './baseline.js';
 
 /**
- * Determinism guard of evaluation during training (steps_per_eval): an env-run that started evaluation children
- * (`EVAL_DURING_TRAINING_ENV_RUN`) and one evaluation child, recorded with CLOTHO_RECORD_HISTORIES=1, must replay
- * against today's workflow code. Env-runs recorded before evaluation existed replay in replay.test.ts and
- * chaos-histories.test.ts.
+ * Determinism guard of evaluation during training (steps_per_eval): an env-run that started evaluation children and
+ * one evaluation child, recorded at the replay baseline with CLOTHO_RECORD_HISTORIES=1, must replay against today's
+ * workflow code.
  */
 const HISTORIES = new URL('./histories/', import.meta.url);
 const recording = process.env.CLOTHO_RECORD_HISTORIES === '1';
@@ -54,6 +55,7 @@ describe('replay of an env-run that evaluates during training', () => {
     const run = await h.temporal.client.workflow.start(envRun, {
       taskQueue: h.queues.workflows,
       workflowId,
+      ...startedBy(true),
       args: [{
         runId: h.runId,
         environment: 'gsm8k',
@@ -87,6 +89,7 @@ describe('replay of an env-run that evaluates during training', () => {
     const history = JSON.parse(await readFile(new URL(file, HISTORIES), 'utf8')) as { events: Event[] };
     const started = history.events[0] as unknown as { workflowExecutionStartedEventAttributes: { workflowType: { name: string } } };
     expect(started.workflowExecutionStartedEventAttributes.workflowType.name).toBe(workflowType);
+    expect(atBaseline(history), `${file} was recorded before the replay baseline: record it anew`).toBe(true);
     expect(history.events.some((e) => e.eventType.replace(/^EVENT_TYPE_/, '').replace(/_/g, '').toLowerCase() === command.toLowerCase())).toBe(true);
     if (workflowType === 'envRun') {
       const children = history.events.flatMap((e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType.name ?? []);

@@ -15,11 +15,14 @@ import { startHarness, type Harness } from '../support/harness.js';
 import { counterTools } from '../support/counter-tools.js';
 import { assistantTurns, openAIError, type Responder } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
+import { startedBy } from '../../src/cli/versions.js';
+import { atBaseline } from './baseline.js';
 
 /**
- * Determinism guard: committed histories of real runs must replay against today's workflow code. A change
- * that would break running workflows fails here; record anew (CLOTHO_RECORD_HISTORIES=1) only for a change
- * that is meant to be incompatible, before any run depends on the old code.
+ * Determinism guard: committed histories of real runs, recorded at the replay baseline (REPLAY_BASELINE) or later,
+ * must replay against today's workflow code. A change of command order goes behind `patched()` with a history of
+ * each path; the release that raises the baseline deletes the branch and records every history anew
+ * (CLOTHO_RECORD_HISTORIES=1; ARCHITECTURE.md, "Replay and patches").
  */
 const HISTORIES = new URL('./histories/', import.meta.url);
 const recording = process.env.CLOTHO_RECORD_HISTORIES === '1';
@@ -41,7 +44,7 @@ async function historyJson(harness: Harness, workflowId: string): Promise<string
 /** Runs one rollout group on the harness to its end and writes its history as `file` among the committed histories. */
 async function recordRolloutGroup(running: Harness, file: string, input: RolloutGroupInput): Promise<void> {
   const workflowId = uniqueId(`replay-${file.replace(/\.json$/, '')}`);
-  await running.temporal.client.workflow.execute(rolloutGroup, { taskQueue: running.queues.workflows, workflowId, args: [input] });
+  await running.temporal.client.workflow.execute(rolloutGroup, { taskQueue: running.queues.workflows, workflowId, args: [input], ...startedBy(true) });
   await writeFile(new URL(file, HISTORIES), await historyJson(running, workflowId));
 }
 
@@ -77,13 +80,13 @@ describe('replay of recorded histories', () => {
     await recordRolloutGroup(harness, 'rollout-group-tools-one-step-finish.json', harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } }));
   });
 
-  it.runIf(recording)('records a single-turn group whose input says finishInOneStep: finishGroup with no patch marker', async () => {
+  it.runIf(recording)('records a single-turn group: finishGroup, with no patch marker', async () => {
     harness = await startHarness({
       environment: guessNumber,
       envConfig: { group_size: 2 },
       responder: (body) => ({ choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: i === 0 ? '40' : '7' })) }),
     });
-    await recordRolloutGroup(harness, 'rollout-group-finish-in-input.json', harness.groupInput(0));
+    await recordRolloutGroup(harness, 'rollout-group-single-turn.json', harness.groupInput(0));
   });
 
   it.runIf(recording)('records a tool-using rollout group with generation as a local activity, retried once, with setup and teardown', async () => {
@@ -107,7 +110,7 @@ describe('replay of recorded histories', () => {
     const workflowId = uniqueId('replay-env-run-launch-first');
     const sink = { kind: 'jsonl' as const, path: join(tmpdir(), `${workflowId}.jsonl`) };
     const input = { runId: harness.runId, environment: guessNumber.name, totalGroups: 5, maxInFlight: 2, sink, group: harness.groupInput(0) };
-    await harness.temporal.client.workflow.execute(envRun, { taskQueue: harness.queues.workflows, workflowId, args: [input] });
+    await harness.temporal.client.workflow.execute(envRun, { taskQueue: harness.queues.workflows, workflowId, args: [input], ...startedBy(true) });
     await writeFile(new URL('env-run-launch-first.json', HISTORIES), await historyJson(harness, workflowId));
     await rm(sink.path, { force: true });
   });
@@ -124,36 +127,20 @@ describe('replay of recorded histories', () => {
     await recordRolloutGroup(harness, 'rollout-group-tools-local-tools.json', input);
   });
 
-  // Env-runs stranded by kill -9 on Clotho 0.1.0 (a local activity resolved earlier on replay than it first did),
-  // found in crash testing and committed byte for byte as they were recorded: they replay on the legacy path, and then drain onto
-  // the single loop (SINGLE_LOOP_ENV_RUN).
-  it.each(['env-run-nondeterminism-after-kill.json', 'env-run-nondeterminism-child-after-kill.json'])(
-    'replays %s, an env-run stuck on older code, without a nondeterminism error',
-    async (name) => {
-      const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
-      await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, name);
-    },
-  );
-
-  // The weighted histories: a batcher pushing each env its share, an env-run using it (test/e2e/serve-weighted.test.ts
-  // records them with CLOTHO_RECORD_HISTORIES=1).
-  // rollout-group.json and rollout-group-tools.json were recorded before FINISH_IN_ONE_STEP and the local multi-turn
-  // step (parse, score, assemble and stepTurn activities of their own); the recorders above write `-one-step-finish`.
+  // The recorders above write the rollout groups and env-run-launch-first.json; test/e2e/serve-weighted.test.ts the
+  // weighted batcher and env-run, src/store/retention.test.ts the trained release (all with CLOTHO_RECORD_HISTORIES=1).
   it.each([
-    'rollout-group.json',
-    'rollout-group-tools.json',
     'rollout-group-one-step-finish.json',
     'rollout-group-tools-one-step-finish.json',
     // Generation as a local activity (`--steps.generate.local true`): markers where the others have activity tasks.
     'rollout-group-tools-local-generate.json',
     // Generation and tool calls local (`--steps.tool.local true`): a turn's calls are one callTurnTools marker.
     'rollout-group-tools-local-tools.json',
-    // A group started with finishInOneStep in its input: no FINISH_IN_ONE_STEP marker.
-    'rollout-group-finish-in-input.json',
+    // A single-turn group: parse, score and assemble in one finishGroup.
+    'rollout-group-single-turn.json',
+    // A batcher pushing each env its weighted share of the room.
     'batcher-weighted.json',
-    // Recorded before LAUNCH_BEFORE_DELIVERY_ENV_RUN: deliveries before launches, each in a workflow task of its own.
-    'env-run-weighted.json',
-    // Launches first, then deliveries (LAUNCH_BEFORE_DELIVERY_ENV_RUN): to JSONL here, and to a weighted batcher.
+    // Launches first, then deliveries: to JSONL here, and to a weighted batcher.
     'env-run-launch-first.json',
     'env-run-weighted-launch-first.json',
     // A --trainer temporal batcher releasing a trained batch (src/store/retention.test.ts records it).
@@ -161,6 +148,7 @@ describe('replay of recorded histories', () => {
   ])('replays %s against the current workflow code', async (name) => {
     const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
     expect(history.events.length).toBeGreaterThan(10);
+    expect(atBaseline(history), `${name} was recorded before the replay baseline: record it anew`).toBe(true);
     await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, name);
   });
 });

@@ -108,7 +108,6 @@ export async function startHarness<S extends TrajectoryStore = FileSystemStore>(
       taskQueues: { llm: queues.llm, env: queues.env },
       steps: fastSteps(),
       searchAttributes: true,
-      finishInOneStep: true,
       ...overrides,
     }),
     async close() {

@@ -82,7 +82,7 @@ describe('rolloutGroup on a real dev server', () => {
     expect(events.filter((e) => e.workflowTaskCompletedEventAttributes).length).toBeGreaterThanOrEqual(3);
   });
 
-  it('finishes in 14 events with no patch marker when its input says finishInOneStep; an older run’s group asks patched', async () => {
+  it('finishes in 14 events with no patch marker: parse, score and assemble are one finishGroup', async () => {
     const { h } = await startOverloadedGuess(0);
     const eventsOf = async (input: ReturnType<Harness['groupInput']>) => {
       const workflowId = uniqueId('rg-finish');
@@ -91,8 +91,6 @@ describe('rolloutGroup on a real dev server', () => {
       return { count: events.length, patches: events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length };
     };
     expect(await eventsOf(h.groupInput(0))).toEqual({ count: 14, patches: 0 });
-    const { finishInOneStep: _, ...older } = h.groupInput(0);
-    expect(await eventsOf(older)).toEqual({ count: 16, patches: 1 });
   });
 
   it('retries a first turn that failed after its completions arrived without asking the model again', async () => {

@@ -12,6 +12,7 @@ import { envRunSettings, planRun, raceWatching, withRunSession, type PlanOptions
 import { METRICS_FLAGS } from '../run-metrics.js';
 import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
+import { startedBy } from '../versions.js';
 import { withWandbLogging } from '../wandb/wandb-logging.js';
 
 export const PROCESS_USAGE = `Usage: clotho process <environment> [--env.<field> v] [--openai.<field> v] [--config file.yaml]
@@ -70,6 +71,7 @@ async function runToEnd(plan: RunPlan, temporal: TemporalRuntime, input: EnvRunI
       workflowId,
       taskQueue: runTaskQueues(plan.runId, plan.definition.name).workflows,
       args: [input],
+      ...startedBy(temporal.searchAttributes),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });

@@ -12,6 +12,7 @@ import { envRunSettings, planRun, raceWatching, withRunSession } from '../run.js
 import { METRICS_FLAGS } from '../run-metrics.js';
 import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
+import { startedBy } from '../versions.js';
 import { evaluationsLine, watchProgress } from '../progress.js';
 import { withWandbLogging } from '../wandb/wandb-logging.js';
 import { envRunId } from './process.js';
@@ -101,6 +102,7 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
       workflowId: envRunId(plan.runId, plan.definition.name),
       taskQueue: runTaskQueues(plan.runId, plan.definition.name).workflows,
       args: [input],
+      ...startedBy(temporal.searchAttributes),
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
     const stopped = workers.done.then(() => Promise.reject(new Error('the workers stopped')));
