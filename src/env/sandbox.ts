@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, lstatSync, readlinkSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute, join, normalize, posix } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { repoRoot } from '../store/paths.js';
 
 /**
  * Runs untrusted code (a model's program) in a bubblewrap sandbox: its own user, pid, network, IPC, UTS and cgroup
@@ -50,7 +50,7 @@ export const SANDBOX_DIR = '/sandbox';
 export const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
 
 /** The script that installs bubblewrap (`node scripts/ensure-sandbox.mjs`). */
-export const ENSURE_SANDBOX_SCRIPT = fileURLToPath(new URL('../../scripts/ensure-sandbox.mjs', import.meta.url));
+export const ENSURE_SANDBOX_SCRIPT = join(repoRoot, 'scripts/ensure-sandbox.mjs');
 
 export interface SandboxOptions {
   /** Program and arguments; a bare name is looked up in {@link SANDBOX_PATH}, a relative path in {@link SANDBOX_DIR}. */
