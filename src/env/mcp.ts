@@ -17,6 +17,7 @@ export const McpServerConfigSchema = z.strictObject({
   /** Seconds one call may take before it fails (an infrastructure error, retried); progress notifications reset it. @default 60 */
   timeout_s: z.number().positive().default(60),
 });
+/** One stdio MCP server as given in config (`timeout_s` optional). */
 export type McpServerConfig = z.input<typeof McpServerConfigSchema>;
 type Server = z.output<typeof McpServerConfigSchema>;
 
