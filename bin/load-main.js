@@ -6,11 +6,18 @@ import { existsSync } from 'node:fs';
 import { register } from 'node:module';
 import { register as registerTsx } from 'tsx/esm/api';
 
-/** @returns {Promise<(argv: string[]) => Promise<number>>} */
-export async function loadMain() {
+const sources = existsSync(new URL('../src/cli/main.ts', import.meta.url));
+
+/** Registers the module hooks the CLI runs under: tsx, and in a checkout the "clotho-source" condition. */
+export function registerLoaders() {
   registerTsx();
-  if (!existsSync(new URL('../src/cli/main.ts', import.meta.url))) return (await import('../dist/src/cli/main.js')).main;
+  if (!sources) return;
   const hook = 'export const resolve = (s, c, next) => next(s, { ...c, conditions: [...c.conditions, "clotho-source"] });';
   register(`data:text/javascript,${encodeURIComponent(hook)}`);
-  return (await import('../src/cli/main.ts')).main;
+}
+
+/** @returns {Promise<(argv: string[]) => Promise<number>>} */
+export async function loadMain() {
+  registerLoaders();
+  return (await import(sources ? '../src/cli/main.ts' : '../dist/src/cli/main.js')).main;
 }
