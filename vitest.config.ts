@@ -1,6 +1,13 @@
+import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
+// 'clotho' resolves to src/index.ts in the tests, as it does for tsc and the CLI in a checkout: the "clotho-source"
+// condition of package.json's exports (the published package resolves it to dist/).
+const conditions = ['clotho-source', ...defaultServerConditions];
+
 export default defineConfig({
+  resolve: { conditions },
+  ssr: { resolve: { conditions } },
   test: {
     include: ['src/**/*.test.ts', 'environments/**/*.test.ts', 'test/**/*.test.ts', 'temporal-dev/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],

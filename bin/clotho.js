@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources directly, so a fresh clone needs no build step.
-import { register } from 'tsx/esm/api';
+import { loadMain } from './load-main.js';
 
-register();
-const { main } = await import('../src/cli/main.ts');
+const main = await loadMain();
 process.exitCode = await main(process.argv.slice(2));

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 // `run-api` on the PATH (npm's bin): Atropos's server by name, so tools that start it get `clotho run-api`.
-import { register } from 'tsx/esm/api';
+import { loadMain } from './load-main.js';
 
-register();
-const { main } = await import('../src/cli/main.ts');
+const main = await loadMain();
 process.exitCode = await main(['run-api', ...process.argv.slice(2)]);

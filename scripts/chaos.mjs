@@ -11,7 +11,7 @@ const seeds = process.env.CHAOS_SEED
 const summaries = [];
 let failed = 0;
 for (const seed of seeds) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/chaos/main.ts'], {
+  const child = spawn(process.execPath, ['--conditions=clotho-source', '--import', 'tsx', 'test/support/chaos/main.ts'], {
     env: { ...process.env, CHAOS_SEED: String(seed) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

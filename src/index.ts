@@ -1,6 +1,8 @@
 /**
  * Clotho's public entry: what an environment imports (`import { defineEnvironment, z } from 'clotho'`).
  * Environments in this repository import only this, so each is an example a user can copy into a package of their own.
+ * Every name is listed here (no `export *`); `npm run docs` writes this page (docs/reference.md) from their doc comments.
+ * @packageDocumentation
  */
 export { z } from 'zod';
 export {
@@ -50,13 +52,75 @@ export type { AssistantTurn, Episode } from './env/episode.js';
 export { closeMcpServers, mcpTools, McpServerConfigSchema, type McpServerConfig } from './env/mcp.js';
 export type { BaseEnvConfig } from './schema/config.js';
 export type { Message } from './schema/scored-data.js';
-export * from './env/answers.js';
-export * from './env/length-penalty.js';
-export * from './env/judging.js';
-export * from './env/images.js';
-export * from './env/png.js';
-export * from './env/math-answer.js';
-export * from './env/rewards.js';
-export * from './env/sandbox.js';
-export * from './env/games.js';
-export * from './env/problems.js';
+export { choiceLetters, extractChoiceLetter, lastBoxed, stripThinking } from './env/answers.js';
+export { lengthPenalty, type LengthPenaltyOptions, type LengthPenaltyRule } from './env/length-penalty.js';
+export {
+  formatConversation,
+  judgedPair,
+  PAIRWISE_JUDGE_SYSTEM_PROMPT,
+  pairwiseJudgePrompt,
+  pairwiseRequestIds,
+  pairwiseRequests,
+  parseBoxedChoice,
+  preferenceOf,
+  tallyPairwise,
+  type PairwisePromptOptions,
+  type PairwiseRequestOptions,
+  type PairwiseTally,
+} from './env/judging.js';
+export { imageDataUrl, imageMediaType, imagePart, parseDataUrl, textPart, type ImageUrlPart, type TextPart } from './env/images.js';
+export { decodePng, encodePng, type RgbaImage } from './env/png.js';
+export {
+  extractMathAnswer,
+  goldMathAnswer,
+  mathAnswersEqual,
+  normalizeMathAnswer,
+  type MathCompareOptions,
+  type MathExtractOptions,
+} from './env/math-answer.js';
+export {
+  combineRewards,
+  defineReward,
+  REWARD_FUNCTIONS,
+  rewardSpecsField,
+  type CombinedReward,
+  type CombineRewardsOptions,
+  type RewardContext,
+  type RewardDefinition,
+  type RewardFn,
+  type RewardNormalization,
+  type RewardRegistry,
+  type RewardSpec,
+} from './env/rewards.js';
+export {
+  DEFAULT_SANDBOX_LIMITS,
+  runSandboxed,
+  SANDBOX_DIR,
+  SANDBOX_PATH,
+  type SandboxKill,
+  type SandboxLimits,
+  type SandboxOptions,
+  type SandboxResult,
+} from './env/sandbox.js';
+export {
+  actionTools,
+  commandFromCall,
+  defineGame,
+  GAME_CONFIG,
+  hashSeed,
+  parseCommand,
+  readMove,
+  seededRandom,
+  type Game,
+  type GameAction,
+  type GameCommand,
+  type GameConfig,
+  type GameContext,
+  type GameItem,
+  type GameMove,
+  type GameOutcome,
+  type GameSlot,
+  type SeededRandom,
+  type Unreadable,
+} from './env/games.js';
+export { problemsError } from './env/problems.js';

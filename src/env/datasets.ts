@@ -31,6 +31,7 @@ export async function loadJsonl<S extends z.ZodType>(path: string, schema: S): P
   return rows;
 }
 
+/** Where {@link resolveDataset} finds a data set: the user's file, else a cached download, else the public copy. */
 export interface DatasetSource {
   /** A local file, used as is; the user's `--env.data_path`. */
   path?: string | null;

@@ -189,6 +189,7 @@ export interface AdvantageContext<Config = BaseEnvConfig> {
 /** Result of evaluating on held-out data: metric name → value. */
 export type EvaluationMetrics = Record<string, number>;
 
+/** What an environment's own {@link EnvironmentDefinition.evaluate} gets: the run's config and a way to ask the policy. */
 export interface EvaluateContext<Config> {
   config: Config;
   /** Runs one completion for a prompt (n = 1, evaluation sampling). */
@@ -211,6 +212,7 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
   defaults?: Partial<BaseEnvConfig>;
   /** Loads the data; called once per worker process. In-memory data: return {@link fromItems}`(rows)`. */
   load(config: EnvConfig<Extra>): Promise<ItemSource<Item>>;
+  /** The conversation the model completes for an item (system, user and any earlier turns). */
   prompt(item: Item, config: EnvConfig<Extra>): Message[];
   /**
    * Tools offered to the model for this item, rendered by the chat template. Executable tools ({@link defineTool})
@@ -226,6 +228,7 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
   setup?(context: GroupContext<Item, EnvConfig<Extra>>): MaybePromise<unknown>;
   /** Runs once per group when it ends, scored or failed, with what `setup` returned. */
   teardown?(context: GroupContext<Item, EnvConfig<Extra>> & { group: unknown }): MaybePromise<void>;
+  /** The model's answer from its final completion (what `score` reads as `parsed`); deterministic. */
   parse(completion: string, item: Item, context: ParseContext<Item, EnvConfig<Extra>>): MaybePromise<Parsed>;
   /**
    * Questions for the judge model (`--judge.*`) about the whole group, before it is scored (RLAIF: pairs of
@@ -234,6 +237,7 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
    * never a reward. `score` reads the answers from `judgements`.
    */
   judge?(context: JudgeContext<Item, Parsed, EnvConfig<Extra>>): MaybePromise<JudgeRequest[]>;
+  /** A sample's reward (and optionally metrics) from its parsed answer, the item and any judgements; deterministic. */
   score(context: ScoreContext<Item, Parsed, EnvConfig<Extra>>): MaybePromise<number | ScoreResult>;
   /**
    * Answers an assistant turn: further messages (the next user turn, a game's observation), whether the episode is
@@ -256,6 +260,7 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
    * (`teacher_top_k`, `skip_teacher_top_k`).
    */
   groupOverrides?(item: Item, config: EnvConfig<Extra>): Record<string, unknown>;
+  /** `clotho evaluate`'s metrics, when the environment measures the policy its own way (else one greedy completion per item, scored). */
   evaluate?(context: EvaluateContext<EnvConfig<Extra>>): Promise<EvaluationMetrics>;
 }
 

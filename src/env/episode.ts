@@ -15,6 +15,7 @@ export interface EpisodeOptions {
   signal?: AbortSignal;
 }
 
+/** A played episode: the whole conversation, the final completion, what `parse` and `score` made of it, and the turns. */
 export interface Episode {
   messages: Message[];
   completion: string;

@@ -20,6 +20,7 @@ export function formatConversation(messages: Message[]): string {
   return messages.map((m) => `${m.role}: ${typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')}`).join('\n');
 }
 
+/** What {@link pairwiseJudgePrompt} asks the judge about: a conversation, two responses and the criteria. */
 export interface PairwisePromptOptions {
   /** The conversation both responses answer (without the responses). */
   conversation: Message[];
@@ -52,6 +53,7 @@ export function pairwiseRequestIds(id: string): { forward: string; reversed: str
   return { forward: `${id}/forward`, reversed: `${id}/reversed` };
 }
 
+/** The comparison {@link pairwiseRequests} turns into two judge requests, one in each order. */
 export interface PairwiseRequestOptions extends Omit<PairwisePromptOptions, 'responseA' | 'responseB'> {
   /** Names the comparison; its requests are `<id>/forward` and `<id>/reversed`. */
   id: string;

@@ -14,6 +14,7 @@
  */
 export type LengthPenaltyRule = 'threshold' | 'relative';
 
+/** How {@link lengthPenalty} discounts long completions. */
 export interface LengthPenaltyOptions {
   rule: LengthPenaltyRule;
   /** The token budget the `threshold` rule measures against (the environment's `max_token_length`). */

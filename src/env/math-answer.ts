@@ -15,6 +15,7 @@ export function lastNumber(text: string): string | null {
   return text.replace(/\u2212/g, '-').match(NUMBER)?.at(-1) ?? null;
 }
 
+/** How {@link extractMathAnswer} reads a completion. */
 export interface MathExtractOptions {
   /** Read only the text after the last `</think>`; an open `<think>` then means no answer. @default true */
   splitOnThink?: boolean;
@@ -78,6 +79,7 @@ export function normalizeMathAnswer(answer: string): string {
   return s.replace(/\s+/g, ' ').replace(/^\s*\+/, '').replace(/\.\s*$/, '').trim();
 }
 
+/** How {@link mathAnswersEqual} compares two answers. */
 export interface MathCompareOptions {
   /** Absolute tolerance of numeric comparison (float noise of large values is forgiven apart from it). @default 1e-6 */
   tolerance?: number;

@@ -2,9 +2,8 @@
  * Tools served by MCP servers (Model Context Protocol, stdio transport), offered to the model as Clotho tools.
  * One connection per server and process, opened on first use and reopened after the server dies.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { z } from 'zod';
 import { ToolError, type Tool, type ToolContext } from './tools.js';
 
@@ -18,6 +17,7 @@ export const McpServerConfigSchema = z.strictObject({
   /** Seconds one call may take before it fails (an infrastructure error, retried); progress notifications reset it. @default 60 */
   timeout_s: z.number().positive().default(60),
 });
+/** One stdio MCP server as given in config (`timeout_s` optional). */
 export type McpServerConfig = z.input<typeof McpServerConfigSchema>;
 type Server = z.output<typeof McpServerConfigSchema>;
 
@@ -47,28 +47,42 @@ function installExitHook(): void {
   });
 }
 
+// The MCP SDK (a few hundred ms to import) is loaded by the first tool call or listing, not by importing the SDK.
+let sdkModules: Promise<typeof import('@modelcontextprotocol/sdk/client/index.js') & typeof import('@modelcontextprotocol/sdk/client/stdio.js')
+  & typeof import('@modelcontextprotocol/sdk/types.js')> | undefined;
+const mcpSdk = () => (sdkModules ??= Promise.all([import('@modelcontextprotocol/sdk/client/index.js'),
+  import('@modelcontextprotocol/sdk/client/stdio.js'), import('@modelcontextprotocol/sdk/types.js')])
+  .then(([client, stdio, types]) => ({ ...client, ...stdio, ...types })));
+
 function connect(server: Server, key: string): Promise<Connection> {
   installExitHook();
+  // Cached before it settles, so that concurrent first calls share one process and all see the same failure.
+  const pending: Promise<Connection> = open(server, () => {
+    if (connections.get(key) === pending) connections.delete(key);
+  });
+  connections.set(key, pending);
+  return pending;
+}
+
+async function open(server: Server, unlist: () => void): Promise<Connection> {
+  const { Client, StdioClientTransport } = await mcpSdk();
   const transport = new StdioClientTransport({ command: server.command, args: server.args, env: server.env, cwd: server.cwd });
   const client = new Client({ name: 'clotho', version: '0.1.0' });
   live.add(transport);
   const forget = () => {
     live.delete(transport);
-    if (connections.get(key) === pending) connections.delete(key);
+    unlist();
   };
   // A server that exits between calls is noticed here, so the next call starts a new one instead of failing.
   client.onclose = forget;
-  // Cached before it settles, so that concurrent first calls share one process and all see the same failure.
-  const pending: Promise<Connection> = client.connect(transport).then(
-    () => ({ client, transport }),
-    async (error: unknown) => {
-      forget();
-      await client.close().catch(() => undefined);
-      throw new Error(`MCP server "${describe(server)}" did not start: ${(error as Error).message}`);
-    },
-  );
-  connections.set(key, pending);
-  return pending;
+  try {
+    await client.connect(transport);
+  } catch (error) {
+    forget();
+    await client.close().catch(() => undefined);
+    throw new Error(`MCP server "${describe(server)}" did not start: ${(error as Error).message}`);
+  }
+  return { client, transport };
 }
 
 function connection(server: Server): Promise<Connection> {
@@ -85,8 +99,8 @@ async function drop(server: Server, conn: Connection): Promise<void> {
 }
 
 // Codes of errors the server itself answered: the connection is fine, only this call failed.
-const ANSWERED = new Set<number>([ErrorCode.ParseError, ErrorCode.InvalidRequest, ErrorCode.MethodNotFound,
-  ErrorCode.InvalidParams, ErrorCode.InternalError]);
+const answered = ({ ErrorCode }: Awaited<ReturnType<typeof mcpSdk>>): Set<number> => new Set([ErrorCode.ParseError,
+  ErrorCode.InvalidRequest, ErrorCode.MethodNotFound, ErrorCode.InvalidParams, ErrorCode.InternalError]);
 
 // Size from the base64 length, without decoding what may be megabytes.
 const bytes = (base64: string): string => `${Math.floor((base64.length * 3) / 4) - (/=*$/.exec(base64)?.[0].length ?? 0)} bytes`;
@@ -140,9 +154,11 @@ async function callTool(server: Server, name: string, args: Record<string, unkno
     });
   } catch (error) {
     if (ctx.signal.aborted) throw error; // cancelled: the SDK told the server; the connection is fine
+    const sdk = await mcpSdk();
+    const { ErrorCode, McpError } = sdk;
     if (error instanceof McpError && error.code === ErrorCode.InvalidParams) throw new ToolError(error.message);
     // Anything but an answer from the server (closed, timed out, not connected) may mean a dead process.
-    if (!(error instanceof McpError && ANSWERED.has(error.code))) await drop(server, conn);
+    if (!(error instanceof McpError && answered(sdk).has(error.code))) await drop(server, conn);
     throw new Error(`MCP tool ${name} on "${describe(server)}" failed: ${(error as Error).message}`, { cause: error });
   }
   const text = mcpResultText(result);

@@ -56,6 +56,7 @@ export const RewardSpecSchema = z.union([
     params: z.record(z.string(), z.unknown()).optional(),
   }),
 ]);
+/** One entry of a reward list: a function's name, or an object with its `name` (or `type`), `weight`, `metric` and parameters. */
 export type RewardSpec = z.infer<typeof RewardSpecSchema>;
 
 /** How weighted rewards add up: `none` Σ wᵢrᵢ; `sum` divides that by Σ wᵢ (Atropos's dataset environment). */
@@ -124,6 +125,7 @@ export interface CombinedReward {
   score(context: RewardContext): ScoreResult;
 }
 
+/** How {@link combineRewards} adds the rewards up, and where it finds them by name. */
 export interface CombineRewardsOptions {
   /** @default 'none' */
   normalization?: RewardNormalization;

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, lstatSync, readlinkSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute, join, normalize, posix } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { repoRoot } from '../store/paths.js';
 
 /**
  * Runs untrusted code (a model's program) in a bubblewrap sandbox: its own user, pid, network, IPC, UTS and cgroup
@@ -50,8 +50,9 @@ export const SANDBOX_DIR = '/sandbox';
 export const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
 
 /** The script that installs bubblewrap (`node scripts/ensure-sandbox.mjs`). */
-export const ENSURE_SANDBOX_SCRIPT = fileURLToPath(new URL('../../scripts/ensure-sandbox.mjs', import.meta.url));
+export const ENSURE_SANDBOX_SCRIPT = join(repoRoot, 'scripts/ensure-sandbox.mjs');
 
+/** One program run by {@link runSandboxed}: the command, its files, limits and stdin. */
 export interface SandboxOptions {
   /** Program and arguments; a bare name is looked up in {@link SANDBOX_PATH}, a relative path in {@link SANDBOX_DIR}. */
   command: string[];
@@ -71,6 +72,7 @@ export interface SandboxOptions {
 /** How a run ended when it did not exit by itself: Clotho's wall-time or output limit, or a signal (`SIGXCPU`: the CPU limit). */
 export type SandboxKill = 'wall_time' | 'output' | NodeJS.Signals;
 
+/** How a sandboxed run ended and what it printed. */
 export interface SandboxResult {
   /** The program's exit status; 128 + n when signal n ended it (as a shell reports it); null when Clotho killed it. */
   exitCode: number | null;

@@ -6,6 +6,7 @@ import { parquetReadObjects } from 'hyparquet';
 /** Table formats data sets come in: JSON lines, CSV (as MMLU's original release), Parquet (as on the Hugging Face hub). */
 export type TableFormat = 'jsonl' | 'csv' | 'parquet';
 
+/** How {@link loadTable} reads a file. */
 export interface LoadTableOptions {
   /** @default from the file's extension (`.jsonl`/`.json`, `.csv`, `.parquet`) */
   format?: TableFormat;

@@ -16,6 +16,7 @@ export function resolveEnvConfig<Extra extends z.ZodRawShape>(
   return resolveConfig({ argv, environment: definition }).env as EnvConfig<Extra>;
 }
 
+/** One episode for {@link playEpisode}: the item, the model's scripted replies, and the flags. */
 export interface PlayOptions<Item> {
   item: Item;
   /** The assistant's turns, in order (text or whole messages with `tool_calls`), or a function that answers each turn. */

@@ -35,6 +35,7 @@ export interface Tool<Args = any, Item = any> {
   description: string;
   /** The arguments: a zod schema (validated and converted to JSON Schema) or a JSON Schema object. */
   parameters: z.ZodType<Args> | Record<string, unknown>;
+  /** Runs the call; a string or a JSON-safe object becomes the tool message. Throw {@link ToolError} for a failure the model should see. */
   execute(args: Args, context: ToolContext<Item>): MaybePromise<string | Record<string, unknown>>;
 }
 
@@ -44,6 +45,7 @@ export function defineTool<S extends z.ZodType, Item = any>(tool: {
   name: string;
   description: string;
   parameters: S;
+  /** Runs the call with the arguments parsed by the schema; as {@link Tool.execute}. */
   execute(args: z.infer<S>, context: ToolContext<Item>): MaybePromise<string | Record<string, unknown>>;
 }): Tool<z.infer<S>, Item>;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a tool that does not name its item type fits any environment
@@ -97,6 +99,7 @@ export function argumentProblems(tool: Tool, args: Record<string, unknown>): str
 /** How a call ended, as metrics count it. */
 export type ToolCallOutcome = 'ok' | 'tool_error' | 'unknown_tool' | 'invalid_arguments';
 
+/** One executed call: the text the model sees as the tool's message, and how the call ended. */
 export interface ToolCallResult {
   content: string;
   outcome: ToolCallOutcome;

@@ -61,6 +61,7 @@ export const BaseEnvConfigSchema = z.strictObject({
   messages_only: z.boolean().default(false)
     .describe('ask servers for messages only (no token ids, no logprobs: OpenAI\'s API and hosted ones will do); groups are written without tokens, for evaluation or SFT data, never RL training (process only)'),
 });
+/** Atropos's `BaseEnvConfig` fields (`--env.*`) as every environment's config has them, defaults applied. */
 export type BaseEnvConfig = z.infer<typeof BaseEnvConfigSchema>;
 
 /**

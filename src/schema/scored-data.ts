@@ -10,6 +10,7 @@ export const MessageSchema = z.looseObject({
   content: z.union([z.string(), z.array(z.unknown()), z.null()]),
   reward: z.number().nullable().optional(),
 });
+/** A chat message as OpenAI's API and Atropos's groups carry it (role, content, tool calls). */
 export type Message = z.infer<typeof MessageSchema>;
 
 const ints = z.array(z.number().int());

@@ -2,12 +2,14 @@ import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporali
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { clothoHome } from '../store/paths.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const workflowsPath = join(here, '../workflows/index.ts');
+// `.ts` run from the sources, `.js` compiled (dist/): the bundle is built from whichever this module is.
+const extension = extname(fileURLToPath(import.meta.url));
+const workflowsPath = join(here, `../workflows/index${extension}`);
 
 /**
  * The workflow bundle, built once per version of the workflow sources and cached on disk: bundling takes
@@ -35,7 +37,7 @@ async function sourcesHash(): Promise<string> {
   hash.update(sdk.version);
   for (const dir of ['../workflows', '../schema']) {
     const folder = join(here, dir);
-    for (const name of (await readdir(folder)).filter((n) => n.endsWith('.ts') && !n.endsWith('.test.ts')).sort()) {
+    for (const name of (await readdir(folder)).filter((n) => n.endsWith(extension) && !n.endsWith(`.test${extension}`)).sort()) {
       hash.update(name).update(await readFile(join(folder, name)));
     }
   }
