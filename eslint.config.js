@@ -47,11 +47,13 @@ export default tseslint.config(
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
-          paths: builtinModules.flatMap((m) => [m, `node:${m}`]).map((name) => ({
-            name,
-            allowTypeImports: true,
-            message: 'Workflow code runs in the Temporal sandbox: no Node built-ins (use an activity).',
-          })),
+          paths: builtinModules
+            .flatMap((m) => [m, `node:${m}`])
+            .map((name) => ({
+              name,
+              allowTypeImports: true,
+              message: 'Workflow code runs in the Temporal sandbox: no Node built-ins (use an activity).',
+            })),
         },
       ],
     },

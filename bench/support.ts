@@ -86,13 +86,17 @@ export interface BenchWorkerOptions {
 }
 
 /** How a bench places generation: on the LLM queue (the default) or as a local activity. */
-export const GENERATIONS = { queue: 'generation on the LLM queue (default)', local: 'generation as a local activity (--steps.generate.local true)' } as const;
+export const GENERATIONS = {
+  queue: 'generation on the LLM queue (default)',
+  local: 'generation as a local activity (--steps.generate.local true)',
+} as const;
 export type Generation = keyof typeof GENERATIONS;
 
 /** The `--generation queue,local` list of a bench, checked. */
 export function generationsOf(list: string): Generation[] {
   const modes = list.split(',').filter(Boolean);
-  for (const mode of modes) if (!(mode in GENERATIONS)) throw new Error(`--generation: expected queue and/or local (comma-separated), got "${mode}"`);
+  for (const mode of modes)
+    if (!(mode in GENERATIONS)) throw new Error(`--generation: expected queue and/or local (comma-separated), got "${mode}"`);
   return modes as Generation[];
 }
 
@@ -172,10 +176,7 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
 }
 
 /** Runs `groups` groups on fresh workers (see {@link BenchWorkers.run}) and stops them. */
-export async function runGroups(
-  bench: BenchTemporal,
-  o: BenchWorkerOptions & { groups: number; maxInFlight: number },
-): Promise<BenchRun> {
+export async function runGroups(bench: BenchTemporal, o: BenchWorkerOptions & { groups: number; maxInFlight: number }): Promise<BenchRun> {
   const workers = await startBenchWorkers(bench, o);
   try {
     return await workers.run(o.groups, o.maxInFlight);
@@ -196,7 +197,10 @@ async function frontendRequests(url: string): Promise<Record<string, number>> {
  * The requests the server answered between two readings, by operation, with the total; long polls count when they
  * return (a task, or empty after a minute), so they are the workers' task round trips.
  */
-export function requestsBetween(before: Record<string, number>, after: Record<string, number>): { total: number; byOperation: Record<string, number> } {
+export function requestsBetween(
+  before: Record<string, number>,
+  after: Record<string, number>,
+): { total: number; byOperation: Record<string, number> } {
   const byOperation: Record<string, number> = {};
   for (const [operation, n] of Object.entries(after)) {
     const delta = n - (before[operation] ?? 0);
@@ -208,6 +212,7 @@ export function requestsBetween(before: Record<string, number>, after: Record<st
 /** Every run of a workflow id (an env-run continues as new) with its history length, from the server's visibility. */
 export async function workflowRuns(client: Client, workflowId: string): Promise<{ runId: string; events: number }[]> {
   const runs: { runId: string; events: number }[] = [];
-  for await (const info of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) runs.push({ runId: info.runId, events: info.historyLength });
+  for await (const info of client.workflow.list({ query: `WorkflowId = "${workflowId}"` }))
+    runs.push({ runId: info.runId, events: info.historyLength });
   return runs;
 }

@@ -21,7 +21,8 @@ for (const seed of seeds) {
     output += chunk.toString();
   });
   const code = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? signal)));
-  const summary = output.split('\n').findLast((l) => l.startsWith(`chaos seed=${seed}:`)) ?? `chaos seed=${seed}: no summary (the run broke off)`;
+  const summary =
+    output.split('\n').findLast((l) => l.startsWith(`chaos seed=${seed}:`)) ?? `chaos seed=${seed}: no summary (the run broke off)`;
   if (code !== 0) failed++;
   summaries.push(`${code === 0 ? 'passed' : 'FAILED'}  ${summary}`);
 }

@@ -19,7 +19,8 @@ const hasChromium = () => version().status === 0;
 if (!hasChromium()) {
   if (checkOnly) fail('chromium is not installed (apt-get install chromium, or run this script without --check as root)');
   if (process.getuid?.() !== 0) fail('chromium is not installed and this is not root: install the Debian/Ubuntu package "chromium"');
-  if (run('apt-get', ['--version']).status !== 0) fail('chromium is not installed and there is no apt-get: install chromium with your package manager');
+  if (run('apt-get', ['--version']).status !== 0)
+    fail('chromium is not installed and there is no apt-get: install chromium with your package manager');
   say('installing chromium with apt-get');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'chromium']]) {

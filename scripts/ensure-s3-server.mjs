@@ -42,7 +42,8 @@ const executable = (path) => {
 };
 
 // A network failure on the way to the module proxy, as `go` words it; anything else (403, a compile error) is a failure.
-const NETWORK = /dial tcp|no such host|connection refused|i\/o timeout|TLS handshake timeout|network is unreachable|temporary failure in name resolution|connection reset by peer|server misbehaving|proxyconnect/i;
+const NETWORK =
+  /dial tcp|no such host|connection refused|i\/o timeout|TLS handshake timeout|network is unreachable|temporary failure in name resolution|connection reset by peer|server misbehaving|proxyconnect/i;
 
 const explicit = process.env.CLOTHO_S3_SERVER_PATH;
 if (explicit) {
@@ -112,7 +113,8 @@ async function build() {
   });
   if (stderr !== null) {
     const tail = stderr.trim().split('\n').slice(-8).join('\n');
-    if (NETWORK.test(stderr)) return { unreachable: `the Go module proxy cannot be reached to build ${VERSITYGW_MODULE}@${VERSITYGW_VERSION}:\n${tail}` };
+    if (NETWORK.test(stderr))
+      return { unreachable: `the Go module proxy cannot be reached to build ${VERSITYGW_MODULE}@${VERSITYGW_VERSION}:\n${tail}` };
     return { failed: `go install ${VERSITYGW_MODULE}/cmd/versitygw@${VERSITYGW_VERSION} failed:\n${tail}` };
   }
   if (!existsSync(installDir)) renameSync(building, installDir);

@@ -18,7 +18,8 @@ const hasBwrap = () => run('bwrap', ['--version']).status === 0;
 if (!hasBwrap()) {
   if (checkOnly) fail('bwrap is not installed (apt-get install bubblewrap, or run this script without --check as root)');
   if (process.getuid?.() !== 0) fail('bwrap is not installed and this is not root: install the Debian/Ubuntu package "bubblewrap"');
-  if (run('apt-get', ['--version']).status !== 0) fail('bwrap is not installed and there is no apt-get: install bubblewrap with your package manager');
+  if (run('apt-get', ['--version']).status !== 0)
+    fail('bwrap is not installed and there is no apt-get: install bubblewrap with your package manager');
   say('installing bubblewrap with apt-get');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'bubblewrap']]) {
@@ -33,9 +34,39 @@ if (!hasBwrap()) {
 const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
 const trial = run(
   'bwrap',
-  ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin',
-    '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', '--size', '1048576', '--tmpfs', '/sandbox',
-    '--remount-ro', '/', '--', 'prlimit', '--nproc=8', '--', 'true'],
+  [
+    '--unshare-all',
+    '--unshare-user',
+    '--disable-userns',
+    '--die-with-parent',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    '--symlink',
+    'usr/lib64',
+    '/lib64',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--size',
+    '1048576',
+    '--tmpfs',
+    '/sandbox',
+    '--remount-ro',
+    '/',
+    '--',
+    'prlimit',
+    '--nproc=8',
+    '--',
+    'true',
+  ],
   { ...asNobody, cwd: '/' },
 );
 if (trial.status !== 0) {

@@ -22,10 +22,15 @@ spawnSync(process.execPath, ['scripts/ensure-chromium.mjs'], { stdio: 'inherit' 
 // Go module proxy cannot be reached they skip, saying so.
 spawnSync(process.execPath, ['scripts/ensure-s3-server.mjs'], { stdio: 'inherit' });
 
-const vitest = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${results}/vitest.json`, ...passThrough], {
-  stdio: 'inherit',
-});
-const pytest = passThrough.length > 0 ? null : spawnSync('bash', ['scripts/python-tests.sh', `--junitxml=${results}/pytest.xml`], { stdio: 'inherit' });
+const vitest = spawnSync(
+  'npx',
+  ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${results}/vitest.json`, ...passThrough],
+  {
+    stdio: 'inherit',
+  },
+);
+const pytest =
+  passThrough.length > 0 ? null : spawnSync('bash', ['scripts/python-tests.sh', `--junitxml=${results}/pytest.xml`], { stdio: 'inherit' });
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
 try {

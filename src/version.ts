@@ -14,7 +14,11 @@ export const LAST_UNVERSIONED = '0.1.0';
 
 /** Compares two `major.minor.patch` versions (a pre-release tag counts as its release). */
 export function compareVersions(a: string, b: string): number {
-  const parts = (v: string) => v.split(/[-+]/)[0]!.split('.').map((p) => Number.parseInt(p, 10) || 0);
+  const parts = (v: string) =>
+    v
+      .split(/[-+]/)[0]!
+      .split('.')
+      .map((p) => Number.parseInt(p, 10) || 0);
   const [x, y] = [parts(a), parts(b)];
   for (let i = 0; i < Math.max(x.length, y.length); i++) {
     const d = (x[i] ?? 0) - (y[i] ?? 0);

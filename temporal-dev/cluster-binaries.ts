@@ -52,8 +52,12 @@ export async function ensureClusterBinaries(options: EnsureClusterBinariesOption
   const env = options.env ?? process.env;
   const explicit = { server: env.TEMPORAL_SERVER_PATH, sqlTool: env.TEMPORAL_SQL_TOOL_PATH };
   if (explicit.server || explicit.sqlTool) {
-    for (const [name, path] of [['TEMPORAL_SERVER_PATH', explicit.server], ['TEMPORAL_SQL_TOOL_PATH', explicit.sqlTool]] as const) {
-      if (!path || !(await isExecutableFile(path))) throw new Error(`${name}=${path ?? ''} is not an executable file (set both or neither). ${HOW_TO_GET_THEM}`);
+    for (const [name, path] of [
+      ['TEMPORAL_SERVER_PATH', explicit.server],
+      ['TEMPORAL_SQL_TOOL_PATH', explicit.sqlTool],
+    ] as const) {
+      if (!path || !(await isExecutableFile(path)))
+        throw new Error(`${name}=${path ?? ''} is not an executable file (set both or neither). ${HOW_TO_GET_THEM}`);
     }
     return { server: resolve(explicit.server!), sqlTool: resolve(explicit.sqlTool!) };
   }

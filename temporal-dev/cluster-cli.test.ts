@@ -7,7 +7,12 @@ import { clusterCli } from './cluster-cli.js';
 let dir: string;
 let out: string[];
 let err: string[];
-const cli = (...args: string[]) => clusterCli(args, (line) => out.push(line), (line) => err.push(line));
+const cli = (...args: string[]) =>
+  clusterCli(
+    args,
+    (line) => out.push(line),
+    (line) => err.push(line),
+  );
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'clotho-cluster-cli-'));
@@ -33,10 +38,30 @@ describe('cluster-cli', () => {
     expect(await cli('status', '--state-dir', dir)).toBe(1);
     expect(err.join('\n')).toMatch(/none recorded/);
     const record = {
-      ip: '127.0.0.1', namespace: 'default', version: 'v1.32.1',
-      ports: { frontend: 17233, frontendHttp: 1, frontendMembership: 2, history: 3, historyMembership: 4, matching: 5, matchingMembership: 6, worker: 7, workerMembership: 8 },
+      ip: '127.0.0.1',
+      namespace: 'default',
+      version: 'v1.32.1',
+      ports: {
+        frontend: 17233,
+        frontendHttp: 1,
+        frontendMembership: 2,
+        history: 3,
+        historyMembership: 4,
+        matching: 5,
+        matchingMembership: 6,
+        worker: 7,
+        workerMembership: 8,
+      },
       postgres: { port: 15432, user: 'temporal', password: 'pw' },
-      tls: { certFile: '/pki/server.pem', keyFile: '/pki/server.key', caFile: '/pki/ca.pem', serverName: 'localhost', clientCaFile: '/pki/ca.pem', clientCertFile: '/pki/client.pem', clientKeyFile: '/pki/client.key' },
+      tls: {
+        certFile: '/pki/server.pem',
+        keyFile: '/pki/server.key',
+        caFile: '/pki/ca.pem',
+        serverName: 'localhost',
+        clientCaFile: '/pki/ca.pem',
+        clientCertFile: '/pki/client.pem',
+        clientKeyFile: '/pki/client.key',
+      },
     };
     await writeFile(join(dir, 'cluster.json'), JSON.stringify(record));
     expect(await cli('env', '--state-dir', dir)).toBe(0);

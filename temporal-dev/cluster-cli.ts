@@ -94,14 +94,19 @@ async function authorizationOf(flags: Flags): Promise<ClusterAuthorization | und
   const { 'jwks-url': jwksUrl, 'admin-token-file': tokenFile } = flags;
   if (jwksUrl === undefined && tokenFile === undefined) return undefined;
   if (!jwksUrl || !tokenFile) throw new Error('--jwks-url and --admin-token-file go together');
-  const adminToken = (await readFile(tokenFile, 'utf8').catch((error: Error) => {
-    throw new Error(`--admin-token-file ${tokenFile}: ${error.message}`);
-  })).trim();
+  const adminToken = (
+    await readFile(tokenFile, 'utf8').catch((error: Error) => {
+      throw new Error(`--admin-token-file ${tokenFile}: ${error.message}`);
+    })
+  ).trim();
   if (adminToken === '') throw new Error(`--admin-token-file ${tokenFile}: empty`);
   return { jwksUrl, adminToken };
 }
 
-const exports = (env: Record<string, string>) => Object.entries(env).map(([name, value]) => `export ${name}=${value}`).join('\n');
+const exports = (env: Record<string, string>) =>
+  Object.entries(env)
+    .map(([name, value]) => `export ${name}=${value}`)
+    .join('\n');
 
 /** Runs one command; returns the exit code. */
 export async function clusterCli(args: string[], out = console.log, err = console.error): Promise<number> {
@@ -146,7 +151,9 @@ export async function clusterCli(args: string[], out = console.log, err = consol
         ...(authorization ? { authorization } : {}),
         log: (line) => err(`cluster: ${line}`),
       });
-      out(`${cluster.alreadyRunning ? 'already running' : 'started'}: Temporal ${cluster.version} on ${cluster.address}, pid ${cluster.pid}, log ${cluster.logFile}`);
+      out(
+        `${cluster.alreadyRunning ? 'already running' : 'started'}: Temporal ${cluster.version} on ${cluster.address}, pid ${cluster.pid}, log ${cluster.logFile}`,
+      );
       out(exports(clusterClientEnv(cluster)));
       return 0;
     }

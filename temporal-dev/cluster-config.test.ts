@@ -5,8 +5,15 @@ import { clusterConfig, clusterDynamicConfig, type ClusterConfigInput } from './
 const input: ClusterConfigInput = {
   ip: '127.0.0.1',
   ports: {
-    frontend: 17233, frontendHttp: 17243, frontendMembership: 16933, history: 17234, historyMembership: 16934,
-    matching: 17235, matchingMembership: 16935, worker: 17239, workerMembership: 16939,
+    frontend: 17233,
+    frontendHttp: 17243,
+    frontendMembership: 16933,
+    history: 17234,
+    historyMembership: 16934,
+    matching: 17235,
+    matchingMembership: 16935,
+    worker: 17239,
+    workerMembership: 16939,
   },
   postgres: { ip: '127.0.0.1', port: 15432, user: 'temporal', password: 'pw' },
   databases: { default: 'temporal', visibility: 'temporal_visibility' },
@@ -19,9 +26,17 @@ describe('clusterConfig', () => {
     const config = parse(clusterConfig(input));
     expect(config.persistence.defaultStore).toBe('postgres-default');
     expect(config.persistence.visibilityStore).toBe('postgres-visibility');
-    for (const [store, database] of [['postgres-default', 'temporal'], ['postgres-visibility', 'temporal_visibility']]) {
+    for (const [store, database] of [
+      ['postgres-default', 'temporal'],
+      ['postgres-visibility', 'temporal_visibility'],
+    ]) {
       expect(config.persistence.datastores[store!].sql).toMatchObject({
-        pluginName: 'postgres12', databaseName: database, connectAddr: '127.0.0.1:15432', connectProtocol: 'tcp', user: 'temporal', password: 'pw',
+        pluginName: 'postgres12',
+        databaseName: database,
+        connectAddr: '127.0.0.1:15432',
+        connectProtocol: 'tcp',
+        user: 'temporal',
+        password: 'pw',
       });
     }
     expect(config.services.frontend.rpc).toEqual({ grpcPort: 17233, membershipPort: 16933, bindOnIP: '127.0.0.1', httpPort: 17243 });
@@ -62,7 +77,12 @@ describe('clusterDynamicConfig', () => {
       authorizer: 'default',
       claimMapper: 'default',
     });
-    expect(config.services['internal-frontend'].rpc).toEqual({ grpcPort: 17236, membershipPort: 16936, bindOnIP: '127.0.0.1', httpPort: 17246 });
+    expect(config.services['internal-frontend'].rpc).toEqual({
+      grpcPort: 17236,
+      membershipPort: 16936,
+      bindOnIP: '127.0.0.1',
+      httpPort: 17246,
+    });
     expect(parse(clusterConfig(input)).services['internal-frontend']).toBeUndefined();
     expect(() => clusterConfig({ ...input, authorization: { jwksUrl: 'http://127.0.0.1:9999/jwks.json' } })).toThrow(/internal frontend/);
   });

@@ -106,7 +106,8 @@ function tlsSection(tls: ClusterTlsFiles) {
 
 function internalFrontend(ip: string, ports: ClusterPorts) {
   const { internalFrontend: grpc, internalFrontendHttp: http, internalFrontendMembership: membership } = ports;
-  if (grpc === undefined || http === undefined || membership === undefined) throw new Error('authorization needs the internal frontend’s ports');
+  if (grpc === undefined || http === undefined || membership === undefined)
+    throw new Error('authorization needs the internal frontend’s ports');
   return service(ip, grpc, membership, { httpPort: http });
 }
 
@@ -155,7 +156,9 @@ export function clusterConfig(input: ClusterConfigInput): string {
       failoverVersionIncrement: 10,
       masterClusterName: 'active',
       currentClusterName: 'active',
-      clusterInformation: { active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `${ip}:${ports.frontend}` } },
+      clusterInformation: {
+        active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `${ip}:${ports.frontend}` },
+      },
     },
     dcRedirectionPolicy: { policy: 'noop' },
     dynamicConfigClient: { filepath: input.dynamicConfigFile, pollInterval: '10s' },

@@ -30,7 +30,9 @@ export function clusterConnectionOptions(cluster: ClusterEndpoint): ConnectionOp
     tls: {
       serverNameOverride: tls.serverName,
       serverRootCACertificate: readFileSync(tls.caFile),
-      ...(tls.clientCertFile && tls.clientKeyFile ? { clientCertPair: { crt: readFileSync(tls.clientCertFile), key: readFileSync(tls.clientKeyFile) } } : {}),
+      ...(tls.clientCertFile && tls.clientKeyFile
+        ? { clientCertPair: { crt: readFileSync(tls.clientCertFile), key: readFileSync(tls.clientKeyFile) } }
+        : {}),
     },
   };
 }
@@ -88,9 +90,10 @@ export async function waitUntilClusterServes(
   const check = () => {
     const why = options.exited?.();
     if (why !== undefined) throw new Error(`server process ${why}`);
-    if (Date.now() > deadline) throw new Error(`not serving after ${options.timeoutMs} ms (${(lastError as Error | undefined)?.message ?? 'no answer'})`);
+    if (Date.now() > deadline)
+      throw new Error(`not serving after ${options.timeoutMs} ms (${(lastError as Error | undefined)?.message ?? 'no answer'})`);
   };
-  for (let registered = false; ; ) {
+  for (let registered = false; ;) {
     check();
     const connection = Connection.lazy({ ...base, connectTimeout: 2_000 });
     try {

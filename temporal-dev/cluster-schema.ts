@@ -19,13 +19,26 @@ export interface SchemaTarget {
 
 async function sqlTool(target: SchemaTarget, database: string, args: string[]): Promise<void> {
   const { postgres } = target;
-  const connection = ['--endpoint', postgres.ip, '--port', String(postgres.port), '--user', target.user, '--plugin', 'postgres12', '--database', database];
+  const connection = [
+    '--endpoint',
+    postgres.ip,
+    '--port',
+    String(postgres.port),
+    '--user',
+    target.user,
+    '--plugin',
+    'postgres12',
+    '--database',
+    database,
+  ];
   try {
     // The password through the environment (SQL_PASSWORD), not the command line that `ps` shows everyone.
     await run(target.sqlTool, [...connection, ...args], { env: { ...process.env, SQL_PASSWORD: target.password }, maxBuffer: 16 << 20 });
   } catch (error) {
     const e = error as { stderr?: string; stdout?: string; message: string };
-    throw new Error(`temporal-sql-tool ${args[0]} on ${database} failed: ${(e.stderr || e.stdout || e.message).trim().split('\n').slice(-5).join('\n')}`);
+    throw new Error(
+      `temporal-sql-tool ${args[0]} on ${database} failed: ${(e.stderr || e.stdout || e.message).trim().split('\n').slice(-5).join('\n')}`,
+    );
   }
 }
 

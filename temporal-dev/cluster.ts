@@ -7,10 +7,25 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { clothoHome } from '../src/store/paths.js';
 import { ensureClusterBinaries, TEMPORAL_SERVER_VERSION, type EnsureClusterBinariesOptions } from './cluster-binaries.js';
-import { clusterConfig, clusterDynamicConfig, type ClusterAuthorization, type ClusterPorts, type ClusterTlsFiles } from './cluster-config.js';
+import {
+  clusterConfig,
+  clusterDynamicConfig,
+  type ClusterAuthorization,
+  type ClusterPorts,
+  type ClusterTlsFiles,
+} from './cluster-config.js';
 import { clusterConnectionOptions, isClusterServing, waitUntilClusterServes } from './cluster-connect.js';
 import { setupSchema } from './cluster-schema.js';
-import { ensureRole, findPostgresBin, initPostgres, isInitialised, postgresPid, startPostgres, stopPostgres, type PostgresInstance } from './postgres.js';
+import {
+  ensureRole,
+  findPostgresBin,
+  initPostgres,
+  isInitialised,
+  postgresPid,
+  startPostgres,
+  stopPostgres,
+  type PostgresInstance,
+} from './postgres.js';
 
 /**
  * A Temporal cluster of one node on this machine: the Temporal server (built from Temporal's Go module) on a
@@ -205,7 +220,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Runnin
     };
   }
   if (record.pid !== undefined && (await isServerProcess(record.pid, stateDir))) {
-    return { ...record, pid: record.pid, address: `${record.ip}:${record.ports.frontend}`, stateDir, logFile: files.log, alreadyRunning: true };
+    return {
+      ...record,
+      pid: record.pid,
+      address: `${record.ip}:${record.ports.frontend}`,
+      stateDir,
+      logFile: files.log,
+      alreadyRunning: true,
+    };
   }
   const log = options.log ?? (() => undefined);
   const binaries = await ensureClusterBinaries({ binDir: options.binDir, env, log });
@@ -219,7 +241,12 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Runnin
   }
   await startPostgres(postgres);
   await ensureRole(postgres, record.postgres.user, record.postgres.password);
-  const created = await setupSchema({ sqlTool: binaries.sqlTool, postgres, user: record.postgres.user, password: record.postgres.password });
+  const created = await setupSchema({
+    sqlTool: binaries.sqlTool,
+    postgres,
+    user: record.postgres.user,
+    password: record.postgres.password,
+  });
   if (created.length > 0) log(`created databases ${created.join(', ')} with Temporal's schema`);
   record = { ...record, version: TEMPORAL_SERVER_VERSION };
 
@@ -239,7 +266,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Runnin
   let child: ChildProcess;
   try {
     // The internal frontend is not among the server's default services: named, with the defaults, when configured.
-    const services = record.authorization ? ['frontend', 'internal-frontend', 'history', 'matching', 'worker'].flatMap((name) => ['--service', name]) : [];
+    const services = record.authorization
+      ? ['frontend', 'internal-frontend', 'history', 'matching', 'worker'].flatMap((name) => ['--service', name])
+      : [];
     child = spawn(binaries.server, ['--config-file', files.config, '--allow-no-auth', 'start', ...services], {
       stdio: ['ignore', logFd, logFd],
       detached: true,
@@ -256,7 +285,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Runnin
   });
   record = { ...record, pid, startedAt: new Date().toISOString() };
   await writeRecord(stateDir, record);
-  const running: RunningCluster = { ...record, pid, address: `${record.ip}:${record.ports.frontend}`, stateDir, logFile: files.log, alreadyRunning: false };
+  const running: RunningCluster = {
+    ...record,
+    pid,
+    address: `${record.ip}:${record.ports.frontend}`,
+    stateDir,
+    logFile: files.log,
+    alreadyRunning: false,
+  };
   try {
     await waitUntilClusterServes(running, {
       timeoutMs: options.startTimeoutMs ?? 180_000,
@@ -269,7 +305,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Runnin
     throw new Error(`Temporal cluster on ${running.address} did not start: ${(error as Error).message}\nlog ${files.log}:\n${tail}`);
   }
   child.unref();
-  log(`Temporal server ${record.version} serves ${running.address} (namespace ${record.namespace}${record.tls ? ', TLS' : ''}${record.authorization ? ', JWT authorization' : ''}), pid ${pid}`);
+  log(
+    `Temporal server ${record.version} serves ${running.address} (namespace ${record.namespace}${record.tls ? ', TLS' : ''}${record.authorization ? ', JWT authorization' : ''}), pid ${pid}`,
+  );
   return running;
 }
 
@@ -301,7 +339,9 @@ export async function clusterStatus(options: Pick<ClusterOptions, 'stateDir' | '
  * Stops the server (SIGTERM, then SIGKILL after `timeoutMs`) and then PostgreSQL, keeping every file: the next
  * start finds its workflows where they were. Returns what it stopped.
  */
-export async function stopCluster(options: Pick<ClusterOptions, 'stateDir' | 'env'> & { timeoutMs?: number } = {}): Promise<{ server?: number; postgres: boolean }> {
+export async function stopCluster(
+  options: Pick<ClusterOptions, 'stateDir' | 'env'> & { timeoutMs?: number } = {},
+): Promise<{ server?: number; postgres: boolean }> {
   const env = options.env ?? process.env;
   const stateDir = resolve(options.stateDir ?? defaultClusterStateDir(env));
   const record = await readClusterRecord(stateDir);

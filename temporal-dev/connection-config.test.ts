@@ -54,12 +54,20 @@ describe('configuredTemporal', () => {
       TEMPORAL_API_KEY: 'secret-key',
       TEMPORAL_GRPC_META_X_TEAM: 'rl',
     });
-    expect(configured?.connection).toEqual({ address: 'ns.acct.tmprl.cloud:7233', apiKey: 'secret-key', tls: true, metadata: { 'x-team': 'rl' } });
+    expect(configured?.connection).toEqual({
+      address: 'ns.acct.tmprl.cloud:7233',
+      apiKey: 'secret-key',
+      tls: true,
+      metadata: { 'x-team': 'rl' },
+    });
   });
 
   it('reads a profile file, and the environment overrides it', async () => {
     const file = join(dir, 'temporal.toml');
-    await writeFile(file, ['[profile.prod]', 'address = "prod.example:7233"', 'namespace = "rl-prod"', 'api_key = "from-file"', ''].join('\n'));
+    await writeFile(
+      file,
+      ['[profile.prod]', 'address = "prod.example:7233"', 'namespace = "rl-prod"', 'api_key = "from-file"', ''].join('\n'),
+    );
     const fromFile = configuredTemporal({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'prod' });
     expect(fromFile).toEqual({ connection: { address: 'prod.example:7233', apiKey: 'from-file', tls: true }, namespace: 'rl-prod' });
     const overridden = configuredTemporal({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'prod', TEMPORAL_NAMESPACE: 'rl-test' });

@@ -36,6 +36,7 @@ export function configuredTemporal(env: NodeJS.ProcessEnv = process.env): Config
   const connection: TemporalConnectionOptions = { address: options.address };
   if (options.tls !== undefined && options.tls !== null) connection.tls = options.tls;
   if (options.apiKey !== undefined) connection.apiKey = options.apiKey;
-  if (options.metadata !== undefined && Object.keys(options.metadata).length > 0) connection.metadata = options.metadata as Record<string, string>;
+  if (options.metadata !== undefined && Object.keys(options.metadata).length > 0)
+    connection.metadata = options.metadata as Record<string, string>;
   return { connection, ...(namespace ? { namespace } : {}) };
 }

@@ -59,7 +59,10 @@ async function isDevServerProcess(pid: number): Promise<boolean> {
 }
 
 async function hasProc(): Promise<boolean> {
-  return readFile('/proc/self/cmdline').then(() => true, () => false);
+  return readFile('/proc/self/cmdline').then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Reports whether the server recorded in `stateDir` runs and serves. */

@@ -17,7 +17,10 @@ afterAll(async () => {
 
 describe('ensureDevServer', () => {
   it('uses TEMPORAL_ADDRESS as is, without probing or starting anything', async () => {
-    const endpoint = await ensureDevServer({ env: { TEMPORAL_ADDRESS: 'temporal.example:7233', TEMPORAL_NAMESPACE: 'prod' }, cliPath: '/nonexistent' });
+    const endpoint = await ensureDevServer({
+      env: { TEMPORAL_ADDRESS: 'temporal.example:7233', TEMPORAL_NAMESPACE: 'prod' },
+      cliPath: '/nonexistent',
+    });
     expect(endpoint).toMatchObject({ address: 'temporal.example:7233', namespace: 'prod', started: false });
     await endpoint.stop();
   });
@@ -28,7 +31,12 @@ describe('ensureDevServer', () => {
     const options = { env: {}, stateDir: dir, dbFilename: null };
     const first = await ensureDevServer({ ...options, port: 0 });
     try {
-      expect(first).toMatchObject({ address: expect.stringMatching(/^127\.0\.0\.1:[1-9]\d*$/), namespace: 'default', started: true, uiUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
+      expect(first).toMatchObject({
+        address: expect.stringMatching(/^127\.0\.0\.1:[1-9]\d*$/),
+        namespace: 'default',
+        started: true,
+        uiUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+      });
       const port = Number(first.address.split(':')[1]);
 
       const connection = await Connection.connect({ address: first.address });

@@ -38,7 +38,13 @@ export async function ensureDevServer(options: EnsureDevServerOptions = {}): Pro
   const configured = configuredTemporal(options.env ?? process.env);
   if (configured) {
     const { connection } = configured;
-    return { address: connection.address, namespace: configured.namespace || options.namespace || 'default', connection, started: false, stop: nothingToStop };
+    return {
+      address: connection.address,
+      namespace: configured.namespace || options.namespace || 'default',
+      connection,
+      started: false,
+      stop: nothingToStop,
+    };
   }
   const namespace = options.namespace ?? 'default';
   const address = `${options.ip ?? '127.0.0.1'}:${options.port ?? DEFAULT_TEMPORAL_PORT}`;

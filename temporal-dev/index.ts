@@ -20,7 +20,13 @@ export { pidFilePath, startDetached, status, stopDetached, type DetachedStatus, 
 export { ensureDevServer, type EnsureDevServerOptions, type TemporalEndpoint } from './ensure.js';
 export { configuredTemporal, type ConfiguredTemporal, type TemporalConnectionOptions } from './connection-config.js';
 export { TEMPORAL_SERVER_VERSION, defaultClusterBinDir, ensureClusterBinaries, type ClusterBinaries } from './cluster-binaries.js';
-export { clusterConfig, clusterDynamicConfig, type ClusterAuthorization, type ClusterPorts, type ClusterTlsFiles } from './cluster-config.js';
+export {
+  clusterConfig,
+  clusterDynamicConfig,
+  type ClusterAuthorization,
+  type ClusterPorts,
+  type ClusterTlsFiles,
+} from './cluster-config.js';
 export { clusterClientEnv, clusterConnectionOptions, isClusterServing, type ClusterEndpoint } from './cluster-connect.js';
 export {
   clusterStatus,

@@ -26,7 +26,10 @@ const HOW_TO_GET_IT =
   'directory that holds initdb and pg_ctl.';
 
 async function isExecutable(path: string): Promise<boolean> {
-  return access(path, constants.X_OK).then(() => true, () => false);
+  return access(path, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** `PG_BIN` if set, else the newest `/usr/lib/postgresql/<major>/bin` (Debian's layout), else `initdb`'s directory on PATH. */
@@ -68,7 +71,10 @@ export const postgresLog = (instance: PostgresInstance) => join(instance.dir, 'p
 
 /** Whether `initdb` has run in the instance's directory. */
 export async function isInitialised(instance: PostgresInstance): Promise<boolean> {
-  return stat(join(dataDir(instance), 'PG_VERSION')).then(() => true, () => false);
+  return stat(join(dataDir(instance), 'PG_VERSION')).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**
@@ -83,7 +89,17 @@ export async function initPostgres(instance: PostgresInstance): Promise<void> {
   }
   await chmod(instance.dir, 0o700);
   await assertReachable(instance);
-  await pg(instance, 'initdb', ['-D', dataDir(instance), '-U', 'postgres', '--auth-local=trust', '--auth-host=scram-sha-256', '-E', 'UTF8', '--locale=C.UTF-8']);
+  await pg(instance, 'initdb', [
+    '-D',
+    dataDir(instance),
+    '-U',
+    'postgres',
+    '--auth-local=trust',
+    '--auth-host=scram-sha-256',
+    '-E',
+    'UTF8',
+    '--locale=C.UTF-8',
+  ]);
 }
 
 /** As root, the `postgres` user must be able to enter every directory above its own (a mkdtemp directory is 0700). */
@@ -125,10 +141,12 @@ export async function startPostgres(instance: PostgresInstance): Promise<void> {
     await chown(socketDir(instance), uid, gid);
   }
   const settings = `-p ${instance.port} -k ${socketDir(instance)} -c listen_addresses=${instance.ip}`;
-  await pg(instance, 'pg_ctl', ['-D', dataDir(instance), '-o', settings, '-l', postgresLog(instance), '-w', '-t', '60', 'start']).catch(async (error: Error) => {
-    const log = await readFile(postgresLog(instance), 'utf8').catch(() => '');
-    throw new Error(`${error.message}\nlog ${postgresLog(instance)}:\n${log.trim().split('\n').slice(-8).join('\n')}`);
-  });
+  await pg(instance, 'pg_ctl', ['-D', dataDir(instance), '-o', settings, '-l', postgresLog(instance), '-w', '-t', '60', 'start']).catch(
+    async (error: Error) => {
+      const log = await readFile(postgresLog(instance), 'utf8').catch(() => '');
+      throw new Error(`${error.message}\nlog ${postgresLog(instance)}:\n${log.trim().split('\n').slice(-8).join('\n')}`);
+    },
+  );
 }
 
 /** Stops the postmaster (`-m fast`: sessions are ended, nothing committed is lost); true if one was running. */
@@ -140,13 +158,28 @@ export async function stopPostgres(instance: PostgresInstance): Promise<boolean>
 
 /** Runs SQL as the superuser over the owner-only socket; returns unaligned, tuples-only output. */
 export async function psql(instance: PostgresInstance, sql: string): Promise<string> {
-  const out = await pg(instance, 'psql', ['-h', socketDir(instance), '-p', String(instance.port), '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-At', '-c', sql]);
+  const out = await pg(instance, 'psql', [
+    '-h',
+    socketDir(instance),
+    '-p',
+    String(instance.port),
+    '-U',
+    'postgres',
+    '-d',
+    'postgres',
+    '-v',
+    'ON_ERROR_STOP=1',
+    '-At',
+    '-c',
+    sql,
+  ]);
   return out.trim();
 }
 
 /** Creates (or resets the password of) a login role that may create databases, for the Temporal server. */
 export async function ensureRole(instance: PostgresInstance, user: string, password: string): Promise<void> {
-  if (!/^[a-z_][a-z0-9_]*$/.test(user) || !/^[A-Za-z0-9]+$/.test(password)) throw new Error('role names and generated passwords are plain identifiers');
+  if (!/^[a-z_][a-z0-9_]*$/.test(user) || !/^[A-Za-z0-9]+$/.test(password))
+    throw new Error('role names and generated passwords are plain identifiers');
   const exists = (await psql(instance, `SELECT 1 FROM pg_roles WHERE rolname = '${user}'`)) === '1';
   await psql(instance, `${exists ? 'ALTER' : 'CREATE'} ROLE ${user} WITH LOGIN CREATEDB PASSWORD '${password}'`);
 }

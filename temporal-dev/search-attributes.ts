@@ -76,7 +76,9 @@ async function missingAttributes(
     const existing = registered.get(name);
     if (existing === undefined) missing.push(name);
     else if (existing !== indexedValueType(type)) {
-      throw new Error(`search attribute ${name} exists in ${namespace} with another type (wanted ${type}); Temporal cannot change its type`);
+      throw new Error(
+        `search attribute ${name} exists in ${namespace} with another type (wanted ${type}); Temporal cannot change its type`,
+      );
     }
   }
   return missing;

@@ -18,7 +18,9 @@ afterAll(async () => {
 });
 
 /** Proto enum values of Clotho's attributes: Keyword 2, Int 3, Double 4. */
-const EXPECTED_TYPES = new Map(Object.entries(CLOTHO_SEARCH_ATTRIBUTES).map(([name, type]) => [name, { Keyword: 2, Int: 3, Double: 4 }[type]]));
+const EXPECTED_TYPES = new Map(
+  Object.entries(CLOTHO_SEARCH_ATTRIBUTES).map(([name, type]) => [name, { Keyword: 2, Int: 3, Double: 4 }[type]]),
+);
 
 describe('freePort', () => {
   it('picks a bindable port below the kernel’s ephemeral range, where no connection or listen(0) takes it meanwhile', async () => {
@@ -39,7 +41,18 @@ describe('devServerArgs', () => {
     const args = devServerArgs({ ip: '127.0.0.1', port: 7400, uiPort: 8400, headless: false, dbFilename: '/s/t.sqlite', namespace: 'ns' });
     const joined = args.join(' ');
     expect(args.slice(0, 2)).toEqual(['server', 'start-dev']);
-    for (const part of ['--ip 127.0.0.1', '--port 7400', '--ui-port 8400', '--db-filename /s/t.sqlite', '--namespace ns', '--log-level warn', '--ui-disable-news-fetch', '--dynamic-config-value frontend.enableServerVersionCheck=false', '--search-attribute ClothoItemIndex=Int', '--search-attribute ClothoMeanScore=Double']) {
+    for (const part of [
+      '--ip 127.0.0.1',
+      '--port 7400',
+      '--ui-port 8400',
+      '--db-filename /s/t.sqlite',
+      '--namespace ns',
+      '--log-level warn',
+      '--ui-disable-news-fetch',
+      '--dynamic-config-value frontend.enableServerVersionCheck=false',
+      '--search-attribute ClothoItemIndex=Int',
+      '--search-attribute ClothoMeanScore=Double',
+    ]) {
       expect(joined).toContain(part);
     }
     const inMemory = devServerArgs({ ip: '127.0.0.1', port: 7400, uiPort: 8400, headless: true, dbFilename: null, namespace: 'default' });
@@ -47,7 +60,15 @@ describe('devServerArgs', () => {
     expect(inMemory).toContain('--headless');
     expect(inMemory).not.toContain('--ui-port');
     expect(inMemory).not.toContain('--metrics-port');
-    const measured = devServerArgs({ ip: '127.0.0.1', port: 7400, uiPort: 8400, headless: true, dbFilename: null, namespace: 'default', metricsPort: 9400 });
+    const measured = devServerArgs({
+      ip: '127.0.0.1',
+      port: 7400,
+      uiPort: 8400,
+      headless: true,
+      dbFilename: null,
+      namespace: 'default',
+      metricsPort: 9400,
+    });
     expect(measured.join(' ')).toContain('--metrics-port 9400');
   });
 });
@@ -87,7 +108,10 @@ describe('startDevServer', () => {
     await expectPersisted(second.address, namespace, [workflowId]);
     const laterId = uniqueId('after-restart');
     const secondConnection = await Connection.connect({ address: second.address });
-    await new Client({ connection: secondConnection }).workflow.start('neverRuns', { taskQueue: uniqueTaskQueue('persist'), workflowId: laterId });
+    await new Client({ connection: secondConnection }).workflow.start('neverRuns', {
+      taskQueue: uniqueTaskQueue('persist'),
+      workflowId: laterId,
+    });
     await secondConnection.close();
     await second.kill();
 

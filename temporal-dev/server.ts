@@ -57,7 +57,9 @@ export interface DevServer {
 type Resolved = Required<Omit<DevServerOptions, 'uiPort' | 'stateDir' | 'metricsPort'>> & { uiPort: number; metricsPort?: number };
 
 /** The `temporal server start-dev` arguments for resolved options. */
-export function devServerArgs(o: Pick<Resolved, 'ip' | 'port' | 'uiPort' | 'headless' | 'dbFilename' | 'namespace' | 'metricsPort'>): string[] {
+export function devServerArgs(
+  o: Pick<Resolved, 'ip' | 'port' | 'uiPort' | 'headless' | 'dbFilename' | 'namespace' | 'metricsPort'>,
+): string[] {
   const args = ['server', 'start-dev', '--ip', o.ip, '--port', String(o.port), '--namespace', o.namespace];
   if (o.headless) args.push('--headless');
   else args.push('--ui-port', String(o.uiPort));
@@ -142,7 +144,9 @@ async function launch(o: Resolved): Promise<DevServer> {
     kill: () => signal('SIGKILL', 10_000),
   };
   try {
-    await waitUntilServing(address, o.namespace, o.startTimeoutMs, () => (hasExited() ? `exited with ${child.exitCode ?? child.signalCode}` : undefined));
+    await waitUntilServing(address, o.namespace, o.startTimeoutMs, () =>
+      hasExited() ? `exited with ${child.exitCode ?? child.signalCode}` : undefined,
+    );
   } catch (error) {
     await server.kill();
     const output = await readFile(o.logFile).catch(() => Buffer.alloc(0));
@@ -172,13 +176,19 @@ export async function waitUntilServing(
   }
 }
 
-async function connectWhenServing(address: string, namespace: string, timeoutMs: number, exited: () => string | undefined): Promise<Connection> {
+async function connectWhenServing(
+  address: string,
+  namespace: string,
+  timeoutMs: number,
+  exited: () => string | undefined,
+): Promise<Connection> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
     const why = exited();
     if (why !== undefined) throw new ServerExitedError(`server process ${why}`);
-    if (Date.now() > deadline) throw new Error(`not serving after ${timeoutMs} ms (${(lastError as Error | undefined)?.message ?? 'no answer'})`);
+    if (Date.now() > deadline)
+      throw new Error(`not serving after ${timeoutMs} ms (${(lastError as Error | undefined)?.message ?? 'no answer'})`);
     const connection = Connection.lazy({ address, connectTimeout: 2_000 });
     try {
       await connection.ensureConnected();

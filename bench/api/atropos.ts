@@ -17,7 +17,11 @@ const VENV = join(repoRoot, '.clotho', 'atropos-venv');
 const RUN_API = join(VENV, 'bin', 'run-api');
 const PYTHON = process.env.PYTHON ?? 'python3';
 
-const exists = (path: string) => access(path).then(() => true, () => false);
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 /** Whether pip could reach PyPI: one request for the package's index page, with a short timeout. */
 async function pypiReachable(): Promise<boolean> {

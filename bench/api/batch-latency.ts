@@ -38,9 +38,19 @@ async function main(): Promise<void> {
     batcherId: `bench-batch-latency-${Date.now()}`,
     store: await mkdtemp(join(temporal.state, 'store-')),
   });
-  const post = (path: string, body: string) => fetch(`${api.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const post = (path: string, body: string) =>
+    fetch(`${api.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
   try {
-    const registration = { wandb_group: '', wandb_project: '', batch_size: BATCH_SIZE, max_token_len: TOKENS + 1, checkpoint_dir: 'c', save_checkpoint_interval: 1, starting_step: 0, num_steps: BATCHES };
+    const registration = {
+      wandb_group: '',
+      wandb_project: '',
+      batch_size: BATCH_SIZE,
+      max_token_len: TOKENS + 1,
+      checkpoint_dir: 'c',
+      save_checkpoint_interval: 1,
+      starting_step: 0,
+      num_steps: BATCHES,
+    };
     await post('/register', JSON.stringify(registration));
     await fetch(`${api.url}/batch`);
     await post('/register-env', JSON.stringify({ max_token_length: TOKENS + 1, desired_name: 'bench', weight: 1, group_size: GROUP_SIZE }));
@@ -65,7 +75,8 @@ async function main(): Promise<void> {
         latencies.push(performance.now() - t);
         bytes = Math.max(bytes, text.length);
         const batch = (JSON.parse(text) as { batch: { tokens: unknown[] }[] | null }).batch;
-        if (batch?.reduce((n, g) => n + g.tokens.length, 0) !== BATCH_SIZE) throw new Error(`a batch of other than ${BATCH_SIZE} sequences`);
+        if (batch?.reduce((n, g) => n + g.tokens.length, 0) !== BATCH_SIZE)
+          throw new Error(`a batch of other than ${BATCH_SIZE} sequences`);
       }
     }
     latencies.sort((a, b) => a - b);
@@ -74,7 +85,9 @@ async function main(): Promise<void> {
       `GET /batch, durable clotho api: ${BATCHES} batches of ${BATCH_SIZE} sequences (${GROUPS_PER_BATCH} groups of ${GROUP_SIZE} × ${TOKENS} tokens, ` +
         `${(bytes / 1e6).toFixed(1)} MB of JSON each), the queue refilled ${AHEAD} batches deep`,
     );
-    console.log(`p50 ${ms(percentile(latencies, 50))}   p99 ${ms(percentile(latencies, 99))}   max ${ms(latencies.at(-1)!)}   p99 / 10 s timeout: ${(percentile(latencies, 99) / 10_000).toFixed(4)}`);
+    console.log(
+      `p50 ${ms(percentile(latencies, 50))}   p99 ${ms(percentile(latencies, 99))}   max ${ms(latencies.at(-1)!)}   p99 / 10 s timeout: ${(percentile(latencies, 99) / 10_000).toFixed(4)}`,
+    );
   } finally {
     await api.stop();
     await temporal.close();

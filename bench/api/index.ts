@@ -53,7 +53,16 @@ const PROFILES = values['cpu-prof-dir'];
 const GROUP_SIZE = 8;
 const TOKENS = 2048;
 const BATCH_SIZE = 64;
-const REGISTRATION = { wandb_group: 'g', wandb_project: 'p', batch_size: BATCH_SIZE, max_token_len: 4096, checkpoint_dir: 'c', save_checkpoint_interval: 1, starting_step: 0, num_steps: 1000 };
+const REGISTRATION = {
+  wandb_group: 'g',
+  wandb_project: 'p',
+  batch_size: BATCH_SIZE,
+  max_token_len: 4096,
+  checkpoint_dir: 'c',
+  save_checkpoint_interval: 1,
+  starting_step: 0,
+  num_steps: 1000,
+};
 
 /** Bytes of every entry in the store. */
 async function storedBytes(store: TrajectoryStore): Promise<number> {
@@ -68,7 +77,6 @@ async function infoAfterReset(url: string): Promise<unknown> {
   await fetch(`${url}/reset_data`);
   return (await fetch(`${url}/info`)).json();
 }
-
 
 type Figures = Awaited<ReturnType<typeof measureUrl>>;
 
@@ -85,7 +93,8 @@ const CLOCK_TICKS = 100;
  * ingested is counted: a figure that moves less with the machine's other load than groups/s.
  */
 async function measureUrl(url: string, bodies: string[], pids: number[]) {
-  const post = (path: string, body: string) => fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const post = (path: string, body: string) =>
+    fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
   await post('/register', JSON.stringify(REGISTRATION));
   await fetch(`${url}/batch`);
   await post('/register-env', JSON.stringify({ max_token_length: 4096, desired_name: 'bench', weight: 1, group_size: GROUP_SIZE }));
@@ -144,7 +153,13 @@ async function main(): Promise<void> {
   const apis: ApiChild[] = [];
   const clothoApi = async (name: string, args: string[] = []) => {
     const dir = await mkdtemp(join(bench.state, `store-${name}-`));
-    const api = await startClothoApi({ temporalAddress: bench.address, batcherId: `bench-batcher-${name}-${Date.now()}`, store: dir, args, cpuProfDir: PROFILES });
+    const api = await startClothoApi({
+      temporalAddress: bench.address,
+      batcherId: `bench-batcher-${name}-${Date.now()}`,
+      store: dir,
+      args,
+      cpuProfDir: PROFILES,
+    });
     apis.push(api);
     return { api, store: new FileSystemStore(dir) };
   };
@@ -158,7 +173,12 @@ async function main(): Promise<void> {
     if (values.baseline !== undefined) {
       const own = await startBenchTemporal();
       temporals.push(own);
-      const api = await startClothoApi({ temporalAddress: own.address, batcherId: `bench-baseline-${Date.now()}`, store: await mkdtemp(join(own.state, 'store-')), repo: values.baseline });
+      const api = await startClothoApi({
+        temporalAddress: own.address,
+        batcherId: `bench-baseline-${Date.now()}`,
+        store: await mkdtemp(join(own.state, 'store-')),
+        repo: values.baseline,
+      });
       apis.push(api);
       baseline = { api, serverPid: own.serverPid };
     }
@@ -170,9 +190,16 @@ async function main(): Promise<void> {
       const durableFigures = await measureUrl(durable.api.url, bodies, [durable.api.pid, bench.serverPid]);
       const baselineFigures = baseline ? await measureUrl(baseline.api.url, bodies, [baseline.api.pid, baseline.serverPid]) : undefined;
       if (baselineFigures) {
-        console.log(`round ${round + 1}: baseline durable ${rate(baselineFigures)}   CPU ms/group ${baselineFigures.cpuPerGroup.map((x) => x.toFixed(2)).join('+')}`);
+        console.log(
+          `round ${round + 1}: baseline durable ${rate(baselineFigures)}   CPU ms/group ${baselineFigures.cpuPerGroup.map((x) => x.toFixed(2)).join('+')}`,
+        );
       }
-      rounds.push({ memory, durable: durableFigures, ...(atroposFigures ? { atropos: atroposFigures } : {}), ...(baselineFigures ? { baseline: baselineFigures } : {}) });
+      rounds.push({
+        memory,
+        durable: durableFigures,
+        ...(atroposFigures ? { atropos: atroposFigures } : {}),
+        ...(baselineFigures ? { baseline: baselineFigures } : {}),
+      });
       const vs = atroposFigures ? `   durable/Atropos ${(durableFigures.ingest / atroposFigures.ingest).toFixed(2)}` : '';
       console.log(
         `round ${round + 1}: Atropos ${rate(atroposFigures)}   in-memory ${rate(memory)}   durable ${rate(durableFigures)}   durable/in-memory ${(durableFigures.ingest / memory.ingest).toFixed(2)}${vs}   CPU ms/group ${cpuLine(atroposFigures, memory, durableFigures)}`,
@@ -181,16 +208,22 @@ async function main(): Promise<void> {
     const memory = median(rounds.map((r) => r.memory));
     const kept = median(rounds.map((r) => r.durable));
     const ofAtropos = atropos ? median(rounds.map((r) => r.atropos!)) : undefined;
-    console.log(`${GROUPS} groups of ${GROUP_SIZE} × ${TOKENS} tokens (${megabytes.toFixed(0)} MB of JSON), ${POSTERS} posting at once; batches of ${BATCH_SIZE}; median of ${ROUNDS} rounds`);
+    console.log(
+      `${GROUPS} groups of ${GROUP_SIZE} × ${TOKENS} tokens (${megabytes.toFixed(0)} MB of JSON), ${POSTERS} posting at once; batches of ${BATCH_SIZE}; median of ${ROUNDS} rounds`,
+    );
     console.log(`/scored_data  Atropos run-api: ${rate(ofAtropos)}   Clotho in-memory: ${rate(memory)}   durable: ${rate(kept)}`);
-    console.log(`              durable/in-memory ${(kept.ingest / memory.ingest).toFixed(3)}   durable/Atropos ${ofAtropos ? (kept.ingest / ofAtropos.ingest).toFixed(3) : 'n/a'}`);
+    console.log(
+      `              durable/in-memory ${(kept.ingest / memory.ingest).toFixed(3)}   durable/Atropos ${ofAtropos ? (kept.ingest / ofAtropos.ingest).toFixed(3) : 'n/a'}`,
+    );
     const cpu = (f: Figures | undefined) => (f ? `${f.cpuPerGroup[0]!.toFixed(2)} ms` : 'n/a');
     console.log(
       `CPU per group ingested  Atropos run-api: ${cpu(ofAtropos)}   in-memory: ${cpu(memory)}   durable: ${cpu(kept)} in clotho api + ${kept.cpuPerGroup[1]!.toFixed(2)} ms in the Temporal server`,
     );
     const p = (f: Figures | undefined, pick: (f: Figures) => number) => (f ? ms(pick(f)) : 'n/a');
     console.log(`/batch p50    Atropos run-api: ${p(ofAtropos, (f) => f.p50)}   in-memory: ${ms(memory.p50)}   durable: ${ms(kept.p50)}`);
-    console.log(`/batch p99    Atropos run-api: ${p(ofAtropos, (f) => f.p99)}   in-memory: ${ms(memory.p99)}   durable: ${ms(kept.p99)}   (${kept.batches} batches)`);
+    console.log(
+      `/batch p99    Atropos run-api: ${p(ofAtropos, (f) => f.p99)}   in-memory: ${ms(memory.p99)}   durable: ${ms(kept.p99)}   (${kept.batches} batches)`,
+    );
     if (baseline) {
       const before = median(rounds.map((r) => r.baseline!));
       console.log(
@@ -201,7 +234,9 @@ async function main(): Promise<void> {
     // Parity: what GET /info answers after /register and /reset_data, from both APIs.
     if (atropos) {
       const fresh = await clothoApi('reset');
-      console.log(`GET /info after /register and /reset_data  Atropos run-api: ${JSON.stringify(await infoAfterReset(atropos.url))}   Clotho: ${JSON.stringify(await infoAfterReset(fresh.api.url))}`);
+      console.log(
+        `GET /info after /register and /reset_data  Atropos run-api: ${JSON.stringify(await infoAfterReset(atropos.url))}   Clotho: ${JSON.stringify(await infoAfterReset(fresh.api.url))}`,
+      );
     }
 
     // The same groups again through an API that deletes what it delivered (`clotho api --retention ack`).

@@ -12,7 +12,11 @@ export interface ApiChild {
 }
 
 /** Starts `command` and waits for the `listening on <url>` line it prints (Clotho's) or for `GET /` to answer (`url` given). */
-export async function startApiChild(command: string, args: string[], options: { env?: Record<string, string>; url?: string } = {}): Promise<ApiChild> {
+export async function startApiChild(
+  command: string,
+  args: string[],
+  options: { env?: Record<string, string>; url?: string } = {},
+): Promise<ApiChild> {
   const child = spawn(command, args, { cwd: repoRoot, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-8000));
@@ -24,7 +28,13 @@ export async function startApiChild(command: string, args: string[], options: { 
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${command} ${args.join(' ')} exited with ${child.exitCode}: ${output}`);
     if (url === undefined) url = /listening on (http:\/\/\S+)/.exec(output)?.[1];
-    else if (await fetch(`${url}/`).then((r) => r.ok, () => false)) break;
+    else if (
+      await fetch(`${url}/`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`${command} did not listen within 120 s: ${output}`);
@@ -45,10 +55,28 @@ export async function startApiChild(command: string, args: string[], options: { 
 const nodeFlags = (cpuProfDir: string | undefined) => (cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`]);
 
 /** `clotho api` itself (the batcher's worker inside it, as in production) on a free port; of another checkout with `repo`. */
-export const startClothoApi = (o: { temporalAddress: string; batcherId: string; store: string; args?: string[]; cpuProfDir?: string; repo?: string }) =>
+export const startClothoApi = (o: {
+  temporalAddress: string;
+  batcherId: string;
+  store: string;
+  args?: string[];
+  cpuProfDir?: string;
+  repo?: string;
+}) =>
   startApiChild(
     process.execPath,
-    [...nodeFlags(o.cpuProfDir), join(o.repo ?? repoRoot, 'bin', 'clotho.js'), 'api', '--port', '0', '--batcher-id', o.batcherId, '--store', o.store, ...(o.args ?? [])],
+    [
+      ...nodeFlags(o.cpuProfDir),
+      join(o.repo ?? repoRoot, 'bin', 'clotho.js'),
+      'api',
+      '--port',
+      '0',
+      '--batcher-id',
+      o.batcherId,
+      '--store',
+      o.store,
+      ...(o.args ?? []),
+    ],
     { env: { TEMPORAL_ADDRESS: o.temporalAddress } },
   );
 

@@ -17,7 +17,14 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { envRunId } from '../../src/cli/commands/process.js';
-import { clusterClientEnv, clusterConnectionOptions, freePort, startCluster, startDevServer, stopCluster } from '../../temporal-dev/index.js';
+import {
+  clusterClientEnv,
+  clusterConnectionOptions,
+  freePort,
+  startCluster,
+  startDevServer,
+  stopCluster,
+} from '../../temporal-dev/index.js';
 import { killAllTracked, spawnSupervised, type Supervised } from '../../test/support/chaos/supervisor.js';
 import { readTrainerLog } from '../../test/support/chaos/trainer-log.js';
 import { waitFor } from '../../test/support/cli.js';
@@ -52,13 +59,31 @@ async function clusterBackend(dir: string): Promise<Backend> {
   const stateDir = join(dir, 'cluster');
   const cluster = await startCluster({ stateDir, log: (line) => console.log(`cluster: ${line}`) });
   const connection = await Connection.connect(clusterConnectionOptions(cluster));
-  return { name: 'cluster (PostgreSQL)', env: clusterClientEnv(cluster), connection, namespace: cluster.namespace, close: async () => (await connection.close(), void (await stopCluster({ stateDir }))) };
+  return {
+    name: 'cluster (PostgreSQL)',
+    env: clusterClientEnv(cluster),
+    connection,
+    namespace: cluster.namespace,
+    close: async () => (await connection.close(), void (await stopCluster({ stateDir }))),
+  };
 }
 
 async function devBackend(dir: string): Promise<Backend> {
-  const server = await startDevServer({ stateDir: join(dir, 'dev'), port: 0, headless: true, dbFilename: join(dir, 'dev', 'temporal.sqlite'), startTimeoutMs: 120_000 });
+  const server = await startDevServer({
+    stateDir: join(dir, 'dev'),
+    port: 0,
+    headless: true,
+    dbFilename: join(dir, 'dev', 'temporal.sqlite'),
+    startTimeoutMs: 120_000,
+  });
   const connection = await Connection.connect({ address: server.address });
-  return { name: 'dev server (SQLite file)', env: { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: 'default' }, connection, namespace: 'default', close: async () => (await connection.close(), await server.stop()) };
+  return {
+    name: 'dev server (SQLite file)',
+    env: { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: 'default' },
+    connection,
+    namespace: 'default',
+    close: async () => (await connection.close(), await server.stop()),
+  };
 }
 
 /** Resident memory of a process, in MiB (from /proc). */
@@ -83,7 +108,14 @@ async function runsOf(client: Client, workflowId: string): Promise<number[]> {
 async function measure(backend: Backend, dir: string, modelUrl: string) {
   const client = new Client({ connection: backend.connection, namespace: backend.namespace });
   const clotho = (name: string, args: string[]): Supervised =>
-    spawnSupervised({ name, command: process.execPath, args: [join(repoRoot, 'bin/clotho.js'), ...args], env: { ...backend.env, CLOTHO_HOME: join(dir, `home-${name}`) }, logFile: join(dir, `${name}.log`), cwd: repoRoot });
+    spawnSupervised({
+      name,
+      command: process.execPath,
+      args: [join(repoRoot, 'bin/clotho.js'), ...args],
+      env: { ...backend.env, CLOTHO_HOME: join(dir, `home-${name}`) },
+      logFile: join(dir, `${name}.log`),
+      cwd: repoRoot,
+    });
   const runId = `scale-${Date.now().toString(36)}`;
   const batcherId = `scale-batcher-${randomUUID().slice(0, 8)}`;
   const store = join(dir, 'store');
@@ -92,18 +124,58 @@ async function measure(backend: Backend, dir: string, modelUrl: string) {
   const api = clotho('api', ['api', '--port', String(apiPort), '--batcher-id', batcherId, '--store', store]);
   await api.waitForLine(/listening on/, 120_000);
   const trainer = spawnSupervised({
-    name: 'trainer', command: process.execPath, cwd: repoRoot, logFile: join(dir, 'trainer.log'),
-    args: ['--import', 'tsx', trainerScript, '--api', `http://127.0.0.1:${apiPort}`, '--log', trainerLog, '--lease-seconds', '60',
-      '--batch-size', String(BATCH_GROUPS * GROUP_SIZE), '--num-steps', String(STEPS), '--data', GSM8K_TEST, '--poll-ms', '50'],
+    name: 'trainer',
+    command: process.execPath,
+    cwd: repoRoot,
+    logFile: join(dir, 'trainer.log'),
+    args: [
+      '--import',
+      'tsx',
+      trainerScript,
+      '--api',
+      `http://127.0.0.1:${apiPort}`,
+      '--log',
+      trainerLog,
+      '--lease-seconds',
+      '60',
+      '--batch-size',
+      String(BATCH_GROUPS * GROUP_SIZE),
+      '--num-steps',
+      String(STEPS),
+      '--data',
+      GSM8K_TEST,
+      '--poll-ms',
+      '50',
+    ],
   });
   await waitFor(() => readTrainerLog(trainerLog).events.some((e) => e.ev === 'registered'), 120_000, 'the trainer to register');
-  const serve = clotho('serve', ['serve', 'gsm8k', '--batcher-id', batcherId, '--env.run_id', runId, '--env.data_path', GSM8K_TEST,
-    '--env.group_size', String(GROUP_SIZE), '--env.max_groups_in_flight', String(values['in-flight']), '--env.max_batches_offpolicy', '4',
-    '--openai.base_url', modelUrl, '--store', store]);
+  const serve = clotho('serve', [
+    'serve',
+    'gsm8k',
+    '--batcher-id',
+    batcherId,
+    '--env.run_id',
+    runId,
+    '--env.data_path',
+    GSM8K_TEST,
+    '--env.group_size',
+    String(GROUP_SIZE),
+    '--env.max_groups_in_flight',
+    String(values['in-flight']),
+    '--env.max_batches_offpolicy',
+    '4',
+    '--openai.base_url',
+    modelUrl,
+    '--store',
+    store,
+  ]);
   await serve.waitForLine(/registered as/, 120_000);
   const started = Date.now();
   const memory: { t: number; serve?: number; api?: number; trained: number }[] = [];
-  const trained = () => readTrainerLog(trainerLog).events.filter((e) => e.ev === 'trained').reduce((n, e) => n + (e.ev === 'trained' ? e.items.length : 0), 0);
+  const trained = () =>
+    readTrainerLog(trainerLog)
+      .events.filter((e) => e.ev === 'trained')
+      .reduce((n, e) => n + (e.ev === 'trained' ? e.items.length : 0), 0);
   const sampler = setInterval(() => {
     memory.push({ t: (Date.now() - started) / 1000, serve: rssMiB(serve.pid), api: rssMiB(api.pid), trained: trained() });
     if (memory.length % 6 === 0) console.log(`scale: ${JSON.stringify(memory.at(-1))}`);
@@ -129,10 +201,13 @@ async function main(): Promise<void> {
       await chmod(dir, 0o755);
       const backend = name === 'cluster' ? await clusterBackend(dir) : await devBackend(dir);
       try {
-        console.log(`scale: ${backend.name}: ${GROUPS} groups of ${GROUP_SIZE}, batches of ${BATCH_GROUPS} groups, ${values['in-flight']} in flight`);
+        console.log(
+          `scale: ${backend.name}: ${GROUPS} groups of ${GROUP_SIZE}, batches of ${BATCH_GROUPS} groups, ${values['in-flight']} in flight`,
+        );
         const r = await measure(backend, dir, model.baseUrl);
         const mem = (key: 'serve' | 'api') => r.memory.map((m) => m[key]).filter((v): v is number => v !== undefined);
-        const quarter = (xs: number[]) => [xs[0], xs[Math.floor(xs.length / 2)], xs.at(-1)].map((v) => (v === undefined ? '-' : v.toFixed(0))).join(' → ');
+        const quarter = (xs: number[]) =>
+          [xs[0], xs[Math.floor(xs.length / 2)], xs.at(-1)].map((v) => (v === undefined ? '-' : v.toFixed(0))).join(' → ');
         lines.push(
           `${backend.name}: ${r.groups} groups trained in ${r.wallS.toFixed(0)} s (${(r.groups / r.wallS).toFixed(1)} groups/s); ` +
             `env-run ${r.envRun.length} runs, largest ${Math.max(...r.envRun)} events; batcher ${r.batcher.length} runs, largest ${Math.max(...r.batcher)} events; ` +

@@ -25,7 +25,9 @@ const FlagsSchema = z.strictObject({
   requests: z.coerce.number().int().positive().default(12),
   rounds: z.coerce.number().int().positive().default(2),
   'max-tokens': z.coerce.number().int().positive().default(64),
-  concurrency: z.string().default('1,4,8')
+  concurrency: z
+    .string()
+    .default('1,4,8')
     .transform((s) => s.split(',').map(Number))
     .pipe(z.array(z.number().int().positive()).min(1)),
   threads: z.coerce.number().int().positive().optional(),
@@ -88,14 +90,19 @@ async function measure(inference: InferenceClient, workers: BenchWorkers) {
       if (r % 2 === 1) d.push(await direct(inference, c, perRound(c), MAX_TOKENS));
     }
     const ratios = d.map((m, r) => (rate(t[r]!) / rate(m)).toFixed(2));
-    console.log(`c=${c}: direct ${rate(sum(d)).toFixed(1)} tok/s, clotho ${rate(sum(t)).toFixed(1)} tok/s, ratio per round ${ratios.join(' ')}`);
+    console.log(
+      `c=${c}: direct ${rate(sum(d)).toFixed(1)} tok/s, clotho ${rate(sum(t)).toFixed(1)} tok/s, ratio per round ${ratios.join(' ')}`,
+    );
     rows.push({ c, requests: flags.rounds * perRound(c), direct: sum(d), clotho: sum(t) });
   }
   return rows;
 }
 
 async function main(): Promise<void> {
-  const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
+  const load = () =>
+    loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ');
   const loadBefore = load();
   const cleanup: Array<() => Promise<void>> = [];
   try {
@@ -104,7 +111,11 @@ async function main(): Promise<void> {
     const bench = await startBenchTemporal();
     cleanup.push(() => bench.close());
     const workers = await startBenchWorkers(bench, {
-      baseUrl: engine.baseUrl, modelName: engine.modelName, groupSize: 1, tokens: MAX_TOKENS, llmConcurrency: SLOTS,
+      baseUrl: engine.baseUrl,
+      modelName: engine.modelName,
+      groupSize: 1,
+      tokens: MAX_TOKENS,
+      llmConcurrency: SLOTS,
       generateTimeoutS: GENERATE_TIMEOUT_S,
     });
     cleanup.push(() => workers.shutdown());

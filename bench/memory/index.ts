@@ -67,7 +67,10 @@ function lineCounter(path: string) {
   let offset = 0;
   let lines = 0;
   return async () => {
-    const size = await stat(path).then((s) => s.size, () => 0);
+    const size = await stat(path).then(
+      (s) => s.size,
+      () => 0,
+    );
     if (size > offset) {
       for await (const chunk of createReadStream(path, { start: offset, end: size - 1 })) {
         for (const byte of chunk as Buffer) if (byte === 10) lines++;
@@ -81,7 +84,17 @@ function lineCounter(path: string) {
 /** The worker process (`worker.ts`), started and waited for until it polls. */
 async function startWorkerProcess(bench: BenchTemporal, baseUrl: string, prefix: string, llmConcurrency: number) {
   const store = await mkdtemp(join(bench.state, 'store-'));
-  const args = ['--import', 'tsx', join(repoRoot, 'bench', 'memory', 'worker.ts'), bench.address, store, baseUrl, prefix, String(GROUP_SIZE), String(llmConcurrency)];
+  const args = [
+    '--import',
+    'tsx',
+    join(repoRoot, 'bench', 'memory', 'worker.ts'),
+    bench.address,
+    store,
+    baseUrl,
+    prefix,
+    String(GROUP_SIZE),
+    String(llmConcurrency),
+  ];
   const child: ChildProcess = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -141,11 +154,20 @@ async function main(): Promise<void> {
   const worker = await startWorkerProcess(bench, model.baseUrl, prefix, Math.max(IN_FLIGHT, RUN_IN_FLIGHT));
   try {
     const idle = await rss(worker.pid);
-    console.log(`worker process ${worker.pid}, idle after start: ${mib(idle)}   (uptime load: ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')})`);
+    console.log(
+      `worker process ${worker.pid}, idle after start: ${mib(idle)}   (uptime load: ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')})`,
+    );
 
     // 1. IN_FLIGHT groups at once, all waiting on inference.
     let peak = idle;
-    const sampler = setInterval(() => void rss(worker.pid).then((r) => (peak = Math.max(peak, r)), () => undefined), 250);
+    const sampler = setInterval(
+      () =>
+        void rss(worker.pid).then(
+          (r) => (peak = Math.max(peak, r)),
+          () => undefined,
+        ),
+      250,
+    );
     try {
       const sink = join(bench.state, 'in-flight.jsonl');
       const started = performance.now();
@@ -199,11 +221,23 @@ async function main(): Promise<void> {
     }
     const result = await run;
     if (result.delivered !== GROUPS) throw new Error(`delivered ${result.delivered} of ${GROUPS}: ${JSON.stringify(result)}`);
-    console.log(`${GROUPS} groups, ${RUN_IN_FLIGHT} in flight, inference ${DELAY_MS} ms: ${(GROUPS / ((performance.now() - started) / 1000)).toFixed(1)} groups/s`);
-    const row = (label: string, values: number[]) => console.log(`  ${label.padEnd(18)}${values.map((v) => String(v).padStart(7)).join('')}`);
-    row('delivered', tenths.map((t) => t.groups));
-    row('RSS floor (MiB)', tenths.map((t) => Math.round(t.floor / MiB)));
-    row('RSS peak (MiB)', tenths.map((t) => Math.round(t.peak / MiB)));
+    console.log(
+      `${GROUPS} groups, ${RUN_IN_FLIGHT} in flight, inference ${DELAY_MS} ms: ${(GROUPS / ((performance.now() - started) / 1000)).toFixed(1)} groups/s`,
+    );
+    const row = (label: string, values: number[]) =>
+      console.log(`  ${label.padEnd(18)}${values.map((v) => String(v).padStart(7)).join('')}`);
+    row(
+      'delivered',
+      tenths.map((t) => t.groups),
+    );
+    row(
+      'RSS floor (MiB)',
+      tenths.map((t) => Math.round(t.floor / MiB)),
+    );
+    row(
+      'RSS peak (MiB)',
+      tenths.map((t) => Math.round(t.peak / MiB)),
+    );
     // After the first tenth (caches filling), a least-squares line through the floors: flat is about 0.
     const steady = tenths.slice(1);
     if (steady.length >= 2) {
@@ -212,7 +246,9 @@ async function main(): Promise<void> {
       const fx = mean(steady.map((t) => t.floor));
       const slope = steady.reduce((a, t) => a + (t.groups - gx) * (t.floor - fx), 0) / steady.reduce((a, t) => a + (t.groups - gx) ** 2, 0);
       const spread = Math.max(...steady.map((t) => t.floor)) - Math.min(...steady.map((t) => t.floor));
-      console.log(`  from ${steady[0]!.groups} groups on: RSS floor ${((slope * 1000) / MiB).toFixed(1)} MiB per 1,000 groups (least squares), floors within ${mib(spread)}, peak ${mib(Math.max(...steady.map((t) => t.peak)))}`);
+      console.log(
+        `  from ${steady[0]!.groups} groups on: RSS floor ${((slope * 1000) / MiB).toFixed(1)} MiB per 1,000 groups (least squares), floors within ${mib(spread)}, peak ${mib(Math.max(...steady.map((t) => t.peak)))}`,
+      );
     }
   } finally {
     await worker.stop();

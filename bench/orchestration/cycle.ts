@@ -22,7 +22,14 @@ export type Cycle = Record<keyof typeof CYCLE_LEGS, number>;
  * The mean legs of `items`' cycles in env-run `runId` of `environment`. `calledAt` is when each item's inference
  * call reached the server (epoch ms, the clock the server's event times use) and `callMs` how long every call took.
  */
-export async function readCycles(client: Client, runId: string, environment: string, items: number[], calledAt: Map<number, number>, callMs: number): Promise<Cycle> {
+export async function readCycles(
+  client: Client,
+  runId: string,
+  environment: string,
+  items: number[],
+  calledAt: Map<number, number>,
+  callMs: number,
+): Promise<Cycle> {
   const initiated = new Map<number, number>();
   const reported = new Map<number, number>();
   for (const run of await workflowRuns(client, runId)) {
@@ -58,5 +65,12 @@ export async function readCycles(client: Client, runId: string, environment: str
     sums.report += reported.get(item)! - completed;
   }
   const mean = (x: number) => x / items.length;
-  return { parent: mean(sums.parent), start: mean(sums.start), firstTask: mean(sums.firstTask), toCall: mean(sums.toCall), afterCall: mean(sums.afterCall), report: mean(sums.report) };
+  return {
+    parent: mean(sums.parent),
+    start: mean(sums.start),
+    firstTask: mean(sums.firstTask),
+    toCall: mean(sums.toCall),
+    afterCall: mean(sums.afterCall),
+    report: mean(sums.report),
+  };
 }

@@ -27,7 +27,18 @@ import { startScriptedOpenAI, type Responder } from '../../test/support/scripted
 import { readEpisodeHistory } from '../tool-use/history.js';
 import { coresSampler, cpuStopwatch } from '../tool-use/cpu.js';
 import { CYCLE_LEGS, readCycles } from './cycle.js';
-import { benchEnv, benchMessages, GENERATIONS, generationsOf, requestsBetween, startBenchTemporal, startBenchWorkers, workflowRuns, type BenchTemporal, type Generation } from '../support.js';
+import {
+  benchEnv,
+  benchMessages,
+  GENERATIONS,
+  generationsOf,
+  requestsBetween,
+  startBenchTemporal,
+  startBenchWorkers,
+  workflowRuns,
+  type BenchTemporal,
+  type Generation,
+} from '../support.js';
 
 const { values } = parseArgs({
   options: {
@@ -42,7 +53,10 @@ const GROUPS = Number(values.groups);
 const CONCURRENCY = Number(values.concurrency);
 const IN_FLIGHT = values['in-flight'].split(',').filter(Boolean).map(Number);
 const WAVES = Number(values.waves);
-if (!Number.isInteger(WAVES) || WAVES < 3) throw new Error(`--waves: expected a whole number of at least 3 (a first and a last wave around the steady state), got "${values.waves}"`);
+if (!Number.isInteger(WAVES) || WAVES < 3)
+  throw new Error(
+    `--waves: expected a whole number of at least 3 (a first and a last wave around the steady state), got "${values.waves}"`,
+  );
 const MODES = generationsOf(values.generation);
 const SAMPLES = 8;
 const TOKENS = 256;
@@ -55,21 +69,29 @@ const CORES = availableParallelism();
 /** The item a bench prompt is for (the scripted server sees only the request). */
 const ITEM = new RegExp(`^${benchMessages(0)[0]!.content.replace('0', '(\\d+)')}$`);
 
-const answer = (delayMs: number): Responder => (body) => ({
-  delayMs,
-  choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({
-    text: 'x',
-    tokenIds: Array.from({ length: TOKENS }, (_, t) => 1000 + ((t + i) % 3000)),
-    logprobs: Array.from({ length: TOKENS }, () => -0.5),
-  })),
-});
+const answer =
+  (delayMs: number): Responder =>
+  (body) => ({
+    delayMs,
+    choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({
+      text: 'x',
+      tokenIds: Array.from({ length: TOKENS }, (_, t) => 1000 + ((t + i) % 3000)),
+      logprobs: Array.from({ length: TOKENS }, () => -0.5),
+    })),
+  });
 
 async function main(): Promise<void> {
   const bench = await startBenchTemporal();
   try {
     const fast = await startScriptedOpenAI({ responder: answer(0) });
     const inference = createOpenAIClient(ServerConfigSchema.parse({ base_url: fast.baseUrl }));
-    const request = { messages: [{ role: 'user', content: 'item 0: say something' }], n: SAMPLES, maxTokens: TOKENS, temperature: 1, topP: 1 };
+    const request = {
+      messages: [{ role: 'user', content: 'item 0: say something' }],
+      n: SAMPLES,
+      maxTokens: TOKENS,
+      temperature: 1,
+      topP: 1,
+    };
 
     // Baseline: the same calls, straight to the server, at the same concurrency.
     const directStart = performance.now();
@@ -92,24 +114,40 @@ async function main(): Promise<void> {
       console.log(`  clotho end to end:      ${n(clothoRate)} groups/s`);
       console.log(`  ratio clotho / direct:  ${n(clothoRate / directRate, 3)}`);
       console.log(`  per group: ${n(instant.groupEvents)} history events in the rollout group + ${n(instant.parentEvents)} in the env-run`);
-      console.log(`  server round trips: ${n(instant.groupRoundTrips)} of the rollout group's own (its history's workflow and activity tasks); ` +
-        `all requests ${n(instant.requests.total / GROUPS)} with the env-run's (${perGroup(instant.requests.byOperation, GROUPS)})`);
+      console.log(
+        `  server round trips: ${n(instant.groupRoundTrips)} of the rollout group's own (its history's workflow and activity tasks); ` +
+          `all requests ${n(instant.requests.total / GROUPS)} with the env-run's (${perGroup(instant.requests.byOperation, GROUPS)})`,
+      );
       const [serverMs, selfMs] = [instant.cpu.otherMs / GROUPS, instant.cpu.selfMs / GROUPS];
-      console.log(`  CPU per group: ${n(serverMs)} ms Temporal dev server, ${n(selfMs)} ms this process (workers, client, scripted server)`);
-      console.log(`  cores a ratio of 0.5 takes at this CPU per group: (${n(serverMs)} + ${n(selfMs)} ms) × ${n(directRate / 2)} groups/s = ` +
-        `${n(((serverMs + selfMs) * directRate) / 2 / 1000, 2)} of this machine's ${CORES}`);
+      console.log(
+        `  CPU per group: ${n(serverMs)} ms Temporal dev server, ${n(selfMs)} ms this process (workers, client, scripted server)`,
+      );
+      console.log(
+        `  cores a ratio of 0.5 takes at this CPU per group: (${n(serverMs)} + ${n(selfMs)} ms) × ${n(directRate / 2)} groups/s = ` +
+          `${n(((serverMs + selfMs) * directRate) / 2 / 1000, 2)} of this machine's ${CORES}`,
+      );
     }
     await fast.close();
 
     for (const inFlight of IN_FLIGHT) {
       for (const mode of MODES) {
         const slow = await measureSlow(bench, inFlight, mode);
-        console.log(`2 s inference, ${inFlight} groups in flight, ${WAVES} waves (${inFlight * WAVES} groups), ${GENERATIONS[mode]}: ` +
-          `wall ${n(slow.wallMs / 1000, 2)} s for ${WAVES} × 2 s; steady state ${n(slow.rate)} groups/s of ${n(inFlight / (SLOW_MS / 1000))} ideal`);
-        console.log(`  share of wall time outside inference: steady state ${n(slow.outside * 100)} %, whole run ${n(slow.wholeOutside * 100)} %`);
-        console.log(`  cores busy (dev server and this process): ${n(slow.cores.mean, 2)} on average, ${n(slow.cores.p90, 2)} in the busiest tenth of 100 ms windows, of ${CORES}`);
-        console.log(`  a steady-state group's cycle outside its 2 s call, mean of ${slow.cyclesRead} (ms): ` +
-          Object.entries(CYCLE_LEGS).map(([leg, what]) => `${what} ${n(slow.cycle[leg as keyof typeof CYCLE_LEGS], 0)}`).join(', '));
+        console.log(
+          `2 s inference, ${inFlight} groups in flight, ${WAVES} waves (${inFlight * WAVES} groups), ${GENERATIONS[mode]}: ` +
+            `wall ${n(slow.wallMs / 1000, 2)} s for ${WAVES} × 2 s; steady state ${n(slow.rate)} groups/s of ${n(inFlight / (SLOW_MS / 1000))} ideal`,
+        );
+        console.log(
+          `  share of wall time outside inference: steady state ${n(slow.outside * 100)} %, whole run ${n(slow.wholeOutside * 100)} %`,
+        );
+        console.log(
+          `  cores busy (dev server and this process): ${n(slow.cores.mean, 2)} on average, ${n(slow.cores.p90, 2)} in the busiest tenth of 100 ms windows, of ${CORES}`,
+        );
+        console.log(
+          `  a steady-state group's cycle outside its 2 s call, mean of ${slow.cyclesRead} (ms): ` +
+            Object.entries(CYCLE_LEGS)
+              .map(([leg, what]) => `${what} ${n(slow.cycle[leg as keyof typeof CYCLE_LEGS], 0)}`)
+              .join(', '),
+        );
       }
     }
   } finally {
@@ -119,7 +157,13 @@ async function main(): Promise<void> {
 
 /** Groups with instant inference on warm workers: wall time, CPU, server requests, and events per group. */
 async function measureInstant(bench: BenchTemporal, baseUrl: string, mode: Generation) {
-  const workers = await startBenchWorkers(bench, { baseUrl, groupSize: SAMPLES, tokens: TOKENS, llmConcurrency: CONCURRENCY * 2, localGeneration: mode === 'local' });
+  const workers = await startBenchWorkers(bench, {
+    baseUrl,
+    groupSize: SAMPLES,
+    tokens: TOKENS,
+    llmConcurrency: CONCURRENCY * 2,
+    localGeneration: mode === 'local',
+  });
   try {
     await workers.run(CONCURRENCY, CONCURRENCY);
     const cpu = cpuStopwatch(bench.serverPid);
@@ -127,7 +171,9 @@ async function measureInstant(bench: BenchTemporal, baseUrl: string, mode: Gener
     const run = await workers.run(GROUPS, CONCURRENCY);
     const requests = requestsBetween(before, await bench.serverRequests());
     const used = cpu();
-    const read = Array.from({ length: Math.min(HISTORIES_READ, GROUPS) }, (_, i) => readEpisodeHistory(bench.client, rolloutGroupId(run.runId, benchEnv.name, i)));
+    const read = Array.from({ length: Math.min(HISTORIES_READ, GROUPS) }, (_, i) =>
+      readEpisodeHistory(bench.client, rolloutGroupId(run.runId, benchEnv.name, i)),
+    );
     const histories = await Promise.all(read);
     const groupEvents = histories.reduce((a, h) => a + h.events, 0) / histories.length;
     const groupRoundTrips = histories.reduce((a, h) => a + h.roundTrips, 0) / histories.length;
@@ -155,7 +201,14 @@ async function measureSlow(bench: BenchTemporal, inFlight: number, mode: Generat
       return answer(SLOW_MS)(body, call);
     },
   });
-  const workers = await startBenchWorkers(bench, { baseUrl: slow.baseUrl, groupSize: SAMPLES, tokens: TOKENS, llmConcurrency: inFlight * 2, generateTimeoutS: 120, localGeneration: mode === 'local' });
+  const workers = await startBenchWorkers(bench, {
+    baseUrl: slow.baseUrl,
+    groupSize: SAMPLES,
+    tokens: TOKENS,
+    llmConcurrency: inFlight * 2,
+    generateTimeoutS: 120,
+    localGeneration: mode === 'local',
+  });
   try {
     const total = inFlight * WAVES;
     const cores = coresSampler(bench.serverPid);
@@ -166,9 +219,20 @@ async function measureSlow(bench: BenchTemporal, inFlight: number, mode: Generat
     const rate = ((WAVES - 2) * inFlight) / ((waveMean(WAVES - 1) - waveMean(1)) / 1000);
     // Groups spread evenly over the waves between the first and the last.
     const steady = total - 2 * inFlight;
-    const items = Array.from({ length: Math.min(CYCLES_READ, steady) }, (_, i) => inFlight + Math.floor((i * steady) / Math.min(CYCLES_READ, steady)));
+    const items = Array.from(
+      { length: Math.min(CYCLES_READ, steady) },
+      (_, i) => inFlight + Math.floor((i * steady) / Math.min(CYCLES_READ, steady)),
+    );
     const cycle = await readCycles(bench.client, runId, benchEnv.name, items, calledAt, SLOW_MS);
-    return { wallMs, rate, outside: 1 - rate / (inFlight / (SLOW_MS / 1000)), wholeOutside: (wallMs - WAVES * SLOW_MS) / wallMs, cores: busy, cycle, cyclesRead: items.length };
+    return {
+      wallMs,
+      rate,
+      outside: 1 - rate / (inFlight / (SLOW_MS / 1000)),
+      wholeOutside: (wallMs - WAVES * SLOW_MS) / wallMs,
+      cores: busy,
+      cycle,
+      cyclesRead: items.length,
+    };
   } finally {
     await workers.shutdown();
     await slow.close();

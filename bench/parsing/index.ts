@@ -23,7 +23,9 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '7' },
   },
 });
-const [SAMPLES, TOKENS, PROMPT, REPEAT, ROUNDS] = [values.samples, values.tokens, values.prompt, values.repeat, values.rounds].map(Number) as [number, number, number, number, number];
+const [SAMPLES, TOKENS, PROMPT, REPEAT, ROUNDS] = [values.samples, values.tokens, values.prompt, values.repeat, values.rounds].map(
+  Number,
+) as [number, number, number, number, number];
 
 const ids = (n: number, seed: number) => Array.from({ length: n }, (_, t) => (seed * 7919 + t * 31) % 151_000);
 const logprob = (t: number) => -((t % 97) + 1) / 37;
@@ -38,7 +40,9 @@ const response = JSON.stringify({
     message: { role: 'assistant', content: 'x'.repeat(TOKENS) },
     finish_reason: 'length',
     token_ids: ids(TOKENS, i + 2),
-    logprobs: { content: Array.from({ length: TOKENS }, (_, t) => ({ token: `t${t}`, logprob: logprob(t), bytes: [120], top_logprobs: [] })) },
+    logprobs: {
+      content: Array.from({ length: TOKENS }, (_, t) => ({ token: `t${t}`, logprob: logprob(t), bytes: [120], top_logprobs: [] })),
+    },
   })),
 });
 

@@ -80,5 +80,11 @@ export function meanHistory(histories: EpisodeHistory[]): EpisodeHistory {
   }
   const mean = (f: (h: EpisodeHistory) => number) => histories.reduce((a, h) => a + f(h), 0) / n;
   const sized = histories.every((h) => h.bytes !== undefined);
-  return { events: mean((h) => h.events), bytes: sized ? mean((h) => h.bytes!) : undefined, wallMs: mean((h) => h.wallMs), activities, roundTrips: mean((h) => h.roundTrips) };
+  return {
+    events: mean((h) => h.events),
+    bytes: sized ? mean((h) => h.bytes!) : undefined,
+    wallMs: mean((h) => h.wallMs),
+    activities,
+    roundTrips: mean((h) => h.roundTrips),
+  };
 }

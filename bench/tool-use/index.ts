@@ -50,7 +50,8 @@ const PLACEMENTS = {
 } as const;
 type Placement = keyof typeof PLACEMENTS;
 const MODES = values.generation.split(',').filter(Boolean) as Placement[];
-for (const mode of MODES) if (!(mode in PLACEMENTS)) throw new Error(`--generation: expected queue, local and/or local-tools (comma-separated), got "${mode}"`);
+for (const mode of MODES)
+  if (!(mode in PLACEMENTS)) throw new Error(`--generation: expected queue, local and/or local-tools (comma-separated), got "${mode}"`);
 /** Completion-token budget of an episode: far above what the scripted calls use, so no episode ends by it. */
 const TOKENS = 8192;
 const WARMUP_EPISODES = 4;
@@ -72,7 +73,9 @@ async function main(): Promise<void> {
     const inferenceMs = TURNS * DELAY_MS;
     const outside = (wallMs: number) => `${(((wallMs - inferenceMs) / wallMs) * 100).toFixed(1)} %`;
     const n = (x: number) => Math.round(x).toLocaleString('en-US');
-    console.log(`${EPISODES} episodes at once × ${TURNS} turns, ${DELAY_MS} ms per inference call, an instant tool on every turn but the last`);
+    console.log(
+      `${EPISODES} episodes at once × ${TURNS} turns, ${DELAY_MS} ms per inference call, an instant tool on every turn but the last`,
+    );
     for (const mode of MODES) {
       const { baseline, clotho, history, requests } = await overhead(bench, mode);
       const [baselineMs, clothoMs] = [baseline.wallMs, clotho.wallMs];
@@ -81,24 +84,40 @@ async function main(): Promise<void> {
       // of one episode (generate and tool activities, stepTurn, workflow tasks, store reads and writes).
       const perTurn = (clothoMs - baselineMs) / TURNS;
       console.log(`${PLACEMENTS[mode]}:`);
-      console.log(`  plain loop (runEpisode):  wall ${(baselineMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(baselineMs)}`);
-      console.log(`  clotho (Temporal):        wall ${(clothoMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(clothoMs)}`);
+      console.log(
+        `  plain loop (runEpisode):  wall ${(baselineMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(baselineMs)}`,
+      );
+      console.log(
+        `  clotho (Temporal):        wall ${(clothoMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(clothoMs)}`,
+      );
       console.log(`  orchestration overhead per turn: ${perTurn.toFixed(1)} ms`);
       // CPU per turn of one episode: this process runs the scripted server as well, in both runs alike.
       const cpu = (ms: number) => `${(ms / (EPISODES * TURNS)).toFixed(1)} ms`;
-      console.log(`  CPU per episode turn: plain loop ${cpu(baseline.cpu.selfMs)} (this process, scripted server included); ` +
-        `clotho ${cpu(clotho.cpu.selfMs)} (this process: workers and scripted server) + ${cpu(clotho.cpu.otherMs)} (Temporal dev server)`);
-      console.log(`  history per episode: ${n(history.events)} events (${(history.events / TURNS).toFixed(1)} per turn)` +
-        (history.bytes === undefined ? '' : `, ${n(history.bytes)} bytes`));
+      console.log(
+        `  CPU per episode turn: plain loop ${cpu(baseline.cpu.selfMs)} (this process, scripted server included); ` +
+          `clotho ${cpu(clotho.cpu.selfMs)} (this process: workers and scripted server) + ${cpu(clotho.cpu.otherMs)} (Temporal dev server)`,
+      );
+      console.log(
+        `  history per episode: ${n(history.events)} events (${(history.events / TURNS).toFixed(1)} per turn)` +
+          (history.bytes === undefined ? '' : `, ${n(history.bytes)} bytes`),
+      );
       const turns = EPISODES * TURNS;
-      const byOperation = Object.entries(requests.byOperation).sort((a, b) => b[1] - a[1]).map(([op, k]) => `${op} ${(k / turns).toFixed(2)}`);
-      console.log(`  server round trips per turn: ${(history.roundTrips / TURNS).toFixed(2)} of the episode's own (its history's workflow and ` +
-        `activity tasks); all requests ${(requests.total / turns).toFixed(2)} (${byOperation.join(', ')})`);
-      console.log(`  an episode's time by its history (mean, ms per turn; episode ${(history.wallMs / 1000).toFixed(2)} s first event to last):`);
+      const byOperation = Object.entries(requests.byOperation)
+        .sort((a, b) => b[1] - a[1])
+        .map(([op, k]) => `${op} ${(k / turns).toFixed(2)}`);
+      console.log(
+        `  server round trips per turn: ${(history.roundTrips / TURNS).toFixed(2)} of the episode's own (its history's workflow and ` +
+          `activity tasks); all requests ${(requests.total / turns).toFixed(2)} (${byOperation.join(', ')})`,
+      );
+      console.log(
+        `  an episode's time by its history (mean, ms per turn; episode ${(history.wallMs / 1000).toFixed(2)} s first event to last):`,
+      );
       let inActivities = 0;
       for (const [name, t] of Object.entries(history.activities)) {
         inActivities += t.queueMs + t.runMs;
-        console.log(`    ${name.padEnd(14)} ×${t.count.toFixed(0).padStart(3)}: queued ${(t.queueMs / TURNS).toFixed(1)}, running ${(t.runMs / TURNS).toFixed(1)}`);
+        console.log(
+          `    ${name.padEnd(14)} ×${t.count.toFixed(0).padStart(3)}: queued ${(t.queueMs / TURNS).toFixed(1)}, running ${(t.runMs / TURNS).toFixed(1)}`,
+        );
       }
       console.log(`    between activities (workflow tasks, local activities): ${((history.wallMs - inActivities) / TURNS).toFixed(1)}`);
     }
@@ -116,15 +135,24 @@ async function main(): Promise<void> {
 }
 
 /** Runs the same episodes in a plain loop and through Clotho; the walls and the mean rollout-group history. */
-async function overhead(bench: BenchTemporal, mode: Placement): Promise<{ baseline: Measured; clotho: Measured; history: EpisodeHistory; requests: Requests }> {
+async function overhead(
+  bench: BenchTemporal,
+  mode: Placement,
+): Promise<{ baseline: Measured; clotho: Measured; history: EpisodeHistory; requests: Requests }> {
   const server = await startScriptedOpenAI({ responder: toolCallingModel(TURNS, DELAY_MS) });
   try {
     const baselineCpu = cpuStopwatch(bench.serverPid);
     const baselineMs = await plainLoop(server.baseUrl);
     const baseline = { wallMs: baselineMs, cpu: baselineCpu() };
     const workers = await startBenchWorkers(bench, {
-      baseUrl: server.baseUrl, environment: toolBenchEnv, groupSize: 1, tokens: TOKENS, maxTurns: TURNS, llmConcurrency: EPISODES,
-      localGeneration: mode !== 'queue', localTools: mode === 'local-tools',
+      baseUrl: server.baseUrl,
+      environment: toolBenchEnv,
+      groupSize: 1,
+      tokens: TOKENS,
+      maxTurns: TURNS,
+      llmConcurrency: EPISODES,
+      localGeneration: mode !== 'queue',
+      localTools: mode === 'local-tools',
     });
     try {
       // A few episodes first, so that the timed run sees warm workers as a long training run does.
@@ -135,7 +163,8 @@ async function overhead(bench: BenchTemporal, mode: Placement): Promise<{ baseli
       const run = await workers.run(EPISODES, EPISODES);
       const clotho = { wallMs: run.wallMs, cpu: clothoCpu() };
       const requests = requestsBetween(before, await bench.serverRequests());
-      if (server.calls - calls !== EPISODES * TURNS) throw new Error(`expected ${EPISODES * TURNS} inference calls, saw ${server.calls - calls}`);
+      if (server.calls - calls !== EPISODES * TURNS)
+        throw new Error(`expected ${EPISODES * TURNS} inference calls, saw ${server.calls - calls}`);
       const ids = Array.from({ length: EPISODES }, (_, i) => rolloutGroupId(run.runId, toolBenchEnv.name, i));
       const histories = await Promise.all(ids.map((id) => readEpisodeHistory(bench.client, id)));
       return { baseline, clotho, history: meanHistory(histories), requests };
@@ -171,12 +200,19 @@ async function plainLoop(baseUrl: string): Promise<number> {
 async function storagePerEpisode(bench: BenchTemporal): Promise<EpisodeStorage & { total: number; whole: number }> {
   const server = await startScriptedOpenAI({ responder: toolCallingModel(STORAGE_TURNS, 0) });
   const workers = await startBenchWorkers(bench, {
-    baseUrl: server.baseUrl, environment: toolBenchEnv, groupSize: 1, tokens: TOKENS, maxTurns: STORAGE_TURNS, llmConcurrency: STORAGE_EPISODES,
+    baseUrl: server.baseUrl,
+    environment: toolBenchEnv,
+    groupSize: 1,
+    tokens: TOKENS,
+    maxTurns: STORAGE_TURNS,
+    llmConcurrency: STORAGE_EPISODES,
   });
   try {
     const { runId } = await workers.run(STORAGE_EPISODES, STORAGE_EPISODES);
     const all = await Promise.all(
-      Array.from({ length: STORAGE_EPISODES }, (_, itemIndex) => measureEpisodeStorage(workers.store, { runId, environment: toolBenchEnv.name, itemIndex })),
+      Array.from({ length: STORAGE_EPISODES }, (_, itemIndex) =>
+        measureEpisodeStorage(workers.store, { runId, environment: toolBenchEnv.name, itemIndex }),
+      ),
     );
     const mean = (f: (s: EpisodeStorage) => number) => all.reduce((a, s) => a + f(s), 0) / all.length;
     const bytes = Object.fromEntries(PARTS.map((p) => [p, mean((s) => s.bytes[p])])) as EpisodeStorage['bytes'];

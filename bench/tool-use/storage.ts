@@ -35,7 +35,12 @@ function partOf(key: string): Part {
 export async function measureEpisodeStorage(store: FileSystemStore, address: GroupAddress): Promise<EpisodeStorage> {
   const root = join(store.root, groupKey(address));
   const files = (await readdir(root, { recursive: true })).filter((f) => f.endsWith('.json')).map((f) => f.replaceAll('\\', '/'));
-  const result: EpisodeStorage = { files: files.length, bytes: { state: 0, checkpoints: 0, tools: 0, other: 0 }, wholeState: 0, wholeCheckpoints: 0 };
+  const result: EpisodeStorage = {
+    files: files.length,
+    bytes: { state: 0, checkpoints: 0, tools: 0, other: 0 },
+    wholeState: 0,
+    wholeCheckpoints: 0,
+  };
   for (const file of files) {
     const key = file.slice(0, -'.json'.length);
     const part = partOf(key);

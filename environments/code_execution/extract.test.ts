@@ -26,17 +26,26 @@ describe('extractCode', () => {
   });
 
   it('reads a fence left open by a reply cut off at its token limit to the end', () => {
-    expect(extractCode('Here:\n```python\ndef add(a, b):\n    return a +', 'add')).toEqual({ code: 'def add(a, b):\n    return a +', fenced: true });
+    expect(extractCode('Here:\n```python\ndef add(a, b):\n    return a +', 'add')).toEqual({
+      code: 'def add(a, b):\n    return a +',
+      fenced: true,
+    });
   });
 
   it('accepts fences with spaces, Python 3 tags and indented fences, and async functions', () => {
-    expect(extractCode('``` Python3 \nasync def add(a, b):\n    return a + b\n```', 'add')).toEqual({ code: 'async def add(a, b):\n    return a + b\n', fenced: true });
+    expect(extractCode('``` Python3 \nasync def add(a, b):\n    return a + b\n```', 'add')).toEqual({
+      code: 'async def add(a, b):\n    return a + b\n',
+      fenced: true,
+    });
     const indented = '1. Code:\n   ```python\n   def add(a, b):\n       return a + b\n   ```\n2. Done.';
     expect(extractCode(indented, 'add')).toEqual({ code: add, fenced: true });
   });
 
   it('reads only what follows a closed reasoning block; an open one yields no code', () => {
-    expect(extractCode(`<think>maybe ${fence('def add(a, b):\n    return 0\n')}</think>\n${fence(add)}`, 'add')).toEqual({ code: add, fenced: true });
+    expect(extractCode(`<think>maybe ${fence('def add(a, b):\n    return 0\n')}</think>\n${fence(add)}`, 'add')).toEqual({
+      code: add,
+      fenced: true,
+    });
     expect(extractCode(`<think>${fence(add)}`, 'add')).toEqual({ code: '', fenced: false });
   });
 });

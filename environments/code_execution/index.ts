@@ -11,9 +11,17 @@ export const SYSTEM_PROMPT =
 
 const configFields = {
   dataset: z.enum(DATASETS).default('humaneval').describe('layout of the rows (and the public copy downloaded without data_path)'),
-  data_path: z.string().nullable().default(null).describe('HumanEval or MBPP rows, JSONL or Parquet; unset: download the public copy into the cache'),
-  split: z.enum(Object.keys(MBPP_SPLITS) as [MbppSplit, ...MbppSplit[]]).default('all')
-    .describe('MBPP rows by task id as its paper splits them (prompt 1-10, test 11-510, validation 511-600, train 601-974); all: every row'),
+  data_path: z
+    .string()
+    .nullable()
+    .default(null)
+    .describe('HumanEval or MBPP rows, JSONL or Parquet; unset: download the public copy into the cache'),
+  split: z
+    .enum(Object.keys(MBPP_SPLITS) as [MbppSplit, ...MbppSplit[]])
+    .default('all')
+    .describe(
+      'MBPP rows by task id as its paper splits them (prompt 1-10, test 11-510, validation 511-600, train 601-974); all: every row',
+    ),
   challenge_tests: z.boolean().default(false).describe('MBPP: run challenge_test_list too'),
   python: z.string().default('python3').describe('interpreter in the sandbox: a name in /usr/local/bin:/usr/bin:/bin, or an absolute path'),
   python_binds: z.array(z.string()).default([]).describe('host folders shown read-only in the sandbox (a Python installed outside /usr)'),
@@ -62,7 +70,10 @@ export default defineEnvironment({
 
   prompt: (item: CodeTask, config) => [
     { role: 'system', content: SYSTEM_PROMPT },
-    { role: 'user', content: config.dataset === 'humaneval' ? `Complete this Python function:\n\n\`\`\`python\n${item.question}\`\`\`` : item.question },
+    {
+      role: 'user',
+      content: config.dataset === 'humaneval' ? `Complete this Python function:\n\n\`\`\`python\n${item.question}\`\`\`` : item.question,
+    },
   ],
 
   parse: (completion, item): ExtractedCode => extractCode(completion, item.entryPoint),

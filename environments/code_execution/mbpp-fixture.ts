@@ -27,7 +27,10 @@ export const MBPP_ROWS: MbppRow[] = [
     task_id: 11,
     text: 'Write a function to find the area of a circle.',
     code: 'import math\r\ndef circle_area(r):\r\n  return math.pi * r * r',
-    test_list: ['assert math.isclose(circle_area(1), 3.14159, rel_tol=1e-4)', 'assert math.isclose(circle_area(2), 12.56637, rel_tol=1e-4)'],
+    test_list: [
+      'assert math.isclose(circle_area(1), 3.14159, rel_tol=1e-4)',
+      'assert math.isclose(circle_area(2), 12.56637, rel_tol=1e-4)',
+    ],
     // The asserts use math; only the setup imports it for them.
     test_setup_code: 'import math',
     challenge_test_list: ['assert circle_area(0) == 0'],
@@ -36,7 +39,11 @@ export const MBPP_ROWS: MbppRow[] = [
     task_id: 601,
     text: 'Write a python function to reverse the order of the words in a string.',
     code: "def reverse_words(s):\r\n    return ' '.join(reversed(s.split()))",
-    test_list: ['assert reverse_words("a b c") == "c b a"', 'assert reverse_words("hello world") == "world hello"', 'assert reverse_words("x") == "x"'],
+    test_list: [
+      'assert reverse_words("a b c") == "c b a"',
+      'assert reverse_words("hello world") == "world hello"',
+      'assert reverse_words("x") == "x"',
+    ],
     test_setup_code: '',
     challenge_test_list: ['assert reverse_words("  a  b ") == "b a"'],
   },
@@ -65,7 +72,14 @@ export async function writeMbppParquet(dir: string, rows = MBPP_ROWS): Promise<s
   ];
   const column = <K extends keyof MbppRow>(name: K) => ({ name, data: rows.map((row) => row[name]) });
   const buffer = parquetWriteBuffer({
-    columnData: [column('task_id'), column('text'), column('code'), column('test_list'), column('test_setup_code'), column('challenge_test_list')],
+    columnData: [
+      column('task_id'),
+      column('text'),
+      column('code'),
+      column('test_list'),
+      column('test_setup_code'),
+      column('challenge_test_list'),
+    ],
     schema: [
       { name: 'root', num_children: 6 },
       { name: 'task_id', type: 'INT32', repetition_type: 'OPTIONAL' },

@@ -80,5 +80,11 @@ export async function runTests(task: CodeTask, code: string, settings: RunSettin
     }),
   );
   const passed = result.stdout.endsWith(`\n${token}\n`);
-  return { passed, timedOut: !passed && result.timedOut, killedBy: result.killedBy, exitCode: result.exitCode, error: result.stderr.slice(-2000) };
+  return {
+    passed,
+    timedOut: !passed && result.timedOut,
+    killedBy: result.killedBy,
+    exitCode: result.exitCode,
+    error: result.stderr.slice(-2000),
+  };
 }

@@ -30,24 +30,36 @@ describe('HumanEval', () => {
     expect(new Set(tasks.map((t) => t.taskId)).size).toBe(164);
   });
 
-  it('reads the same problems from the hub\'s Parquet layout', async () => {
-    const rows = (await readFile(HUMANEVAL, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
+  it("reads the same problems from the hub's Parquet layout", async () => {
+    const rows = (await readFile(HUMANEVAL, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, string>);
     const columns = ['task_id', 'prompt', 'canonical_solution', 'test', 'entry_point'];
     const path = join(dir, 'humaneval.parquet');
-    await writeFile(path, Buffer.from(parquetWriteBuffer({ columnData: columns.map((name) => ({ name, data: rows.map((r) => r[name]) })) })));
+    await writeFile(
+      path,
+      Buffer.from(parquetWriteBuffer({ columnData: columns.map((name) => ({ name, data: rows.map((r) => r[name]) })) })),
+    );
     expect(await loadTasks(path, 'humaneval', all)).toEqual(await loadTasks(HUMANEVAL, 'humaneval', all));
   });
 
   it('names the rows and fields of a file in another layout', async () => {
     const mbpp = await writeMbppJsonl(dir);
-    await expect(loadTasks(mbpp, 'humaneval', all)).rejects.toThrow(/is not in humaneval's format:\n {2}row 1: task_id: .*\n {2}row 1: prompt: /);
+    await expect(loadTasks(mbpp, 'humaneval', all)).rejects.toThrow(
+      /is not in humaneval's format:\n {2}row 1: task_id: .*\n {2}row 1: prompt: /,
+    );
   });
 });
 
 describe('MBPP', () => {
   it('asks the task with its tests, as the MBPP paper does, and runs setup code before the asserts', async () => {
     const tasks = await loadTasks(await writeMbppJsonl(dir), 'mbpp', all);
-    expect(tasks.map((t) => [t.taskId, t.entryPoint])).toEqual([['MBPP/2', 'add_nums'], ['MBPP/11', 'circle_area'], ['MBPP/601', 'reverse_words']]);
+    expect(tasks.map((t) => [t.taskId, t.entryPoint])).toEqual([
+      ['MBPP/2', 'add_nums'],
+      ['MBPP/11', 'circle_area'],
+      ['MBPP/601', 'reverse_words'],
+    ]);
     expect(tasks[1]).toEqual({
       taskId: 'MBPP/11',
       question: `Write a function to find the area of a circle. Your code should pass these tests:\n\n${MBPP_ROWS[1]!.test_list.join('\n')}`,
@@ -64,14 +76,15 @@ describe('MBPP', () => {
 
   it('keeps the rows of the chosen split by task id', async () => {
     const path = await writeMbppJsonl(dir);
-    const ids = async (split: 'prompt' | 'test' | 'validation' | 'train') => (await loadTasks(path, 'mbpp', { split, challengeTests: false })).map((t) => t.taskId);
+    const ids = async (split: 'prompt' | 'test' | 'validation' | 'train') =>
+      (await loadTasks(path, 'mbpp', { split, challengeTests: false })).map((t) => t.taskId);
     expect(await ids('prompt')).toEqual(['MBPP/2']);
     expect(await ids('test')).toEqual(['MBPP/11']);
     expect(await ids('validation')).toEqual([]);
     expect(await ids('train')).toEqual(['MBPP/601']);
   });
 
-  it('reads the hub\'s Parquet layout, lists of tests included, as the JSON lines', async () => {
+  it("reads the hub's Parquet layout, lists of tests included, as the JSON lines", async () => {
     const fromParquet = await loadTasks(await writeMbppParquet(dir), 'mbpp', { split: 'all', challengeTests: true });
     expect(fromParquet).toEqual(await loadTasks(await writeMbppJsonl(dir), 'mbpp', { split: 'all', challengeTests: true }));
   });

@@ -61,11 +61,17 @@ export function mbppEntryPoint(code: string, tests: string[]): string | null {
 }
 
 export function humanEvalTask(row: z.infer<typeof HumanEvalRow>): CodeTask {
-  return { taskId: row.task_id, question: row.prompt, entryPoint: row.entry_point, context: row.prompt, tests: `${row.test}\n\ncheck(${row.entry_point})\n` };
+  return {
+    taskId: row.task_id,
+    question: row.prompt,
+    entryPoint: row.entry_point,
+    context: row.prompt,
+    tests: `${row.test}\n\ncheck(${row.entry_point})\n`,
+  };
 }
 
 export function mbppTask(row: z.infer<typeof MbppRow>, challenge: boolean): CodeTask {
-  const asserts = [...row.test_list, ...(challenge ? row.challenge_test_list ?? [] : [])];
+  const asserts = [...row.test_list, ...(challenge ? (row.challenge_test_list ?? []) : [])];
   const entryPoint = mbppEntryPoint(row.code, row.test_list);
   if (!entryPoint) throw new Error(`MBPP task ${row.task_id}: no function call in its first test`);
   const shown = row.test_list.join('\n');
@@ -80,7 +86,11 @@ export function mbppTask(row: z.infer<typeof MbppRow>, challenge: boolean): Code
 }
 
 /** Reads a HumanEval or MBPP file (JSON lines or Parquet); every bad row is reported with its number and field. */
-export async function loadTasks(path: string, dataset: Dataset, options: { split: MbppSplit; challengeTests: boolean }): Promise<CodeTask[]> {
+export async function loadTasks(
+  path: string,
+  dataset: Dataset,
+  options: { split: MbppSplit; challengeTests: boolean },
+): Promise<CodeTask[]> {
   const rows = await loadTable(path);
   const schema = dataset === 'humaneval' ? HumanEvalRow : MbppRow;
   const problems: string[] = [];
@@ -93,5 +103,7 @@ export async function loadTasks(path: string, dataset: Dataset, options: { split
   if (problems.length > 0) throw new Error(`${path} is not in ${dataset}'s format:\n  ${problems.slice(0, 10).join('\n  ')}`);
   if (dataset === 'humaneval') return (parsed as z.infer<typeof HumanEvalRow>[]).map(humanEvalTask);
   const [low, high] = MBPP_SPLITS[options.split];
-  return (parsed as z.infer<typeof MbppRow>[]).filter((row) => row.task_id >= low && row.task_id <= high).map((row) => mbppTask(row, options.challengeTests));
+  return (parsed as z.infer<typeof MbppRow>[])
+    .filter((row) => row.task_id >= low && row.task_id <= high)
+    .map((row) => mbppTask(row, options.challengeTests));
 }

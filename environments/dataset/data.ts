@@ -43,7 +43,8 @@ export function cellText(value: unknown): string {
 /** Fills a template's `{field}` placeholders from a row. */
 export function renderTemplate(template: string, row: Record<string, unknown>): string {
   return template.replace(PLACEHOLDER, (match, field: string | undefined) =>
-    (field === undefined ? match[0]! : cellText(row[field.trim()])));
+    field === undefined ? match[0]! : cellText(row[field.trim()]),
+  );
 }
 
 /**
@@ -64,7 +65,8 @@ export async function loadItems(options: DataOptions): Promise<DatasetItem[]> {
   const problems: string[] = [];
   const items = rows.map((row, i) => {
     const missing = needed.filter((field) => !Object.hasOwn(row, field));
-    if (missing.length > 0) problems.push(`row ${i + 1}: no field ${missing.map((f) => `"${f}"`).join(', ')} (columns: ${Object.keys(row).join(', ')})`);
+    if (missing.length > 0)
+      problems.push(`row ${i + 1}: no field ${missing.map((f) => `"${f}"`).join(', ')} (columns: ${Object.keys(row).join(', ')})`);
     let answer: unknown = options.answerField === null ? null : (row[options.answerField] ?? null);
     if (answer === '') answer = null; // an empty CSV cell
     if (answer === null && options.answerRequired) problems.push(`row ${i + 1}: no gold answer in "${options.answerField}"`);

@@ -37,35 +37,61 @@ beforeAll(async () => {
   paths.headless = join(dir, 'headless.csv');
   await writeFile(paths.headless, `${ROWS.map(csv).join('\n')}\n`);
   paths.parquet = join(dir, 'math.parquet');
-  await writeFile(paths.parquet, Buffer.from(parquetWriteBuffer({
-    columnData: [
-      { name: 'question', data: ROWS.map((r) => r.question) },
-      { name: 'answer', data: ROWS.map((r) => r.answer) },
-      { name: 'level', data: ROWS.map((r) => BigInt(r.level)), type: 'INT64' },
-    ],
-  })));
+  await writeFile(
+    paths.parquet,
+    Buffer.from(
+      parquetWriteBuffer({
+        columnData: [
+          { name: 'question', data: ROWS.map((r) => r.question) },
+          { name: 'answer', data: ROWS.map((r) => r.answer) },
+          { name: 'level', data: ROWS.map((r) => BigInt(r.level)), type: 'INT64' },
+        ],
+      }),
+    ),
+  );
 });
 
 describe('dataset config', () => {
   it('defaults to the prompt and answer columns, chat format and accuracy', () => {
     expect(configFor([])).toMatchObject({
-      data_path: null, prompt_field: 'prompt', answer_field: 'answer', format: 'chat', system_prompt: null,
-      prompt_template: null, answer_pattern: null, reward_fns: ['accuracy'], reward_normalization: 'none', shuffle_seed: null,
+      data_path: null,
+      prompt_field: 'prompt',
+      answer_field: 'answer',
+      format: 'chat',
+      system_prompt: null,
+      prompt_template: null,
+      answer_pattern: null,
+      reward_fns: ['accuracy'],
+      reward_normalization: 'none',
+      shuffle_seed: null,
     });
   });
 
   it('reads reward functions as JSON or as names separated by commas', () => {
     expect(configFor(['--env.reward_fns', 'accuracy,format']).reward_fns).toEqual(['accuracy', 'format']);
-    expect(configFor(['--env.reward_fns', '[{"name":"length","weight":0.5,"max_length":300}]']).reward_fns)
-      .toEqual([{ name: 'length', weight: 0.5, max_length: 300 }]);
+    expect(configFor(['--env.reward_fns', '[{"name":"length","weight":0.5,"max_length":300}]']).reward_fns).toEqual([
+      { name: 'length', weight: 0.5, max_length: 300 },
+    ]);
   });
 
-  it('reads them from YAML too, in Clotho\'s form or Atropos\'s type/params form', async () => {
+  it("reads them from YAML too, in Clotho's form or Atropos's type/params form", async () => {
     const yaml = join(dir, 'rewards.yaml');
-    await writeFile(yaml, [
-      'env:', '  reward_fns:', '    - accuracy', '    - name: format', '      weight: 0.5',
-      '    - type: cosine_scaled', '      weight: 2', '      params:', '        max_len: 400', '  reward_normalization: sum', '',
-    ].join('\n'));
+    await writeFile(
+      yaml,
+      [
+        'env:',
+        '  reward_fns:',
+        '    - accuracy',
+        '    - name: format',
+        '      weight: 0.5',
+        '    - type: cosine_scaled',
+        '      weight: 2',
+        '      params:',
+        '        max_len: 400',
+        '  reward_normalization: sum',
+        '',
+      ].join('\n'),
+    );
     expect(configFor(['--config', yaml])).toMatchObject({
       reward_fns: ['accuracy', { name: 'format', weight: 0.5 }, { type: 'cosine_scaled', weight: 2, params: { max_len: 400 } }],
       reward_normalization: 'sum',
@@ -75,7 +101,14 @@ describe('dataset config', () => {
   it('rejects an unknown reward function, a bad parameter, a bad pattern and a bad format, all at once', () => {
     let problems: string[] = [];
     try {
-      configFor(['--env.reward_fns', '["accuracy",{"name":"repetition_penalty","ngram":2},"nope"]', '--env.answer_pattern', '(', '--env.format', 'text']);
+      configFor([
+        '--env.reward_fns',
+        '["accuracy",{"name":"repetition_penalty","ngram":2},"nope"]',
+        '--env.answer_pattern',
+        '(',
+        '--env.format',
+        'text',
+      ]);
     } catch (error) {
       expect(error).toBeInstanceOf(ConfigError);
       problems = (error as ConfigError).problems;
@@ -93,7 +126,9 @@ describe('dataset loading', () => {
     const flags = ['--env.prompt_field', 'question'];
     expect(await loadAll(['--env.data_path', paths.jsonl, ...flags])).toEqual(ITEMS);
     expect(await loadAll(['--env.data_path', paths.csv, ...flags])).toEqual(ITEMS);
-    expect(await loadAll(['--env.data_path', paths.headless, ...flags, '--env.csv_columns', '["question","answer","level"]'])).toEqual(ITEMS);
+    expect(await loadAll(['--env.data_path', paths.headless, ...flags, '--env.csv_columns', '["question","answer","level"]'])).toEqual(
+      ITEMS,
+    );
     expect(await loadAll(['--env.data_path', paths.parquet, ...flags])).toEqual(ITEMS);
     const copy = join(dir, 'math.data');
     await writeFile(copy, await readFile(paths.parquet));
@@ -115,28 +150,40 @@ describe('dataset loading', () => {
 
   it('names the rows that lack a column, a gold answer, or a match of the pattern', async () => {
     const path = join(dir, 'bad.jsonl');
-    await writeFile(path, [{ q: 'a', answer: '#### 1' }, { question: 'b', answer: '#### 2' }, { question: 'c' }, { question: 'd', answer: 'two' }]
-      .map((r) => JSON.stringify(r)).join('\n'));
-    await expect(dataset.load(configFor(['--env.data_path', path, '--env.prompt_field', 'question', '--env.answer_pattern', '####\\s*(.+)'])))
-      .rejects.toThrow([
+    await writeFile(
+      path,
+      [{ q: 'a', answer: '#### 1' }, { question: 'b', answer: '#### 2' }, { question: 'c' }, { question: 'd', answer: 'two' }]
+        .map((r) => JSON.stringify(r))
+        .join('\n'),
+    );
+    await expect(
+      dataset.load(configFor(['--env.data_path', path, '--env.prompt_field', 'question', '--env.answer_pattern', '####\\s*(.+)'])),
+    ).rejects.toThrow(
+      [
         `invalid data in ${path}:`,
         '  row 1: no field "question" (columns: q, answer)',
         '  row 3: no gold answer in "answer"',
         '  row 4: answer does not match /####\\s*(.+)/',
-      ].join('\n'));
+      ].join('\n'),
+    );
     // Without a reward that reads it, a row need not have a gold answer.
     const partial = join(dir, 'partial.jsonl');
     await writeFile(partial, `${JSON.stringify({ question: 'c' })}\n${JSON.stringify({ question: 'd', answer: 'two' })}\n`);
     const items = await loadAll(['--env.data_path', partial, '--env.prompt_field', 'question', '--env.reward_fns', 'format,length']);
-    expect(items).toEqual([{ prompt: 'c', answer: null }, { prompt: 'd', answer: 'two' }]);
-    await expect(loadAll(['--env.data_path', path, '--env.prompt_template', '{question} / {topic}', '--env.reward_fns', 'format']))
-      .rejects.toThrow('row 1: no field "question", "topic" (columns: q, answer)');
+    expect(items).toEqual([
+      { prompt: 'c', answer: null },
+      { prompt: 'd', answer: 'two' },
+    ]);
+    await expect(
+      loadAll(['--env.data_path', path, '--env.prompt_template', '{question} / {topic}', '--env.reward_fns', 'format']),
+    ).rejects.toThrow('row 1: no field "question", "topic" (columns: q, answer)');
   });
 
   it('asks for a data path, and for an answer column when a reward reads one', async () => {
     await expect(dataset.load(configFor([]))).rejects.toThrow('pass --env.data_path');
-    await expect(dataset.load(configFor(['--env.data_path', paths.jsonl, '--env.answer_field', 'None'])))
-      .rejects.toThrow('reward functions accuracy read a gold answer; set --env.answer_field');
+    await expect(dataset.load(configFor(['--env.data_path', paths.jsonl, '--env.answer_field', 'None']))).rejects.toThrow(
+      'reward functions accuracy read a gold answer; set --env.answer_field',
+    );
     await expect(dataset.load(configFor(['--env.data_path', join(dir, 'missing.jsonl')]))).rejects.toThrow('dataset file not found');
   });
 
@@ -182,7 +229,8 @@ describe('dataset prompt', () => {
   it('puts the system prompt in its own turn in chat format, before the prompt in one turn in completion format', () => {
     expect(dataset.prompt(item, configFor([]))).toEqual([{ role: 'user', content: item.prompt }]);
     expect(dataset.prompt(item, configFor(['--env.system_prompt', 'Be brief.']))).toEqual([
-      { role: 'system', content: 'Be brief.' }, { role: 'user', content: item.prompt },
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: item.prompt },
     ]);
     expect(dataset.prompt(item, configFor(['--env.system_prompt', 'Be brief.', '--env.format', 'completion']))).toEqual([
       { role: 'user', content: `Be brief.\n\n${item.prompt}` },
@@ -198,21 +246,32 @@ describe('dataset scoring', () => {
     expect(await play(ITEMS[2]!, '\\boxed{2.83}')).toMatchObject({ score: 0, metrics: { accuracy: 0 } });
   });
 
-  it('scores a weighted combination, each function\'s value a metric', async () => {
-    const argv = ['--env.reward_fns', JSON.stringify([
-      { name: 'accuracy', weight: 2 }, { name: 'format', weight: 0.5 }, { name: 'length', weight: 1, max_length: 64, threshold_ratio: 0.5 },
-    ])];
+  it("scores a weighted combination, each function's value a metric", async () => {
+    const argv = [
+      '--env.reward_fns',
+      JSON.stringify([
+        { name: 'accuracy', weight: 2 },
+        { name: 'format', weight: 0.5 },
+        { name: 'length', weight: 1, max_length: 64, threshold_ratio: 0.5 },
+      ]),
+    ];
     // 42 characters against max_length 64, free up to 32: length 1 - (42 - 32) / 32.
     const right = '<think>1 / 2 = 0.5</think> \\boxed{\\frac12}';
     expect(right).toHaveLength(42);
-    expect(await play(ITEMS[0]!, right, argv)).toMatchObject({ score: 2 + 0.5 + 0.6875, metrics: { accuracy: 1, format: 1, length: 0.6875 } });
+    expect(await play(ITEMS[0]!, right, argv)).toMatchObject({
+      score: 2 + 0.5 + 0.6875,
+      metrics: { accuracy: 1, format: 1, length: 0.6875 },
+    });
     expect(await play(ITEMS[0]!, 'No idea.', argv)).toMatchObject({ score: 1, metrics: { accuracy: 0, format: 0, length: 1 } });
     const normalized = await play(ITEMS[0]!, right, [...argv, '--env.reward_normalization', 'sum']);
     expect(normalized.score).toBe((2 + 0.5 + 0.6875) / 3.5);
   });
 
   it('scores every reference solution of the GSM8K test set right, with or without answer_pattern', async () => {
-    const rows = (await readFile(GSM8K_TEST, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { answer: string });
+    const rows = (await readFile(GSM8K_TEST, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { answer: string });
     for (const flags of [['--env.answer_pattern', '####\\s*(.+)$'], []]) {
       const argv = ['--env.data_path', GSM8K_TEST, '--env.prompt_field', 'question', ...flags];
       const source = await dataset.load(configFor(argv));

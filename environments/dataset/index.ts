@@ -1,4 +1,13 @@
-import { combineRewards, defineEnvironment, extractMathAnswer, fromItems, rewardSpecsField, z, type CombinedReward, type Message } from 'clotho';
+import {
+  combineRewards,
+  defineEnvironment,
+  extractMathAnswer,
+  fromItems,
+  rewardSpecsField,
+  z,
+  type CombinedReward,
+  type Message,
+} from 'clotho';
 import { loadItems, type DatasetItem } from './data.js';
 
 export type { DatasetItem } from './data.js';
@@ -13,21 +22,32 @@ const pattern = z.string().refine((text) => {
 }, 'a valid regular expression');
 
 const config = {
-  data_path: z.string().nullable().default(null)
+  data_path: z
+    .string()
+    .nullable()
+    .default(null)
     .describe('JSONL, CSV or Parquet file of the data set, or an http(s) URL downloaded once into the cache'),
   data_format: z.enum(['jsonl', 'csv', 'parquet']).nullable().default(null).describe('table format; None: from the extension'),
   csv_columns: z.array(z.string()).nullable().default(null).describe('column names of a CSV without a header row'),
   prompt_field: z.string().min(1).default('prompt').describe('column holding the prompt'),
-  prompt_template: z.string().nullable().default(null)
+  prompt_template: z
+    .string()
+    .nullable()
+    .default(null)
     .describe('user message with {column} placeholders ({{ and }} for braces); None: the prompt_field as it is'),
   system_prompt: z.string().nullable().default(null).describe('system message before the prompt'),
-  format: z.enum(['chat', 'completion']).default('chat')
+  format: z
+    .enum(['chat', 'completion'])
+    .default('chat')
     .describe('chat: system and user turns; completion: one user turn, the system prompt (if any) first'),
   answer_field: z.string().min(1).nullable().default('answer').describe('column holding the gold answer; None: no gold answer'),
-  answer_pattern: pattern.nullable().default(null)
+  answer_pattern: pattern
+    .nullable()
+    .default(null)
     .describe('regular expression whose first group is the gold answer in answer_field, e.g. "####\\s*(.+)" for GSM8K'),
-  reward_fns: rewardSpecsField(['accuracy'])
-    .describe('reward functions: names or {name, weight, metric, ...params} objects (JSON, or names separated by commas)'),
+  reward_fns: rewardSpecsField(['accuracy']).describe(
+    'reward functions: names or {name, weight, metric, ...params} objects (JSON, or names separated by commas)',
+  ),
   reward_normalization: z.enum(['none', 'sum']).default('none').describe('none: score = Σ weight × reward; sum: divided by Σ weight'),
   shuffle_seed: z.number().int().nullable().default(null).describe('shuffle the rows with this seed; None: file order'),
 };
@@ -45,7 +65,8 @@ function rewardsOf(cfg: Config): CombinedReward {
 /** Any data set in a table, prompted by config and scored by reward functions chosen by name (Atropos's dataset_environment). */
 export default defineEnvironment({
   name: 'dataset',
-  description: 'Any JSONL, CSV or Parquet data set: prompts and gold answers from its columns, scored by a weighted list of named reward functions',
+  description:
+    'Any JSONL, CSV or Parquet data set: prompts and gold answers from its columns, scored by a weighted list of named reward functions',
   config,
 
   async load(cfg) {
@@ -55,9 +76,15 @@ export default defineEnvironment({
       throw new Error(`dataset: reward functions ${rewards.metrics.join(', ')} read a gold answer; set --env.answer_field`);
     }
     const items = await loadItems({
-      dataPath: cfg.data_path, format: cfg.data_format, csvColumns: cfg.csv_columns, promptField: cfg.prompt_field,
-      template: cfg.prompt_template, answerField: cfg.answer_field, answerPattern: cfg.answer_pattern,
-      answerRequired: rewards.needsAnswer, shuffleSeed: cfg.shuffle_seed,
+      dataPath: cfg.data_path,
+      format: cfg.data_format,
+      csvColumns: cfg.csv_columns,
+      promptField: cfg.prompt_field,
+      template: cfg.prompt_template,
+      answerField: cfg.answer_field,
+      answerPattern: cfg.answer_pattern,
+      answerRequired: rewards.needsAnswer,
+      shuffleSeed: cfg.shuffle_seed,
     });
     return fromItems(items);
   },

@@ -5,17 +5,27 @@ const think = '<think>Revenue grew every quarter and the new contract adds volum
 
 describe('parsePrediction', () => {
   it('reads a well-formed answer after the thinking block', () => {
-    expect(parsePrediction(`${think}The revenue will be: raised and the magnitude will be: 4.5%`, 'revenue'))
-      .toEqual({ direction: 'raised', magnitude: '4.5' });
-    expect(parsePrediction(`${think}My forecast: The dividend per share will be: maintained and the magnitude will be: 0%.`, 'dividend per share'))
-      .toEqual({ direction: 'maintained', magnitude: '0' });
+    expect(parsePrediction(`${think}The revenue will be: raised and the magnitude will be: 4.5%`, 'revenue')).toEqual({
+      direction: 'raised',
+      magnitude: '4.5',
+    });
+    expect(
+      parsePrediction(
+        `${think}My forecast: The dividend per share will be: maintained and the magnitude will be: 0%.`,
+        'dividend per share',
+      ),
+    ).toEqual({ direction: 'maintained', magnitude: '0' });
   });
 
   it('ignores case and spacing around the parts, and keeps a sign and decimals as written', () => {
-    expect(parsePrediction('<THINK>x</Think>the REVENUE will be:Reduced   and\nthe magnitude  will be:  -3.25%', 'revenue'))
-      .toEqual({ direction: 'reduced', magnitude: '-3.25' });
-    expect(parsePrediction(`${think}The revenue will be: raised and the magnitude will be: +12%`, 'revenue'))
-      .toEqual({ direction: 'raised', magnitude: '+12' });
+    expect(parsePrediction('<THINK>x</Think>the REVENUE will be:Reduced   and\nthe magnitude  will be:  -3.25%', 'revenue')).toEqual({
+      direction: 'reduced',
+      magnitude: '-3.25',
+    });
+    expect(parsePrediction(`${think}The revenue will be: raised and the magnitude will be: +12%`, 'revenue')).toEqual({
+      direction: 'raised',
+      magnitude: '+12',
+    });
   });
 
   it('needs exactly one <think> and one </think>, in that order', () => {
@@ -49,16 +59,18 @@ describe('parsePrediction', () => {
     }
   });
 
-  it('needs the item\'s metric spelt as the item spells it, regex characters and all', () => {
+  it("needs the item's metric spelt as the item spells it, regex characters and all", () => {
     expect(parsePrediction(`${think}The EPS will be: reduced and the magnitude will be: 12%`, 'earnings per share')).toBeNull();
-    expect(parsePrediction(`${think}The P/E (ttm) will be: raised and the magnitude will be: 2%`, 'P/E (ttm)'))
-      .toEqual({ direction: 'raised', magnitude: '2' });
+    expect(parsePrediction(`${think}The P/E (ttm) will be: raised and the magnitude will be: 2%`, 'P/E (ttm)')).toEqual({
+      direction: 'raised',
+      magnitude: '2',
+    });
     expect(answerPattern('a.b').test('The axb will be: raised and the magnitude will be: 2%')).toBe(false);
   });
 });
 
 describe('pythonFloat', () => {
-  it('reads what Python\'s float() reads', () => {
+  it("reads what Python's float() reads", () => {
     expect(pythonFloat('4.5')).toBe(4.5);
     expect(pythonFloat(' 12 ')).toBe(12);
     expect(pythonFloat('+3')).toBe(3);

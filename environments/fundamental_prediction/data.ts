@@ -5,8 +5,7 @@ import { loadTable, problemsError, resolveDataset, seededRandom, z } from 'cloth
 export const HF_DATASET = 'NousResearch/company-fundamentals-prediction-lite';
 
 /** The Hub's Parquet export of its `default` config, `train` split (first shard). */
-export const DEFAULT_DATA_URL =
-  `https://huggingface.co/datasets/${HF_DATASET}/resolve/refs%2Fconvert%2Fparquet/default/train/0000.parquet`;
+export const DEFAULT_DATA_URL = `https://huggingface.co/datasets/${HF_DATASET}/resolve/refs%2Fconvert%2Fparquet/default/train/0000.parquet`;
 
 /**
  * One record of the data set, its columns as Atropos reads them: the context the model analyses, the metric to

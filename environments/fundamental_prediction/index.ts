@@ -18,15 +18,24 @@ export default defineEnvironment({
     'Predict whether a company fundamental will be raised, maintained or reduced, and by what percentage ' +
     '(NousResearch/company-fundamentals-prediction-lite); +1 for the right direction, -1 otherwise, as Atropos binarises it',
   config: {
-    data_path: z.string().nullable().default(null)
+    data_path: z
+      .string()
+      .nullable()
+      .default(null)
       .describe('JSONL or Parquet file of {context, answer, magnitude, fundamental_metric}; unset: download data_url into the cache'),
-    data_url: z.string().default(DEFAULT_DATA_URL)
-      .describe('file to download when no data_path is given (the Hub\'s Parquet export of the train split)'),
-    split: z.enum(['train', 'test', 'all']).default('train')
+    data_url: z
+      .string()
+      .default(DEFAULT_DATA_URL)
+      .describe("file to download when no data_path is given (the Hub's Parquet export of the train split)"),
+    split: z
+      .enum(['train', 'test', 'all'])
+      .default('train')
       .describe('records to serve: the training part, the held-out part, or all of them'),
     test_fraction: z.number().min(0).max(1).default(0.05).describe('share of the records held out as the test split'),
     seed: z.number().int().nullable().default(42).describe('seed of the shuffle before the split; None keeps the file order'),
-    binary_reward: z.boolean().default(true)
+    binary_reward: z
+      .boolean()
+      .default(true)
       .describe('reward +1 / -1 as Atropos does; false keeps the graded score (0 or 1 + magnitude bonus, minus the length penalty)'),
   },
   // Atropos's config_init: 16 samples, a 16k-token budget, sampling at temperature 0.8.

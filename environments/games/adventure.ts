@@ -1,4 +1,15 @@
-import { defineGame, hashSeed, parseCommand, seededRandom, z, type Game, type GameAction, type GameConfig, type GameCommand, type GameOutcome } from 'clotho';
+import {
+  defineGame,
+  hashSeed,
+  parseCommand,
+  seededRandom,
+  z,
+  type Game,
+  type GameAction,
+  type GameConfig,
+  type GameCommand,
+  type GameOutcome,
+} from 'clotho';
 import { DIRECTIONS, doorBetween, generateWorld, WORLD_LIMITS, type Direction, type World, type WorldOptions } from './world.js';
 
 /** Where the player is and what has changed: item → room (or `HELD`), doors unlocked, rooms seen. JSON-safe. */
@@ -49,7 +60,12 @@ export const ADVENTURE_ACTIONS: readonly GameAction[] = [
   { name: 'go', description: 'Walk through an exit.', parameters: Way, aliases: ['walk', 'move', 'head'], example: 'go north' },
   { name: 'take', description: 'Pick up an item in this room.', parameters: Item, aliases: ['get', 'grab', 'pick up'] },
   { name: 'drop', description: 'Put down an item you carry, in this room.', parameters: Item, aliases: ['put down', 'put', 'leave'] },
-  { name: 'unlock', description: 'Unlock the door in a direction with the key of its colour, which you must carry.', parameters: Way, aliases: ['open'] },
+  {
+    name: 'unlock',
+    description: 'Unlock the door in a direction with the key of its colour, which you must carry.',
+    parameters: Way,
+    aliases: ['open'],
+  },
   { name: 'look', description: 'Describe the room again.', aliases: ['l', 'look around'] },
   { name: 'inventory', description: 'List what you carry.', aliases: ['i', 'inv'] },
 ];
@@ -114,7 +130,12 @@ function act(world: World, state: AdventureState, command: GameCommand, goalRewa
       state.items[item] = state.room;
       if (item !== world.treasure || state.room !== world.goal) return step(`You drop the ${item}.`);
       state.won = true;
-      return { state, reward: goalReward, done: true, message: `You put the ${item} down in the ${room.name}. You have completed your goal!` };
+      return {
+        state,
+        reward: goalReward,
+        done: true,
+        message: `You put the ${item} down in the ${room.name}. You have completed your goal!`,
+      };
     }
     case 'unlock': {
       const next = room.exits[direction!];
@@ -156,12 +177,23 @@ export const adventureGame: Game<AdventureState, typeof config> = {
   parseText(text) {
     const bare = text.trim().toLowerCase();
     const direction = SHORT[bare] ?? (DIRECTIONS as readonly string[]).find((d) => d === bare);
-    return parseCommand(direction ? `go ${direction}` : text.replace(/^go\s+([nesw])$/i, (_, d: string) => `go ${SHORT[d.toLowerCase()]}`), ADVENTURE_ACTIONS);
+    return parseCommand(
+      direction ? `go ${direction}` : text.replace(/^go\s+([nesw])$/i, (_, d: string) => `go ${SHORT[d.toLowerCase()]}`),
+      ADVENTURE_ACTIONS,
+    );
   },
   play: (state, command, { seed, config }) => act(worldOf(seed, config), state, command, config.goal_reward),
-  unreadable: (state, problem, { config }) => ({ state, reward: config.invalid_reward, done: false, message: `No action: ${problem}. Nothing happens.` }),
+  unreadable: (state, problem, { config }) => ({
+    state,
+    reward: config.invalid_reward,
+    done: false,
+    message: `No action: ${problem}. Nothing happens.`,
+  }),
   maxSteps: (config) => config.max_steps,
-  metrics: (state, { seed, config }) => ({ won: state.won ? 1 : 0, rooms_visited: state.visited.length / worldOf(seed, config).rooms.length }),
+  metrics: (state, { seed, config }) => ({
+    won: state.won ? 1 : 0,
+    rooms_visited: state.visited.length / worldOf(seed, config).rooms.length,
+  }),
 };
 
 /**

@@ -11,7 +11,11 @@ export interface BlackjackState {
 
 /** Gymnasium's two actions, with their ids as aliases so that `0` and `1` work too. */
 export const BLACKJACK_ACTIONS: readonly GameAction[] = [
-  { name: 'stick', description: 'Take no more cards; the dealer plays and the hand is settled (Gymnasium action 0).', aliases: ['stand', 'stay', '0'] },
+  {
+    name: 'stick',
+    description: 'Take no more cards; the dealer plays and the hand is settled (Gymnasium action 0).',
+    aliases: ['stand', 'stay', '0'],
+  },
   { name: 'hit', description: 'Take another card (Gymnasium action 1).', aliases: ['draw', '1'] },
 ];
 
@@ -21,7 +25,10 @@ const RESULT_TEXT = { win: 'You win.', loss: 'You lose.', draw: 'A draw.' } as c
 
 const config = {
   natural: z.boolean().default(false).describe('a winning natural (ace and ten) pays 1.5 (ignored when sab is set)'),
-  sab: z.boolean().default(true).describe("Sutton & Barto's rule: a natural wins unless the dealer has one (Blackjack-v1's registered default)"),
+  sab: z
+    .boolean()
+    .default(true)
+    .describe("Sutton & Barto's rule: a natural wins unless the dealer has one (Blackjack-v1's registered default)"),
   invalid_reward: z.number().default(-1).describe('reward of a reply without an action; it forfeits the hand'),
 };
 

@@ -30,7 +30,8 @@ export const isBust = (hand: readonly Rank[]): boolean => sumHand(hand) > 21;
 export const handScore = (hand: readonly Rank[]): number => (isBust(hand) ? 0 : sumHand(hand));
 
 /** An ace and a ten-valued card, as the first two cards. */
-export const isNatural = (hand: readonly Rank[]): boolean => hand.length === 2 && hand.some((r) => r === 1) && hand.some((r) => cardValue(r) === 10);
+export const isNatural = (hand: readonly Rank[]): boolean =>
+  hand.length === 2 && hand.some((r) => r === 1) && hand.some((r) => cardValue(r) === 10);
 
 /** Optional rules of `Blackjack-v1`. */
 export interface BlackjackRules {

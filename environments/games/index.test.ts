@@ -21,7 +21,7 @@ describe('games (all three behind --env.game)', () => {
     expect(() => resolveEnvConfig(games, ['--env.natural'])).toThrow(ConfigError);
   });
 
-  it('prompts, offers tools and starts exactly as each game\'s own environment does', async () => {
+  it("prompts, offers tools and starts exactly as each game's own environment does", async () => {
     const mixed = await load();
     const own: Record<string, EnvironmentDefinition<GameItem, null, any>> = { blackjack, taxi, adventure };
     for (const i of [0, 1, 2]) {
@@ -44,7 +44,10 @@ describe('games (all three behind --env.game)', () => {
 
     const adventureItem = mixed.get(2) as GamesItem;
     const route = adventurePlan(adventureItem.seed, resolveEnvConfig(adventure, []))!;
-    const walked = await playEpisode(games, { item: adventureItem, replies: route.map((c) => `${c.name} ${Object.values(c.arguments).join(' ')}`) });
+    const walked = await playEpisode(games, {
+      item: adventureItem,
+      replies: route.map((c) => `${c.name} ${Object.values(c.arguments).join(' ')}`),
+    });
     expect(walked).toMatchObject({ score: 21 - route.length, metrics: { won: 1 } });
 
     const hand = await playEpisode(games, { item: mixed.get(0), replies: ['sing'] });

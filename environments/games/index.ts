@@ -29,7 +29,10 @@ export default defineEnvironment({
   name: 'games',
   description: "Blackjack and Taxi (Gymnasium's rules and rewards) and a generated text adventure, one action per turn",
   config: {
-    game: z.enum([...NAMES, 'all']).default('all').describe('the game to play, or all of them in turn'),
+    game: z
+      .enum([...NAMES, 'all'])
+      .default('all')
+      .describe('the game to play, or all of them in turn'),
     ...GAME_CONFIG,
   },
   defaults: { max_turns: 201, max_token_length: 8192, group_size: 8 },

@@ -64,10 +64,19 @@ export function adventurePlan(seed: number, config: AdventureConfig, from?: Adve
         { name: 'go', arguments: { direction } },
         { name: 'unlock', arguments: { direction } },
       ]),
-      ...Object.keys(state.items).filter((item) => useful(item) && state.items[item] === state.room).map((item) => ({ name: 'take', arguments: { item } })),
+      ...Object.keys(state.items)
+        .filter((item) => useful(item) && state.items[item] === state.room)
+        .map((item) => ({ name: 'take', arguments: { item } })),
       ...(state.items[world.treasure] === HELD && state.room === world.goal ? [{ name: 'drop', arguments: { item: world.treasure } }] : []),
     ],
     next: (state, command) => adventureGame.play(structuredClone(state), command, context),
-    key: (state) => JSON.stringify([state.room, state.unlocked.toSorted(), Object.keys(state.items).filter(useful).map((item) => state.items[item])]),
+    key: (state) =>
+      JSON.stringify([
+        state.room,
+        state.unlocked.toSorted(),
+        Object.keys(state.items)
+          .filter(useful)
+          .map((item) => state.items[item]),
+      ]),
   });
 }

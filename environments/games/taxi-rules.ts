@@ -5,18 +5,15 @@
  */
 
 /** The map as Gymnasium draws it: `|` is a wall between two columns, `:` a way through. */
-export const MAP = [
-  '+---------+',
-  '|R: | : :G|',
-  '| : | : : |',
-  '| : : : : |',
-  '| | : | : |',
-  '|Y| : |B: |',
-  '+---------+',
-] as const;
+export const MAP = ['+---------+', '|R: | : :G|', '| : | : : |', '| : : : : |', '| | : | : |', '|Y| : |B: |', '+---------+'] as const;
 
 /** The landmarks' (row, column): 0 = R(ed), 1 = G(reen), 2 = Y(ellow), 3 = B(lue). */
-export const LANDMARKS = [[0, 0], [0, 4], [4, 0], [4, 3]] as const;
+export const LANDMARKS = [
+  [0, 0],
+  [0, 4],
+  [4, 0],
+  [4, 3],
+] as const;
 export const LANDMARK_LETTERS = ['R', 'G', 'Y', 'B'] as const;
 /** The passenger's location while riding. */
 export const IN_TAXI = 4;
@@ -70,7 +67,8 @@ export function transition(from: TaxiPosition, action: TaxiAction): { position: 
   } else {
     const here = landmarkAt(row, col);
     if (passenger === IN_TAXI && here === destination) [passenger, reward, done] = [destination, 20, true];
-    else if (passenger === IN_TAXI && here >= 0) passenger = here; // set down at another landmark: a plain step
+    else if (passenger === IN_TAXI && here >= 0)
+      passenger = here; // set down at another landmark: a plain step
     else reward = -10;
   }
   return { position: { row, col, passenger, destination }, reward, done };

@@ -1,5 +1,16 @@
 import { defineGame, type Game, parseCommand, z, type GameAction } from 'clotho';
-import { decode, IN_TAXI, LANDMARK_LETTERS, LANDMARKS, MAP, START_STATES, TAXI_ACTIONS, transition, type TaxiAction, type TaxiPosition } from './taxi-rules.js';
+import {
+  decode,
+  IN_TAXI,
+  LANDMARK_LETTERS,
+  LANDMARKS,
+  MAP,
+  START_STATES,
+  TAXI_ACTIONS,
+  transition,
+  type TaxiAction,
+  type TaxiPosition,
+} from './taxi-rules.js';
 
 /** The game's state: Gymnasium's position and whether the passenger was ever picked up (a metric). JSON-safe. */
 export interface TaxiState extends TaxiPosition {
@@ -12,14 +23,22 @@ const DESCRIPTIONS: Record<TaxiAction, string> = {
   east: 'Drive one column right (action 2).',
   west: 'Drive one column left (action 3).',
   pickup: 'Pick the passenger up; only where the passenger waits, else −10 (action 4).',
-  dropoff: "Drop the passenger off; +20 at the destination, −10 with no passenger or off a landmark (action 5).",
+  dropoff: 'Drop the passenger off; +20 at the destination, −10 with no passenger or off a landmark (action 5).',
 };
 const ALIASES: Record<TaxiAction, string[]> = {
-  south: ['down', 's', '0'], north: ['up', 'n', '1'], east: ['right', 'e', '2'], west: ['left', 'w', '3'],
-  pickup: ['pick up', '4'], dropoff: ['drop off', '5'],
+  south: ['down', 's', '0'],
+  north: ['up', 'n', '1'],
+  east: ['right', 'e', '2'],
+  west: ['left', 'w', '3'],
+  pickup: ['pick up', '4'],
+  dropoff: ['drop off', '5'],
 };
 /** Gymnasium's six actions in id order; the ids, `up`/`down`/…, `n`/`s`/… and `pick up`/`drop off` also read in text. */
-export const TAXI_GAME_ACTIONS: readonly GameAction[] = TAXI_ACTIONS.map((name) => ({ name, description: DESCRIPTIONS[name], aliases: ALIASES[name] }));
+export const TAXI_GAME_ACTIONS: readonly GameAction[] = TAXI_ACTIONS.map((name) => ({
+  name,
+  description: DESCRIPTIONS[name],
+  aliases: ALIASES[name],
+}));
 
 const place = (landmark: number) => `${LANDMARK_LETTERS[landmark]} (row ${LANDMARKS[landmark]![0]}, column ${LANDMARKS[landmark]![1]})`;
 
@@ -39,9 +58,13 @@ function message(action: TaxiAction, from: TaxiPosition, to: TaxiPosition, rewar
   if (action === 'pickup') return reward === -10 ? 'There is no passenger here to pick up.' : 'You pick the passenger up.';
   if (action === 'dropoff') {
     if (reward === 20) return 'You drop the passenger off at the destination.';
-    return reward === -10 ? 'You cannot drop off here.' : `You set the passenger down at ${LANDMARK_LETTERS[to.passenger]}, which is not the destination.`;
+    return reward === -10
+      ? 'You cannot drop off here.'
+      : `You set the passenger down at ${LANDMARK_LETTERS[to.passenger]}, which is not the destination.`;
   }
-  return from.row === to.row && from.col === to.col ? `You cannot drive ${action} from here: a wall or the edge of the map.` : `You drive ${action}.`;
+  return from.row === to.row && from.col === to.col
+    ? `You cannot drive ${action} from here: a wall or the edge of the map.`
+    : `You drive ${action}.`;
 }
 
 const config = {
@@ -80,7 +103,12 @@ export const taxiGame: Game<TaxiState, typeof config> = {
     return { state: next, reward, done, message: message(action, state, position, reward) };
   },
 
-  unreadable: (state, problem, { config }) => ({ state, reward: config.invalid_reward, done: false, message: `No action: ${problem}. The taxi stays.` }),
+  unreadable: (state, problem, { config }) => ({
+    state,
+    reward: config.invalid_reward,
+    done: false,
+    message: `No action: ${problem}. The taxi stays.`,
+  }),
   maxSteps: (config) => config.max_steps,
   metrics: (state) => ({
     delivered: state.passenger === state.destination ? 1 : 0,

@@ -14,12 +14,41 @@ const STEP: Record<Direction, [number, number]> = { north: [-1, 0], east: [0, 1]
 export const OPPOSITE: Record<Direction, Direction> = { north: 'south', east: 'west', south: 'north', west: 'east' };
 
 const ROOM_NAMES = [
-  'hall', 'kitchen', 'library', 'cellar', 'study', 'gallery', 'pantry', 'armoury', 'chapel', 'garden', 'attic', 'ballroom',
-  'vault', 'workshop', 'conservatory', 'nursery', 'observatory', 'scullery', 'larder', 'solar',
+  'hall',
+  'kitchen',
+  'library',
+  'cellar',
+  'study',
+  'gallery',
+  'pantry',
+  'armoury',
+  'chapel',
+  'garden',
+  'attic',
+  'ballroom',
+  'vault',
+  'workshop',
+  'conservatory',
+  'nursery',
+  'observatory',
+  'scullery',
+  'larder',
+  'solar',
 ];
 const COLOURS = ['red', 'blue', 'green', 'yellow', 'white', 'black'];
 const TREASURES = ['golden crown', 'silver chalice', 'jade idol', 'ruby amulet', 'crystal orb', 'ivory horn'];
-const THINGS = ['old lamp', 'rusty sword', 'leather book', 'wooden box', 'copper coin', 'clay pot', 'silk scarf', 'iron bell', 'glass bottle', 'feather quill'];
+const THINGS = [
+  'old lamp',
+  'rusty sword',
+  'leather book',
+  'wooden box',
+  'copper coin',
+  'clay pot',
+  'silk scarf',
+  'iron bell',
+  'glass bottle',
+  'feather quill',
+];
 
 /** The most rooms, locks and useless things a world may have. */
 export const WORLD_LIMITS = { rooms: ROOM_NAMES.length, locks: COLOURS.length, distractors: THINGS.length } as const;
@@ -96,9 +125,16 @@ function growRooms(random: SeededRandom, count: number): Room[] {
 /** A world for these options, drawn from `random`. */
 export function generateWorld(random: SeededRandom, options: WorldOptions): World {
   const rooms = growRooms(random, options.rooms);
-  const edges = rooms.flatMap((room, a) => Object.values(room.exits).filter((b) => b > a).map((b): [number, number] => [a, b]));
+  const edges = rooms.flatMap((room, a) =>
+    Object.values(room.exits)
+      .filter((b) => b > a)
+      .map((b): [number, number] => [a, b]),
+  );
   const colours = random.shuffle(COLOURS);
-  const doors = random.shuffle(edges).slice(0, Math.min(options.locks, edges.length)).map((between, i) => ({ between, colour: colours[i]! }));
+  const doors = random
+    .shuffle(edges)
+    .slice(0, Math.min(options.locks, edges.length))
+    .map((between, i) => ({ between, colour: colours[i]! }));
   const world: World = { rooms, doors, items: {}, start: random.int(rooms.length), treasure: random.pick(TREASURES), goal: 0 };
   // Each key lies where the player can get before its door opens: in a room reachable with the keys placed so far.
   const placed = new Set<number>();

@@ -5,7 +5,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, playEpisode, resolveEnvConfig } from 'clotho';
 import gsm8k, { GSM8K_TEST_FILE as GSM8K_TEST, SYSTEM_PROMPT, type Gsm8kItem } from './index.js';
 
-const rows = readFileSync(GSM8K_TEST, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { question: string; answer: string });
+const rows = readFileSync(GSM8K_TEST, 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line) as { question: string; answer: string });
 const configFor = (argv: string[]) => resolveEnvConfig(gsm8k, argv);
 const scoreOf = async (item: Gsm8kItem, completion: string) => {
   const { score, metrics } = await playEpisode(gsm8k, { item, replies: [completion] });
@@ -40,7 +43,10 @@ describe('gsm8k data', () => {
   it('reads the cached copy of the train split when no path is given', async () => {
     const home = mkdtempSync(join(tmpdir(), 'clotho-gsm8k-'));
     mkdirSync(join(home, 'datasets'));
-    writeFileSync(join(home, 'datasets', 'gsm8k-train.jsonl'), `${JSON.stringify({ question: 'What is 2 + 2?', answer: '2 + 2 = 4\n#### 4' })}\n`);
+    writeFileSync(
+      join(home, 'datasets', 'gsm8k-train.jsonl'),
+      `${JSON.stringify({ question: 'What is 2 + 2?', answer: '2 + 2 = 4\n#### 4' })}\n`,
+    );
     process.env.CLOTHO_HOME = home;
     const source = await gsm8k.load(configFor([]));
     expect(source.size).toBe(1);
@@ -50,7 +56,10 @@ describe('gsm8k data', () => {
   it('reads the test split it ships with, not a cached or downloaded one, when no path is given', async () => {
     const home = mkdtempSync(join(tmpdir(), 'clotho-gsm8k-'));
     mkdirSync(join(home, 'datasets'));
-    writeFileSync(join(home, 'datasets', 'gsm8k-test.jsonl'), `${JSON.stringify({ question: 'What is 2 + 2?', answer: '2 + 2 = 4\n#### 4' })}\n`);
+    writeFileSync(
+      join(home, 'datasets', 'gsm8k-test.jsonl'),
+      `${JSON.stringify({ question: 'What is 2 + 2?', answer: '2 + 2 = 4\n#### 4' })}\n`,
+    );
     process.env.CLOTHO_HOME = home;
     const source = await gsm8k.load(configFor(['--env.split', 'test']));
     expect(source.size).toBe(1319);
@@ -59,7 +68,10 @@ describe('gsm8k data', () => {
 
   it('names the line of a solution without a gold answer', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'clotho-gsm8k-')), 'bad.jsonl');
-    writeFileSync(path, `${JSON.stringify({ question: 'q', answer: '#### 1' })}\n${JSON.stringify({ question: 'q', answer: 'no gold' })}\n`);
+    writeFileSync(
+      path,
+      `${JSON.stringify({ question: 'q', answer: '#### 1' })}\n${JSON.stringify({ question: 'q', answer: 'no gold' })}\n`,
+    );
     await expect(gsm8k.load(configFor(['--env.data_path', path]))).rejects.toThrow(`${path}:2: answer: no "#### <number>" line`);
   });
 });
@@ -69,7 +81,10 @@ describe('gsm8k prompt and reward', () => {
 
   it('asks for reasoning and a boxed answer, then the question', () => {
     const messages = gsm8k.prompt(item, configFor([]));
-    expect(messages).toEqual([{ role: 'system', content: SYSTEM_PROMPT }, { role: 'user', content: item.question }]);
+    expect(messages).toEqual([
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: item.question },
+    ]);
     expect(SYSTEM_PROMPT).toMatch(/step by step/);
     expect(SYSTEM_PROMPT).toContain('\\boxed{}');
   });

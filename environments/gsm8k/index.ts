@@ -17,7 +17,8 @@ export const GSM8K_URLS = {
 export const GSM8K_TEST_FILE = fileURLToPath(new URL('./data/test.jsonl', import.meta.url));
 
 /** The gold answer of a worked solution: the number on its last `#### n` line (`1,234` is 1234); NaN without one. */
-export const goldAnswer = (solution: string): number => (/^####/m.test(solution) ? Number(goldMathAnswer(solution)!.replace(/,/g, '')) : NaN);
+export const goldAnswer = (solution: string): number =>
+  /^####/m.test(solution) ? Number(goldMathAnswer(solution)!.replace(/,/g, '')) : NaN;
 
 // A line of the data set; a solution whose `#### n` line does not parse is a data error, reported at load.
 const RowSchema = z.object({
@@ -34,9 +35,14 @@ export default defineEnvironment({
   name: 'gsm8k',
   description: 'Grade-school math word problems (GSM8K); reward +1 for the right final answer in \\boxed{}, -1 otherwise',
   config: {
-    data_path: z.string().nullable().default(null)
+    data_path: z
+      .string()
+      .nullable()
+      .default(null)
       .describe('JSONL file of {question, answer}; unset: the split, shipped (test) or downloaded into the cache (train)'),
-    split: z.enum(['train', 'test']).default('train')
+    split: z
+      .enum(['train', 'test'])
+      .default('train')
       .describe('split to read when no data_path is given: test ships with Clotho, train is downloaded once'),
   },
   defaults: { group_size: 8, max_token_length: 1024 },

@@ -4,7 +4,10 @@ import { playEpisode } from 'clotho';
 import gsm8k, { goldAnswer } from './index.js';
 
 const GSM8K_TEST = new URL('./data/test.jsonl', import.meta.url);
-const rows = readFileSync(GSM8K_TEST, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { question: string; answer: string });
+const rows = readFileSync(GSM8K_TEST, 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line) as { question: string; answer: string });
 /** What the environment makes of a completion when the gold answer is `gold`: its parse, score and metrics. */
 const play = (completion: string, gold: number) => playEpisode(gsm8k, { item: { question: 'q', answer: gold }, replies: [completion] });
 

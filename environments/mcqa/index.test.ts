@@ -7,17 +7,38 @@ import { mmluJsonl, mmluParquet } from './fixtures.js';
 import mcqa, { questionText, subjectMetric, SYSTEM_PROMPT, type McqaItem } from './index.js';
 
 const configFor = (argv: string[] = []) => resolveEnvConfig(mcqa, argv);
-const ITEM: McqaItem = { subject: 'high_school_geography', question: 'What is the capital of France?', choices: ['Lyon', 'Paris', 'Nice', 'Lille'], answer: 1 };
+const ITEM: McqaItem = {
+  subject: 'high_school_geography',
+  question: 'What is the capital of France?',
+  choices: ['Lyon', 'Paris', 'Nice', 'Lille'],
+  answer: 1,
+};
 
 /** What `score` sees for one trajectory, as a rollout builds it (a finish reason included, which evaluation lacks). */
 async function scoreOf(item: McqaItem, completion: string, finishReason = 'stop') {
   const config = configFor();
   const messages = [...mcqa.prompt(item, config), { role: 'assistant', content: completion }];
-  const base = { item, config, sample: 0, toolCalls: [], malformedToolCalls: [], messages, finishReason, state: null,
-    signal: new AbortController().signal, heartbeat: () => undefined };
+  const base = {
+    item,
+    config,
+    sample: 0,
+    toolCalls: [],
+    malformedToolCalls: [],
+    messages,
+    finishReason,
+    state: null,
+    signal: new AbortController().signal,
+    heartbeat: () => undefined,
+  };
   const parsed = await mcqa.parse(completion, item, base);
   const context: ScoreContext<McqaItem, string | null, typeof config> = {
-    ...base, parsed, completion, turnRewards: [], judge: { complete: () => Promise.reject(new Error('no judge')) }, group: null, judgements: {},
+    ...base,
+    parsed,
+    completion,
+    turnRewards: [],
+    judge: { complete: () => Promise.reject(new Error('no judge')) },
+    group: null,
+    judgements: {},
   };
   return mcqa.score(context);
 }
@@ -25,14 +46,23 @@ async function scoreOf(item: McqaItem, completion: string, finishReason = 'stop'
 describe('mcqa config', () => {
   it('defaults to all subjects of the test split, the threshold length penalty at half the budget', () => {
     expect(configFor()).toMatchObject({
-      group_size: 8, data_path: null, split: 'test', subjects: null, format: 'auto', length_penalty: 'threshold', length_threshold_ratio: 0.5,
+      group_size: 8,
+      data_path: null,
+      split: 'test',
+      subjects: null,
+      format: 'auto',
+      length_penalty: 'threshold',
+      length_threshold_ratio: 0.5,
     });
   });
 
   it('takes subjects as a comma-separated flag and rejects bad values, naming each flag', () => {
     expect(configFor(['--env.subjects', 'anatomy, virology']).subjects).toEqual(['anatomy', 'virology']);
-    expect(configFor(['--env.format', 'parquet', '--env.length_penalty', 'relative', '--env.split', 'dev']))
-      .toMatchObject({ format: 'parquet', length_penalty: 'relative', split: 'dev' });
+    expect(configFor(['--env.format', 'parquet', '--env.length_penalty', 'relative', '--env.split', 'dev'])).toMatchObject({
+      format: 'parquet',
+      length_penalty: 'relative',
+      split: 'dev',
+    });
     let error: unknown;
     try {
       configFor(['--env.format', 'xlsx', '--env.length_threshold_ratio', '2', '--env.split', 'train']);
@@ -54,7 +84,13 @@ describe('mcqa data', () => {
 
   it('loads a data_path and addresses items by index', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'clotho-mcqa-'));
-    const other = { ...ITEM, subject: 'anatomy', question: 'Which bone is longest?', choices: ['Femur', 'Tibia', 'Ulna', 'Rib'], answer: 0 };
+    const other = {
+      ...ITEM,
+      subject: 'anatomy',
+      question: 'Which bone is longest?',
+      choices: ['Femur', 'Tibia', 'Ulna', 'Rib'],
+      answer: 0,
+    };
     await writeFile(join(dir, 'mmlu.jsonl'), mmluJsonl([ITEM, other]));
     const source = await mcqa.load(configFor(['--env.data_path', join(dir, 'mmlu.jsonl')]));
     expect(source.size).toBe(2);
@@ -63,7 +99,7 @@ describe('mcqa data', () => {
     expect(anatomy.size).toBe(1);
   });
 
-  it('reads the cached copy of the hub\'s split when no path is given', async () => {
+  it("reads the cached copy of the hub's split when no path is given", async () => {
     const home = await mkdtemp(join(tmpdir(), 'clotho-mcqa-'));
     await mkdir(join(home, 'datasets'));
     await writeFile(join(home, 'datasets', 'mmlu-dev.parquet'), mmluParquet([ITEM]));
@@ -76,10 +112,13 @@ describe('mcqa data', () => {
 
 describe('mcqa prompt', () => {
   it('asks for the letter, then gives the subject, the question and the lettered choices', () => {
-    expect(mcqa.prompt(ITEM, configFor())).toEqual([{ role: 'system', content: SYSTEM_PROMPT }, { role: 'user', content: questionText(ITEM) }]);
+    expect(mcqa.prompt(ITEM, configFor())).toEqual([
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: questionText(ITEM) },
+    ]);
     expect(questionText(ITEM)).toBe(
       'The following is a multiple choice question about high school geography.\n\nWhat is the capital of France?\n\n' +
-      'A. Lyon\nB. Paris\nC. Nice\nD. Lille\n\nAnswer with the letter of the correct choice: A, B, C or D.',
+        'A. Lyon\nB. Paris\nC. Nice\nD. Lille\n\nAnswer with the letter of the correct choice: A, B, C or D.',
     );
     expect(SYSTEM_PROMPT).toContain('The answer is (X)');
   });
@@ -127,7 +166,13 @@ describe('mcqa reward', () => {
 
 describe('mcqa length penalty', () => {
   const rescore = (argv: string[], scores: number[], completionTokens: number[]) =>
-    mcqa.rescoreGroup!({ scores, completionTokens, completions: scores.map(() => ''), finishReasons: scores.map(() => 'stop'), config: configFor(argv) });
+    mcqa.rescoreGroup!({
+      scores,
+      completionTokens,
+      completions: scores.map(() => ''),
+      finishReasons: scores.map(() => 'stop'),
+      config: configFor(argv),
+    });
 
   it('rescores a group whose answers are all right by length against max_token_length (threshold rule)', () => {
     expect(rescore(['--env.max_token_length', '1000'], [1, 1, 1, 1], [100, 500, 750, 1000])).toEqual([1, 1, 0.5, 0]);
@@ -139,7 +184,9 @@ describe('mcqa length penalty', () => {
   });
 
   it('ranks by length within the group under the relative rule, and not at all with none', () => {
-    expect(rescore(['--env.length_penalty', 'relative'], [1, 1, 1], [100, 200, 300]).map((s) => Math.round(s * 1e9) / 1e9)).toEqual([1, 0, -1]);
+    expect(rescore(['--env.length_penalty', 'relative'], [1, 1, 1], [100, 200, 300]).map((s) => Math.round(s * 1e9) / 1e9)).toEqual([
+      1, 0, -1,
+    ]);
     expect(rescore(['--env.length_penalty', 'none'], [1, 1], [10, 2000])).toEqual([1, 1]);
   });
 });

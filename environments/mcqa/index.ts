@@ -18,34 +18,62 @@ export function questionText(item: McqaItem): string {
 
 /** The metric name of a subject's accuracy: `accuracy_high_school_physics`; null for an item without a subject. */
 export function subjectMetric(subject: string): string | null {
-  const key = subject.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '');
+  const key = subject
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_|_$/g, '');
   return key ? `accuracy_${key}` : null;
 }
 
 // "anatomy,virology" from a flag, a YAML list, or None for all.
-const Subjects = z.union([z.string().transform((text) => text.split(',').map((s) => s.trim()).filter(Boolean)), z.array(z.string()), z.null()])
+const Subjects = z
+  .union([
+    z.string().transform((text) =>
+      text
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+    z.array(z.string()),
+    z.null(),
+  ])
   .pipe(z.array(z.string().min(1)).min(1).nullable());
 
 /** MMLU-style multiple choice: +1 for the right letter, −1 for a wrong, missing, ambiguous or cut-off one. */
 export default defineEnvironment({
   name: 'mcqa',
-  description: 'MMLU-style multiple choice (original CSVs or the hub\'s cais/mmlu); +1 for the right letter, -1 otherwise, length penalty when a whole group is right',
+  description:
+    "MMLU-style multiple choice (original CSVs or the hub's cais/mmlu); +1 for the right letter, -1 otherwise, length penalty when a whole group is right",
   config: {
-    data_path: z.string().nullable().default(null)
-      .describe('CSV, JSONL or Parquet file, or a directory of <subject>_<split>.csv; unset: download cais/mmlu\'s split'),
+    data_path: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe("CSV, JSONL or Parquet file, or a directory of <subject>_<split>.csv; unset: download cais/mmlu's split"),
     split: z.enum(MMLU_SPLITS).default('test').describe('which <subject>_<split>.csv files of a directory, or which split to download'),
     subjects: Subjects.default(null).describe('comma-separated subjects to keep (all when unset)'),
     format: z.enum(['auto', 'csv', 'jsonl', 'parquet']).default('auto').describe('format of a data_path file (auto: from its extension)'),
-    length_penalty: z.enum(['threshold', 'relative', 'none']).default('threshold')
+    length_penalty: z
+      .enum(['threshold', 'relative', 'none'])
+      .default('threshold')
       .describe('how a group whose answers are all right is rescored by length (see README)'),
-    length_threshold_ratio: z.number().min(0).max(1).default(0.5)
+    length_threshold_ratio: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.5)
       .describe('share of max_token_length free of penalty under the threshold rule'),
   },
   defaults: { group_size: 8 },
 
   async load(config) {
     const path = config.data_path ?? (await resolveDataset({ cacheName: `mmlu-${config.split}.parquet`, url: MMLU_URLS[config.split] }));
-    const items = await loadMmlu({ path, format: config.data_path ? config.format : 'parquet', split: config.split, subjects: config.subjects });
+    const items = await loadMmlu({
+      path,
+      format: config.data_path ? config.format : 'parquet',
+      split: config.split,
+      subjects: config.subjects,
+    });
     return fromItems(items);
   },
 

@@ -10,7 +10,12 @@ const ITEMS: McqaItem[] = [
   { subject: 'astronomy', question: 'Which planet is largest?', choices: ['Mars', 'Jupiter', 'Venus', 'Mercury'], answer: 1 },
   { subject: 'astronomy', question: 'What is "the red planet", in one word?', choices: ['Mars', 'Earth', 'Saturn', 'Neptune'], answer: 0 },
   { subject: 'astronomy', question: 'How many moons has Mars?\n(Count them.)', choices: ['0', '1', '2', '3'], answer: 2 },
-  { subject: 'virology', question: 'A virus, in short, is:', choices: ['a cell', 'a bacterium', 'a fungus', 'an obligate parasite, with, commas'], answer: 3 },
+  {
+    subject: 'virology',
+    question: 'A virus, in short, is:',
+    choices: ['a cell', 'a bacterium', 'a fungus', 'an obligate parasite, with, commas'],
+    answer: 3,
+  },
 ];
 /** Round-robin by subject, in order of first appearance. */
 const INTERLEAVED = [ITEMS[0], ITEMS[3], ITEMS[1], ITEMS[2]];
@@ -25,7 +30,8 @@ beforeAll(async () => {
     await mkdir(join(dir, 'data', split), { recursive: true });
     const items = split === 'test' ? ITEMS : ITEMS.slice(0, 1);
     await writeFile(join(dir, 'data', split, `astronomy_${split}.csv`), mmluCsv(items.filter((i) => i.subject === 'astronomy')));
-    if (split === 'test') await writeFile(join(dir, 'data', split, 'virology_test.csv'), mmluCsv(items.filter((i) => i.subject === 'virology')));
+    if (split === 'test')
+      await writeFile(join(dir, 'data', split, 'virology_test.csv'), mmluCsv(items.filter((i) => i.subject === 'virology')));
   }
   await writeFile(join(dir, 'test.jsonl'), mmluJsonl(ITEMS));
   await writeFile(join(dir, 'test.parquet'), mmluParquet(ITEMS));
@@ -36,7 +42,7 @@ describe('loadMmlu', () => {
     expect(await loadMmlu({ path: join(dir, 'data', 'test') })).toEqual(INTERLEAVED);
   });
 
-  it('reads the split asked for, also from the release\'s data/ folder', async () => {
+  it("reads the split asked for, also from the release's data/ folder", async () => {
     expect(await loadMmlu({ path: join(dir, 'data'), split: 'test' })).toEqual(INTERLEAVED);
     expect(await loadMmlu({ path: join(dir, 'data'), split: 'dev' })).toEqual([ITEMS[0]]);
     await expect(loadMmlu({ path: join(dir, 'data'), split: 'val' })).rejects.toThrow('no MMLU files named <subject>_val.csv');
@@ -50,13 +56,13 @@ describe('loadMmlu', () => {
     expect(await loadMmlu({ path: renamed, format: 'csv' })).toEqual([ITEMS[3]]);
   });
 
-  it('reads the hub\'s layout as JSON lines and as Parquet', async () => {
+  it("reads the hub's layout as JSON lines and as Parquet", async () => {
     expect(await loadMmlu({ path: join(dir, 'test.jsonl') })).toEqual(INTERLEAVED);
     expect(await loadMmlu({ path: join(dir, 'test.parquet') })).toEqual(INTERLEAVED);
     expect(await loadMmlu({ path: join(dir, 'test.parquet'), format: 'parquet' })).toEqual(INTERLEAVED);
   });
 
-  it('takes more than four choices from the hub\'s layout', async () => {
+  it("takes more than four choices from the hub's layout", async () => {
     const five = { subject: 'x', question: 'q', choices: ['a', 'b', 'c', 'd', 'e'], answer: 4 };
     await writeFile(join(dir, 'five.jsonl'), JSON.stringify(five) + '\n');
     expect(await loadMmlu({ path: join(dir, 'five.jsonl') })).toEqual([five]);
@@ -65,8 +71,9 @@ describe('loadMmlu', () => {
   it('keeps only the subjects asked for, and names those there are when one is missing', async () => {
     for (const path of [join(dir, 'data'), join(dir, 'test.parquet')]) {
       expect(await loadMmlu({ path, subjects: ['virology'] })).toEqual([ITEMS[3]]);
-      await expect(loadMmlu({ path, subjects: ['virology', 'anatomy'] }))
-        .rejects.toThrow('no items of subject anatomy in ' + path + '; its subjects: astronomy, virology');
+      await expect(loadMmlu({ path, subjects: ['virology', 'anatomy'] })).rejects.toThrow(
+        'no items of subject anatomy in ' + path + '; its subjects: astronomy, virology',
+      );
     }
   });
 
@@ -78,7 +85,10 @@ describe('loadMmlu', () => {
     await writeFile(shortCsv, '"q","a","b","B"\n');
     await expect(loadMmlu({ path: shortCsv })).rejects.toThrow(`cannot read csv table ${shortCsv}`);
     const badJsonl = join(dir, 'bad.jsonl');
-    await writeFile(badJsonl, [ITEMS[0], { ...ITEMS[1], answer: 4 }, { ...ITEMS[2], choices: 'A' }].map((r) => JSON.stringify(r)).join('\n'));
+    await writeFile(
+      badJsonl,
+      [ITEMS[0], { ...ITEMS[1], answer: 4 }, { ...ITEMS[2], choices: 'A' }].map((r) => JSON.stringify(r)).join('\n'),
+    );
     await expect(loadMmlu({ path: badJsonl })).rejects.toThrow(`${badJsonl}: row 2: answer: expected an index into choices`);
     await expect(loadMmlu({ path: badJsonl })).rejects.toThrow(`${badJsonl}: row 3: choices:`);
   });
@@ -91,7 +101,7 @@ describe('loadMmlu', () => {
 });
 
 describe('subjectOfCsv', () => {
-  it('drops the split suffix of the release\'s file names', () => {
+  it("drops the split suffix of the release's file names", () => {
     expect(subjectOfCsv('/d/high_school_us_history_test.csv')).toBe('high_school_us_history');
     expect(subjectOfCsv('college_physics_val.csv')).toBe('college_physics');
     expect(subjectOfCsv('mine.csv')).toBe('mine');

@@ -38,17 +38,25 @@ export interface LoadMmluOptions {
 const CSV_COLUMNS = ['question', 'A', 'B', 'C', 'D', 'answer'];
 const CsvRow = z.object({
   question: z.string(),
-  A: z.string(), B: z.string(), C: z.string(), D: z.string(),
-  answer: z.string().trim().pipe(z.enum(['A', 'B', 'C', 'D'])),
+  A: z.string(),
+  B: z.string(),
+  C: z.string(),
+  D: z.string(),
+  answer: z
+    .string()
+    .trim()
+    .pipe(z.enum(['A', 'B', 'C', 'D'])),
 });
 
 // The hub's layout (JSONL or Parquet): `answer` indexes `choices`; Parquet stores it as a 64-bit integer.
-const HubRow = z.looseObject({
-  question: z.string(),
-  subject: z.string(),
-  choices: z.array(z.string()).min(2).max(26),
-  answer: z.union([z.number().int(), z.bigint().transform(Number)]),
-}).refine((row) => row.answer >= 0 && row.answer < row.choices.length, { path: ['answer'], message: 'expected an index into choices' });
+const HubRow = z
+  .looseObject({
+    question: z.string(),
+    subject: z.string(),
+    choices: z.array(z.string()).min(2).max(26),
+    answer: z.union([z.number().int(), z.bigint().transform(Number)]),
+  })
+  .refine((row) => row.answer >= 0 && row.answer < row.choices.length, { path: ['answer'], message: 'expected an index into choices' });
 
 /** Validates every row, naming the file and row of each problem (the first ten). */
 function validate<S extends z.ZodType>(rows: Record<string, unknown>[], schema: S, file: string): z.infer<S>[] {
@@ -64,7 +72,10 @@ function validate<S extends z.ZodType>(rows: Record<string, unknown>[], schema: 
 }
 
 /** `abstract_algebra_test.csv` is subject `abstract_algebra`. */
-export const subjectOfCsv = (file: string): string => basename(file).replace(/\.[^.]*$/, '').replace(/_(?:test|dev|val)$/, '');
+export const subjectOfCsv = (file: string): string =>
+  basename(file)
+    .replace(/\.[^.]*$/, '')
+    .replace(/_(?:test|dev|val)$/, '');
 
 async function loadCsv(file: string): Promise<McqaItem[]> {
   const rows = validate(await loadTable(file, { format: 'csv', columns: CSV_COLUMNS }), CsvRow, file);
@@ -77,7 +88,11 @@ async function loadHub(file: string, format: TableFormat): Promise<McqaItem[]> {
   return rows.map((r) => ({ subject: r.subject, question: r.question, choices: r.choices, answer: r.answer }));
 }
 
-const isDirectory = (path: string) => stat(path).then((s) => s.isDirectory(), () => false);
+const isDirectory = (path: string) =>
+  stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
 
 /** The split's CSVs in `dir`, or in `dir/<split>` (the release's `data/` folder), by subject. */
 async function csvFiles(dir: string, split: MmluSplit): Promise<string[]> {
@@ -121,7 +136,8 @@ export async function loadMmlu(options: LoadMmluOptions): Promise<McqaItem[]> {
   if (subjects) {
     const present = new Set(items.map((item) => item.subject));
     const missing = subjects.filter((s) => !present.has(s));
-    if (missing.length > 0) throw new Error(`no items of subject ${missing.join(', ')} in ${path}; its subjects: ${[...present].sort().join(', ')}`);
+    if (missing.length > 0)
+      throw new Error(`no items of subject ${missing.join(', ')} in ${path}; its subjects: ${[...present].sort().join(', ')}`);
     items = items.filter((item) => subjects.includes(item.subject));
   }
   if (items.length === 0) throw new Error(`no MMLU questions in ${path}`);

@@ -10,8 +10,18 @@ export function extractAnswer(completion: string): string | null {
 }
 
 const NUMBER_WORDS: Record<string, string> = {
-  none: '0', zero: '0', one: '1', two: '2', three: '3', four: '4', five: '5',
-  six: '6', seven: '7', eight: '8', nine: '9', ten: '10',
+  none: '0',
+  zero: '0',
+  one: '1',
+  two: '2',
+  three: '3',
+  four: '4',
+  five: '5',
+  six: '6',
+  seven: '7',
+  eight: '8',
+  nine: '9',
+  ten: '10',
 };
 const ARTICLES = new Set(['a', 'an', 'the']);
 

@@ -14,7 +14,15 @@ afterAll(() => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true 
 describe('multimodal config', () => {
   it('generates shapes by default, with Atropos-like group size and budget', () => {
     expect(configFor()).toMatchObject({
-      data_path: null, tasks: [...TASKS], seed: 0, size: 10_000, image_size: 96, max_shapes: 5, wrong_score: -1, group_size: 8, max_token_length: 512,
+      data_path: null,
+      tasks: [...TASKS],
+      seed: 0,
+      size: 10_000,
+      image_size: 96,
+      max_shapes: 5,
+      wrong_score: -1,
+      group_size: 8,
+      max_token_length: 512,
     });
     expect(configFor(['--env.tasks', '["count"]', '--env.max_shapes', '9']).tasks).toEqual(['count']);
   });
@@ -31,7 +39,14 @@ describe('multimodal items and prompt', () => {
     const source = await multimodal.load(config);
     const item = source.get(3);
     const drawn = shapeQuestion({ seed: 3, index: 3, tasks: TASKS, imageSize: 96, maxShapes: 5 });
-    expect(item).toEqual({ id: 'shapes-3-3', task: drawn.task, question: drawn.question, answer: drawn.answer, answers: [], image: imageDataUrl(drawn.png) });
+    expect(item).toEqual({
+      id: 'shapes-3-3',
+      task: drawn.task,
+      question: drawn.question,
+      answer: drawn.answer,
+      answers: [],
+      image: imageDataUrl(drawn.png),
+    });
     const [system, user] = multimodal.prompt(item, config) as [Message, Message];
     expect(system).toEqual({ role: 'system', content: SYSTEM_PROMPT });
     const [image, text] = user.content as [{ type: string; image_url: { url: string } }, { type: string; text: string }];
@@ -45,21 +60,39 @@ describe('multimodal items and prompt', () => {
     dirs.push(dir);
     const png = shapeQuestion({ seed: 0, index: 0, tasks: TASKS, imageSize: 48, maxShapes: 2 }).png;
     const path = join(dir, 'validation.parquet');
-    await writeVqaParquet(path, [{
-      question_id: 1, image_id: 1, question: 'What shape?', question_type: 'what', answer_type: 'other',
-      multiple_choice_answer: 'circle', answers: humanAnswers({ circle: 8, ball: 2 }), image: { bytes: png, path: null },
-    }]);
+    await writeVqaParquet(path, [
+      {
+        question_id: 1,
+        image_id: 1,
+        question: 'What shape?',
+        question_type: 'what',
+        answer_type: 'other',
+        multiple_choice_answer: 'circle',
+        answers: humanAnswers({ circle: 8, ball: 2 }),
+        image: { bytes: png, path: null },
+      },
+    ]);
     const source = await multimodal.load(configFor(['--env.data_path', path]));
     expect(source.get(0)).toMatchObject({ id: 'vqa-1', task: 'vqa', answer: 'circle', image: imageDataUrl(png) });
   });
 });
 
 describe('multimodal reward', () => {
-  const item: MultimodalItem = { id: 'x', task: 'count', question: 'How many shapes are in the image?', answer: '3', answers: [], image: 'data:image/png;base64,' };
+  const item: MultimodalItem = {
+    id: 'x',
+    task: 'count',
+    question: 'How many shapes are in the image?',
+    answer: '3',
+    answers: [],
+    image: 'data:image/png;base64,',
+  };
   const play = (reply: string, target = item, argv: string[] = []) => playEpisode(multimodal, { item: target, replies: [reply], argv });
 
   it('scores the exact answer +1 and anything else --env.wrong_score', async () => {
-    expect(await play('I count them. <answer>three</answer>')).toMatchObject({ score: 1, metrics: { correct: 1, answered: 1, correct_count: 1 } });
+    expect(await play('I count them. <answer>three</answer>')).toMatchObject({
+      score: 1,
+      metrics: { correct: 1, answered: 1, correct_count: 1 },
+    });
     expect(await play('<answer>4</answer>')).toMatchObject({ score: -1, metrics: { correct: 0, answered: 1, correct_count: 0 } });
     expect(await play('3')).toMatchObject({ score: -1, metrics: { correct: 0, answered: 0 } });
     expect(await play('<answer>4</answer>', item, ['--env.wrong_score', '0'])).toMatchObject({ score: 0 });

@@ -15,11 +15,19 @@ export const SYSTEM_PROMPT =
  */
 export default defineEnvironment({
   name: 'multimodal',
-  description: 'Questions about images (generated shapes: counting, colours, positions; or VQAv2 by path); +1 for the exact answer in <answer></answer>',
+  description:
+    'Questions about images (generated shapes: counting, colours, positions; or VQAv2 by path); +1 for the exact answer in <answer></answer>',
   config: {
-    data_path: z.string().nullable().default(null)
+    data_path: z
+      .string()
+      .nullable()
+      .default(null)
       .describe('VQAv2 questions (.parquet with an image column, or an ImageFolder metadata.jsonl); unset: generated shapes'),
-    tasks: z.array(z.enum(TASKS)).min(1).default([...TASKS]).describe('generated question kinds, taken in turn'),
+    tasks: z
+      .array(z.enum(TASKS))
+      .min(1)
+      .default([...TASKS])
+      .describe('generated question kinds, taken in turn'),
     seed: z.number().int().default(0).describe('names the generated set: the same seed draws the same images'),
     size: z.number().int().positive().default(10_000).describe('generated questions per epoch; item i is question i mod size'),
     image_size: z.number().int().min(24).max(1024).default(96).describe('width and height of generated images, in pixels'),
@@ -50,7 +58,11 @@ export default defineEnvironment({
 
   score({ item, parsed, config }) {
     const correct = answersMatch(parsed, item.answer);
-    const metrics: Record<string, number> = { correct: correct ? 1 : 0, answered: parsed === null ? 0 : 1, [`correct_${item.task}`]: correct ? 1 : 0 };
+    const metrics: Record<string, number> = {
+      correct: correct ? 1 : 0,
+      answered: parsed === null ? 0 : 1,
+      [`correct_${item.task}`]: correct ? 1 : 0,
+    };
     if (item.answers.length > 0) metrics.vqa_accuracy = vqaAccuracy(parsed, item.answers);
     return { score: correct ? 1 : config.wrong_score, metrics };
   },

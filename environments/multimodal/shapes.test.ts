@@ -26,12 +26,26 @@ function blobsOf(image: RgbaImage): Blob[] {
     if (seen[start] || colour === 'white') continue;
     const stack = [start];
     seen[start] = 1;
-    let count = 0; let minX = width; let maxX = 0; let minY = height; let maxY = 0;
+    let count = 0;
+    let minX = width;
+    let maxX = 0;
+    let minY = height;
+    let maxY = 0;
     while (stack.length > 0) {
       const p = stack.pop()!;
-      const x = p % width; const y = Math.floor(p / width);
-      count++; minX = Math.min(minX, x); maxX = Math.max(maxX, x); minY = Math.min(minY, y); maxY = Math.max(maxY, y);
-      for (const [nx, ny] of [[x + 1, y], [x - 1, y], [x, y + 1], [x, y - 1]] as const) {
+      const x = p % width;
+      const y = Math.floor(p / width);
+      count++;
+      minX = Math.min(minX, x);
+      maxX = Math.max(maxX, x);
+      minY = Math.min(minY, y);
+      maxY = Math.max(maxY, y);
+      for (const [nx, ny] of [
+        [x + 1, y],
+        [x - 1, y],
+        [x, y + 1],
+        [x, y - 1],
+      ] as const) {
         const q = ny * width + nx;
         if (nx < 0 || ny < 0 || nx >= width || ny >= height || seen[q] || colourAt(q) !== colour) continue;
         seen[q] = 1;
@@ -68,11 +82,22 @@ function answerFromPixels(question: string, blobs: Blob[]): string {
   return m[3] === 'above or below' ? (a.y < b.y ? 'above' : 'below') : a.x < b.x ? 'left' : 'right';
 }
 
-const options = (index: number, overrides: Partial<ShapeOptions> = {}): ShapeOptions => ({ seed: 0, index, tasks: TASKS, imageSize: 96, maxShapes: 5, ...overrides });
+const options = (index: number, overrides: Partial<ShapeOptions> = {}): ShapeOptions => ({
+  seed: 0,
+  index,
+  tasks: TASKS,
+  imageSize: 96,
+  maxShapes: 5,
+  ...overrides,
+});
 
 describe('generated shape questions', () => {
   it('answer what the pixels show: counts, colours and positions read back from the decoded PNG', () => {
-    for (const [seed, imageSize, maxShapes] of [[0, 96, 5], [7, 60, 9], [123, 120, 3]] as const) {
+    for (const [seed, imageSize, maxShapes] of [
+      [0, 96, 5],
+      [7, 60, 9],
+      [123, 120, 3],
+    ] as const) {
       for (let index = 0; index < 90; index++) {
         const q = shapeQuestion(options(index, { seed, imageSize, maxShapes }));
         const image = decodePng(q.png);

@@ -81,11 +81,16 @@ function ask(random: SeededRandom, task: ShapeTask, shapes: Shape[]): { question
     return { question: `What colour is the ${kind}?`, answer: shapes.find((s) => s.kind === kind)!.colour };
   }
   const horizontal = random.next() < 0.5;
-  const pairs = shapes.flatMap((a) => shapes.filter((b) => (horizontal ? a.column !== b.column : a.row !== b.row)).map((b) => [a, b] as const));
+  const pairs = shapes.flatMap((a) =>
+    shapes.filter((b) => (horizontal ? a.column !== b.column : a.row !== b.row)).map((b) => [a, b] as const),
+  );
   if (pairs.length === 0) return null;
   const [a, b] = random.pick(pairs);
   return horizontal
-    ? { question: `Is the ${name(a)} to the left or to the right of the ${name(b)}? Answer left or right.`, answer: a.column < b.column ? 'left' : 'right' }
+    ? {
+        question: `Is the ${name(a)} to the left or to the right of the ${name(b)}? Answer left or right.`,
+        answer: a.column < b.column ? 'left' : 'right',
+      }
     : { question: `Is the ${name(a)} above or below the ${name(b)}? Answer above or below.`, answer: a.row < b.row ? 'above' : 'below' };
 }
 

@@ -41,8 +41,13 @@ export async function writeVqaParquet(path: string, rows: VqaRow[]): Promise<voi
     { name: 'answers', repetition_type: 'OPTIONAL', converted_type: 'LIST', num_children: 1 },
     { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
     { name: 'element', repetition_type: 'OPTIONAL', num_children: 3 },
-    string('answer'), string('answer_confidence'), int64('answer_id'),
-    int64('image_id'), string('answer_type'), int64('question_id'), string('question'),
+    string('answer'),
+    string('answer_confidence'),
+    int64('answer_id'),
+    int64('image_id'),
+    string('answer_type'),
+    int64('question_id'),
+    string('question'),
     { name: 'image', repetition_type: 'OPTIONAL', num_children: 2 },
     { name: 'bytes', type: 'BYTE_ARRAY', repetition_type: 'OPTIONAL' },
     string('path'),
@@ -54,6 +59,7 @@ export async function writeVqaParquet(path: string, rows: VqaRow[]): Promise<voi
 
 /** Ten human answers: `counts` says how many annotators gave each. */
 export function humanAnswers(counts: Record<string, number>): VqaRow['answers'] {
-  return Object.entries(counts).flatMap(([answer, n]) => Array.from({ length: n }, () => answer))
+  return Object.entries(counts)
+    .flatMap(([answer, n]) => Array.from({ length: n }, () => answer))
     .map((answer, i) => ({ answer, answer_confidence: 'yes' as const, answer_id: i + 1 }));
 }

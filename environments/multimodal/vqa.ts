@@ -25,7 +25,7 @@ export interface MultimodalItem {
 
 const RowSchema = z.looseObject({
   question: z.string().min(1),
-  multiple_choice_answer: z.string({ message: 'no answer (VQAv2\'s test splits publish none: use validation)' }).min(1),
+  multiple_choice_answer: z.string({ message: "no answer (VQAv2's test splits publish none: use validation)" }).min(1),
   answers: z.array(z.looseObject({ answer: z.string() })).nullish(),
   question_id: z.union([z.number(), z.bigint(), z.string()]).nullish(),
   image: z.looseObject({ bytes: z.instanceof(Uint8Array).nullish(), path: z.string().nullish() }).nullish(),

@@ -30,10 +30,17 @@ describe('rlaif data', () => {
   it('takes a plain prompt string and a reference column', () => {
     const row = { question: 'Name a colour.', best: 'Red.', conversation: 'ignored' };
     expect(itemFromRow(row, { promptField: 'question', referenceField: 'best' })).toEqual({
-      prompt: [{ role: 'user', content: 'Name a colour.' }], reference: 'Red.',
+      prompt: [{ role: 'user', content: 'Name a colour.' }],
+      reference: 'Red.',
     });
     // A reference column overrides the conversation's own last reply, also when it is empty for the row.
-    const chat = { conversation: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello' }], best: null };
+    const chat = {
+      conversation: [
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: 'Hello' },
+      ],
+      best: null,
+    };
     expect(itemFromRow(chat, { promptField: 'conversation', referenceField: 'best' }).reference).toBeNull();
   });
 

@@ -16,8 +16,10 @@ export interface RowFields {
 }
 
 const isTurn = (value: unknown): value is { role: string; content: string } =>
-  typeof value === 'object' && value !== null &&
-  typeof (value as { role?: unknown }).role === 'string' && typeof (value as { content?: unknown }).content === 'string';
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as { role?: unknown }).role === 'string' &&
+  typeof (value as { content?: unknown }).content === 'string';
 
 /**
  * A data row as an item. A conversation's trailing assistant turns are cut off (the policy writes that turn), and the
@@ -39,7 +41,9 @@ export function itemFromRow(row: Record<string, unknown>, fields: RowFields): Rl
       reference ??= String(answer.content);
     }
   } else {
-    throw new Error(`${fields.promptField}: expected a prompt string or a list of {role, content}, got ${value === undefined ? 'no such column' : typeof value}`);
+    throw new Error(
+      `${fields.promptField}: expected a prompt string or a list of {role, content}, got ${value === undefined ? 'no such column' : typeof value}`,
+    );
   }
   if (!prompt.some((m) => m.role === 'user')) throw new Error(`${fields.promptField}: no user turn to answer`);
   if (fields.referenceField !== null) {

@@ -27,11 +27,17 @@ const turn = (role: Turn['role'], content: string): Turn => ({ role, content, la
 /** Three chats: one turn with a reply, two turns with replies, and a question nobody answered (no reference). */
 export const FIXTURE_CHATS: Chat[] = [
   {
-    conversation_id: 'c0', model: 'gpt-3.5-turbo', turn: 1, language: 'English',
+    conversation_id: 'c0',
+    model: 'gpt-3.5-turbo',
+    turn: 1,
+    language: 'English',
     conversation: [turn('user', 'Suggest a name for a small bakery that sells sourdough.'), turn('assistant', 'How about "Rise & Crumb"?')],
   },
   {
-    conversation_id: 'c1', model: 'gpt-4', turn: 2, language: 'English',
+    conversation_id: 'c1',
+    model: 'gpt-4',
+    turn: 2,
+    language: 'English',
     conversation: [
       turn('user', 'At what temperature does water boil at sea level, in Celsius?'),
       turn('assistant', '100 °C.'),
@@ -40,7 +46,10 @@ export const FIXTURE_CHATS: Chat[] = [
     ],
   },
   {
-    conversation_id: 'c2', model: 'gpt-4', turn: 1, language: 'English',
+    conversation_id: 'c2',
+    model: 'gpt-4',
+    turn: 1,
+    language: 'English',
     conversation: [turn('user', 'Write a haiku about autumn rain.')],
   },
 ];

@@ -80,7 +80,9 @@ describe('rlaif', () => {
     expect(won.metrics).toEqual({ votes: 6, unparsed_votes: 0, truncated: 0, win_rate: 1 });
     expect(asked).toHaveLength(2);
     for (const { options } of asked) expect(options).toEqual({ n: 3, temperature: 1, maxTokens: 4096 });
-    expect(String(asked[0]!.messages[1]!.content)).toContain('[Response A]\n"Sourdough Sunrise"\n\n[Response B]\nHow about "Rise & Crumb"?');
+    expect(String(asked[0]!.messages[1]!.content)).toContain(
+      '[Response A]\n"Sourdough Sunrise"\n\n[Response B]\nHow about "Rise & Crumb"?',
+    );
 
     const tied = await playEpisode(rlaif, { item: bakery!, replies: ['"Crumbs"'], judge, argv: ['--env.judge_votes', '1'] });
     expect(tied).toMatchObject({ score: 0, metrics: { votes: 2, unparsed_votes: 2, truncated: 0, win_rate: 0.5 } });

@@ -16,18 +16,25 @@ export const DEFAULT_CRITERIA =
  */
 export default defineEnvironment({
   name: 'rlaif',
-  description: 'RLAIF: answers to chat prompts (e.g. WildChat) compared pairwise by a judge model (--judge.*), forward and reversed; score = preference share − 0.5',
+  description:
+    'RLAIF: answers to chat prompts (e.g. WildChat) compared pairwise by a judge model (--judge.*), forward and reversed; score = preference share − 0.5',
   config: {
-    data_path: z.string().nullable().default(null)
-      .describe('JSONL or Parquet file of prompts (e.g. a WildChat shard); required'),
-    prompt_field: z.string().min(1).default('conversation')
+    data_path: z.string().nullable().default(null).describe('JSONL or Parquet file of prompts (e.g. a WildChat shard); required'),
+    prompt_field: z
+      .string()
+      .min(1)
+      .default('conversation')
       .describe('column holding a prompt string or a conversation (list of {role, content})'),
-    reference_field: z.string().nullable().default(null)
-      .describe('column holding a reference answer; None: the conversation\'s final assistant turn'),
-    system_prompt: z.string().nullable().default(null)
-      .describe('system message given to the policy, replacing the conversation\'s own'),
+    reference_field: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe("column holding a reference answer; None: the conversation's final assistant turn"),
+    system_prompt: z.string().nullable().default(null).describe("system message given to the policy, replacing the conversation's own"),
     criteria: z.string().min(1).default(DEFAULT_CRITERIA).describe('what the judge rewards'),
-    compare: z.enum(['pairs', 'reference']).default('pairs')
+    compare: z
+      .enum(['pairs', 'reference'])
+      .default('pairs')
       .describe('judge each pair of samples, or each sample against the reference answer'),
     judge_votes: z.number().int().positive().default(3).describe('judge verdicts per comparison and order'),
     judge_max_tokens: z.number().int().positive().default(4096).describe('tokens the judge may use per verdict'),
@@ -37,7 +44,9 @@ export default defineEnvironment({
 
   async load(config) {
     if (!config.data_path) {
-      throw new Error('--env.data_path: rlaif needs a JSONL or Parquet file of prompts (Atropos used allenai/WildChat; see environments/rlaif/README.md)');
+      throw new Error(
+        '--env.data_path: rlaif needs a JSONL or Parquet file of prompts (Atropos used allenai/WildChat; see environments/rlaif/README.md)',
+      );
     }
     const items = await loadItems(config.data_path, { promptField: config.prompt_field, referenceField: config.reference_field });
     if (config.compare === 'reference') {

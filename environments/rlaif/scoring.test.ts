@@ -32,14 +32,17 @@ describe('comparisons', () => {
 });
 
 describe('scoreSample', () => {
-  it('averages each sample\'s preference over its pairs, votes counted by hand', () => {
+  it("averages each sample's preference over its pairs, votes counted by hand", () => {
     // 0-1: forward A A, reversed B none → 0: 3 votes, 1: 0, 1 unparsed of 4 → 0.875 / 0.125.
     // 0-2: forward B B, reversed A A → 2 takes all four → 0 / 1.
     // 1-2: forward A none, reversed A B → 1: 2, 2: 1, 1 unparsed → 0.625 / 0.375.
     const judgements = {
-      '0-1/forward': [A, A], '0-1/reversed': [B, NONE],
-      '0-2/forward': [B, B], '0-2/reversed': [A, A],
-      '1-2/forward': [A, NONE], '1-2/reversed': [A, B],
+      '0-1/forward': [A, A],
+      '0-1/reversed': [B, NONE],
+      '0-2/forward': [B, B],
+      '0-2/reversed': [A, A],
+      '1-2/forward': [A, NONE],
+      '1-2/reversed': [A, B],
     };
     const results = [0, 1, 2].map((s) => scoreSample(s, live('x'), judgements, 'pairs'));
     expect(results.map((r) => r.score)).toEqual([(0.875 + 0) / 2 - 0.5, (0.125 + 0.625) / 2 - 0.5, (1 + 0.375) / 2 - 0.5]);
@@ -47,7 +50,7 @@ describe('scoreSample', () => {
     for (const r of results) expect(r.metrics).toEqual({ votes: 12, unparsed_votes: 2, truncated: 0 });
   });
 
-  it('is Atropos\'s score for a pair: (for − against) / (2 × votes), unreadable votes no preference', () => {
+  it("is Atropos's score for a pair: (for − against) / (2 × votes), unreadable votes no preference", () => {
     const judgements = { '0-1/forward': [A, A, NONE], '0-1/reversed': [B, A, B] };
     // For 0: 2 + 2 = 4, against 1, one unparsed, of 6.
     expect(scoreSample(0, live('x'), judgements, 'pairs').score).toBeCloseTo((4 - 1) / 12, 12);
@@ -58,7 +61,8 @@ describe('scoreSample', () => {
     // Forward A A, reversed A B: the sample gets 2 + 1 of 4 against the reference.
     const judgements = { '0-reference/forward': [A, A], '0-reference/reversed': [A, B] };
     expect(scoreSample(0, live('Blue.'), judgements, 'pairs')).toEqual({
-      score: 0.25, metrics: { votes: 4, unparsed_votes: 0, truncated: 0, win_rate: 0.75 },
+      score: 0.25,
+      metrics: { votes: 4, unparsed_votes: 0, truncated: 0, win_rate: 0.75 },
     });
     expect(scoreSample(1, cut, judgements, 'pairs')).toEqual({ score: -1, metrics: { votes: 4, unparsed_votes: 0, truncated: 1 } });
     expect(scoreSample(1, cut, judgements, 'reference').metrics).toMatchObject({ win_rate: 0 });

@@ -46,7 +46,11 @@ export function comparisons(finished: boolean[], hasReference: boolean, compare:
 /** The judge's questions about a group: each comparison, forward and reversed, `judge_votes` verdicts each. */
 export function judgeRequests(item: RlaifItem, responses: Response[], config: JudgingConfig): JudgeRequest[] {
   const textOf = (side: number | 'reference') => (side === REFERENCE ? item.reference! : responses[side]!.text);
-  return comparisons(responses.map((r) => !r.truncated), item.reference !== null, config.compare).flatMap((c) =>
+  return comparisons(
+    responses.map((r) => !r.truncated),
+    item.reference !== null,
+    config.compare,
+  ).flatMap((c) =>
     pairwiseRequests({
       id: c.id,
       conversation: item.prompt,
@@ -91,7 +95,10 @@ export function scoreSample(sample: number, response: Response, judgements: Reco
     truncated: response.truncated ? 1 : 0,
   };
   if (response.truncated) return { score: TRUNCATED_SCORE, metrics: compare === 'reference' ? { ...metrics, win_rate: 0 } : metrics };
-  const preferences = comparisonsOf(sample, judgements).map((c) => ({ ...c, preference: preferenceOf(judgedPair(judgements, c.id)!, c.side) }));
+  const preferences = comparisonsOf(sample, judgements).map((c) => ({
+    ...c,
+    preference: preferenceOf(judgedPair(judgements, c.id)!, c.side),
+  }));
   const versusReference = preferences.find((p) => p.reference);
   if (versusReference) metrics.win_rate = versusReference.preference;
   if (preferences.length === 0) return { score: 0, metrics };

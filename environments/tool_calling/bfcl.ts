@@ -16,7 +16,8 @@ export const CATEGORY_FILES: Record<Category, string> = {
 };
 
 /** The public files (ShishirPatil/gorilla, Apache-2.0), pinned to the commit whose copies `data/` holds (see `data/README.md`). */
-export const BFCL_DATA_URL = 'https://raw.githubusercontent.com/ShishirPatil/gorilla/6ea57973c7a6097fd7c5915698c54c17c5b1b6c8/berkeley-function-call-leaderboard/bfcl_eval/data';
+export const BFCL_DATA_URL =
+  'https://raw.githubusercontent.com/ShishirPatil/gorilla/6ea57973c7a6097fd7c5915698c54c17c5b1b6c8/berkeley-function-call-leaderboard/bfcl_eval/data';
 
 /** One BFCL task: the conversation to answer, the functions offered, and the calls that answer it. */
 export interface ToolCallingItem {
@@ -42,17 +43,42 @@ const QuestionRow = z.object({
 });
 const AnswerRow = z.object({
   id: z.string(),
-  ground_truth: z.array(z.record(z.string(), z.record(z.string(), z.array(z.unknown())))
-    .refine((call) => Object.keys(call).length === 1, 'each call must be {function_name: {param: [values]}}')).min(1),
+  ground_truth: z
+    .array(
+      z
+        .record(z.string(), z.record(z.string(), z.array(z.unknown())))
+        .refine((call) => Object.keys(call).length === 1, 'each call must be {function_name: {param: [values]}}'),
+    )
+    .min(1),
 });
 
 // BFCL's type names as JSON Schema types; "any" has none (every value is allowed).
 const JSON_TYPES: Record<string, string | null> = {
-  dict: 'object', float: 'number', integer: 'integer', boolean: 'boolean', string: 'string', array: 'array', tuple: 'array', any: null,
+  dict: 'object',
+  float: 'number',
+  integer: 'integer',
+  boolean: 'boolean',
+  string: 'string',
+  array: 'array',
+  tuple: 'array',
+  any: null,
 };
 // JSON Schema keywords kept as they are; BFCL's own (such as `optional`) are dropped.
-const KEPT = ['description', 'enum', 'default', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum',
-  'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems'] as const;
+const KEPT = [
+  'description',
+  'enum',
+  'default',
+  'format',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+] as const;
 
 /**
  * Converts a BFCL parameter schema to JSON Schema: BFCL's type names become JSON Schema's, objects and array items
@@ -68,7 +94,9 @@ export function toJsonSchema(schema: BfclSchema, path = 'parameters'): Record<st
   }
   for (const key of KEPT) if (schema[key] !== undefined) out[key] = schema[key];
   if (schema.properties) {
-    out.properties = Object.fromEntries(Object.entries(schema.properties).map(([name, sub]) => [name, toJsonSchema(sub, `${path}.${name}`)]));
+    out.properties = Object.fromEntries(
+      Object.entries(schema.properties).map(([name, sub]) => [name, toJsonSchema(sub, `${path}.${name}`)]),
+    );
   }
   if (Array.isArray(schema.required)) out.required = schema.required;
   if (schema.items) out.items = toJsonSchema(schema.items, `${path}[]`);
@@ -86,7 +114,10 @@ const underscored = (name: string) => name.replaceAll('.', '_');
 async function dataFile(dataDir: string | null, name: string): Promise<string> {
   if (dataDir !== null) {
     const path = join(dataDir, name);
-    const found = await access(path).then(() => true, () => false);
+    const found = await access(path).then(
+      () => true,
+      () => false,
+    );
     if (!found) throw new Error(`BFCL file not found: ${path} (--env.data_dir must hold BFCL_v4_*.json and possible_answer/)`);
     return path;
   }
@@ -103,7 +134,11 @@ async function dataFile(dataDir: string | null, name: string): Promise<string> {
  * downloaded once into Clotho's dataset cache (`bfcl/` there, laid out like the folder).
  * @throws Error naming the file and line of a malformed row, or the id of a question without an answer
  */
-export async function loadCategory(dataDir: string | null, category: Category, options: { underscoreNames?: boolean } = {}): Promise<ToolCallingItem[]> {
+export async function loadCategory(
+  dataDir: string | null,
+  category: Category,
+  options: { underscoreNames?: boolean } = {},
+): Promise<ToolCallingItem[]> {
   const file = CATEGORY_FILES[category];
   const questions = await loadJsonl(await dataFile(dataDir, file), QuestionRow);
   const answers = new Map((await loadJsonl(await dataFile(dataDir, `possible_answer/${file}`), AnswerRow)).map((row) => [row.id, row]));

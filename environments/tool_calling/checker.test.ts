@@ -32,7 +32,13 @@ const expected: ExpectedCall = {
     guests: [['Ann Lee', 'Bo'], ''],
     location: [[40.5, -73.9], ''],
     preferences: [{ floor: ['high', ''], view: ['park'] }, ''],
-    rooms: [[{ beds: [2], kind: ['double', 'queen'] }, { beds: [1], kind: ['single'] }], ''],
+    rooms: [
+      [
+        { beds: [2], kind: ['double', 'queen'] },
+        { beds: [1], kind: ['single'] },
+      ],
+      '',
+    ],
   },
 };
 
@@ -56,7 +62,10 @@ describe('checkCall: BFCL rules for one call', () => {
   });
 
   it('rejects a missing required parameter, an unknown one, and a left-out one that is not optional', () => {
-    expect(checkCall(book, { name: book.name, arguments: { city: 'NYC' } }, expected)).toEqual({ valid: false, error: "missing required parameter 'nights'" });
+    expect(checkCall(book, { name: book.name, arguments: { city: 'NYC' } }, expected)).toEqual({
+      valid: false,
+      error: "missing required parameter 'nights'",
+    });
     expect(errorOf({ pets: true })).toBe("unexpected parameter 'pets'");
     // Declared by the function but absent from the answer: BFCL counts it as unexpected too.
     expect(errorOf({ note: 'late arrival' })).toBe("unexpected parameter 'note'");
@@ -67,7 +76,8 @@ describe('checkCall: BFCL rules for one call', () => {
   it('rejects a value that is not among the acceptable ones, and the wrong function', () => {
     expect(errorOf({ nights: 4 })).toMatch(/^wrong value 4 for parameter 'nights': expected one of \[3\]/);
     expect(checkCall(book, { name: 'travel.cancel', arguments: {} }, expected)).toEqual({
-      valid: false, error: 'wrong function: expected travel.book_room, got travel.cancel',
+      valid: false,
+      error: 'wrong function: expected travel.book_room, got travel.cancel',
     });
   });
 
@@ -96,13 +106,30 @@ describe('checkCall: BFCL rules for one call', () => {
   });
 
   it('compares a list of dicts element-wise, in order', () => {
-    expect(check({ rooms: [{ beds: 2, kind: 'Queen' }, { beds: 1, kind: 'single' }] })).toEqual({ valid: true });
-    expect(errorOf({ rooms: [{ beds: 1, kind: 'single' }, { beds: 2, kind: 'queen' }] })).toMatch(/wrong value/);
+    expect(
+      check({
+        rooms: [
+          { beds: 2, kind: 'Queen' },
+          { beds: 1, kind: 'single' },
+        ],
+      }),
+    ).toEqual({ valid: true });
+    expect(
+      errorOf({
+        rooms: [
+          { beds: 1, kind: 'single' },
+          { beds: 2, kind: 'queen' },
+        ],
+      }),
+    ).toMatch(/wrong value/);
     expect(errorOf({ rooms: [{ beds: 2, kind: 'queen' }] })).toMatch(/wrong value/);
   });
 
   it('accepts a value of the answers’ own type where BFCL wrote one (a variable name, null), compared exactly', () => {
-    const fn: BfclFunction = { name: 'f', parameters: { type: 'dict', properties: { xs: { type: 'array', items: { type: 'integer' } }, m: { type: 'float' } }, required: [] } };
+    const fn: BfclFunction = {
+      name: 'f',
+      parameters: { type: 'dict', properties: { xs: { type: 'array', items: { type: 'integer' } }, m: { type: 'float' } }, required: [] },
+    };
     const answer: ExpectedCall = { name: 'f', arguments: { xs: ["data['sales']"], m: [null, ''] } };
     expect(checkCall(fn, { name: 'f', arguments: { xs: "data['sales']", m: null } }, answer)).toEqual({ valid: true });
     expect(checkCall(fn, { name: 'f', arguments: { xs: "DATA['sales']" } }, answer).valid).toBe(false);
@@ -110,7 +137,10 @@ describe('checkCall: BFCL rules for one call', () => {
 });
 
 describe('checkCalls: parallel calls, any order, one-to-one', () => {
-  const weather: BfclFunction = { name: 'weather', parameters: { type: 'dict', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] } };
+  const weather: BfclFunction = {
+    name: 'weather',
+    parameters: { type: 'dict', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] },
+  };
   const time: BfclFunction = { name: 'time', parameters: { type: 'dict', properties: { zone: { type: 'string' } }, required: ['zone'] } };
   const functions = [weather, time];
   const answers: ExpectedCall[] = [
@@ -140,7 +170,16 @@ describe('checkCalls: parallel calls, any order, one-to-one', () => {
     const f: BfclFunction = { name: 'f', parameters: { type: 'dict', properties: { x: { type: 'integer' } }, required: ['x'] } };
     const wide: ExpectedCall = { name: 'f', arguments: { x: [1, 2] } };
     const narrow: ExpectedCall = { name: 'f', arguments: { x: [1] } };
-    expect(checkCalls([f], [{ name: 'f', arguments: { x: 1 } }, { name: 'f', arguments: { x: 2 } }], [wide, narrow])).toEqual({ correct: true, matched: 2 });
+    expect(
+      checkCalls(
+        [f],
+        [
+          { name: 'f', arguments: { x: 1 } },
+          { name: 'f', arguments: { x: 2 } },
+        ],
+        [wide, narrow],
+      ),
+    ).toEqual({ correct: true, matched: 2 });
   });
 
   it('requires the one right function among several offered (multiple)', () => {

@@ -48,7 +48,14 @@ type ValueType = 'string' | 'integer' | 'float' | 'boolean' | 'array' | 'dict' |
 
 // The Python type BFCL checks each of its type names against; "any" is checked as a string, as BFCL does.
 const DECLARED: Record<string, ValueType> = {
-  string: 'string', integer: 'integer', float: 'float', boolean: 'boolean', array: 'array', tuple: 'array', dict: 'dict', any: 'string',
+  string: 'string',
+  integer: 'integer',
+  float: 'float',
+  boolean: 'boolean',
+  array: 'array',
+  tuple: 'array',
+  dict: 'dict',
+  any: 'string',
 };
 
 // JSON numbers lose Python's int/float distinction once parsed in JavaScript (5.0 reads as 5), so a whole number is
@@ -62,14 +69,18 @@ function typeOf(value: unknown): ValueType {
   return 'dict';
 }
 
-const declared = (type: string | undefined): ValueType | undefined => (type !== undefined && Object.hasOwn(DECLARED, type) ? DECLARED[type] : undefined);
+const declared = (type: string | undefined): ValueType | undefined =>
+  type !== undefined && Object.hasOwn(DECLARED, type) ? DECLARED[type] : undefined;
 const fits = (actual: ValueType, expected: ValueType) => actual === expected || (expected === 'float' && actual === 'integer');
 const isDict = (value: unknown): value is Record<string, unknown> => typeOf(value) === 'dict';
 const has = (object: object, key: string) => Object.hasOwn(object, key);
 
 /** BFCL's string standardization: no spaces or `,./-_*^`, lower case, single quotes as double. */
 export function standardizeString(text: string): string {
-  return text.replace(/[ ,./\-_*^]/g, '').toLowerCase().replaceAll("'", '"');
+  return text
+    .replace(/[ ,./\-_*^]/g, '')
+    .toLowerCase()
+    .replaceAll("'", '"');
 }
 
 /** Python's `==` on JSON values: numbers by value, lists element-wise, dicts key by key. */
@@ -95,14 +106,20 @@ const asList = (answer: unknown): unknown[] | null => (Array.isArray(answer) ? a
  * acceptable answers (BFCL writes a variable's name, or a literal of another type, that way); it is then compared
  * exactly (`variable`). Array elements are checked one level deep against each acceptable list.
  */
-function typeCheck(value: unknown, acceptable: unknown[], expected: ValueType, itemType: ValueType | null): { ok: boolean; variable: boolean } {
+function typeCheck(
+  value: unknown,
+  acceptable: unknown[],
+  expected: ValueType,
+  itemType: ValueType | null,
+): { ok: boolean; variable: boolean } {
   const first = acceptable.find((answer) => answer !== '');
   const answerType = first === undefined ? null : typeOf(first);
   const variable = answerType !== null && !fits(answerType, expected);
   if (fits(typeOf(value), expected)) {
     if (itemType === null) return { ok: true, variable };
-    const elementsFit = acceptable.some((answer) =>
-      !Array.isArray(answer) || (value as unknown[]).every((element) => typeCheck(element, answer, itemType, null).ok));
+    const elementsFit = acceptable.some(
+      (answer) => !Array.isArray(answer) || (value as unknown[]).every((element) => typeCheck(element, answer, itemType, null).ok),
+    );
     if (elementsFit) return { ok: true, variable };
   }
   if (answerType !== null && typeOf(value) === answerType) return { ok: true, variable: true };
@@ -113,8 +130,10 @@ function dictMatches(value: Record<string, unknown>, acceptable: unknown[]): boo
   return acceptable.some((answer) => {
     if (!isDict(answer)) return false;
     const optionsOf = (key: string) => (Array.isArray(answer[key]) ? answer[key] : [answer[key]]).map(standardizeTop);
-    return Object.entries(value).every(([key, v]) => has(answer, key) && among(standardizeTop(v), optionsOf(key))) &&
-      Object.keys(answer).every((key) => has(value, key) || optionsOf(key).includes(''));
+    return (
+      Object.entries(value).every(([key, v]) => has(answer, key) && among(standardizeTop(v), optionsOf(key))) &&
+      Object.keys(answer).every((key) => has(value, key) || optionsOf(key).includes(''))
+    );
   });
 }
 
@@ -138,7 +157,7 @@ function checkValue(param: string, value: unknown, acceptable: unknown[], schema
   const expected = declared(schema.type);
   const shown = `${JSON.stringify(value)} for parameter '${param}'`;
   if (expected === undefined) return among(value, acceptable) ? null : `wrong value ${shown}`;
-  const itemType = expected === 'array' ? declared(schema.items?.type) ?? null : null;
+  const itemType = expected === 'array' ? (declared(schema.items?.type) ?? null) : null;
   const { ok, variable } = typeCheck(value, acceptable, expected, itemType);
   if (!ok) return `wrong type ${shown}: expected ${schema.type}${itemType ? ` of ${schema.items!.type}` : ''}`;
   let right: boolean;
@@ -146,7 +165,8 @@ function checkValue(param: string, value: unknown, acceptable: unknown[], schema
   else if (expected === 'dict') right = dictMatches(value as Record<string, unknown>, acceptable);
   else if (expected === 'array' && itemType === 'dict') right = listOfDictsMatches(value as unknown[], acceptable);
   else if (expected === 'array') right = listMatches(value as unknown[], acceptable);
-  else if (expected === 'string') right = acceptable.some((a) => typeof a === 'string' && standardizeString(a) === standardizeString(value as string));
+  else if (expected === 'string')
+    right = acceptable.some((a) => typeof a === 'string' && standardizeString(a) === standardizeString(value as string));
   else right = among(value, acceptable);
   return right ? null : `wrong value ${shown}: expected one of ${JSON.stringify(acceptable)}`;
 }
@@ -174,7 +194,11 @@ export function checkCall(fn: BfclFunction | undefined, call: ModelCall, expecte
  * order; a maximum matching accepts every answer that accepts (and the rare one whose greedy order goes wrong), and
  * counts the matches for partial credit.
  */
-export function checkCalls(functions: readonly BfclFunction[], calls: readonly ModelCall[], expected: readonly ExpectedCall[]): CallsVerdict {
+export function checkCalls(
+  functions: readonly BfclFunction[],
+  calls: readonly ModelCall[],
+  expected: readonly ExpectedCall[],
+): CallsVerdict {
   const fitsCall = expected.map((e) => {
     const fn = functions.find((f) => f.name === e.name);
     return calls.map((call) => checkCall(fn, call, e).valid);
@@ -193,6 +217,13 @@ export function checkCalls(functions: readonly BfclFunction[], calls: readonly M
     return false;
   };
   let matched = 0;
-  for (let e = 0; e < expected.length; e++) if (augment(e, calls.map(() => false))) matched++;
+  for (let e = 0; e < expected.length; e++)
+    if (
+      augment(
+        e,
+        calls.map(() => false),
+      )
+    )
+      matched++;
   return { correct: calls.length === expected.length && matched === expected.length, matched };
 }

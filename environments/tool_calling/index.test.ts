@@ -21,16 +21,41 @@ async function loadAll(argv: string[] = []): Promise<ToolCallingItem[]> {
 
 /** Parses and scores one trajectory through the environment, as the rollout's parse and score steps do. */
 async function scoreOf(item: ToolCallingItem, config: Config, toolCalls: ToolCallRequest[], malformedToolCalls: MalformedToolCall[] = []) {
-  const base = { item, config, sample: 0, toolCalls, malformedToolCalls, messages: [], finishReason: 'stop', state: null, signal: new AbortController().signal, heartbeat() {} };
+  const base = {
+    item,
+    config,
+    sample: 0,
+    toolCalls,
+    malformedToolCalls,
+    messages: [],
+    finishReason: 'stop',
+    state: null,
+    signal: new AbortController().signal,
+    heartbeat() {},
+  };
   const parsed = await toolCalling.parse('', item, base);
-  return toScoreResult(await toolCalling.score({ ...base, parsed, completion: '', turnRewards: [], judge: { complete: async () => [] }, group: null, judgements: {} }));
+  return toScoreResult(
+    await toolCalling.score({
+      ...base,
+      parsed,
+      completion: '',
+      turnRewards: [],
+      judge: { complete: async () => [] },
+      group: null,
+      judgements: {},
+    }),
+  );
 }
 const requests = (calls: ModelCall[]): ToolCallRequest[] => calls.map((call, i) => ({ id: `call-${i}`, ...call }));
 
 describe('tool_calling config', () => {
   it('serves all four categories by default, without partial credit', () => {
     expect(configFor([])).toMatchObject({
-      data_dir: null, categories: ['simple', 'multiple', 'parallel', 'parallel_multiple'], partial_credit: false, underscore_names: false, group_size: 16,
+      data_dir: null,
+      categories: ['simple', 'multiple', 'parallel', 'parallel_multiple'],
+      partial_credit: false,
+      underscore_names: false,
+      group_size: 16,
     });
   });
 
@@ -107,8 +132,17 @@ describe('tool_calling data files', () => {
     if (saved === undefined) delete process.env.CLOTHO_HOME;
     else process.env.CLOTHO_HOME = saved;
   });
-  const question = { id: 'simple_python_0', question: [[{ role: 'user', content: 'Area of a 10 by 5 triangle?' }]],
-    function: [{ name: 'area', description: 'Triangle area.', parameters: { type: 'dict', properties: { base: { type: 'integer' } }, required: ['base'] } }] };
+  const question = {
+    id: 'simple_python_0',
+    question: [[{ role: 'user', content: 'Area of a 10 by 5 triangle?' }]],
+    function: [
+      {
+        name: 'area',
+        description: 'Triangle area.',
+        parameters: { type: 'dict', properties: { base: { type: 'integer' } }, required: ['base'] },
+      },
+    ],
+  };
   const answer = { id: 'simple_python_0', ground_truth: [{ area: { base: [10] } }] };
   const writeSet = (dir: string, answers: unknown[]) => {
     mkdirSync(join(dir, 'possible_answer'), { recursive: true });
@@ -122,22 +156,31 @@ describe('tool_calling data files', () => {
     process.env.CLOTHO_HOME = home;
     const source = await toolCalling.load(configFor(['--env.categories', 'simple']));
     expect(source.size).toBe(1);
-    expect(source.get(0)).toMatchObject({ id: 'simple_python_0', category: 'simple', expected: [{ name: 'area', arguments: { base: [10] } }] });
+    expect(source.get(0)).toMatchObject({
+      id: 'simple_python_0',
+      category: 'simple',
+      expected: [{ name: 'area', arguments: { base: [10] } }],
+    });
   });
 
   it('says which file is missing, and which question has no answer', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'clotho-bfcl-'));
-    await expect(toolCalling.load(configFor(['--env.data_dir', dir, '--env.categories', 'simple'])))
-      .rejects.toThrow(`BFCL file not found: ${join(dir, CATEGORY_FILES.simple)} (--env.data_dir must hold BFCL_v4_*.json and possible_answer/)`);
+    await expect(toolCalling.load(configFor(['--env.data_dir', dir, '--env.categories', 'simple']))).rejects.toThrow(
+      `BFCL file not found: ${join(dir, CATEGORY_FILES.simple)} (--env.data_dir must hold BFCL_v4_*.json and possible_answer/)`,
+    );
     writeSet(dir, [{ ...answer, id: 'simple_python_9' }]);
-    await expect(toolCalling.load(configFor(['--env.data_dir', dir, '--env.categories', 'simple']))).rejects.toThrow('no possible answer for simple_python_0');
+    await expect(toolCalling.load(configFor(['--env.data_dir', dir, '--env.categories', 'simple']))).rejects.toThrow(
+      'no possible answer for simple_python_0',
+    );
   });
 });
 
 describe('BFCL schema conversion', () => {
   it('turns BFCL type names into JSON Schema, keeping required, enum, description and default', () => {
     const schema: BfclSchema = {
-      type: 'dict', required: ['a'], optional: ['b'],
+      type: 'dict',
+      required: ['a'],
+      optional: ['b'],
       properties: {
         a: { type: 'float', description: 'A.', default: 1 },
         b: { type: 'tuple', items: { type: 'integer' }, optional: true },
@@ -147,7 +190,8 @@ describe('BFCL schema conversion', () => {
       },
     };
     expect(toJsonSchema(schema)).toEqual({
-      type: 'object', required: ['a'],
+      type: 'object',
+      required: ['a'],
       properties: {
         a: { type: 'number', description: 'A.', default: 1 },
         b: { type: 'array', items: { type: 'integer' } },
@@ -156,7 +200,9 @@ describe('BFCL schema conversion', () => {
         f: { type: 'array', items: { type: 'boolean' } },
       },
     });
-    expect(() => toJsonSchema({ type: 'dict', properties: { z: { type: 'complex' } } })).toThrow('parameters.z: unknown BFCL type "complex"');
+    expect(() => toJsonSchema({ type: 'dict', properties: { z: { type: 'complex' } } })).toThrow(
+      'parameters.z: unknown BFCL type "complex"',
+    );
   });
 });
 
@@ -183,13 +229,24 @@ describe('tool_calling prompt and reward', () => {
       return scoreOf(item, config, calls, malformed);
     };
     const right = '<tool_call>\n{"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5}}\n</tool_call>';
-    expect(await score(right)).toEqual({ score: 1, metrics: { accuracy: 1, accuracy_simple: 1, malformed_tool_calls: 0, no_tool_call: 0 } });
+    expect(await score(right)).toEqual({
+      score: 1,
+      metrics: { accuracy: 1, accuracy_simple: 1, malformed_tool_calls: 0, no_tool_call: 0 },
+    });
     expect(await score(right.replace('"height": 5', '"height": 5.5'))).toMatchObject({ score: -1, metrics: { accuracy: 0 } });
-    expect(await score('The area is 25.')).toEqual({ score: -1, metrics: { accuracy: 0, accuracy_simple: 0, malformed_tool_calls: 0, no_tool_call: 1 } });
-    expect(await score('<tool_call>{"name": "calculate_triangle_area", "arguments": {"base": 10,}}</tool_call>'))
-      .toEqual({ score: -1, metrics: { accuracy: 0, accuracy_simple: 0, malformed_tool_calls: 1, no_tool_call: 0 } });
+    expect(await score('The area is 25.')).toEqual({
+      score: -1,
+      metrics: { accuracy: 0, accuracy_simple: 0, malformed_tool_calls: 0, no_tool_call: 1 },
+    });
+    expect(await score('<tool_call>{"name": "calculate_triangle_area", "arguments": {"base": 10,}}</tool_call>')).toEqual({
+      score: -1,
+      metrics: { accuracy: 0, accuracy_simple: 0, malformed_tool_calls: 1, no_tool_call: 0 },
+    });
     // A right call beside a block that does not parse: BFCL cannot decode the output, so it is wrong.
-    expect(await score(`${right}<tool_call>{oops</tool_call>`)).toMatchObject({ score: -1, metrics: { accuracy: 0, malformed_tool_calls: 1 } });
+    expect(await score(`${right}<tool_call>{oops</tool_call>`)).toMatchObject({
+      score: -1,
+      metrics: { accuracy: 0, malformed_tool_calls: 1 },
+    });
   });
 
   it('gives partial credit 2 * matched / max(expected, made) - 1 when asked', async () => {

@@ -15,21 +15,34 @@ export const SYSTEM_PROMPT =
   'the right arguments: make every call the request needs, and no others.';
 
 // "simple,parallel" from a flag, or a YAML list.
-const Categories = z.union([z.string().transform((text) => text.split(',').map((name) => name.trim()).filter(Boolean)), z.array(z.string())])
+const Categories = z
+  .union([
+    z.string().transform((text) =>
+      text
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean),
+    ),
+    z.array(z.string()),
+  ])
   .pipe(z.array(z.enum(CATEGORIES)).min(1));
 
 /** BFCL's single-call and parallel tool-calling tasks, scored by BFCL's AST checker; +1 / −1, or partial credit. */
 export default defineEnvironment({
   name: 'tool_calling',
-  description: 'Function calling on the Berkeley Function Calling Leaderboard (simple, multiple, parallel, parallel_multiple), scored like its AST checker',
+  description:
+    'Function calling on the Berkeley Function Calling Leaderboard (simple, multiple, parallel, parallel_multiple), scored like its AST checker',
   config: {
-    data_dir: z.string().nullable().default(null)
+    data_dir: z
+      .string()
+      .nullable()
+      .default(null)
       .describe('folder with BFCL_v4_*.json and possible_answer/; unset: download the public files into the cache'),
-    categories: Categories.prefault(CATEGORIES.join(','))
-      .describe(`comma-separated BFCL categories to serve (${CATEGORIES.join(', ')})`),
-    partial_credit: z.boolean().default(false)
-      .describe('reward 2 * matched / max(expected calls, calls made) - 1 instead of +1 / -1'),
-    underscore_names: z.boolean().default(false)
+    categories: Categories.prefault(CATEGORIES.join(',')).describe(`comma-separated BFCL categories to serve (${CATEGORIES.join(', ')})`),
+    partial_credit: z.boolean().default(false).describe('reward 2 * matched / max(expected calls, calls made) - 1 instead of +1 / -1'),
+    underscore_names: z
+      .boolean()
+      .default(false)
       .describe("offer function names with '.' replaced by '_' (for APIs that allow only [a-zA-Z0-9_-])"),
   },
   defaults: { group_size: 16 },

@@ -7,7 +7,9 @@ import type { BfclFunction, BfclSchema, ExpectedCall, ModelCall } from './checke
 // The first acceptable value of a parameter, with dicts (and lists of dicts) of acceptable values made concrete.
 function concrete(value: unknown, schema: BfclSchema | undefined): unknown {
   if (schema?.type === 'dict' && typeof value === 'object' && value !== null && !Array.isArray(value)) {
-    const entries = Object.entries(value).map(([key, options]) => [key, (options as unknown[]).find((v) => v !== ''), schema.properties?.[key]] as const);
+    const entries = Object.entries(value).map(
+      ([key, options]) => [key, (options as unknown[]).find((v) => v !== ''), schema.properties?.[key]] as const,
+    );
     return Object.fromEntries(entries.filter(([, v]) => v !== undefined).map(([key, v, sub]) => [key, concrete(v, sub)]));
   }
   if (Array.isArray(value) && schema?.items?.type === 'dict') return value.map((element) => concrete(element, schema.items));

@@ -14,7 +14,10 @@ export function extractAnswer(completion: string): string | null {
 
 /** One number in an answer (`12,400`, `-3.5`, `$1,200`, `\text{4,410 metres}`); null when none or several. */
 export function answerNumber(answer: string): number | null {
-  const numbers = answer.replace(/\u2212/g, '-').replace(/(\d),(?=\d{3}(?!\d))/g, '$1').match(/-?(?:\d+(?:\.\d+)?|\.\d+)/g);
+  const numbers = answer
+    .replace(/\u2212/g, '-')
+    .replace(/(\d),(?=\d{3}(?!\d))/g, '$1')
+    .match(/-?(?:\d+(?:\.\d+)?|\.\d+)/g);
   return numbers?.length === 1 ? Number(numbers[0]) : null;
 }
 

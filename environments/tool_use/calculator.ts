@@ -17,7 +17,10 @@ function tokenize(text: string): Token[] {
   let i = 0;
   while (i < text.length) {
     const c = text[i]!;
-    if (/\s/.test(c)) { i++; continue; }
+    if (/\s/.test(c)) {
+      i++;
+      continue;
+    }
     NUMBER.lastIndex = i;
     const number = NUMBER.exec(text);
     if (number) {
@@ -27,7 +30,8 @@ function tokenize(text: string): Token[] {
     }
     const op = text.startsWith('**', i) ? '**' : c;
     const value = ALIASES[op] ?? op;
-    if (!'+-*/%^()'.includes(value)) throw new ToolError(`unexpected "${c}" at position ${i + 1}; use numbers, + - * / % ^ and parentheses`);
+    if (!'+-*/%^()'.includes(value))
+      throw new ToolError(`unexpected "${c}" at position ${i + 1}; use numbers, + - * / % ^ and parentheses`);
     tokens.push({ kind: 'op', value, text: op, at: i });
     i += op.length;
   }
@@ -103,7 +107,11 @@ class Parser {
   // A bound on nesting, so that "((((…" cannot overflow the stack of the worker.
   private nested(parse: () => number): number {
     if (++this.depth > MAX_DEPTH) throw new ToolError(`expression nested deeper than ${MAX_DEPTH} levels`);
-    try { return parse(); } finally { this.depth--; }
+    try {
+      return parse();
+    } finally {
+      this.depth--;
+    }
   }
 }
 

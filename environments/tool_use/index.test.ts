@@ -9,21 +9,52 @@ const configFor = (argv: string[]) => resolveEnvConfig(toolUse, argv);
 const config = configFor([]);
 const task = (kind: ToolUseTask['kind']) => generateTask({ seed: 3, index: 0, kinds: [kind] });
 const scoreOf = (item: ToolUseTask, completion: string, messages: Message[] = [], turnRewards: number[] = []) =>
-  toScoreResult(toolUse.score({ item, parsed: toolUse.parse(completion, item, {} as never), completion, messages, turnRewards } as never) as never);
+  toScoreResult(
+    toolUse.score({ item, parsed: toolUse.parse(completion, item, {} as never), completion, messages, turnRewards } as never) as never,
+  );
 const result = (content: string): ToolResultMessage => ({ role: 'tool', tool_call_id: 'c', name: 't', content });
 const stepOf = (toolResults: ToolResultMessage[], cfg = config) =>
-  toolUse.step!({ toolResults, messages: [], turn: 0, sample: 0, state: null, item: task('codes'), group: null, config: cfg } as never, cfg);
+  toolUse.step!(
+    { toolResults, messages: [], turn: 0, sample: 0, state: null, item: task('codes'), group: null, config: cfg } as never,
+    cfg,
+  );
 
 afterAll(closeMcpServers);
 
 describe('tool_use config and data', () => {
   it('defaults to long episodes and takes its own flags', () => {
-    expect(config).toMatchObject({ max_turns: 30, group_size: 4, max_token_length: 8192, seed: 0, hops: 3, turn_reward: 0.1,
-      turn_advantages: false, gamma: 1, mcp_servers: [], kinds: ['province_sum', 'founding_chain', 'ledger', 'codes'] });
-    const custom = configFor(['--env.seed', '5', '--env.hops=6', '--env.kinds', '["ledger"]', '--env.turn_advantages', '--env.turn_reward', '0.05',
-      '--env.mcp_servers', '[{"command": "npx", "args": ["-y", "some-mcp-server"]}]']);
-    expect(custom).toMatchObject({ seed: 5, hops: 6, kinds: ['ledger'], turn_advantages: true, turn_reward: 0.05,
-      mcp_servers: [{ command: 'npx', args: ['-y', 'some-mcp-server'], timeout_s: 60 }] });
+    expect(config).toMatchObject({
+      max_turns: 30,
+      group_size: 4,
+      max_token_length: 8192,
+      seed: 0,
+      hops: 3,
+      turn_reward: 0.1,
+      turn_advantages: false,
+      gamma: 1,
+      mcp_servers: [],
+      kinds: ['province_sum', 'founding_chain', 'ledger', 'codes'],
+    });
+    const custom = configFor([
+      '--env.seed',
+      '5',
+      '--env.hops=6',
+      '--env.kinds',
+      '["ledger"]',
+      '--env.turn_advantages',
+      '--env.turn_reward',
+      '0.05',
+      '--env.mcp_servers',
+      '[{"command": "npx", "args": ["-y", "some-mcp-server"]}]',
+    ]);
+    expect(custom).toMatchObject({
+      seed: 5,
+      hops: 6,
+      kinds: ['ledger'],
+      turn_advantages: true,
+      turn_reward: 0.05,
+      mcp_servers: [{ command: 'npx', args: ['-y', 'some-mcp-server'], timeout_s: 60 }],
+    });
     expect(() => configFor(['--env.hops', '9'])).toThrow(ConfigError);
     expect(() => configFor(['--env.mcp_servers', '[{"cmd": "x"}]'])).toThrow(ConfigError);
   });
@@ -38,7 +69,10 @@ describe('tool_use config and data', () => {
 
   it('prompts for tool use and a boxed answer, starting from the task’s store', () => {
     const item = task('ledger');
-    expect(toolUse.prompt(item, config)).toEqual([{ role: 'system', content: SYSTEM_PROMPT }, { role: 'user', content: item.question }]);
+    expect(toolUse.prompt(item, config)).toEqual([
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: item.question },
+    ]);
     expect(SYSTEM_PROMPT).toContain('\\boxed{}');
     const state = toolUse.initialState!(item, 0, config) as { kv: Record<string, unknown> };
     expect(state).toEqual({ kv: item.kv });
@@ -47,9 +81,25 @@ describe('tool_use config and data', () => {
   });
 
   it('offers MCP servers’ tools beside its own', async () => {
-    const withMcp = configFor(['--env.mcp_servers', JSON.stringify([{ command: process.execPath, args: ['--import', 'tsx', 'test/support/mcp-server.ts'] }])]);
+    const withMcp = configFor([
+      '--env.mcp_servers',
+      JSON.stringify([{ command: process.execPath, args: ['--import', 'tsx', 'test/support/mcp-server.ts'] }]),
+    ]);
     const names = (await toolUse.tools!(task('codes'), withMcp)).map((t) => (t as { name: string }).name);
-    expect(names).toEqual(['calculator', 'kv_get', 'kv_set', 'kv_list', 'search', 'lookup', 'reverse', 'fail', 'crash', 'pid', 'meta', 'image']);
+    expect(names).toEqual([
+      'calculator',
+      'kv_get',
+      'kv_set',
+      'kv_list',
+      'search',
+      'lookup',
+      'reverse',
+      'fail',
+      'crash',
+      'pid',
+      'meta',
+      'image',
+    ]);
   });
 });
 
@@ -73,10 +123,14 @@ describe('tool_use answers and rewards', () => {
     const messages: Message[] = [
       { role: 'user', content: item.question },
       { role: 'assistant', content: '', tool_calls: [] },
-      result('Broundal'), result('Error: no key "code/R-1"'),
+      result('Broundal'),
+      result('Error: no key "code/R-1"'),
       { role: 'assistant', content: `\\boxed{${item.answer}}` },
     ];
-    expect(scoreOf(item, `\\boxed{${item.answer}}`, messages, [-0.1, 0])).toEqual({ score: 1, metrics: { correct: 1, answered: 1, turns: 2, tool_calls: 2, failed_calls: 1, turn_reward: -0.1 } });
+    expect(scoreOf(item, `\\boxed{${item.answer}}`, messages, [-0.1, 0])).toEqual({
+      score: 1,
+      metrics: { correct: 1, answered: 1, turns: 2, tool_calls: 2, failed_calls: 1, turn_reward: -0.1 },
+    });
     expect(scoreOf(item, '\\boxed{1}')).toMatchObject({ score: -1, metrics: { correct: 0, answered: 1 } });
     expect(scoreOf(item, 'no idea')).toMatchObject({ score: -1, metrics: { correct: 0, answered: 0 } });
     const chain = task('founding_chain');
@@ -107,7 +161,13 @@ describe('turn advantages', () => {
 
   it('credit each turn with the discounted return from it on, against the group mean', () => {
     // Returns from turn 0: 1.2 and -1.1; mean 0.05, std 1.15.
-    const a = turnAdvantages([1, -1], [[0.1, 0.1, 0], [-0.1, 0]]);
+    const a = turnAdvantages(
+      [1, -1],
+      [
+        [0.1, 0.1, 0],
+        [-0.1, 0],
+      ],
+    );
     const expected = [[1.2, 1.1, 1].map((g) => (g - 0.05) / 1.15), [-1.1, -1].map((g) => (g - 0.05) / 1.15)];
     a.flat().forEach((v, i) => expect(v).toBeCloseTo(expected.flat()[i]!, 10));
     // With γ = 0.5 the outcome reaches early turns halved per turn.
@@ -127,7 +187,8 @@ describe('a whole episode', () => {
     const item = generateTask({ seed: 11, index: 0, hops: 2, kinds: ['codes'] });
     const [k1, k2] = Object.keys(item.kv); // the asked codes come first
     const [t1, t2] = [String(item.kv[k1!]), String(item.kv[k2!])];
-    const elevation = (town: string) => Number(/elevation of ([\d,]+)/.exec(item.documents.find((d) => d.title === town)!.text)![1]!.replace(',', ''));
+    const elevation = (town: string) =>
+      Number(/elevation of ([\d,]+)/.exec(item.documents.find((d) => d.title === town)!.text)![1]!.replace(',', ''));
     const call = (name: string, args: Record<string, unknown>) => `<tool_call>${JSON.stringify({ name, arguments: args })}</tool_call>`;
     const episode = await playEpisode(toolUse, {
       item,

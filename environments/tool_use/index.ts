@@ -20,7 +20,11 @@ const isError = (message: { content?: unknown }): boolean => typeof message.cont
  */
 function counts(messages: Message[]): { turns: number; tool_calls: number; failed_calls: number } {
   const results = messages.filter((m) => m.role === 'tool');
-  return { turns: messages.filter((m) => m.role === 'assistant').length, tool_calls: results.length, failed_calls: results.filter(isError).length };
+  return {
+    turns: messages.filter((m) => m.role === 'assistant').length,
+    tool_calls: results.length,
+    failed_calls: results.filter(isError).length,
+  };
 }
 
 /**
@@ -30,14 +34,19 @@ function counts(messages: Message[]): { turns: number; tool_calls: number; faile
  */
 export default defineEnvironment({
   name: 'tool_use',
-  description: 'Multi-hop questions over a generated corpus and key-value store, answered by calling tools over many turns; +1/-1 on the final \\boxed{} answer',
+  description:
+    'Multi-hop questions over a generated corpus and key-value store, answered by calling tools over many turns; +1/-1 on the final \\boxed{} answer',
   config: {
     seed: z.number().int().default(0).describe('names the generated data set: the same seed gives the same tasks'),
     size: z.number().int().positive().default(10_000).describe('tasks per epoch; item i is task i mod size'),
     hops: z.number().int().min(1).max(8).default(3).describe('difficulty: tool calls in sequence each task needs'),
-    kinds: z.array(z.enum(TASK_KINDS)).min(1).default([...TASK_KINDS]).describe('task kinds, taken in turn'),
+    kinds: z
+      .array(z.enum(TASK_KINDS))
+      .min(1)
+      .default([...TASK_KINDS])
+      .describe('task kinds, taken in turn'),
     mcp_servers: z.array(McpServerConfigSchema).default([]).describe('stdio MCP servers whose tools are offered too'),
-    turn_reward: z.number().min(0).default(0.1).describe('per-turn reward: +r when all of a turn\'s tool calls succeed, -r when one fails'),
+    turn_reward: z.number().min(0).default(0.1).describe("per-turn reward: +r when all of a turn's tool calls succeed, -r when one fails"),
     turn_advantages: z.boolean().default(false).describe('send turn-level advantages (discounted return vs the group mean)'),
     gamma: z.number().min(0).max(1).default(1).describe('discount per turn of the return behind turn advantages'),
   },

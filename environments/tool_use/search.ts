@@ -2,8 +2,32 @@
 import type { Passage } from './tasks.js';
 
 // Words that carry no meaning for ranking; questions are full of them.
-const STOPWORDS = new Set(['a', 'an', 'and', 'are', 'as', 'at', 'by', 'for', 'from', 'how', 'in', 'is', 'it', 'its', 'of',
-  'on', 'or', 'the', 'to', 'was', 'what', 'which', 'who', 'with']);
+const STOPWORDS = new Set([
+  'a',
+  'an',
+  'and',
+  'are',
+  'as',
+  'at',
+  'by',
+  'for',
+  'from',
+  'how',
+  'in',
+  'is',
+  'it',
+  'its',
+  'of',
+  'on',
+  'or',
+  'the',
+  'to',
+  'was',
+  'what',
+  'which',
+  'who',
+  'with',
+]);
 // The usual BM25 constants (Robertson et al.): term-frequency saturation and length normalization.
 const K1 = 1.2;
 const B = 0.75;
@@ -34,18 +58,20 @@ export function bm25Index(passages: readonly Passage[]): { rank(query: string): 
   return {
     rank(query) {
       const wanted = [...new Set(terms(query))];
-      return docs
-        .map((d, i) => {
-          let score = 0;
-          for (const t of wanted) {
-            const tf = d.filter((x) => x === t).length;
-            if (tf > 0) score += (idf(t) * tf * (K1 + 1)) / (tf + K1 * (1 - B + (B * d.length) / avgLength));
-          }
-          return { passage: passages[i]!, score };
-        })
-        .filter((r) => r.score > 0)
-        // Ties keep corpus order, so the ranking is the same on every worker.
-        .sort((a, b) => b.score - a.score);
+      return (
+        docs
+          .map((d, i) => {
+            let score = 0;
+            for (const t of wanted) {
+              const tf = d.filter((x) => x === t).length;
+              if (tf > 0) score += (idf(t) * tf * (K1 + 1)) / (tf + K1 * (1 - B + (B * d.length) / avgLength));
+            }
+            return { passage: passages[i]!, score };
+          })
+          .filter((r) => r.score > 0)
+          // Ties keep corpus order, so the ranking is the same on every worker.
+          .sort((a, b) => b.score - a.score)
+      );
     },
   };
 }

@@ -13,8 +13,15 @@ const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 
 async function solve(task: ToolUseTask): Promise<{ answer: string; calls: number }> {
   const tools = (await toolUse.tools!(task, config)).filter((t): t is Tool => 'execute' in t);
   const ctx: ToolContext = {
-    item: task, state: toolUse.initialState!(task, 0, config), group: null, sample: 0, turn: 0, call: 0,
-    idempotencyKey: 'scripted', signal: new AbortController().signal, heartbeat: () => undefined,
+    item: task,
+    state: toolUse.initialState!(task, 0, config),
+    group: null,
+    sample: 0,
+    turn: 0,
+    call: 0,
+    idempotencyKey: 'scripted',
+    signal: new AbortController().signal,
+    heartbeat: () => undefined,
   };
   let calls = 0;
   const call = async (name: string, args: Record<string, unknown>): Promise<string> => {
@@ -33,7 +40,8 @@ async function solve(task: ToolUseTask): Promise<{ answer: string; calls: number
       const province = match(q, /province of (\w+),/);
       const listing = match(await call('lookup', { title: `Province of ${province}` }), /towns?: (.+?)\. Its capital/);
       const populations: string[] = [];
-      for (const town of listing.split(/, | and /)) populations.push(match(await call('lookup', { title: town }), /population of ([\d,]+)/));
+      for (const town of listing.split(/, | and /))
+        populations.push(match(await call('lookup', { title: town }), /population of ([\d,]+)/));
       const factor = match(q, /multiplied by (\d+)/);
       return { answer: await call('calculator', { expression: `(${populations.join(' + ')}) * ${factor}` }), calls };
     }
@@ -89,7 +97,9 @@ describe('generateTasks', () => {
     expect(generateTasks({ seed: 1, count: 3, kinds: ['codes'] }).every((t) => t.kind === 'codes')).toBe(true);
     const [easy] = generateTasks({ seed: 1, count: 1, hops: 1, kinds: ['province_sum'] });
     const [hard] = generateTasks({ seed: 1, count: 1, hops: 8, kinds: ['province_sum'] });
-    expect(easy!.documents.find((d) => d.title.startsWith('Province of') && easy!.question.includes(d.title.slice(12)))!.text).toContain('has one town');
+    expect(easy!.documents.find((d) => d.title.startsWith('Province of') && easy!.question.includes(d.title.slice(12)))!.text).toContain(
+      'has one town',
+    );
     expect(hard!.documents.find((d) => hard!.question.includes(`province of ${d.title.slice(12)},`))!.text).toContain('has 8 towns');
     expect(() => generateTask({ seed: 1, index: 0, hops: 9 })).toThrow(/hops/);
   });

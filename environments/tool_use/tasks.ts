@@ -48,13 +48,23 @@ function mix(seed: number, index: number): number {
 /** Draws of one task, from the SDK's seeded generator: inclusive integer ranges, as the generators below ask. */
 class Random {
   private readonly random: SeededRandom;
-  constructor(seed: number) { this.random = seededRandom(seed); }
+  constructor(seed: number) {
+    this.random = seededRandom(seed);
+  }
   /** An integer in [min, max]. */
-  int(min: number, max: number): number { return min + this.random.int(max - min + 1); }
-  pick<T>(items: readonly T[]): T { return this.random.pick(items); }
-  chance(p: number): boolean { return this.random.next() < p; }
+  int(min: number, max: number): number {
+    return min + this.random.int(max - min + 1);
+  }
+  pick<T>(items: readonly T[]): T {
+    return this.random.pick(items);
+  }
+  chance(p: number): boolean {
+    return this.random.next() < p;
+  }
   /** A shuffled copy. */
-  shuffle<T>(items: readonly T[]): T[] { return this.random.shuffle(items); }
+  shuffle<T>(items: readonly T[]): T[] {
+    return this.random.shuffle(items);
+  }
 }
 
 const ONSETS = ['br', 'k', 'v', 't', 'm', 'dr', 'sk', 'h', 'l', 'gr', 's', 'th', 'f', 'n', 'r', 'p', 'z', 'w', 'st', 'c'];
@@ -73,12 +83,22 @@ function uniqueNames(count: number, make: () => string, taken: Set<string>): str
   const names: string[] = [];
   while (names.length < count) {
     const name = make();
-    if (!taken.has(name)) { taken.add(name); names.push(name); }
+    if (!taken.has(name)) {
+      taken.add(name);
+      names.push(name);
+    }
   }
   return names;
 }
 
-interface Town { name: string; province: string; population: number; elevation: number; founded: number; origin: string | null }
+interface Town {
+  name: string;
+  province: string;
+  population: number;
+  elevation: number;
+  founded: number;
+  origin: string | null;
+}
 
 /** A world of four provinces and their towns; `sized` gives one province exactly that many towns. */
 function world(rng: Random, hops: number, sized: boolean) {
@@ -91,12 +111,18 @@ function world(rng: Random, hops: number, sized: boolean) {
     ? [...Array<number>(hops).fill(0), 1, 2, 3, ...Array.from({ length: count - hops - 3 }, () => rng.int(1, 3))]
     : [0, 1, 2, 3, ...Array.from({ length: count - 4 }, () => rng.int(0, 3))];
   const towns: Town[] = names.map((name, i) => ({
-    name, province: provinces[assignment[i]!]!, population: rng.int(10, 980) * 100, elevation: rng.int(5, 2400),
-    founded: rng.int(1100, 1899), origin: null,
+    name,
+    province: provinces[assignment[i]!]!,
+    population: rng.int(10, 980) * 100,
+    elevation: rng.int(5, 2400),
+    founded: rng.int(1100, 1899),
+    origin: null,
   }));
   // Founding links point to a town earlier in a random order, so following them never loops.
   const order = rng.shuffle(towns);
-  order.forEach((town, i) => { if (i > 0 && rng.chance(0.6)) town.origin = order[rng.int(0, i - 1)]!.name; });
+  order.forEach((town, i) => {
+    if (i > 0 && rng.chance(0.6)) town.origin = order[rng.int(0, i - 1)]!.name;
+  });
   return { provinces, towns };
 }
 
@@ -104,12 +130,19 @@ function documents(rng: Random, provinces: string[], towns: Town[]): Passage[] {
   const passages = provinces.map((p) => {
     const members = towns.filter((t) => t.province === p).map((t) => t.name);
     const count = members.length === 1 ? 'one town' : `${members.length} towns`;
-    return { title: `Province of ${p}`, text: `The province of ${p} has ${count}: ${listing(members)}. Its capital is ${members[0]}. It is known for its ${rng.pick(GOODS)}.` };
+    return {
+      title: `Province of ${p}`,
+      text: `The province of ${p} has ${count}: ${listing(members)}. Its capital is ${members[0]}. It is known for its ${rng.pick(GOODS)}.`,
+    };
   });
   for (const t of towns) {
     const founding = t.origin ? `It was founded in ${t.founded} by settlers from ${t.origin}.` : `It was founded in ${t.founded}.`;
-    passages.push({ title: t.name, text: `${t.name} is a town in the province of ${t.province}. ${founding} ` +
-      `It has a population of ${withCommas(t.population)} and lies at an elevation of ${withCommas(t.elevation)} metres.` });
+    passages.push({
+      title: t.name,
+      text:
+        `${t.name} is a town in the province of ${t.province}. ${founding} ` +
+        `It has a population of ${withCommas(t.population)} and lies at an elevation of ${withCommas(t.elevation)} metres.`,
+    });
   }
   return rng.shuffle(passages);
 }
@@ -120,15 +153,22 @@ function provinceSum(rng: Random, towns: Town[], provinces: string[]): Made {
   const target = provinces[0]!;
   const factor = rng.int(2, 9);
   const total = towns.filter((t) => t.province === target).reduce((sum, t) => sum + t.population, 0);
-  return { question: `What is the total population of all the towns in the province of ${target}, multiplied by ${factor}?`, answer: total * factor, kv: {} };
+  return {
+    question: `What is the total population of all the towns in the province of ${target}, multiplied by ${factor}?`,
+    answer: total * factor,
+    kv: {},
+  };
 }
 
 function foundingChain(rng: Random, hops: number, towns: Town[]): Made {
   // Rewire a path of hops links through distinct towns, ending at a town with no origin. Still no loops: chain towns
   // lead only along the chain, and the other towns' links point earlier in the world's order or into the chain.
   const chain = rng.shuffle(towns).slice(0, hops + 1);
-  chain.forEach((town, i) => { town.origin = chain[i + 1]?.name ?? null; });
-  const steps = hops === 1 ? 'one step' : `${hops} steps (to the town its settlers came from, then to the town those settlers came from, and so on)`;
+  chain.forEach((town, i) => {
+    town.origin = chain[i + 1]?.name ?? null;
+  });
+  const steps =
+    hops === 1 ? 'one step' : `${hops} steps (to the town its settlers came from, then to the town those settlers came from, and so on)`;
   return {
     question: `The town of ${chain[0]!.name} was founded by settlers from another town. Follow this line of founding back ${steps}. In which province is the town you reach?`,
     answer: chain.at(-1)!.province,
@@ -147,7 +187,8 @@ function ledger(rng: Random, hops: number): Made {
   const total = months.reduce((sum, m) => sum + kv[`sales/${shop}/${m.slice(0, 3)}`]!, 0);
   const span = hops === 1 ? `in ${capital(months[0]!)}` : `from ${capital(months[0]!)} to ${capital(months.at(-1)!)}`;
   return {
-    question: `The key-value store holds the monthly sales of several shops under keys of the form sales/<shop>/<month> (months written jan, feb, …). ` +
+    question:
+      `The key-value store holds the monthly sales of several shops under keys of the form sales/<shop>/<month> (months written jan, feb, …). ` +
       `What were the total sales of the shop ${shop} ${span}, minus its rent of ${rent}?`,
     answer: total - rent,
     kv,
@@ -161,7 +202,8 @@ function codes(rng: Random, hops: number, towns: Town[]): Made {
   const asked = labels.slice(0, hops);
   const total = filed.slice(0, hops).reduce((sum, t) => sum + t.elevation, 0);
   return {
-    question: `The key-value store maps report codes to town names, under keys of the form code/<code>. ` +
+    question:
+      `The key-value store maps report codes to town names, under keys of the form code/<code>. ` +
       `What is the sum of the elevations, in metres, of the towns filed under the code${hops === 1 ? '' : 's'} ${listing(asked)}?`,
     answer: total,
     kv,
@@ -169,16 +211,30 @@ function codes(rng: Random, hops: number, towns: Town[]): Made {
 }
 
 /** Task `index` of the data set named by `seed` (its kind is `kinds[index % kinds.length]`). */
-export function generateTask({ seed, index, hops = 3, kinds = TASK_KINDS }: { seed: number; index: number; hops?: number; kinds?: readonly TaskKind[] }): ToolUseTask {
+export function generateTask({
+  seed,
+  index,
+  hops = 3,
+  kinds = TASK_KINDS,
+}: {
+  seed: number;
+  index: number;
+  hops?: number;
+  kinds?: readonly TaskKind[];
+}): ToolUseTask {
   if (!Number.isInteger(hops) || hops < 1 || hops > 8) throw new Error(`hops must be an integer from 1 to 8, got ${hops}`);
   if (kinds.length === 0) throw new Error('kinds must not be empty');
   const kind = kinds[((index % kinds.length) + kinds.length) % kinds.length]!;
   const rng = new Random(mix(seed, index));
   const { provinces, towns } = world(rng, hops, kind === 'province_sum');
-  const made = kind === 'province_sum' ? provinceSum(rng, towns, provinces)
-    : kind === 'founding_chain' ? foundingChain(rng, hops, towns)
-      : kind === 'ledger' ? ledger(rng, hops)
-        : codes(rng, hops, towns);
+  const made =
+    kind === 'province_sum'
+      ? provinceSum(rng, towns, provinces)
+      : kind === 'founding_chain'
+        ? foundingChain(rng, hops, towns)
+        : kind === 'ledger'
+          ? ledger(rng, hops)
+          : codes(rng, hops, towns);
   // Documents last: the chain task rewires founding links before the corpus is written.
   return { id: `${seed}-${index}`, kind, hops, ...made, documents: documents(rng, provinces, towns) };
 }

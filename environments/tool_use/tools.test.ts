@@ -6,8 +6,15 @@ import type { Passage } from './tasks.js';
 import { calculator, corpusTools, kvGet, kvList, kvSet, taskTools } from './tools.js';
 
 const context = (state: unknown = null): ToolContext => ({
-  item: null, state, group: null, sample: 0, turn: 0, call: 0, idempotencyKey: 'k',
-  signal: new AbortController().signal, heartbeat: () => undefined,
+  item: null,
+  state,
+  group: null,
+  sample: 0,
+  turn: 0,
+  call: 0,
+  idempotencyKey: 'k',
+  signal: new AbortController().signal,
+  heartbeat: () => undefined,
 });
 const calc = (expression: string) => executeToolCall([calculator], { id: 'c', name: 'calculator', arguments: { expression } }, context());
 
@@ -69,7 +76,10 @@ describe('key-value store', () => {
     expect(ctx.state).toEqual({ kv: { a: 30, 'b/town': 'Varnholt' } });
     expect(await call('kv_get', { key: 'a' })).toEqual({ outcome: 'ok', content: '30' });
     expect(await call('kv_list', { prefix: 'b/' })).toEqual({ outcome: 'ok', content: 'b/town' });
-    expect(await call('kv_get', { key: 'missing' })).toMatchObject({ outcome: 'tool_error', content: expect.stringContaining('no key "missing"') });
+    expect(await call('kv_get', { key: 'missing' })).toMatchObject({
+      outcome: 'tool_error',
+      content: expect.stringContaining('no key "missing"'),
+    });
     expect(await call('kv_set', { key: 'x', value: { nested: 1 } })).toMatchObject({ outcome: 'invalid_arguments' });
     // The state survives the durable store's JSON round trip unchanged, even a key named like a prototype.
     await call('kv_set', { key: '__proto__', value: 1 });
@@ -87,9 +97,18 @@ describe('key-value store', () => {
 
 const CORPUS: Passage[] = [
   { title: 'Province of Ekest', text: 'The province of Ekest has 2 towns: Varnholt and Quill. Its capital is Varnholt.' },
-  { title: 'Varnholt', text: 'Varnholt is a town in the province of Ekest. It has a population of 12,400 and lies at an elevation of 340 metres.' },
-  { title: 'Quill', text: 'Quill is a town in the province of Ekest. It was founded in 1420 by settlers from Brask. It has a population of 3,100.' },
-  { title: 'Brask', text: 'Brask is a town in the province of Osmer. It has a population of 41,000 and lies at an elevation of 12 metres.' },
+  {
+    title: 'Varnholt',
+    text: 'Varnholt is a town in the province of Ekest. It has a population of 12,400 and lies at an elevation of 340 metres.',
+  },
+  {
+    title: 'Quill',
+    text: 'Quill is a town in the province of Ekest. It was founded in 1420 by settlers from Brask. It has a population of 3,100.',
+  },
+  {
+    title: 'Brask',
+    text: 'Brask is a town in the province of Osmer. It has a population of 41,000 and lies at an elevation of 12 metres.',
+  },
   { title: 'Province of Osmer', text: 'The province of Osmer has one town: Brask. It is known for its wool.' },
 ];
 
@@ -98,7 +117,10 @@ describe('search and lookup', () => {
   const ctx = context();
 
   it('ranks the passage that answers the query first', () => {
-    const rank = (q: string) => bm25Index(CORPUS).rank(q).map((r) => r.passage.title);
+    const rank = (q: string) =>
+      bm25Index(CORPUS)
+        .rank(q)
+        .map((r) => r.passage.title);
     expect(rank('population of Varnholt')[0]).toBe('Varnholt');
     expect(rank('towns in the province of Osmer')[0]).toBe('Province of Osmer');
     expect(rank('who settled Quill')[0]).toBe('Quill');

@@ -62,7 +62,9 @@ export const kvList = defineTool({
   description: 'Lists the keys in the key-value store (not their values), optionally only those starting with a prefix.',
   parameters: z.object({ prefix: z.string().max(100).optional().describe('only keys starting with this') }),
   execute({ prefix }, ctx) {
-    const keys = Object.keys(store(ctx)).filter((k) => k.startsWith(prefix ?? '')).sort();
+    const keys = Object.keys(store(ctx))
+      .filter((k) => k.startsWith(prefix ?? ''))
+      .sort();
     return keys.length > 0 ? keys.join('\n') : prefix ? `no keys start with "${prefix}"` : 'the store is empty';
   },
 });
@@ -91,14 +93,22 @@ export function corpusTools(passages: readonly Passage[]): Tool[] {
     execute({ title }) {
       const passage = byTitle.get(normalTitle(title));
       if (passage) return passage.text;
-      const near = index.rank(title).slice(0, 3).map((h) => `"${h.passage.title}"`);
+      const near = index
+        .rank(title)
+        .slice(0, 3)
+        .map((h) => `"${h.passage.title}"`);
       throw new ToolError(`no passage titled "${title}"${near.length > 0 ? `; close titles: ${near.join(', ')}` : ''}`);
     },
   });
   return [search, lookup];
 }
 
-const normalTitle = (title: string): string => title.trim().toLowerCase().replace(/^the\s+/, '').replace(/\s+/g, ' ');
+const normalTitle = (title: string): string =>
+  title
+    .trim()
+    .toLowerCase()
+    .replace(/^the\s+/, '')
+    .replace(/\s+/g, ' ');
 
 /** The tools every task offers, before MCP tools: calculator, the store, and the task's corpus. */
 export function taskTools(passages: readonly Passage[]): Tool[] {

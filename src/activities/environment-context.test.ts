@@ -20,7 +20,13 @@ describe('groupResource', () => {
   it('hands out what setup returned, read from the store', async () => {
     const store = await scratchStore();
     await store.put(setupKey(address), { value: { sandbox: 'http://127.0.0.1:9' } });
-    expect(await groupResource(store, address, environment(() => null))).toEqual({ sandbox: 'http://127.0.0.1:9' });
+    expect(
+      await groupResource(
+        store,
+        address,
+        environment(() => null),
+      ),
+    ).toEqual({ sandbox: 'http://127.0.0.1:9' });
   });
 
   it('is null without asking the store when the environment has no setup (its groups ran none)', async () => {

@@ -76,12 +76,14 @@ export function liveJudge(judge: ModelClient): ModelClient {
 
 /** A judge that says which flag is missing when an environment calls it without one configured. */
 export function judgeOrMissing(judge: ModelClient | undefined, environment: string): ModelClient {
-  return judge ?? {
-    complete: () => {
-      throw ApplicationFailure.nonRetryable(
-        `environment "${environment}" calls a judge model, but none is configured: set --judge.base_url (and --judge.model_name)`,
-        'ConfigError',
-      );
-    },
-  };
+  return (
+    judge ?? {
+      complete: () => {
+        throw ApplicationFailure.nonRetryable(
+          `environment "${environment}" calls a judge model, but none is configured: set --judge.base_url (and --judge.model_name)`,
+          'ConfigError',
+        );
+      },
+    }
+  );
 }

@@ -168,7 +168,10 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
           );
           if (toolResults.length > 0) trajectory.state = toolResults.at(-1)!.record.state;
           for (const { record } of toolResults) {
-            trajectory.toolOutcomes = { ...trajectory.toolOutcomes, [record.outcome]: (trajectory.toolOutcomes?.[record.outcome] ?? 0) + 1 };
+            trajectory.toolOutcomes = {
+              ...trajectory.toolOutcomes,
+              [record.outcome]: (trajectory.toolOutcomes?.[record.outcome] ?? 0) + 1,
+            };
           }
           const toolMessages = toolResults.map(({ record: _, ...message }) => message);
           trajectory.messages.push(...toolMessages);
@@ -177,7 +180,17 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
             return;
           }
           const result = await step(
-            { item, messages: trajectory.messages, turn: input.turn, sample, state: trajectory.state ?? null, toolResults: toolMessages, group, config: env.config, ...liveness() },
+            {
+              item,
+              messages: trajectory.messages,
+              turn: input.turn,
+              sample,
+              state: trajectory.state ?? null,
+              toolResults: toolMessages,
+              group,
+              config: env.config,
+              ...liveness(),
+            },
             env.config,
           );
           trajectory.messages.push(...result.messages);
@@ -225,7 +238,10 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
       const scored = { scores, metrics };
       if (dropsForEqualScores(scores, input.ensureScoresAreNotSame)) return { ...scored, assembled: null };
       const generationParams = input.generationParams;
-      return { ...scored, assembled: await assembleScoredGroup(store, input, state, { scores, teacher: null, perTurn: perTurn ?? null, generationParams }) };
+      return {
+        ...scored,
+        assembled: await assembleScoredGroup(store, input, state, { scores, teacher: null, perTurn: perTurn ?? null, generationParams }),
+      };
     },
   };
 
@@ -259,8 +275,17 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
         throw ApplicationFailure.nonRetryable(`score of sample ${i} is not a finite number: ${r.score}`, 'EnvironmentError');
       }
     }
-    const scores = rescored(env.definition, results.map((r) => r.score), state.trajectories, env.config);
-    const perTurn = env.definition.advantages?.({ scores, turnRewards: state.trajectories.map((t) => t.turnRewards ?? []), config: env.config });
+    const scores = rescored(
+      env.definition,
+      results.map((r) => r.score),
+      state.trajectories,
+      env.config,
+    );
+    const perTurn = env.definition.advantages?.({
+      scores,
+      turnRewards: state.trajectories.map((t) => t.turnRewards ?? []),
+      config: env.config,
+    });
     const metrics = averageMetrics(results.map((r, i) => ({ ...toolMetrics(state.trajectories[i]!, state.executesTools), ...r.metrics })));
     return { scores, metrics, perTurn };
   }
@@ -273,7 +298,12 @@ export function activeSamples(state: GroupState): number[] {
 }
 
 /** The environment's group-level rescoring (a length penalty, say), checked to give one finite score per trajectory. */
-function rescored(definition: LoadedEnvironment['definition'], scores: number[], trajectories: Trajectory[], config: LoadedEnvironment['config']): number[] {
+function rescored(
+  definition: LoadedEnvironment['definition'],
+  scores: number[],
+  trajectories: Trajectory[],
+  config: LoadedEnvironment['config'],
+): number[] {
   if (!definition.rescoreGroup) return scores;
   const result = definition.rescoreGroup({
     scores,
@@ -283,7 +313,10 @@ function rescored(definition: LoadedEnvironment['definition'], scores: number[],
     config,
   });
   if (result.length !== scores.length || !result.every(Number.isFinite)) {
-    throw ApplicationFailure.nonRetryable(`rescoreGroup must return ${scores.length} finite scores, got ${JSON.stringify(result)}`, 'EnvironmentError');
+    throw ApplicationFailure.nonRetryable(
+      `rescoreGroup must return ${scores.length} finite scores, got ${JSON.stringify(result)}`,
+      'EnvironmentError',
+    );
   }
   return result;
 }

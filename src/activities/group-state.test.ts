@@ -6,8 +6,22 @@ import { FileSystemStore } from '../store/trajectory-store.js';
 import { cloneGroupState, loadGroupState, saveGroupBase, saveGroupDelta, type GroupState } from './group-state.js';
 
 const base = (): GroupState => ({
-  itemIndex: 0, groupOverrides: null, tools: null, stop: null,
-  trajectories: [{ messages: [{ role: 'user', content: 'q' }], tokens: [1], masks: [-100], logprobs: [1], completionTokens: 0, finishReason: null, done: false, state: { n: 0 } }],
+  itemIndex: 0,
+  groupOverrides: null,
+  tools: null,
+  stop: null,
+  trajectories: [
+    {
+      messages: [{ role: 'user', content: 'q' }],
+      tokens: [1],
+      masks: [-100],
+      logprobs: [1],
+      completionTokens: 0,
+      finishReason: null,
+      done: false,
+      state: { n: 0 },
+    },
+  ],
 });
 
 /** A store that counts reads, to see what a load costs. */
@@ -43,7 +57,13 @@ describe('group state as a chain of per-turn records', () => {
     expect(await loadGroupState(store, ref)).toEqual(state);
     const last = await store.get<{ prev: string; trajectories: Record<number, unknown> }>(ref);
     expect(last.prev).toBe('r1/env/item-0/turn-28/generated');
-    expect(last.trajectories[0]).toEqual({ messages: [{ role: 'assistant', content: 'a29' }], tokens: [39], masks: [39], logprobs: [-0.5], state: { n: 30 } });
+    expect(last.trajectories[0]).toEqual({
+      messages: [{ role: 'assistant', content: 'a29' }],
+      tokens: [39],
+      masks: [39],
+      logprobs: [-0.5],
+      state: { n: 30 },
+    });
   });
 
   it('reads a chain from the store when this process has not seen the group, and one record when it has', async () => {
@@ -70,7 +90,10 @@ describe('group state as a chain of per-turn records', () => {
     next.trajectories[0]!.messages.push({ role: 'user', content: 'again' });
     const stepped = await saveGroupDelta(store, 'r4/env/item-0/turn-3/prompt', ref, state, next);
     const record = await store.get<{ trajectories: Record<number, Record<string, unknown>> }>(stepped);
-    expect(record.trajectories[0]).toEqual({ messages: [{ role: 'user', content: 'again' }], replacedMessages: { 1: { role: 'assistant', content: 'a0', reward: 0.5 } } });
+    expect(record.trajectories[0]).toEqual({
+      messages: [{ role: 'user', content: 'again' }],
+      replacedMessages: { 1: { role: 'assistant', content: 'a0', reward: 0.5 } },
+    });
     expect((await loadGroupState(store, stepped)).trajectories[0]!.messages[1]).toEqual({ role: 'assistant', content: 'a0', reward: 0.5 });
     const cold = new FileSystemStore(dir);
     for (let g = 0; g < 300; g++) await saveGroupBase(cold, `evict${g}/env/item-0/turn-0/prompt`, base());

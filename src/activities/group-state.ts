@@ -92,9 +92,7 @@ type TrajectoryDelta = Partial<Omit<Trajectory, 'tokens' | 'masks' | 'logprobs' 
  * gained (new messages and tokens), so an episode of n turns stores O(n) bytes rather than rewriting the whole
  * state every turn (O(n²)).
  */
-type GroupRecord =
-  | { format: 2; base: GroupState }
-  | { format: 2; prev: string; trajectories: Record<number, TrajectoryDelta> };
+type GroupRecord = { format: 2; base: GroupState } | { format: 2; prev: string; trajectories: Record<number, TrajectoryDelta> };
 
 const APPENDED = ['messages', 'tokens', 'masks', 'logprobs', 'turnRewards'] as const;
 
@@ -130,7 +128,13 @@ export function cloneGroupState(state: GroupState): GroupState {
 }
 
 function cloneTrajectory(t: Trajectory): Trajectory {
-  const copy: Trajectory = { ...t, messages: t.messages.slice(), tokens: t.tokens.slice(), masks: t.masks.slice(), logprobs: t.logprobs.slice() };
+  const copy: Trajectory = {
+    ...t,
+    messages: t.messages.slice(),
+    tokens: t.tokens.slice(),
+    masks: t.masks.slice(),
+    logprobs: t.logprobs.slice(),
+  };
   if (t.turnRewards) copy.turnRewards = t.turnRewards.slice();
   if (t.toolOutcomes) copy.toolOutcomes = { ...t.toolOutcomes };
   if (t.state !== undefined) copy.state = structuredClone(t.state);
@@ -160,7 +164,7 @@ export async function loadGroupState(store: TrajectoryStore, ref: StoreRef | str
   const cached = recent.get(groupOfKey(key));
   const deltas: Record<number, TrajectoryDelta>[] = [];
   let state: GroupState;
-  for (let at = key; ; ) {
+  for (let at = key; ;) {
     if (cached?.key === at) {
       state = cloneGroupState(cached.state);
       break;

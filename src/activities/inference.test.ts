@@ -10,8 +10,23 @@ import { FileSystemStore } from '../store/trajectory-store.js';
 import { saveGroupBase, type GroupState } from './group-state.js';
 import { createInferenceActivities, type GenerateTurnInput, type GenerateTurnResult } from './inference.js';
 
-const prompt = { messages: [{ role: 'user', content: 'q' }], tokens: [1], masks: [-100], logprobs: [1], completionTokens: 0, finishReason: null, done: false, state: null };
-const base = (): GroupState => ({ itemIndex: 0, groupOverrides: null, tools: null, stop: null, trajectories: [structuredClone(prompt), structuredClone(prompt)] });
+const prompt = {
+  messages: [{ role: 'user', content: 'q' }],
+  tokens: [1],
+  masks: [-100],
+  logprobs: [1],
+  completionTokens: 0,
+  finishReason: null,
+  done: false,
+  state: null,
+};
+const base = (): GroupState => ({
+  itemIndex: 0,
+  groupOverrides: null,
+  tools: null,
+  stop: null,
+  trajectories: [structuredClone(prompt), structuredClone(prompt)],
+});
 
 /** A model that answers `a<i>` to sample i and counts its requests; `down` makes it fail instead. */
 function countingModel() {
@@ -21,7 +36,12 @@ function countingModel() {
       model.requests++;
       if (model.down) throw new Error('model server down');
       return Array.from({ length: request.n }, (_, i): Completion => ({
-        text: `a${i}`, message: { role: 'assistant', content: `a${i}` }, finishReason: 'stop', promptTokenIds: [1], tokenIds: [10 + i], logprobs: [-0.5],
+        text: `a${i}`,
+        message: { role: 'assistant', content: `a${i}` },
+        finishReason: 'stop',
+        promptTokenIds: [1],
+        tokenIds: [10 + i],
+        logprobs: [-0.5],
       }));
     },
   };
@@ -33,7 +53,14 @@ async function turnOfTwo(turn: number) {
   const store = new FileSystemStore(await mkdtemp(join(tmpdir(), 'clotho-generate-')));
   const state = await saveGroupBase(store, `run/env/item-0/turn-${turn}/prompt`, base());
   const input: GenerateTurnInput = {
-    runId: 'run', environment: 'env', itemIndex: 0, turn, state, sampling: { temperature: 1, topP: 1 }, maxTokenLength: 64, multiTurn: turn > 0,
+    runId: 'run',
+    environment: 'env',
+    itemIndex: 0,
+    turn,
+    state,
+    sampling: { temperature: 1, topP: 1 },
+    maxTokenLength: 64,
+    multiTurn: turn > 0,
   };
   return { store, input };
 }
@@ -46,7 +73,8 @@ describe('generateTurn', () => {
     const { store, input } = await turnOfTwo(0);
     const { model, client } = countingModel();
     const { generateTurn } = createInferenceActivities({ inference: () => client, store });
-    const at = (info: { isLocal: boolean; attempt: number }): Promise<GenerateTurnResult> => new MockActivityEnvironment(info, { logger: quiet }).run(generateTurn, input);
+    const at = (info: { isLocal: boolean; attempt: number }): Promise<GenerateTurnResult> =>
+      new MockActivityEnvironment(info, { logger: quiet }).run(generateTurn, input);
 
     // The worker that died had the completions checkpointed; the model is gone now.
     const first = await at({ isLocal: false, attempt: 1 });
@@ -64,16 +92,19 @@ describe('generateTurn', () => {
     const { store, input } = await turnOfTwo(1);
     const { model, client } = countingModel();
     // The first request of the turn is answered; the other sample's fails.
-    const flaky: InferenceClient = { generate: async (request, options) => {
-      if (model.requests === 1) {
-        model.requests++;
-        throw new Error('model server down');
-      }
-      return client.generate(request, options);
-    } };
+    const flaky: InferenceClient = {
+      generate: async (request, options) => {
+        if (model.requests === 1) {
+          model.requests++;
+          throw new Error('model server down');
+        }
+        return client.generate(request, options);
+      },
+    };
     const { generateTurn } = createInferenceActivities({ inference: () => flaky, store });
     const reads = vi.spyOn(store, 'tryGet');
-    const at = (info: { isLocal: boolean; attempt: number }): Promise<GenerateTurnResult> => new MockActivityEnvironment(info, { logger: quiet }).run(generateTurn, input);
+    const at = (info: { isLocal: boolean; attempt: number }): Promise<GenerateTurnResult> =>
+      new MockActivityEnvironment(info, { logger: quiet }).run(generateTurn, input);
 
     // A first local attempt finds nothing to read, and tries no read to learn it.
     await expect(at({ isLocal: true, attempt: 1 })).rejects.toThrow(/model server down/);

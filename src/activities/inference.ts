@@ -98,15 +98,17 @@ export function createInferenceActivities({ inference, continuation, store }: In
           return asFailure(() => inference(input.environment).generate(request, options));
         }
         const promptTokenIds = nonRetryableDrift(`turn ${input.turn}`, () =>
-          continuePrompt(tokenIn.tokenizer, trajectory, trajectory.messages, state.tools ?? undefined, reasoning ? THINKING : undefined));
+          continuePrompt(tokenIn.tokenizer, trajectory, trajectory.messages, state.tools ?? undefined, reasoning ? THINKING : undefined),
+        );
         const completions = await asFailure(() => tokenIn.client.generateTokens({ promptTokenIds, ...sampling }, options));
         return completions.map((c, j) => ({
           ...c,
           // The ids sent are the sequence: a server that echoes them altered must not rewrite it.
           promptTokenIds,
-          message: tokenIn.toolParser === 'hermes'
-            ? { role: 'assistant', ...hermesAssistantMessage(c.text, `call-${input.turn}-${j}`) }
-            : { role: 'assistant', content: c.text },
+          message:
+            tokenIn.toolParser === 'hermes'
+              ? { role: 'assistant', ...hermesAssistantMessage(c.text, `call-${input.turn}-${j}`) }
+              : { role: 'assistant', content: c.text },
         }));
       };
 
@@ -136,7 +138,8 @@ export function createInferenceActivities({ inference, continuation, store }: In
       // A fresh first turn shares one prompt: ask for all samples in one request (the server reuses the prefix). They
       // arrive together, so one record checkpoints them all. A messages-only episode of several turns asks for each
       // sample alone: the server's usage counts one request's choices together, and the budget is per trajectory.
-      const fresh = input.turn === 0 && missing.length === state.trajectories.length && missing.length > 1 && !(messagesOnly && input.multiTurn);
+      const fresh =
+        input.turn === 0 && missing.length === state.trajectories.length && missing.length > 1 && !(messagesOnly && input.multiTurn);
       if (fresh) {
         const results = await call(state.trajectories[0]!, missing.length);
         await store.put(togetherKey, results);
@@ -151,9 +154,14 @@ export function createInferenceActivities({ inference, continuation, store }: In
       }
 
       const apply = messagesOnly ? applyMessage : applyCompletion;
-      for (const i of active) nonRetryableDrift(`turn ${input.turn}, sample ${i}`, () => apply(state.trajectories[i]!, completions.get(i)!, input));
+      for (const i of active)
+        nonRetryableDrift(`turn ${input.turn}, sample ${i}`, () => apply(state.trajectories[i]!, completions.get(i)!, input));
       const ref = await saveGroupDelta(store, groupKey(input, `turn-${input.turn}`, 'generated'), input.state, previous, state);
-      const result: GenerateTurnResult = { state: ref, active: activeSamples(state), completionTokens: state.trajectories.map((t) => t.completionTokens) };
+      const result: GenerateTurnResult = {
+        state: ref,
+        active: activeSamples(state),
+        completionTokens: state.trajectories.map((t) => t.completionTokens),
+      };
       if (!state.executesTools) return result;
       const toolCalls = result.active.flatMap((sample) => {
         const { calls } = toolCallsOf(state.trajectories[sample]!, input.turn, sample);

@@ -28,17 +28,19 @@ export function createJudgeActivities({ environments, store, judge }: Environmen
       const client = liveJudge(configured);
       const state = await loadGroupState(store, input.state);
       const parsed = await store.get<unknown[]>(input.parsed);
-      const requests: JudgeRequest[] = (await env.definition.judge?.({
-        item,
-        config: env.config,
-        completions: state.trajectories.map(lastAssistantText),
-        parsed,
-        messages: state.trajectories.map((t) => t.messages),
-        group: await groupResource(store, input, env),
-      })) ?? [];
+      const requests: JudgeRequest[] =
+        (await env.definition.judge?.({
+          item,
+          config: env.config,
+          completions: state.trajectories.map(lastAssistantText),
+          parsed,
+          messages: state.trajectories.map((t) => t.messages),
+          group: await groupResource(store, input, env),
+        })) ?? [];
       const ids = new Set<string>();
       for (const request of requests) {
-        if (ids.has(request.id)) throw ApplicationFailure.nonRetryable(`judge request id "${request.id}" is used twice`, 'EnvironmentError');
+        if (ids.has(request.id))
+          throw ApplicationFailure.nonRetryable(`judge request id "${request.id}" is used twice`, 'EnvironmentError');
         ids.add(request.id);
       }
       const judgements: Record<string, string[]> = {};
@@ -46,11 +48,13 @@ export function createJudgeActivities({ environments, store, judge }: Environmen
         requests.map(async (request, i) => {
           const key = groupKey(input, 'judge', `request-${i}`);
           const saved = await store.tryGet<string[]>(key);
-          const answers = saved ?? (await client.complete(request.messages, {
-            n: request.n ?? 1,
-            ...(request.maxTokens === undefined ? {} : { maxTokens: request.maxTokens }),
-            temperature: request.temperature ?? 0,
-          }));
+          const answers =
+            saved ??
+            (await client.complete(request.messages, {
+              n: request.n ?? 1,
+              ...(request.maxTokens === undefined ? {} : { maxTokens: request.maxTokens }),
+              temperature: request.temperature ?? 0,
+            }));
           if (!saved) await store.put(key, answers);
           judgements[request.id] = answers;
         }),

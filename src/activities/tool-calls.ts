@@ -59,7 +59,8 @@ interface ToolRecord {
 /** Results longer than this reach the history cut short; the model always sees the whole result (from the store). */
 export const HISTORY_PREVIEW_CHARS = 1024;
 
-const preview = (text: string) => (text.length <= HISTORY_PREVIEW_CHARS ? text : `${text.slice(0, HISTORY_PREVIEW_CHARS)}… (${text.length} chars)`);
+const preview = (text: string) =>
+  text.length <= HISTORY_PREVIEW_CHARS ? text : `${text.slice(0, HISTORY_PREVIEW_CHARS)}… (${text.length} chars)`;
 
 export const toolRecordKey = (address: ToolCallAddress) =>
   groupKey(address, `turn-${address.turn}`, `sample-${address.sample}`, `call-${address.call}`);
@@ -94,9 +95,14 @@ export function createToolCallActivities({ environments, store }: EnvironmentAct
       const { env, item } = itemOf(environments, input);
       const trajectory = (await loadGroupState(store, input.state)).trajectories[input.sample]!;
       const call = toolCallsOf(trajectory, input.turn, input.sample).calls[input.call];
-      if (!call) throw ApplicationFailure.nonRetryable(`sample ${input.sample} made no call ${input.call} in turn ${input.turn}`, 'EnvironmentError');
+      if (!call)
+        throw ApplicationFailure.nonRetryable(
+          `sample ${input.sample} made no call ${input.call} in turn ${input.turn}`,
+          'EnvironmentError',
+        );
       // Calls of one turn run in order, each from the state the one before left.
-      const before = input.call === 0 ? (trajectory.state ?? null) : (await readToolRecord(store, { ...input, call: input.call - 1 })).state;
+      const before =
+        input.call === 0 ? (trajectory.state ?? null) : (await readToolRecord(store, { ...input, call: input.call - 1 })).state;
       const context = {
         item,
         state: structuredClone(before),

@@ -20,7 +20,12 @@ afterAll(() => rm(root, { recursive: true, force: true }));
 const png = encodePng({ width: 2, height: 1, data: Uint8Array.from([255, 0, 0, 255, 0, 0, 255, 255]) });
 const trajectory = (prompt: Message[], answer: string): Trajectory => ({
   messages: [...prompt, { role: 'assistant', content: answer }],
-  tokens: [1, 2, 3], masks: [-100, -100, 3], logprobs: [1, 1, -0.5], completionTokens: 1, finishReason: 'stop', done: true,
+  tokens: [1, 2, 3],
+  masks: [-100, -100, 3],
+  logprobs: [1, 1, -0.5],
+  completionTokens: 1,
+  finishReason: 'stop',
+  done: true,
 });
 
 async function assemble(itemIndex: number, trajectories: Trajectory[]): Promise<ScoredDataGroup> {

@@ -91,7 +91,12 @@ export interface AssembleParts {
 }
 
 /** Builds a group's ScoredDataGroup (Atropos's exact fields) from its loaded state and writes it to the store. */
-export async function assembleScoredGroup(store: TrajectoryStore, address: GroupAddress, state: GroupState, parts: AssembleParts): Promise<AssembleResult> {
+export async function assembleScoredGroup(
+  store: TrajectoryStore,
+  address: GroupAddress,
+  state: GroupState,
+  parts: AssembleParts,
+): Promise<AssembleResult> {
   const { teacher, perTurn } = parts;
   // An episode cut off by its token budget, or still going at the turn limit (single-turn ones are always done),
   // gets Atropos's `set_advantage_to_zero`: the trainer learns nothing from an unfinished episode.
@@ -180,7 +185,7 @@ async function completeLines(path: string): Promise<number> {
     let lines = 0;
     let lastNewline = -1;
     const chunk = Buffer.alloc(1 << 20);
-    for (let offset = 0; offset < size; ) {
+    for (let offset = 0; offset < size;) {
       const { bytesRead } = await file.read(chunk, 0, chunk.length, offset);
       for (let i = 0; i < bytesRead; i++) {
         if (chunk[i] === 0x0a) {

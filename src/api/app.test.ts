@@ -14,8 +14,14 @@ import { RegistrationConflictError, TEMPORAL_TRAINER_MODE, TrainerModeError } fr
 import { FakeTrajectoryService, sampleGroup } from '../../test/support/fake-trajectory-service.js';
 
 const REGISTRATION = {
-  wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 512,
-  checkpoint_dir: 'ckpt', save_checkpoint_interval: 10, starting_step: 0, num_steps: 100,
+  wandb_group: 'g',
+  wandb_project: 'p',
+  batch_size: 4,
+  max_token_len: 512,
+  checkpoint_dir: 'ckpt',
+  save_checkpoint_interval: 10,
+  starting_step: 0,
+  num_steps: 100,
 };
 const ENV = { max_token_length: 256, desired_name: 'gsm8k', weight: 1.0, group_size: 2 };
 
@@ -72,7 +78,11 @@ describe('before a trainer registers', () => {
     await post('/register?new_run=true&trainer=temporal', REGISTRATION);
     await post('/register?new_run=false', REGISTRATION);
     await post('/register', REGISTRATION);
-    expect(seen).toEqual([{ newRun: true, trainer: 'temporal' }, { newRun: false, trainer: undefined }, { newRun: undefined, trainer: undefined }]);
+    expect(seen).toEqual([
+      { newRun: true, trainer: 'temporal' },
+      { newRun: false, trainer: undefined },
+      { newRun: undefined, trainer: undefined },
+    ]);
     const bad = await post('/register?new_run=yes', REGISTRATION);
     expect(bad.status).toBe(422);
     expect(JSON.stringify(await bad.json())).toContain('new_run');
@@ -117,8 +127,13 @@ describe('environments', () => {
     const body = await (await post('/register-env', ENV)).json();
     expect(RegisterEnvResponseSchema.parse(body)).toEqual(body);
     expect(body).toEqual({
-      status: 'success', env_id: 0, wandb_name: 'gsm8k_0', checkpoint_dir: 'ckpt',
-      starting_step: 0, checkpoint_interval: 10, num_steps: 100,
+      status: 'success',
+      env_id: 0,
+      wandb_name: 'gsm8k_0',
+      checkpoint_dir: 'ckpt',
+      starting_step: 0,
+      checkpoint_interval: 10,
+      num_steps: 100,
     });
     expect(await (await post('/disconnect-env', { env_id: 0 })).json()).toEqual({ status: 'success' });
     expect(service.envs[0]?.connected).toBe(false);
@@ -164,7 +179,10 @@ describe('scored data', () => {
   it('passes policy versions on and reports drops only to clients that sent them', async () => {
     await setUpRun();
     service.minPolicyVersion = 5;
-    expect(await (await post('/scored_data', sampleGroup(2, 3, { policy_version: 4 }))).json()).toEqual({ status: 'dropped', reason: 'stale' });
+    expect(await (await post('/scored_data', sampleGroup(2, 3, { policy_version: 4 }))).json()).toEqual({
+      status: 'dropped',
+      reason: 'stale',
+    });
     expect(await (await post('/scored_data', sampleGroup())).json()).toEqual({ status: 'received' });
   });
 
@@ -274,7 +292,13 @@ describe('the waiting groups: GET /queue', () => {
   });
 
   it('answers 422 naming the field for an offset or limit out of range', async () => {
-    const cases: [string, string][] = [['?limit=0', 'limit'], ['?limit=201', 'limit'], ['?limit=1.5', 'limit'], ['?offset=-1', 'offset'], ['?offset=x', 'offset']];
+    const cases: [string, string][] = [
+      ['?limit=0', 'limit'],
+      ['?limit=201', 'limit'],
+      ['?limit=1.5', 'limit'],
+      ['?offset=-1', 'offset'],
+      ['?offset=x', 'offset'],
+    ];
     for (const [query, field] of cases) {
       const res = await queue(query);
       expect(res.status, query).toBe(422);
@@ -321,7 +345,7 @@ describe('operations', () => {
     expect(res.headers.get('access-control-allow-headers')).toMatch(/content-type/i);
   });
 
-  it('answers unknown paths with FastAPI\'s 404', async () => {
+  it("answers unknown paths with FastAPI's 404", async () => {
     const res = await app.request('/nope');
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ detail: 'Not Found' });

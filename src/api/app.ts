@@ -223,7 +223,9 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
   app.get('/batch/:id', async (c) => {
     const batchId = c.req.param('id');
     const batch = await service.getBatchById(batchId);
-    return batch ? jsonText(c, responseJson({ batch, batch_id: batchId }, { groups: ['batch'] })) : c.json({ detail: 'Batch not found' }, 404);
+    return batch
+      ? jsonText(c, responseJson({ batch, batch_id: batchId }, { groups: ['batch'] }))
+      : c.json({ detail: 'Batch not found' }, 404);
   });
 
   app.post('/scored_data', async (c) => {

@@ -31,7 +31,7 @@ describe('coalesced', () => {
     await expect(third).resolves.toEqual([40]);
   });
 
-  it("fails only the caller whose items fail a joined call", async () => {
+  it('fails only the caller whose items fail a joined call', async () => {
     const { calls, call } = controlled();
     const join = coalesced(call, { lanes: 1, lingerMs: 0 });
     const first = join([1]);

@@ -14,7 +14,10 @@ export interface Coalesced<T, R> {
  * announced items are still on their way waits up to `lingerMs` for them. When a joined call fails, each caller's
  * part is tried alone, so that one caller's bad input fails only that caller.
  */
-export function coalesced<T, R>(call: (items: T[]) => Promise<R[]>, { lanes, lingerMs }: { lanes: number; lingerMs: number }): Coalesced<T, R> {
+export function coalesced<T, R>(
+  call: (items: T[]) => Promise<R[]>,
+  { lanes, lingerMs }: { lanes: number; lingerMs: number },
+): Coalesced<T, R> {
   let pending: { items: T[]; resolve: (r: R[]) => void; reject: (e: unknown) => void }[] = [];
   let running = 0;
   let coming = 0;

@@ -8,7 +8,11 @@ import type { ErrorDetail } from './request.js';
 let service: FakeTrajectoryService;
 let app: ReturnType<typeof createApi>;
 const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-  app.request(path, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'Content-Type': 'application/json', ...headers } });
+  app.request(path, {
+    method: 'POST',
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { 'Content-Type': 'application/json', ...headers },
+  });
 
 /** Posts and returns the 422 detail, failing if the status is not 422. */
 async function detail(path: string, body: unknown): Promise<ErrorDetail[]> {
@@ -27,15 +31,50 @@ beforeEach(() => {
 
 describe('422 on invalid groups, naming the field', () => {
   it.each([
-    ['a message without content', { messages: [[{ role: 'user' }], [{ role: 'user', content: 'x' }]] }, ['body', 'messages', 0, 0, 'content'], 'missing'],
-    ['a message without role', { messages: [[{ content: 'x' }], [{ role: 'user', content: 'x' }]] }, ['body', 'messages', 0, 0, 'role'], 'missing'],
+    [
+      'a message without content',
+      { messages: [[{ role: 'user' }], [{ role: 'user', content: 'x' }]] },
+      ['body', 'messages', 0, 0, 'content'],
+      'missing',
+    ],
+    [
+      'a message without role',
+      { messages: [[{ content: 'x' }], [{ role: 'user', content: 'x' }]] },
+      ['body', 'messages', 0, 0, 'role'],
+      'missing',
+    ],
     ['a non-numeric score', { scores: [1, 'high'] }, ['body', 'scores', 1], 'number_type'],
     ['fewer scores than sequences', { scores: [1] }, ['body', 'scores'], 'value_error'],
     ['fewer mask rows than sequences', { masks: [[1, 2, 3]] }, ['body', 'masks'], 'value_error'],
-    ['a mask row of the wrong length', { masks: [[1, 2, 3], [1, 2]] }, ['body', 'masks', 1], 'value_error'],
-    ['an inference_logprobs row of the wrong length', { inference_logprobs: [[1, 1, 1], [1]] }, ['body', 'inference_logprobs', 1], 'value_error'],
+    [
+      'a mask row of the wrong length',
+      {
+        masks: [
+          [1, 2, 3],
+          [1, 2],
+        ],
+      },
+      ['body', 'masks', 1],
+      'value_error',
+    ],
+    [
+      'an inference_logprobs row of the wrong length',
+      { inference_logprobs: [[1, 1, 1], [1]] },
+      ['body', 'inference_logprobs', 1],
+      'value_error',
+    ],
     ['an empty group', { tokens: [], masks: [], scores: [], inference_logprobs: [] }, ['body', 'tokens'], 'value_error'],
-    ['a non-integer token', { tokens: [[1, 2.5, 3], [1, 2, 3]] }, ['body', 'tokens', 0, 1], 'int_type'],
+    [
+      'a non-integer token',
+      {
+        tokens: [
+          [1, 2.5, 3],
+          [1, 2, 3],
+        ],
+      },
+      ['body', 'tokens', 0, 1],
+      'int_type',
+    ],
     ['a missing tokens field', { tokens: undefined }, ['body', 'tokens'], 'missing'],
   ])('rejects %s', async (_, change, loc, type) => {
     const d = await detail('/scored_data', { ...sampleGroup(2, 3), ...change });
@@ -54,25 +93,62 @@ describe('422 on invalid groups, naming the field', () => {
       ...sampleGroup(2, 3),
       messages: [[{ role: 'user', content: { text: 'hi', numbers: [1, 2] } }], [{ role: 7, content: 'x', reward: 'high' }]],
       advantages: [[0.5, 0.5, 0.5, 0.5], [0.5]],
-      ref_logprobs: [[-1, -1, -1], [-1, -1, -1], [-1, -1, -1]],
+      ref_logprobs: [
+        [-1, -1, -1],
+        [-1, -1, -1],
+        [-1, -1, -1],
+      ],
     };
     expect(await (await post('/scored_data', odd)).json()).toEqual({ status: 'received' });
-    expect(await (await post('/scored_data_list', [odd, { ...sampleGroup(), advantages: [[1], [1]] }])).json()).toMatchObject({ groups_processed: 2 });
+    expect(await (await post('/scored_data_list', [odd, { ...sampleGroup(), advantages: [[1], [1]] }])).json()).toMatchObject({
+      groups_processed: 2,
+    });
     expect(service.queue).toHaveLength(3);
     expect(service.queue[0]!.messages![0]![0]!.content).toEqual({ text: 'hi', numbers: [1, 2] });
     const text = await (await app.request('/metrics')).text();
-    for (const [kind, n] of [['message_content_not_text', 2], ['message_role_not_text', 2], ['advantages_misaligned', 3], ['ref_logprobs_misaligned', 2]]) {
+    for (const [kind, n] of [
+      ['message_content_not_text', 2],
+      ['message_role_not_text', 2],
+      ['advantages_misaligned', 3],
+      ['ref_logprobs_misaligned', 2],
+    ]) {
       expect(text).toContain(`\nclotho_groups_irregular_total{kind="${kind}"} ${n}\n`);
     }
     // Bools and numeric strings in number fields, as pydantic's lax mode takes them.
-    const lax = { ...sampleGroup(2, 3), tokens: [['5', 6, 7], [5, true, 7]], scores: [true, ' 0.5 '], env_id: null };
+    const lax = {
+      ...sampleGroup(2, 3),
+      tokens: [
+        ['5', 6, 7],
+        [5, true, 7],
+      ],
+      scores: [true, ' 0.5 '],
+      env_id: null,
+    };
     expect((await post('/scored_data', lax)).status).toBe(200);
-    expect(service.queue[3]).toMatchObject({ tokens: [[5, 6, 7], [5, 1, 7]], scores: [1, 0.5] });
-    expect((await post('/scored_data', { ...lax, tokens: [['5.5', 6, 7], [5, 6, 7]] })).status).toBe(422);
+    expect(service.queue[3]).toMatchObject({
+      tokens: [
+        [5, 6, 7],
+        [5, 1, 7],
+      ],
+      scores: [1, 0.5],
+    });
+    expect(
+      (
+        await post('/scored_data', {
+          ...lax,
+          tokens: [
+            ['5.5', 6, 7],
+            [5, 6, 7],
+          ],
+        })
+      ).status,
+    ).toBe(422);
     expect(await (await app.request('/metrics')).text()).toContain('\nclotho_groups_irregular_total{kind="numbers_coerced"} 1\n');
     // One line per kind at its first occurrence, not one per group.
     expect(warnings).toHaveLength(5);
-    expect(warnings.find((w) => w.includes('advantages_misaligned'))).toMatch(/^clotho api: accepted a group with advantages whose rows do not match tokens/);
+    expect(warnings.find((w) => w.includes('advantages_misaligned'))).toMatch(
+      /^clotho api: accepted a group with advantages whose rows do not match tokens/,
+    );
   });
 
   it('locates errors inside /scored_data_list by index and ingests nothing', async () => {
@@ -162,7 +238,12 @@ describe('bearer token', () => {
   });
 
   it('answers 401 to every request without the right token', async () => {
-    for (const headers of [{} as Record<string, string>, { Authorization: 'Bearer wrong' }, { Authorization: 'Basic s3cret' }, { Authorization: 'Bearer s3cret-longer' }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { Authorization: 'Bearer wrong' },
+      { Authorization: 'Basic s3cret' },
+      { Authorization: 'Bearer s3cret-longer' },
+    ]) {
       for (const path of ['/', '/status', '/metrics', '/reset_data']) {
         const res = await app.request(path, { headers });
         expect(res.status).toBe(401);
@@ -175,7 +256,10 @@ describe('bearer token', () => {
 
   it('lets the right token and CORS preflights through', async () => {
     expect(await (await app.request('/', { headers: { Authorization: 'Bearer s3cret' } })).json()).toEqual({ message: 'AtroposLib API' });
-    const preflight = await app.request('/status', { method: 'OPTIONS', headers: { Origin: 'http://x', 'Access-Control-Request-Method': 'GET' } });
+    const preflight = await app.request('/status', {
+      method: 'OPTIONS',
+      headers: { Origin: 'http://x', 'Access-Control-Request-Method': 'GET' },
+    });
     expect(preflight.status).toBe(204);
   });
 });

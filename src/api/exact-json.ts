@@ -76,7 +76,7 @@ function skipSpace(text: string, at: number): number {
 
 /** Whether JSON text holds a number: a digit outside its strings (base64 images and text hold digits too). */
 function hasNumber(text: string): boolean {
-  for (let at = 0; at < text.length; ) {
+  for (let at = 0; at < text.length;) {
     const quote = text.indexOf('"', at);
     if (/\d/.test(text.slice(at, quote < 0 ? text.length : quote))) return true;
     if (quote < 0) return false;

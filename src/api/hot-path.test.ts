@@ -17,7 +17,10 @@ const rowsLike = (lengths: number[], value: fc.Arbitrary<unknown>) =>
     { weight: 1, arbitrary: fc.array(fc.array(value, { maxLength: 3 }), { maxLength: lengths.length + 1 }) },
   );
 const mostlyInts = fc.oneof({ weight: 20, arbitrary: fc.integer({ min: -100, max: 150_000 }) }, { weight: 1, arbitrary: numberish });
-const mostlyFloats = fc.oneof({ weight: 20, arbitrary: fc.double({ noNaN: true, noDefaultInfinity: true, min: -20, max: 2 }) }, { weight: 1, arbitrary: numberish });
+const mostlyFloats = fc.oneof(
+  { weight: 20, arbitrary: fc.double({ noNaN: true, noDefaultInfinity: true, min: -20, max: 2 }) },
+  { weight: 1, arbitrary: numberish },
+);
 const post = fc.array(fc.integer({ min: 0, max: 4 }), { minLength: 0, maxLength: 3 }).chain((lengths) =>
   fc.record(
     {
@@ -58,7 +61,9 @@ describe('validation of posted groups on the hot path', () => {
     const group = { tokens: [[1, 2, 3]], masks: [[-100, 2, 3]], scores: [1], inference_logprobs: [[1, -0.5, -0.25]], env_id: 0 };
     expect(HotScoredDataPostSchema.safeParse(group).success).toBe(true);
     expect(HotScoredDataListPostSchema.safeParse([group, group]).success).toBe(true);
-    expect(parseHotFirst(HotScoredDataListPostSchema, ScoredDataListPostSchema, [group])).toEqual(ScoredDataListPostSchema.safeParse([group]));
+    expect(parseHotFirst(HotScoredDataListPostSchema, ScoredDataListPostSchema, [group])).toEqual(
+      ScoredDataListPostSchema.safeParse([group]),
+    );
   });
 
   it('keeps the alignment checks: masks of another length are refused, naming the row', () => {

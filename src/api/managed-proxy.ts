@@ -72,14 +72,18 @@ type ChatRequest = z.infer<typeof ChatRequestSchema>;
 
 const SetupSchema = z.looseObject({
   model_name: z.string().optional(),
-  servers: z.array(z.looseObject({
-    base_url: z.string(),
-    server_type: z.enum(SERVER_TYPES).default('vllm'),
-    api_key: z.string().default(''),
-    num_max_requests_at_once: z.number().int().positive().default(512),
-    num_requests_for_eval: z.number().int().positive().default(64),
-    timeout: z.number().positive().default(1200),
-  })).default([]),
+  servers: z
+    .array(
+      z.looseObject({
+        base_url: z.string(),
+        server_type: z.enum(SERVER_TYPES).default('vllm'),
+        api_key: z.string().default(''),
+        num_max_requests_at_once: z.number().int().positive().default(512),
+        num_requests_for_eval: z.number().int().positive().default(64),
+        timeout: z.number().positive().default(1200),
+      }),
+    )
+    .default([]),
 });
 
 /** An error in OpenAI's shape, which Atropos's proxy answers with and OpenAI clients read. */
@@ -131,7 +135,14 @@ export function createManagedProxy(options: ManagedProxyOptions): ManagedProxy {
   app.notFound((c) => openAIError(c, 404, `no route ${c.req.method} ${c.req.path}`));
 
   app.get('/health', (c) =>
-    c.json({ status: 'ok', model: modelName, sessions: sessions.size, servers: pools.length, healthy_servers: pools.filter(healthy).length }));
+    c.json({
+      status: 'ok',
+      model: modelName,
+      sessions: sessions.size,
+      servers: pools.length,
+      healthy_servers: pools.filter(healthy).length,
+    }),
+  );
 
   const models = (c: Context) =>
     c.json({ object: 'list', data: [{ id: modelName, object: 'model', created: Math.floor(Date.now() / 1000), owned_by: 'clotho' }] });
@@ -143,10 +154,19 @@ export function createManagedProxy(options: ManagedProxyOptions): ManagedProxy {
     if (parsed.data.model_name) modelName = parsed.data.model_name;
     if (parsed.data.servers.length > 0) {
       // Sessions keep the server they were pinned to; new sessions choose among these.
-      pools = parsed.data.servers.map((s) => poolOf(ServerConfigSchema.parse({
-        base_url: s.base_url, server_type: s.server_type, api_key: s.api_key, model_name: modelName,
-        num_max_requests_at_once: s.num_max_requests_at_once, num_requests_for_eval: s.num_requests_for_eval, timeout: s.timeout,
-      })));
+      pools = parsed.data.servers.map((s) =>
+        poolOf(
+          ServerConfigSchema.parse({
+            base_url: s.base_url,
+            server_type: s.server_type,
+            api_key: s.api_key,
+            model_name: modelName,
+            num_max_requests_at_once: s.num_max_requests_at_once,
+            num_requests_for_eval: s.num_requests_for_eval,
+            timeout: s.timeout,
+          }),
+        ),
+      );
     }
     return c.json({ status: 'ok', servers: pools.length, model_name: modelName });
   });
@@ -154,29 +174,51 @@ export function createManagedProxy(options: ManagedProxyOptions): ManagedProxy {
   app.get('/servers', (c) =>
     c.json({
       servers: pools.map((p, index) => ({
-        index, base_url: p.config.base_url, healthy: healthy(p), model_name: p.config.model_name, server_type: p.config.server_type,
+        index,
+        base_url: p.config.base_url,
+        healthy: healthy(p),
+        model_name: p.config.model_name,
+        server_type: p.config.server_type,
       })),
-    }));
+    }),
+  );
 
   app.post('/sessions/create', async (c) => {
     const parsed = SessionCreateSchema.safeParse(await readBody(c));
     if (!parsed.success) return invalid(c, parsed.error);
     const { tool_parser: toolParser, track_tree: trackTree, base_url: baseUrl } = parsed.data;
     if (toolParser !== 'hermes' && toolParser !== 'none') {
-      return openAIError(c, 400, `tool_parser "${toolParser}" is not supported: Clotho parses Hermes <tool_call> blocks ("hermes"), or nothing ("none")`);
+      return openAIError(
+        c,
+        400,
+        `tool_parser "${toolParser}" is not supported: Clotho parses Hermes <tool_call> blocks ("hermes"), or nothing ("none")`,
+      );
     }
     let pool: Pool | undefined;
     if (baseUrl) {
       pool = pools.find((p) => sameUrl(p.config.base_url, baseUrl));
-      if (!pool) return openAIError(c, 404, `No server with base_url '${baseUrl}'. Available: ${JSON.stringify(pools.map((p) => p.config.base_url))}`);
+      if (!pool)
+        return openAIError(
+          c,
+          404,
+          `No server with base_url '${baseUrl}'. Available: ${JSON.stringify(pools.map((p) => p.config.base_url))}`,
+        );
     } else {
       // The healthy server with the most free slots, as Atropos picks one (the first when none is healthy).
-      pool = pools.filter(healthy).reduce<Pool | undefined>((best, p) => (!best || freeSlots(p) > freeSlots(best) ? p : best), undefined) ?? pools[0];
+      pool =
+        pools.filter(healthy).reduce<Pool | undefined>((best, p) => (!best || freeSlots(p) > freeSlots(best) ? p : best), undefined) ??
+        pools[0];
     }
     if (!pool) return openAIError(c, 500, 'the proxy has no inference server (POST /setup)', 'server_error');
     const now = Date.now() / 1000;
     const session: Session = {
-      uuid: randomUUID(), state: new ManagedSession(tokenizer, trackTree), pool, toolParser, createdAt: now, lastAccessed: now, queue: Promise.resolve(),
+      uuid: randomUUID(),
+      state: new ManagedSession(tokenizer, trackTree),
+      pool,
+      toolParser,
+      createdAt: now,
+      lastAccessed: now,
+      queue: Promise.resolve(),
     };
     sessions.set(session.uuid, session);
     return c.json({ uuid: session.uuid, model_name: modelName, tool_parser: toolParser, base_url: pool.config.base_url, created_at: now });
@@ -185,10 +227,15 @@ export function createManagedProxy(options: ManagedProxyOptions): ManagedProxy {
   app.get('/sessions', (c) =>
     c.json({
       sessions: [...sessions.values()].map((s) => ({
-        uuid: s.uuid, model_name: modelName, base_url: s.pool.config.base_url, created_at: s.createdAt,
-        last_accessed: s.lastAccessed, num_nodes: s.state.nodes.length,
+        uuid: s.uuid,
+        model_name: modelName,
+        base_url: s.pool.config.base_url,
+        created_at: s.createdAt,
+        last_accessed: s.lastAccessed,
+        num_nodes: s.state.nodes.length,
       })),
-    }));
+    }),
+  );
 
   /** The session a path names, or the 404 answer. */
   const sessionOf = (c: Context): Session | Response => {
@@ -217,18 +264,26 @@ export function createManagedProxy(options: ManagedProxyOptions): ManagedProxy {
       const stop = typeof body.stop === 'string' ? [body.stop] : body.stop;
       let completions;
       try {
-        completions = await session.pool.manager.generateTokens({
-          promptTokenIds: prompt.ids,
-          n: body.n ?? 1,
-          maxTokens: body.max_tokens ?? body.max_completion_tokens ?? 1024,
-          temperature: body.temperature ?? 1,
-          topP: body.top_p ?? 1,
-          ...(stop?.length ? { stop } : {}),
-          ...(typeof body.seed === 'number' ? { seed: body.seed } : {}),
-        }, { signal: c.req.raw.signal });
+        completions = await session.pool.manager.generateTokens(
+          {
+            promptTokenIds: prompt.ids,
+            n: body.n ?? 1,
+            maxTokens: body.max_tokens ?? body.max_completion_tokens ?? 1024,
+            temperature: body.temperature ?? 1,
+            topP: body.top_p ?? 1,
+            ...(stop?.length ? { stop } : {}),
+            ...(typeof body.seed === 'number' ? { seed: body.seed } : {}),
+          },
+          { signal: c.req.raw.signal },
+        );
       } catch (error) {
         const refused = error instanceof InferenceError && error.kind === 'request';
-        return openAIError(c, refused ? 400 : 500, `Completion failed: ${(error as Error).message}`, refused ? 'invalid_request_error' : 'server_error');
+        return openAIError(
+          c,
+          refused ? 400 : 500,
+          `Completion failed: ${(error as Error).message}`,
+          refused ? 'invalid_request_error' : 'server_error',
+        );
       }
       const id = `chatcmpl-${randomUUID().replaceAll('-', '').slice(0, 12)}`;
       const answers = session.state.record(prompt, completions, request.parseTools, `call-${id.slice(8)}`);

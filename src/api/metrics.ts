@@ -26,32 +26,50 @@ const byReason = (dropped: Record<string, number>, labels: Labels = {}): Sample[
  * `irregular` counts the groups this API process accepted although part of them looks wrong, by kind.
  */
 export function renderPrometheus(m: MetricsSnapshot, irregular: Record<string, number | undefined> = {}): string {
-  const perEnv = (pick: (e: MetricsSnapshot['envs'][number]) => number): Sample[] =>
-    m.envs.map((e) => [{ env: e.env }, pick(e)]);
-  return [
-    family('clotho_current_step', 'gauge', 'Batches formed so far (the trainer step).', [[{}, m.currentStep]]),
-    family('clotho_groups_received_total', 'counter', 'Scored groups posted.', [[{}, m.groupsReceived]]),
-    family('clotho_groups_buffered_total', 'counter', 'Groups held back to merge to the group size.', [[{}, m.groupsBuffered]]),
-    family('clotho_groups_dropped_total', 'counter', 'Groups not delivered, by reason.', byReason(m.groupsDropped)),
-    family('clotho_batches_formed_total', 'counter', 'Batches formed.', [[{}, m.batchesFormed]]),
-    family('clotho_batches_served_total', 'counter', 'Batches handed to trainers.', [[{}, m.batchesServed]]),
-    family('clotho_queue_depth', 'gauge', 'Groups waiting in the queue.', [[{}, m.queueDepth]]),
-    family('clotho_posts_refused_total', 'counter', 'Posts of scored groups this API process answered 503: the queue was full.', [[{}, m.postsRefused]]),
-    family('clotho_groups_refused_total', 'counter', 'Groups in the posts this API process answered 503.', [[{}, m.groupsRefused]]),
-    family(
-      'clotho_groups_irregular_total',
-      'counter',
-      'Groups this API process accepted, as Atropos does, though part of them looks wrong, by kind.',
-      Object.entries(irregular).map(([kind, n]): Sample => [{ kind }, n ?? 0]),
-    ),
-    family('clotho_env_groups_received_total', 'counter', 'Scored groups posted, per environment.', perEnv((e) => e.groupsReceived)),
-    family('clotho_env_groups_buffered_total', 'counter', 'Groups held back, per environment.', perEnv((e) => e.groupsBuffered)),
-    family(
-      'clotho_env_groups_dropped_total',
-      'counter',
-      'Groups not delivered, per environment and reason.',
-      m.envs.flatMap((e) => byReason(e.groupsDropped, { env: e.env })),
-    ),
-    family('clotho_env_queue_depth', 'gauge', 'Groups waiting in the queue, per environment.', perEnv((e) => e.queueDepth)),
-  ].join('\n') + '\n';
+  const perEnv = (pick: (e: MetricsSnapshot['envs'][number]) => number): Sample[] => m.envs.map((e) => [{ env: e.env }, pick(e)]);
+  return (
+    [
+      family('clotho_current_step', 'gauge', 'Batches formed so far (the trainer step).', [[{}, m.currentStep]]),
+      family('clotho_groups_received_total', 'counter', 'Scored groups posted.', [[{}, m.groupsReceived]]),
+      family('clotho_groups_buffered_total', 'counter', 'Groups held back to merge to the group size.', [[{}, m.groupsBuffered]]),
+      family('clotho_groups_dropped_total', 'counter', 'Groups not delivered, by reason.', byReason(m.groupsDropped)),
+      family('clotho_batches_formed_total', 'counter', 'Batches formed.', [[{}, m.batchesFormed]]),
+      family('clotho_batches_served_total', 'counter', 'Batches handed to trainers.', [[{}, m.batchesServed]]),
+      family('clotho_queue_depth', 'gauge', 'Groups waiting in the queue.', [[{}, m.queueDepth]]),
+      family('clotho_posts_refused_total', 'counter', 'Posts of scored groups this API process answered 503: the queue was full.', [
+        [{}, m.postsRefused],
+      ]),
+      family('clotho_groups_refused_total', 'counter', 'Groups in the posts this API process answered 503.', [[{}, m.groupsRefused]]),
+      family(
+        'clotho_groups_irregular_total',
+        'counter',
+        'Groups this API process accepted, as Atropos does, though part of them looks wrong, by kind.',
+        Object.entries(irregular).map(([kind, n]): Sample => [{ kind }, n ?? 0]),
+      ),
+      family(
+        'clotho_env_groups_received_total',
+        'counter',
+        'Scored groups posted, per environment.',
+        perEnv((e) => e.groupsReceived),
+      ),
+      family(
+        'clotho_env_groups_buffered_total',
+        'counter',
+        'Groups held back, per environment.',
+        perEnv((e) => e.groupsBuffered),
+      ),
+      family(
+        'clotho_env_groups_dropped_total',
+        'counter',
+        'Groups not delivered, per environment and reason.',
+        m.envs.flatMap((e) => byReason(e.groupsDropped, { env: e.env })),
+      ),
+      family(
+        'clotho_env_queue_depth',
+        'gauge',
+        'Groups waiting in the queue, per environment.',
+        perEnv((e) => e.queueDepth),
+      ),
+    ].join('\n') + '\n'
+  );
 }

@@ -40,12 +40,19 @@ export function groupJson(group: object): string {
  * JSON text of an object whose `groups` members hold scored groups (or lists of them, or null) and whose `floats`
  * members are numbers Atropos computes as floats; every other member as `JSON.stringify` writes it.
  */
-export function responseJson(body: Record<string, unknown>, { groups = [], floats = [] }: { groups?: string[]; floats?: string[] } = {}): string {
+export function responseJson(
+  body: Record<string, unknown>,
+  { groups = [], floats = [] }: { groups?: string[]; floats?: string[] } = {},
+): string {
   const members = Object.entries(body).flatMap(([key, value]) => {
     if (value === undefined) return [];
     let text: string;
     if (groups.includes(key)) {
-      text = Array.isArray(value) ? `[${value.map((g: object) => groupJson(g)).join(',')}]` : value === null ? 'null' : groupJson(value as object);
+      text = Array.isArray(value)
+        ? `[${value.map((g: object) => groupJson(g)).join(',')}]`
+        : value === null
+          ? 'null'
+          : groupJson(value as object);
     } else text = floats.includes(key) ? floatJson(value) : JSON.stringify(value);
     return [`${JSON.stringify(key)}:${text}`];
   });

@@ -20,11 +20,13 @@ export const unprocessable = (c: Context, detail: ErrorDetail[]) => c.json({ det
 export function messagesOnlyDetail(body: unknown): ErrorDetail[] {
   const at = (i: number | null): (string | number)[] => (i === null ? ['body', 'messages_only'] : ['body', i, 'messages_only']);
   const groups: [number | null, unknown][] = Array.isArray(body) ? body.map((g, i) => [i, g]) : [[null, body]];
-  return groups.filter(([, g]) => isMessagesOnly(g)).map(([i]) => ({
-    loc: at(i),
-    msg: `${MESSAGES_ONLY_NOT_TRAINING}; post groups with tokens and masks (clotho process without --env.messages_only)`,
-    type: 'value_error',
-  }));
+  return groups
+    .filter(([, g]) => isMessagesOnly(g))
+    .map(([i]) => ({
+      loc: at(i),
+      msg: `${MESSAGES_ONLY_NOT_TRAINING}; post groups with tokens and masks (clotho process without --env.messages_only)`,
+      type: 'value_error',
+    }));
 }
 
 class BodyTooLarge extends Error {}
@@ -51,7 +53,11 @@ async function* streamChunks(stream: ReadableStream<Uint8Array>): AsyncIterable<
 }
 
 /** Node's request under @hono/node-server (absent under `app.request` in tests). */
-type NodeIncoming = AsyncIterable<Uint8Array | string> & { readableEnded?: boolean; readableDidRead?: boolean; listenerCount?(event: string): number };
+type NodeIncoming = AsyncIterable<Uint8Array | string> & {
+  readableEnded?: boolean;
+  readableDidRead?: boolean;
+  listenerCount?(event: string): number;
+};
 
 /**
  * The raw request body. Read from the Node request that @hono/node-server passes when nothing has read it yet: the
@@ -63,7 +69,11 @@ function rawChunks(c: Context): AsyncIterable<Uint8Array | string> | null {
   const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming as NodeIncoming | undefined;
   const readable = incoming !== undefined && typeof incoming[Symbol.asyncIterator] === 'function' && !incoming.readableEnded;
   // A listener means the Fetch body stream already draws from it: then that stream is the body.
-  const untouched = readable && !incoming.readableDidRead && (incoming.listenerCount?.('data') ?? 0) === 0 && (incoming.listenerCount?.('readable') ?? 0) === 0;
+  const untouched =
+    readable &&
+    !incoming.readableDidRead &&
+    (incoming.listenerCount?.('data') ?? 0) === 0 &&
+    (incoming.listenerCount?.('readable') ?? 0) === 0;
   if (method === 'GET' || method === 'HEAD') return readable ? incoming : null;
   if (untouched) return incoming;
   return c.req.raw.body ? streamChunks(c.req.raw.body) : null;

@@ -32,7 +32,10 @@ describe('what a /register means when the batcher has a trainer', () => {
     const ahead = decideRegistration(at(AXOLOTL, 2), { ...AXOLOTL, starting_step: 9 });
     expect(ahead).toEqual({ kind: 'conflict', why: "starting_step 9 is past the batcher's step 2" });
     const moved = decideRegistration(at(AXOLOTL, 2), { ...AXOLOTL, starting_step: 2, checkpoint_dir: 'elsewhere' });
-    expect(moved).toEqual({ kind: 'conflict', why: 'only the checkpoint settings changed (checkpoint_dir "./outputs/out" -> "elsewhere")' });
+    expect(moved).toEqual({
+      kind: 'conflict',
+      why: 'only the checkpoint settings changed (checkpoint_dir "./outputs/out" -> "elsewhere")',
+    });
     const message = conflictMessage(at(AXOLOTL, 2), { ...AXOLOTL, starting_step: 9 }, 'why');
     expect(message).toContain('"starting_step":2');
     expect(message).toContain('"starting_step":9');

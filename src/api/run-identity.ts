@@ -14,10 +14,7 @@ import type { TrainerRegistration } from '../schema/api.js';
  *   the checkpoint settings changed): refused, naming both configurations and how to start a new run.
  */
 export type RegistrationDecision =
-  | { kind: 'initialise' }
-  | { kind: 'resume' }
-  | { kind: 'new_run'; why: string }
-  | { kind: 'conflict'; why: string };
+  { kind: 'initialise' } | { kind: 'resume' } | { kind: 'new_run'; why: string } | { kind: 'conflict'; why: string };
 
 /** Settings that name a training run: any change is a new one. */
 const IDENTITY = ['batch_size', 'max_token_len', 'num_steps', 'wandb_group', 'wandb_project'] as const;

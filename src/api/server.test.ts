@@ -11,11 +11,15 @@ let server: RunningApiServer;
 /** A raw HTTP exchange: node:http, unlike fetch, sends a body on a GET, as aiohttp does. */
 function exchange(method: string, path: string, body?: Buffer, headers: Record<string, string> = {}) {
   return new Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }>((resolve, reject) => {
-    const req = request(`${server.url}${path}`, { method, headers: { ...headers, ...(body ? { 'Content-Length': body.byteLength } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
+    const req = request(
+      `${server.url}${path}`,
+      { method, headers: { ...headers, ...(body ? { 'Content-Length': body.byteLength } : {}) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -32,8 +36,14 @@ it('serves the API over a real socket on a free port', async () => {
   expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   expect(await (await fetch(`${server.url}/`)).json()).toEqual({ message: 'AtroposLib API' });
   const registration = {
-    wandb_group: '', wandb_project: '', batch_size: 2, max_token_len: 64,
-    checkpoint_dir: 'c', save_checkpoint_interval: 1, starting_step: 0, num_steps: 3,
+    wandb_group: '',
+    wandb_project: '',
+    batch_size: 2,
+    max_token_len: 64,
+    checkpoint_dir: 'c',
+    save_checkpoint_interval: 1,
+    starting_step: 0,
+    num_steps: 3,
   };
   const reg = await exchange('POST', '/register', Buffer.from(JSON.stringify(registration)), { 'Content-Type': 'application/json' });
   expect(reg.body.toString()).toMatch(/^\{"uuid":\d{20,39}\}$/);

@@ -22,8 +22,9 @@ const throughStore = (blob: unknown): ScoredDataGroup => {
 
 describe('a posted group in the store', () => {
   it('is kept as posted when that reads back as its validated form, Clotho’s additions and missing defaults included', () => {
-    const body = '{"tokens": [[1, 2]], "masks": [[-100, 2]], "scores": [1.0], "idempotency_key": "k", "policy_version": 3,'
-      + ' "messages": [[{"role": "user", "content": {"x": 1}}]], "generation_params": {"t": 0.5}}';
+    const body =
+      '{"tokens": [[1, 2]], "masks": [[-100, 2]], "scores": [1.0], "idempotency_key": "k", "policy_version": 3,' +
+      ' "messages": [[{"role": "user", "content": {"x": 1}}]], "generation_params": {"t": 0.5}}';
     const { value, data } = read(body);
     expect(keepsAsPosted(value, data)).toBe(true);
     const posted = toIngestGroup(data as never, undefined, Buffer.from(body));

@@ -39,7 +39,18 @@ async function start(seenCapacity: number, serviceStore: TrajectoryStore = store
     args: [{ trainer: { kind: 'http' }, options: { seenCapacity } }],
   });
   await handle.executeUpdate(registerTrainerUpdate, {
-    args: [{ wandb_group: '', wandb_project: '', batch_size: 64, max_token_len: 4096, checkpoint_dir: '', save_checkpoint_interval: 1, starting_step: 0, num_steps: 1 }],
+    args: [
+      {
+        wandb_group: '',
+        wandb_project: '',
+        batch_size: 64,
+        max_token_len: 4096,
+        checkpoint_dir: '',
+        save_checkpoint_interval: 1,
+        starting_step: 0,
+        num_steps: 1,
+      },
+    ],
   });
   const service = createTemporalTrajectoryService({ client, store: serviceStore, batcherId });
   const queued = async () => (await handle.query(batcherViewQuery)).status.queue_size;

@@ -155,7 +155,9 @@ export function createTemporalTrajectoryService({
           const stored = await store.tryGet<ScoredDataGroup>(ref.ref);
           if (stored === undefined) return [];
           const { id, envId, policyVersion = null, receivedAt } = ref;
-          return [{ id, envId, policyVersion, receivedAt: receivedAt === undefined ? null : receivedAt / 1000, group: withEnvId(ref, stored) }];
+          return [
+            { id, envId, policyVersion, receivedAt: receivedAt === undefined ? null : receivedAt / 1000, group: withEnvId(ref, stored) },
+          ];
         }),
       );
       return { total, groups: read.flat() };
@@ -272,7 +274,8 @@ function toWire(result: BatcherIngestResult): IngestResult {
 function toMetrics({ metrics, envs }: BatcherView, refused: Refusals): MetricsSnapshot {
   const all = Object.values(metrics.counters.perEnv);
   const dropped: Record<string, number> = {};
-  for (const counters of all) for (const [reason, n] of Object.entries(counters.dropped)) dropped[reason] = (dropped[reason] ?? 0) + (n ?? 0);
+  for (const counters of all)
+    for (const [reason, n] of Object.entries(counters.dropped)) dropped[reason] = (dropped[reason] ?? 0) + (n ?? 0);
   return {
     currentStep: metrics.step,
     groupsReceived: all.reduce((sum, c) => sum + c.received, 0),

@@ -30,10 +30,16 @@ export async function createBatcherService(flags: ServiceFlags) {
     // The newest training run of --batcher-id, resumed; or, with --new-run, the next one (unless there is none yet).
     let run: BatcherRun = await currentRun(temporal.client, flags.batcherId);
     const sa = temporal.searchAttributes;
-    if (flags.newRun && (await runExists(temporal.client, run.workflowId))) run = await startNextRun(temporal.client, flags.batcherId, run, input, sa);
+    if (flags.newRun && (await runExists(temporal.client, run.workflowId)))
+      run = await startNextRun(temporal.client, flags.batcherId, run, input, sa);
     else {
       // Before this worker polls: a batcher started by a Clotho older than the replay baseline is refused, not replayed.
-      await refuseUnreplayable(temporal.client, `training run ${run.run} of batcher ${flags.batcherId}`, run.workflowId, 'start a new training run (clotho api --new-run)');
+      await refuseUnreplayable(
+        temporal.client,
+        `training run ${run.run} of batcher ${flags.batcherId}`,
+        run.workflowId,
+        'start a new training run (clotho api --new-run)',
+      );
       await ensureBatcher(temporal.client, run.workflowId, input, sa);
     }
     const worker = await startBatcherWorker({

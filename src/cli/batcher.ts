@@ -54,10 +54,21 @@ export async function ensureBatcher(client: Client, workflowId: string, input: B
  * run's id as the reason: environments still feeding it fail loudly instead of feeding a run no trainer reads). When
  * another API process started that run first, its run is the one returned.
  */
-export async function startNextRun(client: Client, base: string, previous: BatcherRun, input: BatcherInput, searchAttributes: boolean): Promise<BatcherRun> {
+export async function startNextRun(
+  client: Client,
+  base: string,
+  previous: BatcherRun,
+  input: BatcherInput,
+  searchAttributes: boolean,
+): Promise<BatcherRun> {
   const next = { run: previous.run + 1, workflowId: runWorkflowId(base, previous.run + 1) };
   try {
-    await client.workflow.start<typeof batcher>('batcher', { workflowId: next.workflowId, taskQueue: BATCHER_TASK_QUEUE, args: [input], ...startedBy(searchAttributes) });
+    await client.workflow.start<typeof batcher>('batcher', {
+      workflowId: next.workflowId,
+      taskQueue: BATCHER_TASK_QUEUE,
+      args: [input],
+      ...startedBy(searchAttributes),
+    });
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     return currentRun(client, base);

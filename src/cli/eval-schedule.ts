@@ -44,6 +44,12 @@ export function evalSchedule(plan: RunPlan): EvalSchedule | undefined {
 export function processEvalNotices(plan: RunPlan): string[] {
   const { env } = plan.config;
   const defaults = { ...BaseEnvConfigSchema.parse({}), ...plan.definition.defaults };
-  const set = (['steps_per_eval', 'eval_handling', 'eval_limit_ratio', 'eval_items'] as const).filter((field) => env[field] !== defaults[field]);
-  return set.length === 0 ? [] : [`${set.map((f) => `--env.${f}`).join(', ')}: no effect in \`clotho process\` (no trainer steps; Atropos's process mode does not evaluate either); \`clotho serve\` evaluates during training, \`clotho evaluate\` on its own`];
+  const set = (['steps_per_eval', 'eval_handling', 'eval_limit_ratio', 'eval_items'] as const).filter(
+    (field) => env[field] !== defaults[field],
+  );
+  return set.length === 0
+    ? []
+    : [
+        `${set.map((f) => `--env.${f}`).join(', ')}: no effect in \`clotho process\` (no trainer steps; Atropos's process mode does not evaluate either); \`clotho serve\` evaluates during training, \`clotho evaluate\` on its own`,
+      ];
 }

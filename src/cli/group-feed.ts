@@ -57,7 +57,7 @@ export function followGroups(options: GroupFeedOptions): GroupFeed {
     const handle = client.workflow.getHandle(rolloutGroupId(options.runId, options.environment, itemIndex));
     // Undefined when the group's workflow failed (retries ran out): a failed group, never a score.
     let result: RolloutGroupResult | undefined;
-    for (let transient = 0; ; ) {
+    for (let transient = 0; ;) {
       try {
         result = (await rpc(() => handle.result())) as RolloutGroupResult;
         break;
@@ -66,7 +66,8 @@ export function followGroups(options: GroupFeedOptions): GroupFeed {
         // The env-run counted the item before its child started: the child exists within moments.
         if (error instanceof WorkflowNotFoundError) await pause(Math.min(pollMs, 100));
         else if (error instanceof WorkflowFailedError) break;
-        else if (++transient <= 5) await pause(); // the server briefly out of reach
+        else if (++transient <= 5)
+          await pause(); // the server briefly out of reach
         else throw error;
       }
     }

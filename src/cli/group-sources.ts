@@ -62,6 +62,7 @@ export async function* storeGroups(store: TrajectoryStore, runId: string): Group
   for (const item of items) {
     if (!item.assembled) continue;
     const group = await store.tryGet(storeKey(runId, item.environment, `item-${item.itemIndex}`, 'group'));
-    if (group !== undefined) yield { groups: [isMessagesOnly(group) ? MessagesOnlyGroupSchema.parse(group) : WrittenGroupSchema.parse(group)] };
+    if (group !== undefined)
+      yield { groups: [isMessagesOnly(group) ? MessagesOnlyGroupSchema.parse(group) : WrittenGroupSchema.parse(group)] };
   }
 }

@@ -22,7 +22,9 @@ export async function environmentHelp(
   const loaded = await loadEnvironment(name);
   const definition = { ...loaded, defaults: { ...loaded.defaults, ...options.defaults } };
   const computed = computedDefaults(definition.name);
-  const rows = describeFlags(definition, { ...RUN_FLAGS, ...options.commandFlags }).map((r) => (r.flag in computed ? { ...r, default: computed[r.flag]! } : r));
+  const rows = describeFlags(definition, { ...RUN_FLAGS, ...options.commandFlags }).map((r) =>
+    r.flag in computed ? { ...r, default: computed[r.flag]! } : r,
+  );
   const width = Math.min(48, Math.max(...rows.map((r) => `${r.flag} ${r.type}`.length)));
   const lines = rows.map((r) => {
     const left = `${r.flag} ${r.type}`.padEnd(width);

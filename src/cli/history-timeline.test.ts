@@ -8,14 +8,28 @@ const payloads = (value: unknown) => ({ payloads: [defaultPayloadConverter.toPay
 const decode = (payload: Parameters<typeof defaultPayloadConverter.fromPayload>[0]) => defaultPayloadConverter.fromPayload(payload);
 const time = (ms: number) => ({ seconds: T0 + Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 });
 const marker = (seq: number, type: string, attempt: number, completeMs: number, extra: Record<string, unknown> = {}) =>
-  payloads({ seq, attempt, activity_id: String(seq), activity_type: type, complete_time: time(completeMs), backoff: null, original_schedule_time: null, ...extra });
+  payloads({
+    seq,
+    attempt,
+    activity_id: String(seq),
+    activity_type: type,
+    complete_time: time(completeMs),
+    backoff: null,
+    original_schedule_time: null,
+    ...extra,
+  });
 
 /** A history as a list of [ms since start, attributes] pairs; event ids are positions from 1. */
 function history(events: [number, Record<string, unknown>][]): History {
   return { events: events.map(([ms, attributes], i) => ({ eventId: i + 1, eventTime: time(ms), ...attributes })) } as unknown as History;
 }
 
-const started = { workflowExecutionStartedEventAttributes: { workflowType: { name: 'rolloutGroup' }, input: payloads({ runId: 'r', environment: 'e', itemIndex: 3, groupSize: 2 }) } };
+const started = {
+  workflowExecutionStartedEventAttributes: {
+    workflowType: { name: 'rolloutGroup' },
+    input: payloads({ runId: 'r', environment: 'e', itemIndex: 3, groupSize: 2 }),
+  },
+};
 
 describe('buildTimeline', () => {
   it('decodes local-activity markers: their results, failed attempts waiting on a backoff, and a final failure', () => {
@@ -24,13 +38,54 @@ describe('buildTimeline', () => {
         [0, started],
         [10, { workflowTaskStartedEventAttributes: {} }], // 2
         [30, { workflowTaskCompletedEventAttributes: { startedEventId: 2 } }], // 3
-        [30, { markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: 3, details: { data: marker(1, 'parseGroup', 1, 14), result: payloads({ key: 'p' }) } } }],
-        [30, { markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: 3, details: { data: marker(2, 'scoreGroup', 1, 25, { backoff: { seconds: 2 } }) }, failure: { message: 'judge busy' } } }],
+        [
+          30,
+          {
+            markerRecordedEventAttributes: {
+              markerName: 'core_local_activity',
+              workflowTaskCompletedEventId: 3,
+              details: { data: marker(1, 'parseGroup', 1, 14), result: payloads({ key: 'p' }) },
+            },
+          },
+        ],
+        [
+          30,
+          {
+            markerRecordedEventAttributes: {
+              markerName: 'core_local_activity',
+              workflowTaskCompletedEventId: 3,
+              details: { data: marker(2, 'scoreGroup', 1, 25, { backoff: { seconds: 2 } }) },
+              failure: { message: 'judge busy' },
+            },
+          },
+        ],
         [2000, { workflowTaskStartedEventAttributes: {} }], // 6
         [2050, { workflowTaskCompletedEventAttributes: { startedEventId: 6 } }], // 7
-        [2050, { markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: 7, details: { data: marker(2, 'scoreGroup', 2, 2040), result: payloads({ scores: [1, -1], metrics: {} }) } } }],
-        [2060, { markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: 7, details: { data: marker(3, 'assembleGroup', 3, 2045) }, failure: { message: 'Activity failed', cause: { message: 'disk full' } } } }],
-        [2070, { workflowExecutionFailedEventAttributes: { failure: { message: 'Activity task failed', cause: { message: 'disk full' } } } }],
+        [
+          2050,
+          {
+            markerRecordedEventAttributes: {
+              markerName: 'core_local_activity',
+              workflowTaskCompletedEventId: 7,
+              details: { data: marker(2, 'scoreGroup', 2, 2040), result: payloads({ scores: [1, -1], metrics: {} }) },
+            },
+          },
+        ],
+        [
+          2060,
+          {
+            markerRecordedEventAttributes: {
+              markerName: 'core_local_activity',
+              workflowTaskCompletedEventId: 7,
+              details: { data: marker(3, 'assembleGroup', 3, 2045) },
+              failure: { message: 'Activity failed', cause: { message: 'disk full' } },
+            },
+          },
+        ],
+        [
+          2070,
+          { workflowExecutionFailedEventAttributes: { failure: { message: 'Activity task failed', cause: { message: 'disk full' } } } },
+        ],
       ]),
       decode,
     );
@@ -59,10 +114,18 @@ describe('buildTimeline', () => {
     const timeline = buildTimeline(
       history([
         [0, started],
-        [5, { activityTaskScheduledEventAttributes: { activityId: '1', activityType: { name: 'stepTurn' }, input: payloads({ turn: 0 }) } }],
+        [
+          5,
+          { activityTaskScheduledEventAttributes: { activityId: '1', activityType: { name: 'stepTurn' }, input: payloads({ turn: 0 }) } },
+        ],
         [9, { activityTaskStartedEventAttributes: { scheduledEventId: 2, attempt: 1 } }],
         [60_005, { activityTaskTimedOutEventAttributes: { scheduledEventId: 2, failure: { message: 'activity StartToClose timeout' } } }],
-        [60_010, { activityTaskScheduledEventAttributes: { activityId: '2', activityType: { name: 'generateTurn' }, input: payloads({ turn: 1 }) } }],
+        [
+          60_010,
+          {
+            activityTaskScheduledEventAttributes: { activityId: '2', activityType: { name: 'generateTurn' }, input: payloads({ turn: 1 }) },
+          },
+        ],
       ]),
       decode,
       pending,
@@ -86,23 +149,58 @@ describe('buildTimeline', () => {
         [0, started],
         [10, { workflowTaskStartedEventAttributes: {} }], // 2
         [90, { workflowTaskCompletedEventAttributes: { startedEventId: 2 } }], // 3
-        [90, { markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: 3, details: { data: marker(1, 'generateTurn', 1, 40), result: payloads({ active: [0, 1], completionTokens: [3, 4], toolCalls: [] }) } } }],
-        [90, { markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: 3, details: { data: marker(2, 'callTurnTools', 1, 60), result: payloads(calls) } } }],
+        [
+          90,
+          {
+            markerRecordedEventAttributes: {
+              markerName: 'core_local_activity',
+              workflowTaskCompletedEventId: 3,
+              details: {
+                data: marker(1, 'generateTurn', 1, 40),
+                result: payloads({ active: [0, 1], completionTokens: [3, 4], toolCalls: [] }),
+              },
+            },
+          },
+        ],
+        [
+          90,
+          {
+            markerRecordedEventAttributes: {
+              markerName: 'core_local_activity',
+              workflowTaskCompletedEventId: 3,
+              details: { data: marker(2, 'callTurnTools', 1, 60), result: payloads(calls) },
+            },
+          },
+        ],
       ]),
       decode,
     );
-    expect(formatSteps(timeline)[1]).toBe('   +0.040s      20 ms  callTurnTools turn 0: add sample 0 → ok: total 2; divide sample 1 → tool_error: Error: division by zero [local]');
+    expect(formatSteps(timeline)[1]).toBe(
+      '   +0.040s      20 ms  callTurnTools turn 0: add sample 0 → ok: total 2; divide sample 1 → tool_error: Error: division by zero [local]',
+    );
   });
 
   it('reports a dropped group with its reason', () => {
     const result = { status: 'dropped', dropReason: 'scores_all_equal', scores: [0, 0], meanScore: 0, turns: 1 };
-    const timeline = buildTimeline(history([[0, started], [40, { workflowExecutionCompletedEventAttributes: { result: payloads(result) } }]]), decode);
+    const timeline = buildTimeline(
+      history([
+        [0, started],
+        [40, { workflowExecutionCompletedEventAttributes: { result: payloads(result) } }],
+      ]),
+      decode,
+    );
     expect(formatEnd(timeline)).toBe('result: dropped (scores_all_equal) · scores 0, 0 · mean 0 · 1 turn');
   });
 
   it('shows a failed workflow task (a nondeterminism error stalls the group)', () => {
     const failure = { message: '[TMPRL1100] Nondeterminism error: Activity type of scheduled event does not match' };
-    const timeline = buildTimeline(history([[0, started], [1500, { workflowTaskFailedEventAttributes: { cause: 24, failure } }]]), decode);
+    const timeline = buildTimeline(
+      history([
+        [0, started],
+        [1500, { workflowTaskFailedEventAttributes: { cause: 24, failure } }],
+      ]),
+      decode,
+    );
     expect(formatSteps(timeline)).toEqual([
       '   +1.500s       0 ms  workflow task [FAILED]',
       `                       error: ${failure.message}`,

@@ -185,11 +185,14 @@ export function buildTimeline(history: History, decode: PayloadDecoder, pending:
 
 function closeOf(event: HistoryEvent, decode: PayloadDecoder): { scheduledEventId: number; fields: Partial<TimelineStep> } | undefined {
   const done = event.activityTaskCompletedEventAttributes;
-  if (done) return { scheduledEventId: num(done.scheduledEventId), fields: { status: 'completed', result: firstPayload(done.result, decode) } };
+  if (done)
+    return { scheduledEventId: num(done.scheduledEventId), fields: { status: 'completed', result: firstPayload(done.result, decode) } };
   const failed = event.activityTaskFailedEventAttributes;
-  if (failed) return { scheduledEventId: num(failed.scheduledEventId), fields: { status: 'failed', error: failureMessage(failed.failure) } };
+  if (failed)
+    return { scheduledEventId: num(failed.scheduledEventId), fields: { status: 'failed', error: failureMessage(failed.failure) } };
   const timedOut = event.activityTaskTimedOutEventAttributes;
-  if (timedOut) return { scheduledEventId: num(timedOut.scheduledEventId), fields: { status: 'timed out', error: failureMessage(timedOut.failure) } };
+  if (timedOut)
+    return { scheduledEventId: num(timedOut.scheduledEventId), fields: { status: 'timed out', error: failureMessage(timedOut.failure) } };
   const cancelled = event.activityTaskCanceledEventAttributes;
   if (cancelled) return { scheduledEventId: num(cancelled.scheduledEventId), fields: { status: 'cancelled' } };
   return undefined;
@@ -199,7 +202,8 @@ function endOf(event: HistoryEvent, decode: PayloadDecoder): Omit<TimelineEnd, '
   if (event.workflowExecutionCompletedEventAttributes) {
     return { status: 'completed', result: firstPayload(event.workflowExecutionCompletedEventAttributes.result, decode) };
   }
-  if (event.workflowExecutionFailedEventAttributes) return { status: 'failed', error: failureMessage(event.workflowExecutionFailedEventAttributes.failure) };
+  if (event.workflowExecutionFailedEventAttributes)
+    return { status: 'failed', error: failureMessage(event.workflowExecutionFailedEventAttributes.failure) };
   if (event.workflowExecutionTimedOutEventAttributes) return { status: 'timed out' };
   if (event.workflowExecutionCanceledEventAttributes) return { status: 'cancelled' };
   if (event.workflowExecutionTerminatedEventAttributes) {

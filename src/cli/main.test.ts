@@ -17,13 +17,24 @@ describe('clotho', () => {
   it('lists every command', async () => {
     const { code, out } = await run('--help');
     expect(code).toBe(0);
-    for (const command of ['process', 'serve', 'evaluate', 'worker', 'api', 'list', 'inference', 'temporal']) expect(out).toMatch(new RegExp(`^  ${command} `, 'm'));
+    for (const command of ['process', 'serve', 'evaluate', 'worker', 'api', 'list', 'inference', 'temporal'])
+      expect(out).toMatch(new RegExp(`^  ${command} `, 'm'));
   });
 
   it("lists every flag of a command with the environment's own and the command's defaults", async () => {
     const { code, out } = await run('process', 'gsm8k', '--help');
     expect(code).toBe(0);
-    for (const flag of ['--env.group_size', '--env.total_steps', '--env.data_path', '--openai.base_url', '--openai.server_type', '--teacher.<field>', '--steps.<step>.maximum_attempts', '--model', '--config']) {
+    for (const flag of [
+      '--env.group_size',
+      '--env.total_steps',
+      '--env.data_path',
+      '--openai.base_url',
+      '--openai.server_type',
+      '--teacher.<field>',
+      '--steps.<step>.maximum_attempts',
+      '--model',
+      '--config',
+    ]) {
       expect(out).toContain(flag);
     }
     expect(out).toMatch(/--env\.group_size .*\(default 8\)/);
@@ -34,7 +45,21 @@ describe('clotho', () => {
   });
 
   it('answers --help for every command with its usage, exit 0', async () => {
-    for (const command of ['process', 'serve', 'evaluate', 'worker', 'api', 'list', 'inference', 'temporal', 'sft-gen', 'dpo-gen', 'inspect', 'view', 'proxy']) {
+    for (const command of [
+      'process',
+      'serve',
+      'evaluate',
+      'worker',
+      'api',
+      'list',
+      'inference',
+      'temporal',
+      'sft-gen',
+      'dpo-gen',
+      'inspect',
+      'view',
+      'proxy',
+    ]) {
       const { code, out } = await run(command, '--help');
       expect(code, command).toBe(0);
       expect(out, command).toMatch(/^Usage: clotho /m);
@@ -43,10 +68,19 @@ describe('clotho', () => {
 
   it('exits 2 for usage errors (no environment, a missing module, a flag out of range) and names what is wrong', async () => {
     expect(await run('process')).toMatchObject({ code: 2, err: expect.stringContaining('missing <environment>') });
-    expect(await run('process', './no/such/env.ts')).toMatchObject({ code: 2, err: expect.stringContaining('environment module not found') });
+    expect(await run('process', './no/such/env.ts')).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('environment module not found'),
+    });
     expect(await run('worker', 'gsm8k')).toMatchObject({ code: 2, err: expect.stringContaining('--env.run_id: required') });
-    expect(await run('process', 'gsm8k', '--env.total_steps', '0')).toMatchObject({ code: 2, err: expect.stringContaining('--env.total_steps: expected a positive number') });
-    expect(await run('process', 'gsm8k', '--env.teacher_enabled')).toMatchObject({ code: 2, err: expect.stringContaining('--teacher.base_url') });
+    expect(await run('process', 'gsm8k', '--env.total_steps', '0')).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('--env.total_steps: expected a positive number'),
+    });
+    expect(await run('process', 'gsm8k', '--env.teacher_enabled')).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('--teacher.base_url'),
+    });
   });
 
   it('names an unknown command', async () => {

@@ -29,7 +29,8 @@ const COMMANDS: Record<string, Command> = {
   process: {
     summary: 'run an environment durably and write scored groups to JSONL + HTML',
     run: processCommand,
-    help: (args) => environmentHelp(PROCESS_USAGE, args, PROCESS_PLAN, (name) => ({ '--env.data_path_to_save_groups': `data/${name}.jsonl` })),
+    help: (args) =>
+      environmentHelp(PROCESS_USAGE, args, PROCESS_PLAN, (name) => ({ '--env.data_path_to_save_groups': `data/${name}.jsonl` })),
   },
   serve: {
     summary: "feed a running `clotho api`'s trainer, as an Atropos environment in serve mode",
@@ -108,7 +109,7 @@ function usage(): string {
     'Commands:',
     ...rows,
     '',
-    'Run `clotho <command> --help` for its flags; `clotho process <environment> --help` lists the environment\'s;',
+    "Run `clotho <command> --help` for its flags; `clotho process <environment> --help` lists the environment's;",
     '`clotho list` names the built-in environments.',
   ].join('\n');
 }

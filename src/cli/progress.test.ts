@@ -3,10 +3,27 @@ import type { EnvRunStatus, EvalProgress } from '../schema/rollout.js';
 import { evaluationLine, evaluationsLine, progressLine } from './progress.js';
 
 const status = (evaluation?: EvalProgress): EnvRunStatus => ({
-  nextItem: 4, completed: 4, delivered: 4, failed: 0, dropped: {}, failures: [], scoreSum: 2, scoredGroups: 4, total: 10, inFlight: 1,
+  nextItem: 4,
+  completed: 4,
+  delivered: 4,
+  failed: 0,
+  dropped: {},
+  failures: [],
+  scoreSum: 2,
+  scoredGroups: 4,
+  total: 10,
+  inFlight: 1,
   ...(evaluation ? { evaluation } : {}),
 });
-const evaluation = (over: Partial<EvalProgress>): EvalProgress => ({ seenStep: 4, running: null, started: 0, skipped: 0, failed: 0, results: [], ...over });
+const evaluation = (over: Partial<EvalProgress>): EvalProgress => ({
+  seenStep: 4,
+  running: null,
+  started: 0,
+  skipped: 0,
+  failed: 0,
+  results: [],
+  ...over,
+});
 const result = { step: 2, metrics: { items: 2, score: 0, correct: 0.5 }, percentCorrect: 0.5 };
 
 describe('progress of a run that evaluates during training', () => {

@@ -24,7 +24,12 @@ export function progressLine(status: EnvRunStatus, elapsedMs: number, completedA
     .join('');
   const evaluation = status.evaluation;
   const last = evaluation?.results.at(-1);
-  const evaluating = evaluation?.running != null ? ` · evaluating at step ${evaluation.running}` : last ? ` · eval at step ${last.step}: score ${last.metrics.score?.toFixed(3) ?? '–'}` : '';
+  const evaluating =
+    evaluation?.running != null
+      ? ` · evaluating at step ${evaluation.running}`
+      : last
+        ? ` · eval at step ${last.step}: score ${last.metrics.score?.toFixed(3) ?? '–'}`
+        : '';
   return (
     `groups ${status.completed}/${status.total} · ${status.inFlight} in flight · ${rate.toFixed(2)} groups/s · ` +
     `mean score ${mean}${metrics} · failed ${status.failed} · dropped ${dropped}${reasons}${evaluating}${waiting ? ` · ${waiting}` : ''}`
@@ -63,7 +68,11 @@ function evaluationReporter(io: CommandIo) {
 const WAITING_LOOK_EVERY = 3;
 
 /** What waits, without the seconds that change on every look: a change of it is worth a line of its own. */
-const waitingKinds = (waiting: readonly WaitingWork[]) => waiting.map((w) => `${w.workflowId} ${w.waits} ${w.what} ${w.why}`).sort().join('\n');
+const waitingKinds = (waiting: readonly WaitingWork[]) =>
+  waiting
+    .map((w) => `${w.workflowId} ${w.waits} ${w.what} ${w.why}`)
+    .sort()
+    .join('\n');
 
 /**
  * Shows an env-run's progress once a second (a status line on a terminal, a line every 10 s otherwise, and at once

@@ -24,9 +24,13 @@ beforeAll(async () => {
   await writeFile(join(dir, 'ok.mjs'), definition('by-path'));
   await writeFile(join(dir, 'not-a-definition.mjs'), 'export default { name: 7 };\n');
   await writeFile(join(dir, 'broken.ts'), "export default { name: 'broken', \n");
-  await writePackage('import-only', { exports: { '.': { types: './index.d.ts', import: './env.js', require: './missing.cjs' } } }, {
-    'env.js': definition('import-only'),
-  });
+  await writePackage(
+    'import-only',
+    { exports: { '.': { types: './index.d.ts', import: './env.js', require: './missing.cjs' } } },
+    {
+      'env.js': definition('import-only'),
+    },
+  );
   await writePackage('@acme/by-main', { main: 'lib/main.js' }, {});
   await mkdir(join(dir, 'node_modules/@acme/by-main/lib'));
   await writeFile(join(dir, 'node_modules/@acme/by-main/lib/main.js'), definition('by-main'));
@@ -36,7 +40,21 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 
 describe('loadEnvironment', () => {
   it('loads every built-in by name', async () => {
-    expect(builtInEnvironments()).toEqual(['gsm8k', 'tool_calling', 'tool_use', 'fundamental_prediction', 'mcqa', 'rlaif', 'multimodal', 'dataset', 'code_execution', 'games', 'blackjack', 'taxi', 'text_adventure']);
+    expect(builtInEnvironments()).toEqual([
+      'gsm8k',
+      'tool_calling',
+      'tool_use',
+      'fundamental_prediction',
+      'mcqa',
+      'rlaif',
+      'multimodal',
+      'dataset',
+      'code_execution',
+      'games',
+      'blackjack',
+      'taxi',
+      'text_adventure',
+    ]);
     for (const name of builtInEnvironments()) expect((await loadEnvironment(name)).name).toBe(name);
   });
 
@@ -64,7 +82,9 @@ describe('loadEnvironment', () => {
   });
 
   it('names the package whose exports have no entry for import', async () => {
-    await expect(loadEnvironment('require-only', dir)).rejects.toThrow(/package require-only \(.*require-only\) exports no "\." entry for import/);
+    await expect(loadEnvironment('require-only', dir)).rejects.toThrow(
+      /package require-only \(.*require-only\) exports no "\." entry for import/,
+    );
   });
 
   it('lists what is wrong with an export that is not a definition', async () => {

@@ -33,7 +33,10 @@ const DefinitionSchema = z.looseObject({
   name: z.string().min(1),
   description: z.string(),
   // Duck-typed: a module may bring its own copy of zod, whose classes `instanceof` would not know.
-  config: z.record(z.string(), z.custom((v) => typeof v === 'object' && v !== null && '_zod' in v, 'expected a zod schema')),
+  config: z.record(
+    z.string(),
+    z.custom((v) => typeof v === 'object' && v !== null && '_zod' in v, 'expected a zod schema'),
+  ),
   load: fn,
   prompt: fn,
   parse: fn,

@@ -9,11 +9,21 @@ describe('writeGroupsHtml', () => {
     const dir = await mkdtemp(join(tmpdir(), 'clotho-html-'));
     const messages = [
       { role: 'user', content: 'What is 6 * 7?' },
-      { role: 'assistant', content: 'Let me compute.', reward: 0.1, tool_calls: [{ id: 'c', type: 'function', function: { name: 'calculator', arguments: '{"expression":"6*7"}' } }] },
+      {
+        role: 'assistant',
+        content: 'Let me compute.',
+        reward: 0.1,
+        tool_calls: [{ id: 'c', type: 'function', function: { name: 'calculator', arguments: '{"expression":"6*7"}' } }],
+      },
       { role: 'tool', tool_call_id: 'c', name: 'calculator', content: '42' },
       { role: 'assistant', content: '\\boxed{42}' },
     ];
-    const group = { scores: [1, -1], tokens: [[1, 2], [3]], messages: [messages, messages.slice(0, 2)], overrides: [{}, { set_advantage_to_zero: true }] };
+    const group = {
+      scores: [1, -1],
+      tokens: [[1, 2], [3]],
+      messages: [messages, messages.slice(0, 2)],
+      overrides: [{}, { set_advantage_to_zero: true }],
+    };
     await writeFile(join(dir, 'g.jsonl'), `${JSON.stringify(group)}\n`);
     await writeGroupsHtml(join(dir, 'g.jsonl'), join(dir, 'g.html'), 'run');
     const html = await readFile(join(dir, 'g.html'), 'utf8');

@@ -3,11 +3,9 @@ import { writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Message } from '../schema/scored-data.js';
 
-const escape = (text: string) =>
-  text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+const escape = (text: string) => text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 
-const contentText = (content: Message['content']) =>
-  typeof content === 'string' ? content : JSON.stringify(content, null, 2);
+const contentText = (content: Message['content']) => (typeof content === 'string' ? content : JSON.stringify(content, null, 2));
 
 interface ShownToolCall {
   id?: string;
@@ -19,7 +17,8 @@ function renderMessage(m: Message, turn: number | null): string {
   const calls = (Array.isArray(m.tool_calls) ? m.tool_calls : []) as ShownToolCall[];
   const label = m.role === 'tool' ? `tool${typeof m.name === 'string' ? ` · ${m.name}` : ''}` : m.role;
   const heading = [turn === null ? '' : `turn ${turn}`, label, typeof m.reward === 'number' ? `reward ${m.reward}` : '']
-    .filter(Boolean).join(' · ');
+    .filter(Boolean)
+    .join(' · ');
   const text = contentText(m.content);
   const body = text === '' && calls.length > 0 ? '' : `<pre>${escape(text)}</pre>`;
   const shown = calls
@@ -53,8 +52,13 @@ function renderGroup(line: string, index: number): string {
     const body = messages.map((m) => renderMessage(m, m.role === 'assistant' ? ++turn : turn >= 0 ? turn : null)).join('');
     const tone = score > 0 ? 'good' : score < 0 ? 'bad' : 'flat';
     const toolCalls = messages.filter((m) => m.role === 'tool').length;
-    const facts = [`score ${score}`, `${turn + 1} turns`, ...(toolCalls > 0 ? [`${toolCalls} tool calls`] : []), lengthFact(group, i),
-      ...(group.overrides?.[i]?.set_advantage_to_zero ? ['truncated'] : [])];
+    const facts = [
+      `score ${score}`,
+      `${turn + 1} turns`,
+      ...(toolCalls > 0 ? [`${toolCalls} tool calls`] : []),
+      lengthFact(group, i),
+      ...(group.overrides?.[i]?.set_advantage_to_zero ? ['truncated'] : []),
+    ];
     return `<details><summary class="${tone}">sample ${i} · ${facts.join(' · ')}</summary>${body}</details>`;
   });
   const kind = group.messages_only ? ' · messages only (no tokens: not training data)' : '';

@@ -23,7 +23,10 @@ async function start(argv: string[]) {
 }
 
 const refusal = async (argv: string[]) => {
-  const error = await planRun([...argv, '--store', dir]).then(() => undefined, (e: unknown) => e);
+  const error = await planRun([...argv, '--store', dir]).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(ConfigError);
   return (error as ConfigError).problems;
 };
@@ -44,7 +47,12 @@ describe('the run carries its environment config', () => {
     const first = await start(['gsm8k', '--env.split', 'test', '--env.group_size', '3']);
     const worker = await planRun(['gsm8k', '--env.run_id', first.runId, '--env.data_path_to_save_groups', '/tmp/b.jsonl', '--store', dir]);
     expect(worker.runConfig?.how).toBe('adopted');
-    expect(worker.config.env).toMatchObject({ split: 'test', group_size: 3, run_id: first.runId, data_path_to_save_groups: '/tmp/b.jsonl' });
+    expect(worker.config.env).toMatchObject({
+      split: 'test',
+      group_size: 3,
+      run_id: first.runId,
+      data_path_to_save_groups: '/tmp/b.jsonl',
+    });
     expect(worker.runConfig?.record.digest).toBe(first.runConfig?.record.digest);
     // Saying the run's own values again is no conflict.
     expect((await planRun(['gsm8k', '--env.run_id', first.runId, '--env.split', 'test', '--store', dir])).config.env.split).toBe('test');

@@ -8,8 +8,15 @@ import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
  * the API. Every other field is the run's: what the environment prompts, samples and scores with.
  */
 export const PER_PROCESS_FIELDS: readonly string[] = [
-  'run_id', 'data_path_to_save_groups', 'data_dir_to_save_evals', 'use_wandb', 'wandb_name', 'rollout_server_url',
-  'num_rollouts_to_keep', 'num_rollouts_per_group_for_logging', 'min_items_sent_before_logging',
+  'run_id',
+  'data_path_to_save_groups',
+  'data_dir_to_save_evals',
+  'use_wandb',
+  'wandb_name',
+  'rollout_server_url',
+  'num_rollouts_to_keep',
+  'num_rollouts_per_group_for_logging',
+  'min_items_sent_before_logging',
 ];
 
 /** The environment config a run carries, as the store keeps it (`<run>/<env>/run-config`). */
@@ -26,10 +33,12 @@ export const runConfigKey = (runId: string, environment: string) => storeKey(run
 /** JSON with object keys sorted at every depth, so equal configs have equal digests. */
 function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v);
+    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
+  );
 }
 
-const runFields = (env: Record<string, unknown>) => Object.fromEntries(Object.entries(env).filter(([k]) => !PER_PROCESS_FIELDS.includes(k)));
+const runFields = (env: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(env).filter(([k]) => !PER_PROCESS_FIELDS.includes(k)));
 
 /** What settling a run's config found: a new run (this command's config, to record), or the run's, adopted. */
 export interface SettledRunConfig {
@@ -71,9 +80,12 @@ export async function settleRunConfig(
     throw new ConfigError([
       `run ${runId} (${environment}) carries its own environment config; this command's differs, so its workers would prompt or score otherwise:`,
       ...differing,
-      'leave those flags out to take the run\'s values, or start a new run (without --env.run_id)',
+      "leave those flags out to take the run's values, or start a new run (without --env.run_id)",
     ]);
   }
   // The run's fields, plus this process's own; fields a newer environment version added keep this command's values.
-  return { env: { ...env, ...existing.env, ...Object.fromEntries(PER_PROCESS_FIELDS.filter((k) => k in env).map((k) => [k, env[k]])) }, settled: { record: existing, how: 'adopted' } };
+  return {
+    env: { ...env, ...existing.env, ...Object.fromEntries(PER_PROCESS_FIELDS.filter((k) => k in env).map((k) => [k, env[k]])) },
+    settled: { record: existing, how: 'adopted' },
+  };
 }

@@ -5,7 +5,10 @@ import { evalSchedule, processEvalNotices } from './eval-schedule.js';
 import { envRunSettings, planRun } from './run.js';
 
 const problemsOf = async (argv: string[]) => {
-  const error = await planRun(argv).then(() => undefined, (e: unknown) => e);
+  const error = await planRun(argv).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(ConfigError);
   return (error as ConfigError).problems;
 };
@@ -21,51 +24,102 @@ describe('planRun: Atropos fields without a Clotho setting of their own', () => 
   it('makes --env.tokenizer_name the policy tokenizer where --openai.tokenizer_name is unset', async () => {
     const { config } = await planRun(['gsm8k', '--env.tokenizer_name', 'Qwen/Qwen3-0.6B', '--openai.base_url', 'http://gpu:8000/v1']);
     expect(config.servers.map((s) => s.tokenizer_name)).toEqual(['Qwen/Qwen3-0.6B']);
-    expect(await problemsOf(['gsm8k', '--env.tokenizer_name', 'a/b', '--openai.base_url', 'http://gpu:8000/v1', '--openai.tokenizer_name', 'c/d']))
-      .toEqual(['--env.tokenizer_name a/b and --openai.tokenizer_name c/d name different tokenizers for the policy']);
+    expect(
+      await problemsOf([
+        'gsm8k',
+        '--env.tokenizer_name',
+        'a/b',
+        '--openai.base_url',
+        'http://gpu:8000/v1',
+        '--openai.tokenizer_name',
+        'c/d',
+      ]),
+    ).toEqual(['--env.tokenizer_name a/b and --openai.tokenizer_name c/d name different tokenizers for the policy']);
     expect((await problemsOf(['gsm8k', '--env.tokenizer_name', 'a/b']))[0]).toMatch(/^--env\.tokenizer_name a\/b: the embedded engine/);
   });
 
   it('refuses values Clotho cannot honour, naming each flag and why', async () => {
     const problems = await problemsOf([
-      'gsm8k', '--env.batch_size', '12', '--env.rollout_server_url', 'http://trainer:8000',
-      '--env.max_num_workers', '4', '--env.max_groups_in_flight', '8',
+      'gsm8k',
+      '--env.batch_size',
+      '12',
+      '--env.rollout_server_url',
+      'http://trainer:8000',
+      '--env.max_num_workers',
+      '4',
+      '--env.max_groups_in_flight',
+      '8',
     ]);
-    expect(problems.map((p) => p.split(':')[0])).toEqual(['--env.rollout_server_url "http', '--env.batch_size 12', '--env.max_num_workers']);
+    expect(problems.map((p) => p.split(':')[0])).toEqual([
+      '--env.rollout_server_url "http',
+      '--env.batch_size 12',
+      '--env.max_num_workers',
+    ]);
     expect(problems[0]).toMatch(/--batcher-id/);
     expect(problems[1]).toMatch(/POST \/register/);
   });
 
-  it('turns the evaluation fields into the env-run\'s evaluation schedule for serve, and says process ignores them', async () => {
+  it("turns the evaluation fields into the env-run's evaluation schedule for serve, and says process ignores them", async () => {
     const plan = await planRun([
-      'gsm8k', '--env.steps_per_eval', '20', '--env.eval_handling', 'LIMIT_TRAIN', '--env.eval_limit_ratio', '0.25',
-      '--env.eval_items', '7', '--env.max_eval_workers', '3', '--env.run_id', 'r1',
+      'gsm8k',
+      '--env.steps_per_eval',
+      '20',
+      '--env.eval_handling',
+      'LIMIT_TRAIN',
+      '--env.eval_limit_ratio',
+      '0.25',
+      '--env.eval_items',
+      '7',
+      '--env.max_eval_workers',
+      '3',
+      '--env.run_id',
+      'r1',
     ]);
     expect(plan.notices).toEqual([]);
     expect(evalSchedule(plan)).toMatchObject({
       everySteps: 20,
       handling: 'LIMIT_TRAIN',
       limitRatio: 0.25,
-      run: { runId: 'r1', environment: 'gsm8k', items: 7, concurrency: 3, maxTurns: 1, taskQueue: 'clotho-llm@r1/gsm8k', activity: { local: false } },
+      run: {
+        runId: 'r1',
+        environment: 'gsm8k',
+        items: 7,
+        concurrency: 3,
+        maxTurns: 1,
+        taskQueue: 'clotho-llm@r1/gsm8k',
+        activity: { local: false },
+      },
     });
     expect(evalSchedule(await planRun(['gsm8k', '--env.steps_per_eval', '0']))).toBeUndefined();
-    expect(processEvalNotices(plan)[0]).toMatch(/^--env\.steps_per_eval, --env\.eval_handling, --env\.eval_limit_ratio, --env\.eval_items: no effect in `clotho process`/);
+    expect(processEvalNotices(plan)[0]).toMatch(
+      /^--env\.steps_per_eval, --env\.eval_handling, --env\.eval_limit_ratio, --env\.eval_items: no effect in `clotho process`/,
+    );
     expect(processEvalNotices(await planRun(['gsm8k']))).toEqual([]);
     expect(await problemsOf(['gsm8k', '--env.eval_limit_ratio', '1.5'])).toEqual([expect.stringMatching(/^--env\.eval_limit_ratio: /)]);
   });
 
   it('puts the thinking fields and worker_timeout into the env-run input', async () => {
     const plan = await planRun([
-      'gsm8k', '--env.thinking_mode', 'true', '--env.reasoning_effort', 'high', '--env.max_reasoning_tokens', '2048',
-      '--env.custom_thinking_prompt', 'Think first.', '--env.worker_timeout', '60',
+      'gsm8k',
+      '--env.thinking_mode',
+      'true',
+      '--env.reasoning_effort',
+      'high',
+      '--env.max_reasoning_tokens',
+      '2048',
+      '--env.custom_thinking_prompt',
+      'Think first.',
+      '--env.worker_timeout',
+      '60',
     ]);
     expect(plan.notices).toEqual([]);
     const settings = envRunSettings(plan, false);
     expect(settings.group.sampling).toEqual({ temperature: 1, topP: 1, reasoning: { effort: 'high', maxTokens: 2048 } });
     expect(settings.groupTimeoutSeconds).toBe(60);
     // A token budget alone turns reasoning on, as Atropos's ReasoningConfig does.
-    expect(envRunSettings(await planRun(['gsm8k', '--env.max_reasoning_tokens', '4096']), false).group.sampling.reasoning)
-      .toEqual({ maxTokens: 4096 });
+    expect(envRunSettings(await planRun(['gsm8k', '--env.max_reasoning_tokens', '4096']), false).group.sampling.reasoning).toEqual({
+      maxTokens: 4096,
+    });
   });
 
   it("leaves reasoning out by default, and no deadline when worker_timeout is -1; Atropos's 600 s otherwise", async () => {
@@ -76,15 +130,30 @@ describe('planRun: Atropos fields without a Clotho setting of their own', () => 
   });
 
   it('says a thinking prompt outside thinking mode is not used', async () => {
-    expect((await planRun(['gsm8k', '--env.custom_thinking_prompt', 'Think.'])).notices)
-      .toEqual(['--env.custom_thinking_prompt is not used: it is the system prompt of thinking mode (--env.thinking_mode true)']);
+    expect((await planRun(['gsm8k', '--env.custom_thinking_prompt', 'Think.'])).notices).toEqual([
+      '--env.custom_thinking_prompt is not used: it is the system prompt of thinking mode (--env.thinking_mode true)',
+    ]);
   });
 
   it("loads Atropos's defaults unchanged, and values that mean what Clotho does", async () => {
     const { notices } = await planRun([
-      'gsm8k', '--env.steps_per_eval', '0', '--env.batch_size', '-1', '--env.worker_timeout', '-1', '--env.eval_handling', 'STOP_TRAIN',
-      '--env.rollout_server_url', 'http://localhost:8000', '--env.tokenizer_name', 'NousResearch/DeepHermes-3-Llama-3-3B-Preview',
-      '--env.include_messages', 'true', '--env.max_eval_workers', '4',
+      'gsm8k',
+      '--env.steps_per_eval',
+      '0',
+      '--env.batch_size',
+      '-1',
+      '--env.worker_timeout',
+      '-1',
+      '--env.eval_handling',
+      'STOP_TRAIN',
+      '--env.rollout_server_url',
+      'http://localhost:8000',
+      '--env.tokenizer_name',
+      'NousResearch/DeepHermes-3-Llama-3-3B-Preview',
+      '--env.include_messages',
+      'true',
+      '--env.max_eval_workers',
+      '4',
     ]);
     expect(notices).toEqual([]);
   });

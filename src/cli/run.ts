@@ -75,7 +75,15 @@ export async function planRun(argv: string[], options: PlanOptions = {}): Promis
     config.env = settled.env as typeof config.env;
     runConfig = settled.settled;
   }
-  return { runId, definition, config: config as RunPlan['config'], store, args: config.rest.args, notices, ...(runConfig ? { runConfig } : {}) };
+  return {
+    runId,
+    definition,
+    config: config as RunPlan['config'],
+    store,
+    args: config.rest.args,
+    notices,
+    ...(runConfig ? { runConfig } : {}),
+  };
 }
 
 function openPlanStore(flag: string | undefined): TrajectoryStore {
@@ -164,10 +172,7 @@ export interface RunSession {
  * (starting a dev server if none runs) and its workers; runs `body`; then closes all of it in reverse order (the
  * MCP servers its tools started too), also when `body` throws or the user presses Ctrl-C.
  */
-export async function withRunSession<T>(
-  plan: RunPlan,
-  body: (session: RunSession) => Promise<T>,
-): Promise<T> {
+export async function withRunSession<T>(plan: RunPlan, body: (session: RunSession) => Promise<T>): Promise<T> {
   const inference = await openInference(plan, plan.config.rest.flags.model);
   try {
     const temporal = await openTemporal();

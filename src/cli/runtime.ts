@@ -43,4 +43,3 @@ export function runTaskQueues(runId: string, environment: string) {
   const at = `${runId}/${environment}`;
   return { workflows: `clotho-workflows@${at}`, llm: `clotho-llm@${at}`, env: `clotho-env@${at}` };
 }
-

@@ -103,10 +103,14 @@ export function formatSteps(timeline: Timeline): string[] {
       step.status === 'completed' || step.status === 'running' ? '' : step.status.toUpperCase(),
     ].filter(Boolean);
     const offset = `+${(step.startMs / 1000).toFixed(3)}s`.padStart(10);
-    lines.push(`${offset} ${duration(step.durationMs).padStart(10)}  ${describeStep(step, Math.max(0, turn))}${flags.length > 0 ? ` [${flags.join(', ')}]` : ''}`);
+    lines.push(
+      `${offset} ${duration(step.durationMs).padStart(10)}  ${describeStep(step, Math.max(0, turn))}${flags.length > 0 ? ` [${flags.join(', ')}]` : ''}`,
+    );
     for (const retry of step.retries) lines.push(`${pad}retry: attempt ${retry.attempt} failed: ${retry.message}`);
     if (step.local && step.attempt > 1 && step.retries.length === 0) {
-      lines.push(`${pad}retry: ${plural(step.attempt - 1, 'earlier attempt')} failed (a local activity's failures are not kept in the history)`);
+      lines.push(
+        `${pad}retry: ${plural(step.attempt - 1, 'earlier attempt')} failed (a local activity's failures are not kept in the history)`,
+      );
     }
     if (step.error) lines.push(`${pad}error: ${step.error}`);
   }
@@ -118,7 +122,14 @@ export function formatEnd(timeline: Timeline): string {
   const { end } = timeline;
   if (end.status === 'running') return 'result: still running';
   if (end.status !== 'completed') return `result: ${end.status}${end.error ? `: ${end.error}` : ''}`;
-  const r = (end.result ?? {}) as { status?: string; dropReason?: string; scores?: number[]; meanScore?: number; turns?: number; toolCalls?: number };
+  const r = (end.result ?? {}) as {
+    status?: string;
+    dropReason?: string;
+    scores?: number[];
+    meanScore?: number;
+    turns?: number;
+    toolCalls?: number;
+  };
   const parts = [
     `${r.status ?? 'completed'}${r.dropReason ? ` (${r.dropReason})` : ''}`,
     ...(r.scores ? [`scores ${numbers(r.scores)}`] : []),

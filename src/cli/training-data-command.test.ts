@@ -30,16 +30,25 @@ function group(question: string, answers: string[], scores: number[]) {
     tokens,
     masks: tokens.map((t) => t.map(() => -100)),
     scores,
-    messages: answers.map((a) => [{ role: 'user', content: question }, { role: 'assistant', content: a }]),
+    messages: answers.map((a) => [
+      { role: 'user', content: question },
+      { role: 'assistant', content: a },
+    ]),
   });
 }
-const chat = (question: string, answer: string) => [{ role: 'user', content: question }, { role: 'assistant', content: answer }];
+const chat = (question: string, answer: string) => [
+  { role: 'user', content: question },
+  { role: 'assistant', content: answer },
+];
 const jsonl = (groups: unknown[]) => groups.map((g) => `${JSON.stringify(g)}\n`).join('');
 
 describe('clotho sft-gen / dpo-gen from a finished run (offline)', () => {
   it('writes SFT records from a JSONL file: messages by default, every group unless capped', async () => {
     const from = join(dir, 'run.jsonl');
-    await writeFile(from, jsonl([group('2+2?', ['4', '5', '3'], [1, -1, 0.5]), group('3+3?', ['6', '6'], [0, 0]), group('1+1?', ['2'], [1])]));
+    await writeFile(
+      from,
+      jsonl([group('2+2?', ['4', '5', '3'], [1, -1, 0.5]), group('3+3?', ['6', '6'], [0, 0]), group('1+1?', ['2'], [1])]),
+    );
     const path = join(dir, 'sft.jsonl');
     const result = await run('sft-gen', path, '--from', from);
     expect(result).toMatchObject({ code: 0, err: '' });
@@ -51,7 +60,18 @@ describe('clotho sft-gen / dpo-gen from a finished run (offline)', () => {
     ]);
 
     // --num-seqs-to-save stops at exactly n; --append-to-previous adds to the file; text with a tokenizer.
-    const capped = await run('sft-gen', path, '--from', from, '--num-seqs-to-save', '1', '--append-to-previous', '--tokenizer', 'qwen3', '--allow-negative-scores');
+    const capped = await run(
+      'sft-gen',
+      path,
+      '--from',
+      from,
+      '--num-seqs-to-save',
+      '1',
+      '--append-to-previous',
+      '--tokenizer',
+      'qwen3',
+      '--allow-negative-scores',
+    );
     expect(capped.code).toBe(0);
     expect((await linesOf(path)).slice(3)).toEqual(['{"prefix":"2+2? A: ","completion":"4","score":1}']);
 
@@ -119,7 +139,18 @@ describe('clotho sft-gen / dpo-gen from a finished run (offline)', () => {
     expect(dry.out).toContain(`dry run: ready to write text records to ${path}`);
     await expect(readFile(path)).rejects.toThrow(/ENOENT/);
     const help = await run('sft-gen', '--help');
-    for (const flag of ['--save-top-n-per-group', '--tasks-per-step', '--minimum-score-diff-max-min', '--num-seqs-to-save', '--save-messages', '--append-to-previous', '--tokenizer', '--api-url', '--from', '--run']) {
+    for (const flag of [
+      '--save-top-n-per-group',
+      '--tasks-per-step',
+      '--minimum-score-diff-max-min',
+      '--num-seqs-to-save',
+      '--save-messages',
+      '--append-to-previous',
+      '--tokenizer',
+      '--api-url',
+      '--from',
+      '--run',
+    ]) {
       expect(help.out).toContain(flag);
     }
     expect((await run('dpo-gen', '--help')).out).toContain('--save-n-pairs-per-group');

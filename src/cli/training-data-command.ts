@@ -89,13 +89,20 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 function viewOf(group: GroupBatch['groups'][number], tokenizer: Tokenizer | undefined, saveMessages: boolean): GroupView {
   if (!tokenizer || saveMessages) return messagesView(group);
   if ('messages_only' in group) {
-    throw new Error(`--tokenizer writes each sequence's decoded tokens, and ${MESSAGES_ONLY_NOT_TRAINING}: leave out --tokenizer (or pass --save-messages) to write its messages`);
+    throw new Error(
+      `--tokenizer writes each sequence's decoded tokens, and ${MESSAGES_ONLY_NOT_TRAINING}: leave out --tokenizer (or pass --save-messages) to write its messages`,
+    );
   }
   return textView(group.tokens.map((tokens) => tokenizer.decode(tokens)));
 }
 
 /** Opens the source the flags name; from the API, registers first. A dry run only checks that it is there. */
-async function openSource(command: TrainingDataCommand, flags: TrainingDataFlags, stop: Promise<never>, io: CommandIo): Promise<GroupSource> {
+async function openSource(
+  command: TrainingDataCommand,
+  flags: TrainingDataFlags,
+  stop: Promise<never>,
+  io: CommandIo,
+): Promise<GroupSource> {
   const source = flags.source;
   if (source.kind === 'jsonl') {
     if (!existsSync(source.path)) throw new Error(`--from ${source.path}: no such file`);

@@ -89,7 +89,8 @@ export function parseTrainingDataFlags(spec: TrainingDataSpec, argv: string[], e
   if (values.store !== undefined && values.run === undefined) problems.push('--store only applies with --run');
   const offline = values.from !== undefined || values.run !== undefined;
   const misplaced = offline ? API_ONLY.filter((name) => values[name] !== undefined) : [];
-  for (const name of misplaced) problems.push(`--${name} only applies when reading from the API, not with --${values.from !== undefined ? 'from' : 'run'}`);
+  for (const name of misplaced)
+    problems.push(`--${name} only applies when reading from the API, not with --${values.from !== undefined ? 'from' : 'run'}`);
   let store: TrajectoryStore | undefined;
   if (values.run !== undefined) {
     try {

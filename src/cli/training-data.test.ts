@@ -40,7 +40,12 @@ describe('SFT selection (atropos-sft-gen)', () => {
     const tools = [{ type: 'function', function: { name: 'add', parameters: { type: 'object' } } }];
     const [record] = sftRecords([1], messagesView({ scores: [1], messages: chats(1), tools }), sft);
     expect(record).toEqual({ messages: chats(1)[0], score: 1, tools });
-    const [pair] = dpoPairs([1, -1], messagesView({ scores: [1, -1], messages: chats(2), tools }), { nPairs: 1, allowNegativeScores: false, minimumScoreDiff: 0 }, () => 0);
+    const [pair] = dpoPairs(
+      [1, -1],
+      messagesView({ scores: [1, -1], messages: chats(2), tools }),
+      { nPairs: 1, allowNegativeScores: false, minimumScoreDiff: 0 },
+      () => 0,
+    );
     expect(pair).toEqual({ pos: chats(2)[0], score: 1, neg: chats(2)[1], tools });
     // None offered (null, or an empty list): no tools key, as before.
     expect(sftRecords([1], messagesView({ scores: [1], messages: chats(1), tools: [] }), sft)[0]).not.toHaveProperty('tools');
@@ -79,15 +84,17 @@ describe('DPO pairing (atropos-dpo-gen)', () => {
 
   it('needs a score difference above minimumScoreDiff; equal scores make no pair', () => {
     expect(dpoPairs([1, 0.6], { kind: 'text', prefix: '', completions: ['a', 'b'] }, dpo, () => 0)).toEqual([]);
-    expect(dpoPairs([1, 1, 1], { kind: 'text', prefix: '', completions: ['a', 'b', 'c'] }, { ...dpo, minimumScoreDiff: 0 }, () => 0)).toEqual([]);
+    expect(
+      dpoPairs([1, 1, 1], { kind: 'text', prefix: '', completions: ['a', 'b', 'c'] }, { ...dpo, minimumScoreDiff: 0 }, () => 0),
+    ).toEqual([]);
   });
 
   it('lets negative-scoring sequences be chosen with allowNegativeScores', () => {
     const pairs = dpoPairs([-0.5, -2], { kind: 'text', prefix: '', completions: ['a', 'b'] }, dpo, () => 0);
     expect(pairs).toEqual([]);
-    expect(lines(dpoPairs([-0.5, -2], { kind: 'text', prefix: '', completions: ['a', 'b'] }, { ...dpo, allowNegativeScores: true }, () => 0))).toEqual([
-      '{"prefix":"","pos":"a","score":-0.5,"neg":"b"}',
-    ]);
+    expect(
+      lines(dpoPairs([-0.5, -2], { kind: 'text', prefix: '', completions: ['a', 'b'] }, { ...dpo, allowNegativeScores: true }, () => 0)),
+    ).toEqual(['{"prefix":"","pos":"a","score":-0.5,"neg":"b"}']);
   });
 
   it('writes messages pairs as {pos, score, neg}', () => {

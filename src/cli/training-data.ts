@@ -9,8 +9,7 @@ import type { Message, ScoredDataGroup, ToolDefinition } from '../schema/scored-
 
 /** A group's sequences as the records carry them. */
 export type GroupView =
-  | { kind: 'text'; prefix: string; completions: string[] }
-  | { kind: 'messages'; messages: Message[][]; tools: ToolDefinition[] | null };
+  { kind: 'text'; prefix: string; completions: string[] } | { kind: 'messages'; messages: Message[][]; tools: ToolDefinition[] | null };
 
 /** A sequence of a group with its score, in the group's order. */
 interface Scored {
@@ -34,8 +33,7 @@ export type SftRecord = { prefix: string; completion: string; score: number } | 
 
 /** `{prefix, pos, score, neg}` (text) or `{pos, score, neg, tools?}` (messages): the chosen and the rejected sequence. */
 export type DpoRecord =
-  | { prefix: string; pos: string; score: number; neg: string }
-  | ({ pos: Message[]; score: number; neg: Message[] } & OfferedTools);
+  { prefix: string; pos: string; score: number; neg: string } | ({ pos: Message[]; score: number; neg: Message[] } & OfferedTools);
 
 /** The longest prefix all texts share, cut at whole code points (never inside a surrogate pair). */
 export function commonPrefix(texts: readonly string[]): string {

@@ -24,7 +24,8 @@ export function recordedVersion(info: Pick<WorkflowExecutionInfo, 'typedSearchAt
 
 /** Why this Clotho refuses a run started by `version`, and which version can finish it. */
 export function refusal(what: string, workflowId: string, version: string | undefined, newRun = 'start a new run'): string {
-  const started = version === undefined ? 'was started before Clotho recorded versions (Clotho 0.1.0 or older)' : `was started by Clotho ${version}`;
+  const started =
+    version === undefined ? 'was started before Clotho recorded versions (Clotho 0.1.0 or older)' : `was started by Clotho ${version}`;
   const finisher = finisherOf(version);
   return (
     `${what} (workflow ${workflowId}) ${started}, older than the replay baseline of Clotho ${CLOTHO_VERSION} ` +

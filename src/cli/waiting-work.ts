@@ -25,8 +25,13 @@ export interface WaitingWork {
 }
 
 const STEP_NAMES: Record<string, string> = {
-  callTool: 'tool call', callTurnTools: 'tool calls', generateTurn: 'generation', setupGroup: 'group setup',
-  teardownGroup: 'group teardown', teacherLogprobs: 'teacher call', judgeGroup: 'judge call',
+  callTool: 'tool call',
+  callTurnTools: 'tool calls',
+  generateTurn: 'generation',
+  setupGroup: 'group setup',
+  teardownGroup: 'group teardown',
+  teacherLogprobs: 'teacher call',
+  judgeGroup: 'judge call',
 };
 const stepName = (type: string) => STEP_NAMES[type] ?? type;
 
@@ -51,7 +56,11 @@ function why(failure: PendingActivity['lastFailure']): string {
 }
 
 /** What of one group's description waits: retried activities and workflow tasks, and activities on stopped workers. */
-export function waitingIn(workflowId: string, raw: Raw, stopped: (identity: string | null | undefined) => boolean = stoppedHere): WaitingWork[] {
+export function waitingIn(
+  workflowId: string,
+  raw: Raw,
+  stopped: (identity: string | null | undefined) => boolean = stoppedHere,
+): WaitingWork[] {
   const waiting: WaitingWork[] = [];
   for (const activity of raw.pendingActivities ?? []) {
     const what = stepName(activity.activityType?.name ?? 'activity');
@@ -91,7 +100,13 @@ export function stalledWorkflowTask(workflowId: string, history: History, stoppe
       if (!stopped(started.identity)) return null;
       const at = ms(event.eventTime);
       if (timedOut) return { workflowId, waits: 'retry', what: 'workflow task', why: 'on a stopped worker', at: null };
-      return { workflowId, waits: 'timeout', what: 'workflow task', why: 'on a stopped worker', at: timeout > 0 && at > 0 ? at + timeout : null };
+      return {
+        workflowId,
+        waits: 'timeout',
+        what: 'workflow task',
+        why: 'on a stopped worker',
+        at: timeout > 0 && at > 0 ? at + timeout : null,
+      };
     }
   }
   return null;
@@ -102,7 +117,8 @@ const seconds = (at: number, now: number) => `${Math.max(0, Math.ceil((at - now)
 /** One waiting step in words: `tool call on a stopped worker, next attempt in 9 s`. */
 export function waitingText(work: WaitingWork, now = Date.now()): string {
   const head = `${work.what} ${work.why}`;
-  if (work.waits === 'timeout') return `${head}, retried ${work.at === null ? 'when its heartbeat timeout passes' : `in ${seconds(work.at, now)}`}`;
+  if (work.waits === 'timeout')
+    return `${head}, retried ${work.at === null ? 'when its heartbeat timeout passes' : `in ${seconds(work.at, now)}`}`;
   return `${head}, ${work.at !== null && work.at > now ? `next attempt in ${seconds(work.at, now)}` : 'waiting for a worker to take it'}`;
 }
 
@@ -145,7 +161,15 @@ export function waitingWatcher(client: WorkflowClient, envRunWorkflowId: string)
     const batch = [...children, ...children].slice(offset, offset + Math.min(WAITING_BATCH, children.length));
     offset += batch.length;
     await Promise.all(
-      batch.map((id) => client.getHandle(id).describe().then((d) => seen.set(id, waitingIn(id, d.raw)), () => undefined)),
+      batch.map((id) =>
+        client
+          .getHandle(id)
+          .describe()
+          .then(
+            (d) => seen.set(id, waitingIn(id, d.raw)),
+            () => undefined,
+          ),
+      ),
     );
     return [...seen.values()].flat();
   };

@@ -27,7 +27,8 @@ export function lastBoxed(text: string): string | null {
   if (!rest.startsWith('{')) return /^[^\s$]*/.exec(rest)![0] || null; // `\boxed 42`
   let depth = 0;
   for (let i = 0; i < rest.length; i++) {
-    if (rest[i] === '\\') i++; // `\{` is a brace character, not a group
+    if (rest[i] === '\\')
+      i++; // `\{` is a brace character, not a group
     else if (rest[i] === '{') depth++;
     else if (rest[i] === '}' && --depth === 0) return rest.slice(1, i).trim();
   }
@@ -69,16 +70,16 @@ function compile(letters: string): Patterns {
       new RegExp(String.raw`<${anyCase('answer')}>${open}${L}${alone}`, 'g'),
       new RegExp(`${phrase}${open}${L}${alone}`, 'g'),
       // "B is correct", "(B) is the right answer", "Option B is correct".
-      new RegExp(String.raw`(?<![A-Za-z0-9])[(\[]?${L}[)\]]?[*_]*\s+${anyCase('is')}\s+(?:${anyCase('the')}\s+)?${oneOf('correct', 'right', 'best')}\b`, 'g'),
+      new RegExp(
+        String.raw`(?<![A-Za-z0-9])[(\[]?${L}[)\]]?[*_]*\s+${anyCase('is')}\s+(?:${anyCase('the')}\s+)?${oneOf('correct', 'right', 'best')}\b`,
+        'g',
+      ),
     ],
     bare: [
       new RegExp(String.raw`^[\s#>*_]*[(\[][\s*_]*${L}[\s*_]*[)\]]`, 'g'),
       new RegExp(String.raw`^[\s#>*_]*${L}(?=[*_]*(?:[.:)]|\s*$))`, 'g'),
     ],
-    marked: [
-      new RegExp(String.raw`\*\*[(\[]?${L}[)\]]?[.:)]?\*\*`, 'g'),
-      new RegExp(String.raw`(?<![A-Za-z0-9])[(\[]${L}[)\]]`, 'g'),
-    ],
+    marked: [new RegExp(String.raw`\*\*[(\[]?${L}[)\]]?[.:)]?\*\*`, 'g'), new RegExp(String.raw`(?<![A-Za-z0-9])[(\[]${L}[)\]]`, 'g')],
   };
 }
 
@@ -121,7 +122,11 @@ export function extractChoiceLetter(text: string, letters: string | readonly str
   const answer = stripThinking(text);
   if (answer === null) return null;
   const { explicit, bare, marked } = patternsFor(typeof letters === 'string' ? [...letters] : letters);
-  const tiers: [RegExp[], string[]][] = [[explicit, [answer]], [bare, endLines(answer)], [marked, [answer]]];
+  const tiers: [RegExp[], string[]][] = [
+    [explicit, [answer]],
+    [bare, endLines(answer)],
+    [marked, [answer]],
+  ];
   for (const [patterns, places] of tiers) {
     const found = new Set<string>();
     for (const pattern of patterns) {

@@ -57,12 +57,31 @@ describe('resolveConfig', () => {
 
   it('reads every flag form and coerces by the field type', () => {
     const { env, rest } = resolve([
-      '--env.group_size=16', '--env.max_token_length', '512', '--env.use_wandb', '--env.ensure_scores_are_not_same', 'false',
-      '--env.wandb_name', 'run-a', '--env.data_path=None', '--env.split', 'test', '--env.temperature=0.7', '--env.eval_handling', 'NONE',
+      '--env.group_size=16',
+      '--env.max_token_length',
+      '512',
+      '--env.use_wandb',
+      '--env.ensure_scores_are_not_same',
+      'false',
+      '--env.wandb_name',
+      'run-a',
+      '--env.data_path=None',
+      '--env.split',
+      'test',
+      '--env.temperature=0.7',
+      '--env.eval_handling',
+      'NONE',
     ]);
     expect(env).toMatchObject({
-      group_size: 16, max_token_length: 512, use_wandb: true, ensure_scores_are_not_same: false, wandb_name: 'run-a',
-      data_path: null, split: 'test', temperature: 0.7, eval_handling: 'NONE',
+      group_size: 16,
+      max_token_length: 512,
+      use_wandb: true,
+      ensure_scores_are_not_same: false,
+      wandb_name: 'run-a',
+      data_path: null,
+      split: 'test',
+      temperature: 0.7,
+      eval_handling: 'NONE',
     });
     expect(rest.args).toEqual([]);
   });
@@ -76,7 +95,9 @@ describe('resolveConfig', () => {
   });
 
   it('ranks CLI over YAML over environment defaults over schema defaults', () => {
-    const config = yamlFile('env:\n  group_size: 12\n  temperature: 0.5\n  max_token_length: 2000\nopenai:\n  base_url: http://a/v1\n  timeout: 30\n');
+    const config = yamlFile(
+      'env:\n  group_size: 12\n  temperature: 0.5\n  max_token_length: 2000\nopenai:\n  base_url: http://a/v1\n  timeout: 30\n',
+    );
     const { env, servers, steps } = resolve(['--config', config, '--env.group_size', '16', '--openai.model_name', 'm']);
     expect(env).toMatchObject({ group_size: 16, temperature: 0.5, max_token_length: 2000, total_steps: 1000 });
     expect(servers).toEqual([expect.objectContaining({ base_url: 'http://a/v1', timeout: 30, model_name: 'm', max_n_completions: 8 })]);
@@ -114,7 +135,9 @@ describe('resolveConfig', () => {
     const resolved = resolve(['--config', config]);
     expect(resolved.judge).toEqual([expect.objectContaining({ base_url: 'http://y/v1', server_type: 'vllm' })]);
     expect(resolved.teacher).toEqual([expect.objectContaining({ base_url: 'http://t/v1' })]);
-    expect(problemsOf(() => resolve(['--judge.base_ulr', 'x']))).toEqual(['unknown flag --judge.base_ulr (did you mean --judge.base_url?)']);
+    expect(problemsOf(() => resolve(['--judge.base_ulr', 'x']))).toEqual([
+      'unknown flag --judge.base_ulr (did you mean --judge.base_url?)',
+    ]);
   });
 
   it('gives tool calls, setup and teardown their own retry policy on the env queue (--steps.tool.*)', () => {
@@ -128,8 +151,13 @@ describe('resolveConfig', () => {
     const config = yamlFile('steps:\n  score:\n    start_to_close_timeout: 5\n');
     const { steps } = resolve(['--config', config, '--steps.generate.maximum_attempts', '3', '--openai.timeout', '300']);
     expect(steps.generate).toEqual({
-      startToCloseTimeoutMs: 300_000, heartbeatTimeoutMs: 10_000, initialIntervalMs: 1000, backoffCoefficient: 2,
-      maximumIntervalMs: 60_000, maximumAttempts: 3, local: false,
+      startToCloseTimeoutMs: 300_000,
+      heartbeatTimeoutMs: 10_000,
+      initialIntervalMs: 1000,
+      backoffCoefficient: 2,
+      maximumIntervalMs: 60_000,
+      maximumAttempts: 3,
+      local: false,
     });
     expect(steps.score).toMatchObject({ startToCloseTimeoutMs: 5000, maximumAttempts: 5, local: true });
   });
@@ -142,42 +170,66 @@ describe('resolveConfig', () => {
   });
 
   it('reports every problem at once, naming the flag and what it expected', () => {
-    const problems = problemsOf(() => resolve([
-      '--env.group_size', 'x', '--env.grup_size', '3', '--openai.timeout=-1', '--steps.genrate.maximum_attempts', '2',
-      '--env.split', 'dev', '--env.max_token_length', '--env.min_batch_allocation', '2', '--env.top_p', 'None', '--env.use_wandb=yes', '--bogus',
-    ]));
-    expect(problems).toEqual(expect.arrayContaining([
-      'unknown flag --env.grup_size (did you mean --env.group_size?)',
-      'unknown flag --steps.genrate.maximum_attempts (did you mean --steps.generate.maximum_attempts?)',
-      'unknown flag --bogus',
-      '--env.group_size: expected a positive integer, got "x"',
-      '--env.split: expected one of train, test, got "dev"',
-      '--env.max_token_length: expected a positive integer, got no value',
-      '--env.min_batch_allocation: expected a number between 0 and 1 or None, got "2"',
-      '--env.top_p: expected a number > 0 and <= 1, got None',
-      '--env.use_wandb: expected true or false, got "yes"',
-      '--openai.timeout: expected a positive number, got "-1"',
-    ]));
+    const problems = problemsOf(() =>
+      resolve([
+        '--env.group_size',
+        'x',
+        '--env.grup_size',
+        '3',
+        '--openai.timeout=-1',
+        '--steps.genrate.maximum_attempts',
+        '2',
+        '--env.split',
+        'dev',
+        '--env.max_token_length',
+        '--env.min_batch_allocation',
+        '2',
+        '--env.top_p',
+        'None',
+        '--env.use_wandb=yes',
+        '--bogus',
+      ]),
+    );
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        'unknown flag --env.grup_size (did you mean --env.group_size?)',
+        'unknown flag --steps.genrate.maximum_attempts (did you mean --steps.generate.maximum_attempts?)',
+        'unknown flag --bogus',
+        '--env.group_size: expected a positive integer, got "x"',
+        '--env.split: expected one of train, test, got "dev"',
+        '--env.max_token_length: expected a positive integer, got no value',
+        '--env.min_batch_allocation: expected a number between 0 and 1 or None, got "2"',
+        '--env.top_p: expected a number > 0 and <= 1, got None',
+        '--env.use_wandb: expected true or false, got "yes"',
+        '--openai.timeout: expected a positive number, got "-1"',
+      ]),
+    );
     expect(problems).toHaveLength(10);
   });
 
   it('suggests the namespaced flag for a bare field name', () => {
     expect(problemsOf(() => resolve(['--group_size', '3']))).toEqual(['unknown flag --group_size (did you mean --env.group_size?)']);
     expect(problemsOf(() => resolve(['--env.group_size.x', '3', '--env.constructor', '--steps.generate']))).toEqual([
-      'unknown flag --env.group_size.x (did you mean --env.group_size?)', 'unknown flag --env.constructor', 'unknown flag --steps.generate',
+      'unknown flag --env.group_size.x (did you mean --env.group_size?)',
+      'unknown flag --env.constructor',
+      'unknown flag --steps.generate',
     ]);
   });
 
   it('names the YAML path of bad and unknown keys', () => {
-    const config = yamlFile('env:\n  group_size: 0\n  temprature: 1\nopenai:\n  - timeout: fast\nsteps:\n  scor: {}\n  parse:\n    maximum_attempts: -2\nslurm: true\n');
-    expect(problemsOf(() => resolve(['--config', config])).sort()).toEqual([
-      `${config}: env.group_size: expected a positive integer, got 0`,
-      `${config}: env.temprature: unknown key (did you mean temperature?)`,
-      `${config}: openai[0].timeout: expected a positive number, got "fast"`,
-      `${config}: slurm: unknown section`,
-      `${config}: steps.parse.maximum_attempts: expected a non-negative integer, got -2`,
-      `${config}: steps.scor: unknown step (did you mean score?)`,
-    ].sort());
+    const config = yamlFile(
+      'env:\n  group_size: 0\n  temprature: 1\nopenai:\n  - timeout: fast\nsteps:\n  scor: {}\n  parse:\n    maximum_attempts: -2\nslurm: true\n',
+    );
+    expect(problemsOf(() => resolve(['--config', config])).sort()).toEqual(
+      [
+        `${config}: env.group_size: expected a positive integer, got 0`,
+        `${config}: env.temprature: unknown key (did you mean temperature?)`,
+        `${config}: openai[0].timeout: expected a positive number, got "fast"`,
+        `${config}: slurm: unknown section`,
+        `${config}: steps.parse.maximum_attempts: expected a non-negative integer, got -2`,
+        `${config}: steps.scor: unknown step (did you mean score?)`,
+      ].sort(),
+    );
   });
 
   it('reads an empty YAML section as no settings', () => {
@@ -189,7 +241,9 @@ describe('resolveConfig', () => {
 
   it('reports a missing or malformed YAML file', () => {
     expect(problemsOf(() => resolve(['--config', join(dir, 'absent.yaml')]))[0]).toMatch(/^--config .*absent\.yaml: ENOENT/);
-    const malformed = problemsOf(() => resolve(['--config', yamlFile('env:\n  group_size: 4\n  max_token_length: [1, 2\nopenai:\n  base_url: x\n')]));
+    const malformed = problemsOf(() =>
+      resolve(['--config', yamlFile('env:\n  group_size: 4\n  max_token_length: [1, 2\nopenai:\n  base_url: x\n')]),
+    );
     expect(malformed).toHaveLength(1);
     // What is wrong, the line and column, and the offending line itself.
     expect(malformed[0]).toMatch(/^--config .*: Flow sequence in block collection .* at line 4, column 1:\n {4}4 \| openai:\n {6}\| \^$/);
@@ -211,7 +265,12 @@ describe('describeFlags', () => {
   it('lists every flag with its type, the effective default and a description', () => {
     const rows = describeFlags(toy, { 'max-groups': z.number().int().positive().describe('groups to produce') });
     const row = (flag: string) => rows.find((r) => r.flag === flag);
-    expect(row('--env.group_size')).toEqual({ flag: '--env.group_size', type: 'positive integer', default: '8', description: 'rollouts per item' });
+    expect(row('--env.group_size')).toEqual({
+      flag: '--env.group_size',
+      type: 'positive integer',
+      default: '8',
+      description: 'rollouts per item',
+    });
     expect(row('--env.split')).toMatchObject({ type: 'one of train, test', default: 'train', description: 'which split to read' });
     expect(row('--env.wandb_name')).toMatchObject({ type: 'string or None', default: 'None' });
     expect(row('--openai.timeout')).toMatchObject({ default: '1200', description: 'request timeout in seconds' });

@@ -41,8 +41,19 @@ export interface ResolvedConfig<Extra extends Shape, Flags extends Shape> {
   given: { env: string[] };
 }
 
-type Json = { type?: string | string[]; anyOf?: Json[]; enum?: unknown[]; const?: unknown; pattern?: string; default?: unknown;
-  description?: string; minimum?: number; maximum?: number; exclusiveMinimum?: number; exclusiveMaximum?: number };
+type Json = {
+  type?: string | string[];
+  anyOf?: Json[];
+  enum?: unknown[];
+  const?: unknown;
+  pattern?: string;
+  default?: unknown;
+  description?: string;
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+};
 
 function jsonSchema(schema: z.ZodType): Json {
   try {
@@ -76,8 +87,12 @@ function expectation(schema: z.ZodType): string {
     else if (min === 0 && max === undefined) text = `a non-negative ${noun}`;
     else if (min !== undefined && max !== undefined) text = `${noun === 'integer' ? 'an' : 'a'} ${noun} between ${min} and ${max}`;
     else {
-      const bounds = [min !== undefined ? `>= ${min}` : '', c.exclusiveMinimum !== undefined ? `> ${c.exclusiveMinimum}` : '',
-        max !== undefined ? `<= ${max}` : '', c.exclusiveMaximum !== undefined ? `< ${c.exclusiveMaximum}` : ''].filter(Boolean);
+      const bounds = [
+        min !== undefined ? `>= ${min}` : '',
+        c.exclusiveMinimum !== undefined ? `> ${c.exclusiveMinimum}` : '',
+        max !== undefined ? `<= ${max}` : '',
+        c.exclusiveMaximum !== undefined ? `< ${c.exclusiveMaximum}` : '',
+      ].filter(Boolean);
       text = `${noun === 'integer' ? 'an' : 'a'} ${noun} ${bounds.join(' and ')}`.trim();
     }
   } else if (c.type === 'string') text = c.pattern ? `a string matching /${c.pattern}/` : 'a string';
@@ -92,12 +107,19 @@ function coerce(value: string | null, schema: z.ZodType | undefined): unknown {
   if (c.type === 'integer' || c.type === 'number') return value.trim() !== '' && Number.isFinite(Number(value)) ? Number(value) : value;
   if (c.type === 'boolean') return value === 'true' ? true : value === 'false' ? false : value;
   if (c.type === 'array' || c.type === 'object') {
-    try { return JSON.parse(value); } catch { return value; }
+    try {
+      return JSON.parse(value);
+    } catch {
+      return value;
+    }
   }
   return value;
 }
 
-interface Flag { key: string; value: string | null | true }
+interface Flag {
+  key: string;
+  value: string | null | true;
+}
 
 /** Splits argv into `--k=v`, `--k v`, bare `--k` (true) and positionals; `None` means null, `--` ends flags. */
 function tokenize(argv: string[], isBoolean: (key: string) => boolean): { flags: Flag[]; args: string[] } {
@@ -105,15 +127,23 @@ function tokenize(argv: string[], isBoolean: (key: string) => boolean): { flags:
   const args: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const token = argv[i]!;
-    if (token === '--') { args.push(...argv.slice(i + 1)); break; }
-    if (!token.startsWith('--')) { args.push(token); continue; }
+    if (token === '--') {
+      args.push(...argv.slice(i + 1));
+      break;
+    }
+    if (!token.startsWith('--')) {
+      args.push(token);
+      continue;
+    }
     const eq = token.indexOf('=');
     const key = eq < 0 ? token.slice(2) : token.slice(2, eq);
     let value: string | true = eq < 0 ? true : token.slice(eq + 1);
     const next = argv[i + 1];
     // A boolean takes the next token only when it is one, so `--env.use_wandb gsm8k` keeps its positional.
-    if (value === true && next !== undefined && !next.startsWith('--') &&
-        (!isBoolean(key) || ['true', 'false', 'None'].includes(next))) { value = next; i++; }
+    if (value === true && next !== undefined && !next.startsWith('--') && (!isBoolean(key) || ['true', 'false', 'None'].includes(next))) {
+      value = next;
+      i++;
+    }
     flags.push({ key, value: value === 'None' ? null : value });
   }
   return { flags, args };
@@ -124,7 +154,9 @@ function tokenize(argv: string[], isBoolean: (key: string) => boolean): { flags:
  * what resolution itself depends on, such as the run whose config becomes the defaults.
  */
 export function flagValue(argv: string[], key: string): string | undefined {
-  const value = tokenize(argv, () => false).flags.filter((f) => f.key === key).at(-1)?.value;
+  const value = tokenize(argv, () => false)
+    .flags.filter((f) => f.key === key)
+    .at(-1)?.value;
   return typeof value === 'string' ? value : undefined;
 }
 
@@ -145,7 +177,10 @@ function suggest(name: string, known: string[]): string | undefined {
   for (const candidate of known) {
     const tail = candidate.slice(candidate.indexOf('.') + 1);
     const d = Math.min(distance(name, candidate), name.includes('.') ? Infinity : distance(name, tail));
-    if (d < bestDistance) { best = candidate; bestDistance = d; }
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
   }
   return best;
 }
@@ -174,10 +209,17 @@ function record(origins: Origins, value: unknown, path: (string | number)[], lab
 }
 
 const got = (raw: unknown, cli: boolean): string =>
-  raw === null ? 'None' : raw === true && cli ? 'no value' : JSON.stringify(raw) ?? String(raw);
+  raw === null ? 'None' : raw === true && cli ? 'no value' : (JSON.stringify(raw) ?? String(raw));
 
 /** Validates one section and turns zod's issues into problems that name the flag or YAML path. */
-function check<S extends z.ZodType>(schema: S, value: unknown, path: string, shape: Shape, origins: Origins, problems: string[]): z.infer<S> | undefined {
+function check<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  path: string,
+  shape: Shape,
+  origins: Origins,
+  problems: string[],
+): z.infer<S> | undefined {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   for (const issue of result.error.issues) {
@@ -211,11 +253,16 @@ function yamlProblem(error: Error & { linePos?: { line: number; col: number }[] 
 /** Reads the YAML file into its four sections, recording where each value came from. */
 function readYaml(file: string, origins: Origins, problems: string[]): Record<string, unknown> {
   let doc: unknown;
-  try { doc = parseYaml(readFileSync(file, 'utf8')) ?? {}; } catch (error) {
+  try {
+    doc = parseYaml(readFileSync(file, 'utf8')) ?? {};
+  } catch (error) {
     problems.push(`--config ${file}: ${yamlProblem(error as Error & { linePos?: { line: number; col: number }[] }, file)}`);
     return {};
   }
-  if (!isObject(doc)) { problems.push(`${file}: expected a mapping with env:, openai:, teacher:, steps:`); return {}; }
+  if (!isObject(doc)) {
+    problems.push(`${file}: expected a mapping with env:, openai:, teacher:, steps:`);
+    return {};
+  }
   const sections = ['env', 'openai', 'teacher', 'judge', 'steps'];
   for (const [key, value] of Object.entries(doc)) {
     if (!sections.includes(key)) problems.push(`${file}: ${key}: unknown section${didYouMean(key, sections)}`);
@@ -225,17 +272,28 @@ function readYaml(file: string, origins: Origins, problems: string[]): Record<st
 }
 
 /** One list of servers from YAML (a mapping or a list) and `--<ns>.*` flags; flags may not override a multi-server list. */
-function servers(ns: 'openai' | 'teacher' | 'judge', fromYaml: unknown, flags: Record<string, unknown>, origins: Origins, problems: string[]): ServerConfig[] {
+function servers(
+  ns: 'openai' | 'teacher' | 'judge',
+  fromYaml: unknown,
+  flags: Record<string, unknown>,
+  origins: Origins,
+  problems: string[],
+): ServerConfig[] {
   const hasFlags = Object.keys(flags).length > 0;
   const isList = Array.isArray(fromYaml);
   const list: unknown[] = isList ? fromYaml : fromYaml != null ? [fromYaml] : ns === 'openai' || hasFlags ? [{}] : [];
   if (list.length >= 2 && hasFlags) {
-    problems.push(`--${ns}.${Object.keys(flags)[0]}: cannot override a list of ${list.length} ${ns} servers from the YAML file; edit the file`);
+    problems.push(
+      `--${ns}.${Object.keys(flags)[0]}: cannot override a list of ${list.length} ${ns} servers from the YAML file; edit the file`,
+    );
     return [];
   }
   return list.flatMap((item, i) => {
     const at = isList ? `${ns}.${i}` : ns;
-    if (!isObject(item)) { problems.push(`${origins.get(at)?.label ?? ns}: expected a server mapping`); return []; }
+    if (!isObject(item)) {
+      problems.push(`${origins.get(at)?.label ?? ns}: expected a server mapping`);
+      return [];
+    }
     if (isList) for (const k of Object.keys(flags)) origins.set(`${at}.${k}`, origins.get(`${ns}.${k}`)!);
     const parsed = check(ServerConfigSchema, merge(item, flags), at, ServerConfigSchema.shape, origins, problems);
     return parsed ? [parsed] : [];
@@ -255,16 +313,23 @@ export function resolveConfig<Extra extends Shape, Flags extends Shape = Record<
   const env = envShape(environment);
   const server = ServerConfigSchema.shape as Shape;
   const step = StepConfigSchema.shape as Shape;
-  const own = (shape: Shape, name: string | undefined) => (name !== undefined && Object.hasOwn(shape, name) ? (shape[name] as z.ZodType) : undefined);
+  const own = (shape: Shape, name: string | undefined) =>
+    name !== undefined && Object.hasOwn(shape, name) ? (shape[name] as z.ZodType) : undefined;
   const fieldOf = (key: string): z.ZodType | undefined => {
     const [ns, a, b, ...extra] = key.split('.');
     if (extra.length > 0) return undefined;
     if (a === undefined) return own(commandFlags, ns);
-    if (b === undefined) return ns === 'env' ? own(env, a) : ns === 'openai' || ns === 'teacher' || ns === 'judge' ? own(server, a) : undefined;
+    if (b === undefined)
+      return ns === 'env' ? own(env, a) : ns === 'openai' || ns === 'teacher' || ns === 'judge' ? own(server, a) : undefined;
     return ns === 'steps' && (STEP_NAMES as readonly string[]).includes(a) ? own(step, b) : undefined;
   };
-  const known = ['config', ...Object.keys(env).map((k) => `env.${k}`), ...Object.keys(server).flatMap((k) => [`openai.${k}`, `teacher.${k}`, `judge.${k}`]),
-    ...STEP_NAMES.flatMap((s) => Object.keys(step).map((k) => `steps.${s}.${k}`)), ...Object.keys(commandFlags)];
+  const known = [
+    'config',
+    ...Object.keys(env).map((k) => `env.${k}`),
+    ...Object.keys(server).flatMap((k) => [`openai.${k}`, `teacher.${k}`, `judge.${k}`]),
+    ...STEP_NAMES.flatMap((s) => Object.keys(step).map((k) => `steps.${s}.${k}`)),
+    ...Object.keys(commandFlags),
+  ];
 
   const problems: string[] = [];
   const origins: Origins = new Map();
@@ -278,9 +343,13 @@ export function resolveConfig<Extra extends Shape, Flags extends Shape = Record<
   for (const { key, value } of flags) {
     if (key === 'config') continue;
     const field = fieldOf(key);
-    if (!field) { problems.push(`unknown flag --${key}${didYouMean(key, known, '--')}`); continue; }
+    if (!field) {
+      problems.push(`unknown flag --${key}${didYouMean(key, known, '--')}`);
+      continue;
+    }
     const parts = key.split('.');
-    const target = parts.length === 3 ? ((cli.steps![parts[1]!] ??= {}) as Record<string, unknown>) : cli[parts.length === 1 ? 'rest' : parts[0]!]!;
+    const target =
+      parts.length === 3 ? ((cli.steps![parts[1]!] ??= {}) as Record<string, unknown>) : cli[parts.length === 1 ? 'rest' : parts[0]!]!;
     target[parts.at(-1)!] = value === true ? true : coerce(value, field);
     origins.set(parts.length === 1 ? `rest.${key}` : key, { label: `--${key}`, raw: value, cli: true });
   }
@@ -308,28 +377,45 @@ export function resolveConfig<Extra extends Shape, Flags extends Shape = Record<
   const stepDefaults = defaultStepConfigs({ generate, teacher: timeout(teacher) ?? generate, judge: timeout(judge) ?? generate });
   const stepYaml = section('steps', yaml.steps);
   for (const name of Object.keys(stepYaml)) {
-    if (!(STEP_NAMES as readonly string[]).includes(name)) problems.push(`${configFile}: steps.${name}: unknown step${didYouMean(name, [...STEP_NAMES])}`);
+    if (!(STEP_NAMES as readonly string[]).includes(name))
+      problems.push(`${configFile}: steps.${name}: unknown step${didYouMean(name, [...STEP_NAMES])}`);
   }
   const steps = {} as StepConfigTable;
   for (const name of STEP_NAMES) {
     const over = merge(section(`steps.${name}`, stepYaml[name]), (cli.steps![name] ?? {}) as Record<string, unknown>);
     const parsed = check(StepConfigSchema, merge(stepDefaults[name], over), `steps.${name}`, step, origins, problems);
     // Deliveries run beside the launches of the env-run; a local activity there could reorder commands on replay.
-    if (parsed && name === 'deliver' && parsed.local) problems.push('--steps.deliver.local: deliveries cannot run as local activities (they run beside launches, and replay must keep their order)');
+    if (parsed && name === 'deliver' && parsed.local)
+      problems.push(
+        '--steps.deliver.local: deliveries cannot run as local activities (they run beside launches, and replay must keep their order)',
+      );
     else if (parsed) steps[name] = parsed;
   }
   const restFlags = check(z.strictObject(commandFlags), cli.rest, 'rest', commandFlags, origins, problems);
 
   if (problems.length > 0 || !envConfig || !restFlags) throw new ConfigError(problems);
   const given = { env: [...new Set([...Object.keys(section('env', yaml.env)), ...Object.keys(cli.env!)])] };
-  return { env: envConfig as EnvConfig<Extra>, servers: policy, teacher, judge, steps: toStepOptions(steps), rest: { args, flags: restFlags }, given };
+  return {
+    env: envConfig as EnvConfig<Extra>,
+    servers: policy,
+    teacher,
+    judge,
+    steps: toStepOptions(steps),
+    rest: { args, flags: restFlags },
+    given,
+  };
 }
 
 /** One line of `--help`. */
-export interface FlagRow { flag: string; type: string; default: string; description: string }
+export interface FlagRow {
+  flag: string;
+  type: string;
+  default: string;
+  description: string;
+}
 
-
-const shown = (value: unknown): string => (value === undefined ? '' : value === null ? 'None' : typeof value === 'string' ? value : JSON.stringify(value));
+const shown = (value: unknown): string =>
+  value === undefined ? '' : value === null ? 'None' : typeof value === 'string' ? value : JSON.stringify(value);
 
 function rows(prefix: string, shape: Shape, defaults: Record<string, unknown> = {}): FlagRow[] {
   return Object.entries(shape).map(([name, schema]) => {
@@ -354,8 +440,12 @@ export function describeFlags(environment: Env<Shape>, commandFlags: Shape = {})
     ...rows('openai.', ServerConfigSchema.shape),
     { flag: '--teacher.<field>', type: '', default: '', description: 'the --openai.<field> flags, for the teacher servers' },
     { flag: '--judge.<field>', type: '', default: '', description: 'the --openai.<field> flags, for the judge model rewards may call' },
-    { flag: '--steps.<step>.<field>', type: '', default: '',
-      description: `retry policy of a workflow step: ${STEP_NAMES.join(', ')}; generate, teacher and judge default to the server timeout, a 10 s heartbeat timeout and 10 attempts on the LLM queue; tool, setup and teardown to 300 s, a 10 s heartbeat timeout and 5 attempts on the env queue` },
+    {
+      flag: '--steps.<step>.<field>',
+      type: '',
+      default: '',
+      description: `retry policy of a workflow step: ${STEP_NAMES.join(', ')}; generate, teacher and judge default to the server timeout, a 10 s heartbeat timeout and 10 attempts on the LLM queue; tool, setup and teardown to 300 s, a 10 s heartbeat timeout and 5 attempts on the env queue`,
+    },
     ...rows('steps.<step>.', StepConfigSchema.shape, local),
   ];
 }

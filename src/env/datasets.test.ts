@@ -54,8 +54,9 @@ describe('resolveDataset', () => {
 
   it('uses a given path as is, and says so when it is missing', async () => {
     expect(await resolveDataset({ path: GSM8K_TEST, cacheName: 'x', url: `${base}/data.jsonl` })).toBe(GSM8K_TEST);
-    await expect(resolveDataset({ path: join(dir, 'nope.jsonl'), cacheName: 'x', url: `${base}/data.jsonl` }))
-      .rejects.toThrow(`dataset file not found: ${join(dir, 'nope.jsonl')}`);
+    await expect(resolveDataset({ path: join(dir, 'nope.jsonl'), cacheName: 'x', url: `${base}/data.jsonl` })).rejects.toThrow(
+      `dataset file not found: ${join(dir, 'nope.jsonl')}`,
+    );
   });
 
   it('downloads into the cache once, then reads the cached copy', async () => {
@@ -71,15 +72,17 @@ describe('resolveDataset', () => {
 
   it('tells the user to pass --env.data_path when the download fails', async () => {
     const home = mkdtempSync(join(tmpdir(), 'clotho-home-'));
-    await expect(resolveDataset({ cacheName: 'missing.jsonl', url: `${base}/missing.jsonl`, home }))
-      .rejects.toThrow(/could not download .*missing\.jsonl \(HTTP 404.*pass --env\.data_path/);
+    await expect(resolveDataset({ cacheName: 'missing.jsonl', url: `${base}/missing.jsonl`, home })).rejects.toThrow(
+      /could not download .*missing\.jsonl \(HTTP 404.*pass --env\.data_path/,
+    );
     // A port nobody listens on stands for being offline.
     const closed = createServer();
     await new Promise<void>((done) => closed.listen(0, '127.0.0.1', done));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((done) => closed.close(() => done()));
-    await expect(resolveDataset({ cacheName: 'offline.jsonl', url: `http://127.0.0.1:${port}/x`, home }))
-      .rejects.toThrow(/ECONNREFUSED.*pass --env\.data_path <file>/);
+    await expect(resolveDataset({ cacheName: 'offline.jsonl', url: `http://127.0.0.1:${port}/x`, home })).rejects.toThrow(
+      /ECONNREFUSED.*pass --env\.data_path <file>/,
+    );
     expect(readdirSync(home)).toEqual([]);
   });
 

@@ -51,7 +51,11 @@ export function datasetCacheDir(home = clothoHome()): string {
   return join(home, 'datasets');
 }
 
-const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 /**
  * Finds a dataset file: the given path, else the cached copy, else a fresh download into the cache

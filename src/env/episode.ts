@@ -33,7 +33,14 @@ export async function runEpisode(environment: LoadedEnvironment, turnOf: Assista
   const { definition, config, items } = environment;
   const item = items.get(options.itemIndex);
   const live = { signal: options.signal ?? new AbortController().signal, heartbeat: () => undefined };
-  const hook = { item, config, itemIndex: options.itemIndex, groupSize: 1, groupId: `episode-${options.itemIndex}-${options.sample ?? 0}`, ...live };
+  const hook = {
+    item,
+    config,
+    itemIndex: options.itemIndex,
+    groupSize: 1,
+    groupId: `episode-${options.itemIndex}-${options.sample ?? 0}`,
+    ...live,
+  };
   const group = (await definition.setup?.(hook)) ?? null;
   try {
     return await play(environment, item, group, turnOf, options);
@@ -42,7 +49,13 @@ export async function runEpisode(environment: LoadedEnvironment, turnOf: Assista
   }
 }
 
-async function play(environment: LoadedEnvironment, item: unknown, group: unknown, turnOf: AssistantTurn, options: EpisodeOptions): Promise<Episode> {
+async function play(
+  environment: LoadedEnvironment,
+  item: unknown,
+  group: unknown,
+  turnOf: AssistantTurn,
+  options: EpisodeOptions,
+): Promise<Episode> {
   const { definition, config } = environment;
   const sample = options.sample ?? 0;
   const offered = (await definition.tools?.(item, config)) ?? [];
@@ -62,7 +75,16 @@ async function play(environment: LoadedEnvironment, item: unknown, group: unknow
     const calls = tools.length > 0 ? parseToolCalls(answer, `call-${turn}-${sample}`).calls : [];
     const toolResults: ToolResultMessage[] = [];
     for (const [call, request] of calls.entries()) {
-      const context = { item, state, group, sample, turn, call, idempotencyKey: `episode/${options.itemIndex}/${sample}/${turn}/${call}`, ...live };
+      const context = {
+        item,
+        state,
+        group,
+        sample,
+        turn,
+        call,
+        idempotencyKey: `episode/${options.itemIndex}/${sample}/${turn}/${call}`,
+        ...live,
+      };
       const result = await executeToolCall(tools, request, context);
       state = context.state;
       outcomes[result.outcome] = (outcomes[result.outcome] ?? 0) + 1;
@@ -86,7 +108,8 @@ async function play(environment: LoadedEnvironment, item: unknown, group: unknow
   const parsed = await definition.parse(completion, item, context);
   // The judge's questions about this one-trajectory group (no group rescoring: evaluation scores items alone).
   const judgements: Record<string, string[]> = {};
-  const requests = (await definition.judge?.({ item, config, completions: [completion], parsed: [parsed], messages: [messages], group })) ?? [];
+  const requests =
+    (await definition.judge?.({ item, config, completions: [completion], parsed: [parsed], messages: [messages], group })) ?? [];
   for (const request of requests) {
     judgements[request.id] = await options.judge.complete(request.messages, {
       n: request.n ?? 1,
@@ -94,7 +117,10 @@ async function play(environment: LoadedEnvironment, item: unknown, group: unknow
       ...(request.maxTokens === undefined ? {} : { maxTokens: request.maxTokens }),
     });
   }
-  const result = toScoreResult(await definition.score({ ...context, parsed, completion, turnRewards, judge: options.judge, group, judgements }));
-  const toolMetrics: Record<string, number> = tools.length > 0 ? { tool_calls: Object.values(outcomes).reduce((a, b) => a + b, 0), tool_errors: outcomes.tool_error ?? 0 } : {};
+  const result = toScoreResult(
+    await definition.score({ ...context, parsed, completion, turnRewards, judge: options.judge, group, judgements }),
+  );
+  const toolMetrics: Record<string, number> =
+    tools.length > 0 ? { tool_calls: Object.values(outcomes).reduce((a, b) => a + b, 0), tool_errors: outcomes.tool_error ?? 0 } : {};
   return { messages, completion, parsed, score: result.score, metrics: { ...toolMetrics, ...result.metrics }, turns };
 }

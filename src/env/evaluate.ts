@@ -49,8 +49,14 @@ export function evaluationTurn(policy: EvaluationInference, config: BaseEnvConfi
   return async (messages, tools) => {
     // An evaluation keeps the messages and throws tokens away: any OpenAI-compatible server will do.
     const request = {
-      messages, n: 1, maxTokens: config.max_token_length, temperature: 0, topP: 1, messagesOnly: true,
-      ...(tools ? { tools } : {}), ...(reasoning ? { reasoning } : {}),
+      messages,
+      n: 1,
+      maxTokens: config.max_token_length,
+      temperature: 0,
+      topP: 1,
+      messagesOnly: true,
+      ...(tools ? { tools } : {}),
+      ...(reasoning ? { reasoning } : {}),
     };
     const [completion] = await policy.generate(request, { ...call, split: 'eval' });
     return completion!.message;
@@ -80,7 +86,13 @@ export async function evaluateEnvironment(
   let next = 0;
   const evaluateOne = async (itemIndex: number) => {
     const episode = await runEpisode(environment, turnOf, { itemIndex, maxTurns: options.maxTurns, judge: options.judge });
-    const sample = { itemIndex, messages: episode.messages, completion: episode.completion, score: episode.score, metrics: episode.metrics };
+    const sample = {
+      itemIndex,
+      messages: episode.messages,
+      completion: episode.completion,
+      score: episode.score,
+      metrics: episode.metrics,
+    };
     samples.push(sample);
     scored.push({ itemIndex, score: episode.score, metrics: episode.metrics });
     await options.onItem?.(scored, sample);

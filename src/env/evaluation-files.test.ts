@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resumableEvaluationFiles } from './evaluation-files.js';
 
-const sample = (itemIndex: number) => ({ itemIndex, messages: [], completion: `answer ${itemIndex}`, score: itemIndex % 2 ? -1 : 1, metrics: {} });
+const sample = (itemIndex: number) => ({
+  itemIndex,
+  messages: [],
+  completion: `answer ${itemIndex}`,
+  score: itemIndex % 2 ? -1 : 1,
+  metrics: {},
+});
 
 let dir: string;
 beforeEach(async () => {
@@ -23,7 +29,10 @@ describe('resumableEvaluationFiles', () => {
     await retry.item(sample(0));
     await retry.finish({ items: 3, score: 1 / 3 });
     expect((await readdir(dir)).sort()).toEqual(['metrics.json', 'samples.jsonl']);
-    const lines = (await readFile(join(dir, 'samples.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    const lines = (await readFile(join(dir, 'samples.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.completion)).toEqual(['answer 0', 'answer 1', 'answer 2']);
     expect(JSON.parse(await readFile(join(dir, 'metrics.json'), 'utf8'))).toEqual({ items: 3, score: 1 / 3 });
   });

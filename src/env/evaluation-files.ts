@@ -23,7 +23,9 @@ export function resumableEvaluationFiles(dir: string) {
     },
     async finish(metrics: EvaluationMetrics): Promise<void> {
       const names = await readdir(pending).catch(() => [] as string[]);
-      const samples = await Promise.all(names.map(async (name) => JSON.parse(await readFile(join(pending, name), 'utf8')) as EvaluationSample));
+      const samples = await Promise.all(
+        names.map(async (name) => JSON.parse(await readFile(join(pending, name), 'utf8')) as EvaluationSample),
+      );
       samples.sort((a, b) => a.itemIndex - b.itemIndex);
       await writeEvaluation(dir, metrics, samples);
       await rm(pending, { recursive: true, force: true });

@@ -3,22 +3,33 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Message } from '../schema/scored-data.js';
 import {
-  actionTools, commandFromCall, defineGame, hashSeed, parseCommand, readMove, seededRandom, type Game, type GameAction, type GameSlot,
+  actionTools,
+  commandFromCall,
+  defineGame,
+  hashSeed,
+  parseCommand,
+  readMove,
+  seededRandom,
+  type Game,
+  type GameAction,
+  type GameSlot,
 } from './games.js';
 import { playEpisode, resolveEnvConfig } from './testing.js';
 import { wrapped } from './loaded.js';
 
 describe('seededRandom', () => {
   it('gives the same sequence for a seed and resumes from its saved state', () => {
-    fc.assert(fc.property(fc.integer(), fc.integer({ min: 0, max: 50 }), (seed, cut) => {
-      const whole = seededRandom(seed);
-      const expected = Array.from({ length: cut + 20 }, () => whole.next());
-      const first = seededRandom(seed);
-      const head = Array.from({ length: cut }, () => first.next());
-      const saved = JSON.parse(JSON.stringify({ random: first.state })) as { random: number };
-      const resumed = seededRandom(saved.random);
-      expect([...head, ...Array.from({ length: 20 }, () => resumed.next())]).toEqual(expected);
-    }));
+    fc.assert(
+      fc.property(fc.integer(), fc.integer({ min: 0, max: 50 }), (seed, cut) => {
+        const whole = seededRandom(seed);
+        const expected = Array.from({ length: cut + 20 }, () => whole.next());
+        const first = seededRandom(seed);
+        const head = Array.from({ length: cut }, () => first.next());
+        const saved = JSON.parse(JSON.stringify({ random: first.state })) as { random: number };
+        const resumed = seededRandom(saved.random);
+        expect([...head, ...Array.from({ length: 20 }, () => resumed.next())]).toEqual(expected);
+      }),
+    );
   });
 
   it('draws integers uniformly in range, picks, and shuffles into permutations', () => {
@@ -41,15 +52,22 @@ describe('hashSeed', () => {
     expect(hashSeed(0, 1)).toBe(hashSeed(0, 1));
     expect(hashSeed(0, 1)).not.toBe(hashSeed(1, 0));
     expect(hashSeed('1', 2)).not.toBe(hashSeed(12));
-    fc.assert(fc.property(fc.integer(), fc.nat(), (a, b) => {
-      const h = hashSeed(a, b);
-      expect(Number.isInteger(h) && h >= 0 && h < 2 ** 32).toBe(true);
-    }));
+    fc.assert(
+      fc.property(fc.integer(), fc.nat(), (a, b) => {
+        const h = hashSeed(a, b);
+        expect(Number.isInteger(h) && h >= 0 && h < 2 ** 32).toBe(true);
+      }),
+    );
   });
 });
 
 const ACTIONS: GameAction[] = [
-  { name: 'guess', description: 'Guess the number.', parameters: z.object({ number: z.coerce.number().int().min(0).max(9) }), example: 'guess 3' },
+  {
+    name: 'guess',
+    description: 'Guess the number.',
+    parameters: z.object({ number: z.coerce.number().int().min(0).max(9) }),
+    example: 'guess 3',
+  },
   { name: 'reroll', description: 'Draw a new number.', aliases: ['roll again', 'r'] },
   { name: 'pick up', description: 'A two-word verb.', aliases: ['pick'] },
 ];
@@ -59,12 +77,19 @@ describe('reading a move', () => {
 
   it('takes the first tool call, OpenAI or Hermes, and keeps the rest as extra', () => {
     expect(readMove({ content: 'ok', tool_calls: [call('guess', '{"number": 4}'), call('reroll', '{}', 'c2')] })).toEqual({
-      kind: 'call', call: { id: 'c1', name: 'guess', arguments: { number: 4 } }, extra: [{ id: 'c2', name: 'reroll', arguments: {} }],
+      kind: 'call',
+      call: { id: 'c1', name: 'guess', arguments: { number: 4 } },
+      extra: [{ id: 'c2', name: 'reroll', arguments: {} }],
     });
     expect(readMove({ content: 'Let me see.\n<tool_call>{"name": "reroll", "arguments": {}}</tool_call>' }, 'turn-3')).toEqual({
-      kind: 'call', call: { id: 'turn-3-0', name: 'reroll', arguments: {} }, extra: [],
+      kind: 'call',
+      call: { id: 'turn-3-0', name: 'reroll', arguments: {} },
+      extra: [],
     });
-    expect(readMove({ content: '<tool_call>{"name": "guess", "arguments": {</tool_call>' })).toMatchObject({ kind: 'none', problem: expect.stringContaining('did not parse') });
+    expect(readMove({ content: '<tool_call>{"name": "guess", "arguments": {</tool_call>' })).toMatchObject({
+      kind: 'none',
+      problem: expect.stringContaining('did not parse'),
+    });
   });
 
   it('reads a text command after any reasoning: an <action> tag, else the last line, without decoration', () => {
@@ -92,14 +117,22 @@ describe('reading a move', () => {
   it('checks a tool call against the action it names', () => {
     expect(commandFromCall({ name: 'guess', arguments: { number: '3' } }, ACTIONS)).toEqual({ name: 'guess', arguments: { number: 3 } });
     expect(commandFromCall({ name: 'reroll', arguments: { ignored: true } }, ACTIONS)).toEqual({ name: 'reroll', arguments: {} });
-    expect(commandFromCall({ name: 'guess', arguments: {} }, ACTIONS)).toMatchObject({ problem: expect.stringContaining('invalid arguments for guess') });
-    expect(commandFromCall({ name: 'cheat', arguments: {} }, ACTIONS)).toEqual({ problem: 'unknown action "cheat" (actions: guess, reroll, pick up)' });
+    expect(commandFromCall({ name: 'guess', arguments: {} }, ACTIONS)).toMatchObject({
+      problem: expect.stringContaining('invalid arguments for guess'),
+    });
+    expect(commandFromCall({ name: 'cheat', arguments: {} }, ACTIONS)).toEqual({
+      problem: 'unknown action "cheat" (actions: guess, reroll, pick up)',
+    });
   });
 
   it('offers the actions as OpenAI tool definitions', () => {
     const [guess, reroll] = actionTools(ACTIONS) as { type: string; function: { name: string; parameters: Record<string, unknown> } }[];
     expect(guess).toMatchObject({ type: 'function', function: { name: 'guess', description: 'Guess the number.' } });
-    expect(guess!.function.parameters).toMatchObject({ type: 'object', properties: { number: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['number'] });
+    expect(guess!.function.parameters).toMatchObject({
+      type: 'object',
+      properties: { number: { type: 'integer', minimum: 0, maximum: 9 } },
+      required: ['number'],
+    });
     expect(reroll!.function.parameters).toMatchObject({ type: 'object', properties: {} });
   });
 });
@@ -119,7 +152,8 @@ const rules: Game<Guessing, { invalid_reward: z.ZodDefault<z.ZodNumber> }> = {
   start: ({ random }) => ({ target: random.int(10), rerolls: 0 }),
   observe: (state) => `Rerolls so far: ${state.rerolls}.`,
   play(state, command, { random }) {
-    if (command.name === 'reroll') return { state: { target: random.int(10), rerolls: state.rerolls + 1 }, reward: 0, done: false, message: 'Rerolled.' };
+    if (command.name === 'reroll')
+      return { state: { target: random.int(10), rerolls: state.rerolls + 1 }, reward: 0, done: false, message: 'Rerolled.' };
     const guess = command.arguments.number as number;
     if (guess === state.target) return { state, reward: 5, done: true, message: 'Right!' };
     return { state, reward: -1, done: false, message: guess < state.target ? 'Higher.' : 'Lower.' };
@@ -136,11 +170,13 @@ const itemAt = async (i: number, argv: string[] = []) => wrapped(await guessing.
 const targetOf = (item: { seed: number }) => seededRandom(item.seed).int(10);
 const say = (content: string): Message => ({ role: 'assistant', content });
 const toolCall = (name: string, args: Record<string, unknown>, id: string): Message => ({
-  role: 'assistant', content: '', tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
+  role: 'assistant',
+  content: '',
+  tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
 });
 
 describe('defineGame', () => {
-  it('adds the loop\'s config, derives each item\'s seed, and prompts with the rules, actions and first observation', async () => {
+  it("adds the loop's config, derives each item's seed, and prompts with the rules, actions and first observation", async () => {
     expect(config).toMatchObject({ seed: 0, size: 1_000_000, offer_tools: true, invalid_reward: -2, max_turns: 10 });
     // A game that sets no max_turns gets many turns, not Clotho's single-turn default.
     expect(resolveEnvConfig(defineGame({ ...rules, defaults: { group_size: 3 } }), [])).toMatchObject({ max_turns: 100, group_size: 3 });
@@ -150,7 +186,9 @@ describe('defineGame', () => {
     expect(await itemAt(3, ['--env.seed', '9'])).toEqual({ index: 3, seed: hashSeed(9, 3) });
     const [system, user] = guessing.prompt(item, config);
     expect(system!.content).toContain('Guess my number.\n\nActions:\n- guess <number>: Guess the number.\n- reroll: Draw a new number.');
-    expect(system!.content).toContain('call one of the tools, or write the command as the last line of your reply (or inside <action></action>), for example `guess 3`');
+    expect(system!.content).toContain(
+      'call one of the tools, or write the command as the last line of your reply (or inside <action></action>), for example `guess 3`',
+    );
     expect(user).toEqual({ role: 'user', content: 'Rerolls so far: 0.' });
     expect(await guessing.tools!(item, config)).toHaveLength(3);
     const textOnly = resolveEnvConfig(guessing, ['--env.offer_tools', 'false']);
@@ -158,7 +196,7 @@ describe('defineGame', () => {
     expect(guessing.prompt(item, textOnly)[0]!.content).toContain('write the command as the last line of your reply');
   });
 
-  it('plays a whole episode: text and tool moves, the game\'s rewards per turn, the return as the score', async () => {
+  it("plays a whole episode: text and tool moves, the game's rewards per turn, the return as the score", async () => {
     const item = await itemAt(0);
     const target = targetOf(item);
     const wrong = (target + 1) % 10;
@@ -170,8 +208,15 @@ describe('defineGame', () => {
     const answers = episode.messages.slice(2).filter((m) => m.role !== 'assistant');
     expect(answers.map((m) => m.role)).toEqual(['user', 'user', 'tool']);
     expect(answers[0]!.content).toBe(`${wrong < target ? 'Higher.' : 'Lower.'}\nReward -1, total -1.\n\nRerolls so far: 0.`);
-    expect(answers[1]!.content).toBe('No action: "hmm, no idea" is not an action (actions: guess, reroll, pick up).\nReward -2, total -3.\n\nRerolls so far: 0.');
-    expect(answers[2]).toEqual({ role: 'tool', tool_call_id: 'call-x', name: 'guess', content: 'Right!\nReward +5, total +2.\n\nThe game is over.' });
+    expect(answers[1]!.content).toBe(
+      'No action: "hmm, no idea" is not an action (actions: guess, reroll, pick up).\nReward -2, total -3.\n\nRerolls so far: 0.',
+    );
+    expect(answers[2]).toEqual({
+      role: 'tool',
+      tool_call_id: 'call-x',
+      name: 'guess',
+      content: 'Right!\nReward +5, total +2.\n\nThe game is over.',
+    });
     expect(episode.score).toBe(2);
     expect(episode.metrics).toEqual({ steps: 3, invalid_actions: 1, finished: 1, timed_out: 0, rerolls: 0 });
   });
@@ -179,7 +224,8 @@ describe('defineGame', () => {
   it('answers every call of a turn but plays only the first', async () => {
     const item = await itemAt(1);
     const both: Message = {
-      role: 'assistant', content: '',
+      role: 'assistant',
+      content: '',
       tool_calls: [
         { id: 'a', type: 'function', function: { name: 'guess', arguments: JSON.stringify({ number: targetOf(item) }) } },
         { id: 'b', type: 'function', function: { name: 'reroll', arguments: '{}' } },
@@ -198,7 +244,14 @@ describe('defineGame', () => {
     const wrong = (targetOf(item) + 5) % 10;
     const episode = await playEpisode(guessing, {
       item,
-      replies: [toolCall('cheat', {}, 'a'), toolCall('guess', { number: 42 }, 'b'), say(`guess ${wrong}`), say(`guess ${wrong}`), say(`guess ${wrong}`), say('never played')],
+      replies: [
+        toolCall('cheat', {}, 'a'),
+        toolCall('guess', { number: 42 }, 'b'),
+        say(`guess ${wrong}`),
+        say(`guess ${wrong}`),
+        say(`guess ${wrong}`),
+        say('never played'),
+      ],
     });
     expect(episode.turns).toBe(5);
     expect(episode.score).toBe(-2 - 2 - 1 - 1 - 1);
@@ -210,9 +263,31 @@ describe('defineGame', () => {
   it('keeps the game and its generator in a JSON-safe slot: a step resumed from the stored slot plays the same', async () => {
     const item = await itemAt(4);
     let slot = guessing.initialState!(item, 0, config) as GameSlot<Guessing>;
-    expect(slot).toEqual({ game: { target: targetOf(item), rerolls: 0 }, random: expect.any(Number), steps: 0, reward: 0, invalid: 0, done: false, timedOut: false });
+    expect(slot).toEqual({
+      game: { target: targetOf(item), rerolls: 0 },
+      random: expect.any(Number),
+      steps: 0,
+      reward: 0,
+      invalid: 0,
+      done: false,
+      timedOut: false,
+    });
     const stepWith = (state: unknown, reply: Message, turn: number) =>
-      guessing.step!({ item, messages: [reply], turn, sample: 0, state, toolResults: [], group: null, config, signal: new AbortController().signal, heartbeat: () => {} }, config);
+      guessing.step!(
+        {
+          item,
+          messages: [reply],
+          turn,
+          sample: 0,
+          state,
+          toolResults: [],
+          group: null,
+          config,
+          signal: new AbortController().signal,
+          heartbeat: () => {},
+        },
+        config,
+      );
     for (let turn = 0; turn < 3; turn++) {
       const stored = JSON.parse(JSON.stringify(slot));
       const live = await stepWith(slot, say('reroll'), turn);

@@ -109,9 +109,7 @@ export interface Unreadable {
 
 /** What the model did this turn: called a tool (extra calls are not played), wrote a command, or neither. */
 export type GameMove =
-  | { kind: 'call'; call: ToolCallRequest; extra: ToolCallRequest[] }
-  | { kind: 'text'; text: string }
-  | { kind: 'none'; problem: string };
+  { kind: 'call'; call: ToolCallRequest; extra: ToolCallRequest[] } | { kind: 'text'; text: string } | { kind: 'none'; problem: string };
 
 /**
  * Reads one assistant message as a move: its first tool call (OpenAI `tool_calls` or a Hermes `<tool_call>` block),
@@ -126,7 +124,13 @@ export function readMove(message: { content?: unknown; tool_calls?: unknown }, i
   const text = stripThinking(typeof message.content === 'string' ? message.content : '');
   if (text === null) return { kind: 'none', problem: 'the reply ended inside <think>' };
   const tagged = [...text.matchAll(/<action>([\s\S]*?)<\/action>/gi)].at(-1);
-  const line = tagged ? tagged[1]! : text.split('\n').map((l) => l.trim()).filter(Boolean).at(-1) ?? '';
+  const line = tagged
+    ? tagged[1]!
+    : (text
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean)
+        .at(-1) ?? '');
   const command = normalise(line);
   return command === '' ? { kind: 'none', problem: 'the reply holds no action' } : { kind: 'text', text: command };
 }
@@ -150,7 +154,9 @@ function checked(action: GameAction, args: Record<string, unknown>): GameCommand
   if (!action.parameters) return { name: action.name, arguments: {} };
   const result = action.parameters.safeParse(args);
   if (result.success) return { name: action.name, arguments: result.data as Record<string, unknown> };
-  return { problem: `invalid arguments for ${action.name}: ${result.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}` };
+  return {
+    problem: `invalid arguments for ${action.name}: ${result.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}`,
+  };
 }
 
 /** Reads a text command (`take red key`, `Hit`) as one of the actions: the longest verb or alias it starts with. */
@@ -166,12 +172,16 @@ export function parseCommand(text: string, actions: readonly GameAction[]): Game
   if (!best) return { problem: `"${command}" is not an action (actions: ${actions.map((a) => a.name).join(', ')})` };
   const rest = command.slice(best.verb.length).trim();
   const [field] = fieldsOf(best.action);
-  if (!field) return rest === '' ? { name: best.action.name, arguments: {} } : { problem: `${best.action.name} takes no argument, got "${rest}"` };
+  if (!field)
+    return rest === '' ? { name: best.action.name, arguments: {} } : { problem: `${best.action.name} takes no argument, got "${rest}"` };
   return checked(best.action, rest === '' ? {} : { [field]: rest });
 }
 
 /** Reads a tool call as one of the actions, its arguments checked against the action's parameters. */
-export function commandFromCall(call: { name: string; arguments: Record<string, unknown> }, actions: readonly GameAction[]): GameCommand | Unreadable {
+export function commandFromCall(
+  call: { name: string; arguments: Record<string, unknown> },
+  actions: readonly GameAction[],
+): GameCommand | Unreadable {
   const action = actions.find((a) => a.name === call.name);
   if (!action) return { problem: `unknown action "${call.name}" (actions: ${actions.map((a) => a.name).join(', ')})` };
   return checked(action, call.arguments);
@@ -186,7 +196,13 @@ export function actionTools(actions: readonly GameAction[]): Record<string, unkn
 }
 
 /** How an action reads in the rules: `take <item>`. */
-export const actionUsage = (action: GameAction): string => [action.name, ...fieldsOf(action).slice(0, 1).map((f) => `<${f}>`)].join(' ');
+export const actionUsage = (action: GameAction): string =>
+  [
+    action.name,
+    ...fieldsOf(action)
+      .slice(0, 1)
+      .map((f) => `<${f}>`),
+  ].join(' ');
 
 // --- the game loop ---------------------------------------------------------------------------------------------------
 
@@ -270,7 +286,8 @@ export interface GameSlot<State> {
 
 /** The trajectory's slot; one without a game is an infrastructure fault (retried, then the group fails), never a score. */
 function slotOf<State>(state: unknown): GameSlot<State> {
-  if (typeof state !== 'object' || state === null || !('game' in state)) throw new Error(`the trajectory's state slot holds no game: ${JSON.stringify(state)}`);
+  if (typeof state !== 'object' || state === null || !('game' in state))
+    throw new Error(`the trajectory's state slot holds no game: ${JSON.stringify(state)}`);
   return state as GameSlot<State>;
 }
 
@@ -341,7 +358,11 @@ export function defineGame<State, Extra extends z.ZodRawShape>(
       const reply = messages.findLast((m) => m.role === 'assistant') ?? {};
       const move = readMove(reply, `call-${turn}`);
       const command =
-        move.kind === 'call' ? commandFromCall(move.call, game.actions) : move.kind === 'text' ? readText(move.text, config) : { problem: move.problem };
+        move.kind === 'call'
+          ? commandFromCall(move.call, game.actions)
+          : move.kind === 'text'
+            ? readText(move.text, config)
+            : { problem: move.problem };
       const current = structuredClone(slot.game);
       const outcome = 'problem' in command ? game.unreadable(current, command.problem, context) : game.play(current, command, context);
       const steps = slot.steps + 1;
@@ -350,16 +371,22 @@ export function defineGame<State, Extra extends z.ZodRawShape>(
       const timedOut = !outcome.done && limit !== null && steps >= limit;
       const done = outcome.done || timedOut;
       const next: GameSlot<State> = {
-        game: outcome.state, random: context.random.state, steps, reward, invalid: slot.invalid + ('problem' in command ? 1 : 0), done, timedOut,
+        game: outcome.state,
+        random: context.random.state,
+        steps,
+        reward,
+        invalid: slot.invalid + ('problem' in command ? 1 : 0),
+        done,
+        timedOut,
       };
       const end = timedOut ? `The game is over: it ends after ${limit} steps.` : 'The game is over.';
       const answer = `${outcome.message}\nReward ${signed(outcome.reward)}, total ${signed(reward)}.\n\n${done ? end : game.observe(outcome.state, context)}`;
       const replies: Message[] =
         move.kind === 'call'
           ? [
-            { role: 'tool', tool_call_id: move.call.id, name: move.call.name, content: answer },
-            ...move.extra.map((c) => ({ role: 'tool', tool_call_id: c.id, name: c.name, content: 'Not played: one action per turn.' })),
-          ]
+              { role: 'tool', tool_call_id: move.call.id, name: move.call.name, content: answer },
+              ...move.extra.map((c) => ({ role: 'tool', tool_call_id: c.id, name: c.name, content: 'Not played: one action per turn.' })),
+            ]
           : [{ role: 'user', content: answer }];
       return { messages: replies, done, state: next, reward: outcome.reward };
     },

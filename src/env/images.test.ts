@@ -20,7 +20,10 @@ describe('image bytes and data URLs', () => {
     const url = imageDataUrl(png);
     expect(url).toBe(`data:image/png;base64,${png.toString('base64')}`);
     expect(parseDataUrl(url)).toEqual({ mediaType: 'image/png', bytes: png });
-    expect(parseDataUrl('data:image/jpeg;name=x.jpg;base64,/9j/')).toEqual({ mediaType: 'image/jpeg', bytes: Buffer.from([0xff, 0xd8, 0xff]) });
+    expect(parseDataUrl('data:image/jpeg;name=x.jpg;base64,/9j/')).toEqual({
+      mediaType: 'image/jpeg',
+      bytes: Buffer.from([0xff, 0xd8, 0xff]),
+    });
     expect(parseDataUrl('https://example.com/cat.png')).toBeNull();
     expect(() => imageDataUrl(Buffer.from('plain text'))).toThrow(/pass the media type/);
     expect(imageDataUrl(Buffer.from('plain text'), 'image/x-raw')).toMatch(/^data:image\/x-raw;base64,/);
@@ -28,7 +31,10 @@ describe('image bytes and data URLs', () => {
 
   it('makes OpenAI content parts', () => {
     expect(imagePart(png)).toEqual({ type: 'image_url', image_url: { url: imageDataUrl(png) } });
-    expect(imagePart('https://example.com/cat.png', { detail: 'low' })).toEqual({ type: 'image_url', image_url: { url: 'https://example.com/cat.png', detail: 'low' } });
+    expect(imagePart('https://example.com/cat.png', { detail: 'low' })).toEqual({
+      type: 'image_url',
+      image_url: { url: 'https://example.com/cat.png', detail: 'low' },
+    });
     expect(textPart('hi')).toEqual({ type: 'text', text: 'hi' });
     expect(isImageUrlPart(imagePart(png))).toBe(true);
     expect([textPart('x'), { type: 'image_url' }, null, 'image_url'].some(isImageUrlPart)).toBe(false);
@@ -37,7 +43,11 @@ describe('image bytes and data URLs', () => {
 
 describe("a group's images, as Atropos sends them", () => {
   const b64 = png.toString('base64');
-  const asked = (...content: unknown[]): Message[] => [{ role: 'system', content: 'Look.' }, { role: 'user', content }, { role: 'assistant', content: 'red' }];
+  const asked = (...content: unknown[]): Message[] => [
+    { role: 'system', content: 'Look.' },
+    { role: 'user', content },
+    { role: 'assistant', content: 'red' },
+  ];
 
   it('lists the images of a conversation in order: base64 of data URLs, other URLs as they are', () => {
     const messages = asked(imagePart(png), textPart('and'), imagePart('https://example.com/cat.png'));

@@ -45,7 +45,10 @@ export function parseDataUrl(url: string): { mediaType: string; bytes: Buffer } 
 }
 
 /** An image content part for a chat message: bytes become a base64 `data:` URL, a string is used as the URL. */
-export function imagePart(image: Uint8Array | string, options: { mediaType?: string; detail?: ImageUrlPart['image_url']['detail'] } = {}): ImageUrlPart {
+export function imagePart(
+  image: Uint8Array | string,
+  options: { mediaType?: string; detail?: ImageUrlPart['image_url']['detail'] } = {},
+): ImageUrlPart {
   const url = typeof image === 'string' ? image : imageDataUrl(image, options.mediaType);
   return { type: 'image_url', image_url: { url, ...(options.detail ? { detail: options.detail } : {}) } };
 }
@@ -59,7 +62,9 @@ export function textPart(text: string): TextPart {
 export function isImageUrlPart(part: unknown): part is ImageUrlPart {
   if (typeof part !== 'object' || part === null) return false;
   const { type, image_url: imageUrl } = part as { type?: unknown; image_url?: unknown };
-  return type === 'image_url' && typeof imageUrl === 'object' && imageUrl !== null && typeof (imageUrl as { url?: unknown }).url === 'string';
+  return (
+    type === 'image_url' && typeof imageUrl === 'object' && imageUrl !== null && typeof (imageUrl as { url?: unknown }).url === 'string'
+  );
 }
 
 /**

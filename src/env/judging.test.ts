@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
-  formatConversation, judgedPair, pairwiseJudgePrompt, pairwiseRequests, parseBoxedChoice, preferenceOf, tallyPairwise,
+  formatConversation,
+  judgedPair,
+  pairwiseJudgePrompt,
+  pairwiseRequests,
+  parseBoxedChoice,
+  preferenceOf,
+  tallyPairwise,
   PAIRWISE_JUDGE_SYSTEM_PROMPT,
 } from './judging.js';
 
@@ -47,7 +53,14 @@ describe('pairwise prompts and requests', () => {
 
   it('asks each comparison in both orders with the same votes and sampling', () => {
     const [forward, reversed] = pairwiseRequests({
-      id: '0-1', conversation, first: 'Red.', second: 'Teal.', criteria: 'Correct.', votes: 3, maxTokens: 64, temperature: 0.7,
+      id: '0-1',
+      conversation,
+      first: 'Red.',
+      second: 'Teal.',
+      criteria: 'Correct.',
+      votes: 3,
+      maxTokens: 64,
+      temperature: 0.7,
     });
     expect(forward).toMatchObject({ id: '0-1/forward', n: 3, maxTokens: 64, temperature: 0.7 });
     expect(reversed).toMatchObject({ id: '0-1/reversed', n: 3, maxTokens: 64, temperature: 0.7 });
@@ -70,7 +83,7 @@ describe('tallies and preferences', () => {
     expect(preferenceOf(tally, 'second')).toBeCloseTo(2 / 6, 12);
   });
 
-  it('is Atropos\'s centred score minus one half: (for − against) / (2 × votes)', () => {
+  it("is Atropos's centred score minus one half: (for − against) / (2 × votes)", () => {
     const tally = tallyPairwise(['\\boxed{A}', '\\boxed{B}', '\\boxed{A}'], ['\\boxed{B}', '\\boxed{B}', 'none']);
     expect(tally).toEqual({ first: 4, second: 1, unparsed: 1, votes: 6 });
     expect(preferenceOf(tally) - 0.5).toBeCloseTo((4 - 1) / 12, 12);

@@ -35,11 +35,20 @@ export interface PairwisePromptOptions {
 /** The judge's conversation for one ordering: its instructions, then the conversation, both responses and the criteria. */
 export function pairwiseJudgePrompt(options: PairwisePromptOptions): Message[] {
   const user = [
-    '[Conversation]', formatConversation(options.conversation), '',
-    '[Response A]', options.responseA, '',
-    '[Response B]', options.responseB, '',
-    '[End of responses]', '',
-    'The better response is the one that best meets these criteria:', options.criteria, '',
+    '[Conversation]',
+    formatConversation(options.conversation),
+    '',
+    '[Response A]',
+    options.responseA,
+    '',
+    '[Response B]',
+    options.responseB,
+    '',
+    '[End of responses]',
+    '',
+    'The better response is the one that best meets these criteria:',
+    options.criteria,
+    '',
     'Which response is better? Think it over, then answer with \\boxed{A} or \\boxed{B}.',
   ].join('\n');
   return [

@@ -41,7 +41,10 @@ describe('the item-index contract', () => {
 
 describe('fromItems', () => {
   it('serves an array as it is: its length, and its items by index', () => {
-    const rows = [{ q: '1 + 1', a: 2 }, { q: '2 + 2', a: 4 }];
+    const rows = [
+      { q: '1 + 1', a: 2 },
+      { q: '2 + 2', a: 4 },
+    ];
     const source = fromItems(rows);
     expect(source.size).toBe(2);
     expect(source.get(1)).toBe(rows[1]);

@@ -11,10 +11,7 @@ export interface LoadedEnvironment {
 }
 
 /** Loads an environment's data once for a worker process. */
-export async function loadEnvironmentData(
-  definition: AnyEnvironment,
-  config: LoadedEnvironment['config'],
-): Promise<LoadedEnvironment> {
+export async function loadEnvironmentData(definition: AnyEnvironment, config: LoadedEnvironment['config']): Promise<LoadedEnvironment> {
   const items = await definition.load(config);
   if (!Number.isInteger(items.size) || items.size <= 0) {
     throw new Error(`environment '${definition.name}' loaded no items (size ${items.size}; a positive whole number is needed)`);

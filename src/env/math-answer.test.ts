@@ -175,7 +175,9 @@ describe('mathAnswersEqual', () => {
 });
 
 describe('on the GSM8K test set', () => {
-  const rows = readFileSync(new URL('../../environments/gsm8k/data/test.jsonl', import.meta.url), 'utf8').trim().split('\n')
+  const rows = readFileSync(new URL('../../environments/gsm8k/data/test.jsonl', import.meta.url), 'utf8')
+    .trim()
+    .split('\n')
     .map((line) => JSON.parse(line) as { answer: string });
 
   it('extracts from every worked solution the answer its #### line gives', () => {

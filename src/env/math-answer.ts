@@ -12,7 +12,12 @@ const NUMBER = /(?<![\w.)])-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:\s*\/\
 
 /** The last number in prose, as written (`1,234`, `3/4`, `-2.5`); null when there is none. */
 export function lastNumber(text: string): string | null {
-  return text.replace(/\u2212/g, '-').match(NUMBER)?.at(-1) ?? null;
+  return (
+    text
+      .replace(/\u2212/g, '-')
+      .match(NUMBER)
+      ?.at(-1) ?? null
+  );
 }
 
 /** How {@link extractMathAnswer} reads a completion. */
@@ -55,28 +60,48 @@ const UNITS = new RegExp(String.raw`^(.*?[\d}.])(\s+(?:${UNIT}\s*)+|(?:cm|mm|km|
  * `\dfrac`/`\tfrac` as `\frac`; `%` and "percent" as `\%`; `x = 5` as `5`. Unicode `−×÷·π√∞` become their LaTeX.
  */
 export function normalizeMathAnswer(answer: string): string {
-  let s = answer.replace(/²/g, '^2').replace(/³/g, '^3').normalize('NFKC')
-    .replace(/[\u2212\u2012]/g, '-').replace(/\u2044/g, '/').replace(/×/g, '\\times ').replace(/÷/g, '\\div ')
-    .replace(/[·⋅]/g, '\\cdot ').replace(/π/g, '\\pi ').replace(/√/g, '\\sqrt').replace(/∞/g, '\\infty ').replace(/°/g, '^\\circ')
-    .replace(/\\\$|\$/g, '').replace(/\\[()[\]]/g, ' ');
+  let s = answer
+    .replace(/²/g, '^2')
+    .replace(/³/g, '^3')
+    .normalize('NFKC')
+    .replace(/[\u2212\u2012]/g, '-')
+    .replace(/\u2044/g, '/')
+    .replace(/×/g, '\\times ')
+    .replace(/÷/g, '\\div ')
+    .replace(/[·⋅]/g, '\\cdot ')
+    .replace(/π/g, '\\pi ')
+    .replace(/√/g, '\\sqrt')
+    .replace(/∞/g, '\\infty ')
+    .replace(/°/g, '^\\circ')
+    .replace(/\\\$|\$/g, '')
+    .replace(/\\[()[\]]/g, ' ');
   for (let boxed = lastBoxed(s); boxed !== null && /^\s*\\(?:boxed|fbox)/.test(s); boxed = lastBoxed(s)) s = boxed;
-  for (let previous = ''; previous !== s; ) {
+  for (let previous = ''; previous !== s;) {
     previous = s;
     s = s.replace(WRAPPERS, ' $1 ');
   }
-  s = s.replace(/\\[dtc]frac/g, '\\frac').replace(/\\[dt]binom/g, '\\binom')
+  s = s
+    .replace(/\\[dtc]frac/g, '\\frac')
+    .replace(/\\[dt]binom/g, '\\binom')
     .replace(/\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree|\bdegrees?\b/g, '')
     .replace(/(\d)\\,(?=\d{3}(?!\d))/g, '$1')
-    .replace(/\\left\s*|\\right\s*/g, '').replace(/\\!/g, '').replace(/\\[,;: ]|~|\\q?quad/g, ' ')
+    .replace(/\\left\s*|\\right\s*/g, '')
+    .replace(/\\!/g, '')
+    .replace(/\\[,;: ]|~|\\q?quad/g, ' ')
     .replace(/\{,\}/g, ',')
     // A separator between groups of three digits, not a list (`1, 2`) or a decimal's digits.
     .replace(/(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d,])/g, (n) => n.replace(/,/g, ''))
-    .replace(/\s*\b(?:percent|per cent)\b/gi, '\\%').replace(/(?<!\\)%/g, '\\%');
+    .replace(/\s*\b(?:percent|per cent)\b/gi, '\\%')
+    .replace(/(?<!\\)%/g, '\\%');
   const equation = /^\s*[A-Za-z](?:_\{?\w+\}?)?\s*(?:=|\\approx)([^=]+)$/.exec(s);
   if (equation) s = equation[1]!;
   const units = UNITS.exec(s.trim());
   if (units && !/[A-Za-z]/.test(units[1]!.replace(/\\[A-Za-z]+/g, ''))) s = units[1]!;
-  return s.replace(/\s+/g, ' ').replace(/^\s*\+/, '').replace(/\.\s*$/, '').trim();
+  return s
+    .replace(/\s+/g, ' ')
+    .replace(/^\s*\+/, '')
+    .replace(/\.\s*$/, '')
+    .trim();
 }
 
 /** How {@link mathAnswersEqual} compares two answers. */
@@ -93,8 +118,11 @@ export interface MathCompareOptions {
  * (`2x+1` and `1+2x`), or element by element as tuples and sets. A percentage matches both its fraction and its face
  * value: `50\%` equals `0.5` and `50` (data sets write "what percent…" golds either way). Null is never equal.
  */
-export function mathAnswersEqual(given: string | number | null | undefined, gold: string | number | null | undefined,
-  options: MathCompareOptions = {}): boolean {
+export function mathAnswersEqual(
+  given: string | number | null | undefined,
+  gold: string | number | null | undefined,
+  options: MathCompareOptions = {},
+): boolean {
   if (given === null || given === undefined || gold === null || gold === undefined) return false;
   const a = normalizeMathAnswer(String(given));
   const b = normalizeMathAnswer(String(gold));
@@ -208,8 +236,13 @@ function sameValue(x: BoxedExpression, y: BoxedExpression, tolerance: number, sy
 }
 
 // Arbitrary irrational-looking values: coincidences of different expressions there are vanishingly unlikely.
-const SAMPLE_POINTS = [[0.5772, 1.3247, 2.6854, -0.3183], [1.618, -0.7071, 0.3679, 2.2214], [2.7183, 0.4142, -1.4142, 0.6931],
-  [-0.9163, 3.1416, 1.2599, 0.5403], [0.1234, -2.2361, 0.866, 1.7725]];
+const SAMPLE_POINTS = [
+  [0.5772, 1.3247, 2.6854, -0.3183],
+  [1.618, -0.7071, 0.3679, 2.2214],
+  [2.7183, 0.4142, -1.4142, 0.6931],
+  [-0.9163, 3.1416, 1.2599, 0.5403],
+  [0.1234, -2.2361, 0.866, 1.7725],
+];
 
 function sameNumber(u: BoxedExpression, v: BoxedExpression, tolerance: number): boolean {
   return close(u.re, v.re, tolerance) && close(u.im || 0, v.im || 0, tolerance);
@@ -217,9 +250,44 @@ function sameNumber(u: BoxedExpression, v: BoxedExpression, tolerance: number): 
 
 // Operators that evaluate quickly in machine floats. Sums, products, integrals and limits are compared as structure
 // only: a model's `\sum_{k=1}^{10^9} k` must not run a loop (or fill the heap) in the scoring step.
-const EVALUABLE = new Set(['Add', 'Subtract', 'Negate', 'Multiply', 'Divide', 'Rational', 'Power', 'Sqrt', 'Root', 'Square',
-  'Exp', 'Ln', 'Log', 'Lb', 'Lg', 'Abs', 'Sin', 'Cos', 'Tan', 'Cot', 'Sec', 'Csc', 'Arcsin', 'Arccos', 'Arctan', 'Sinh',
-  'Cosh', 'Tanh', 'Complex', 'Delimiter', 'Half', 'Floor', 'Ceil', 'Round', 'Max', 'Min']);
+const EVALUABLE = new Set([
+  'Add',
+  'Subtract',
+  'Negate',
+  'Multiply',
+  'Divide',
+  'Rational',
+  'Power',
+  'Sqrt',
+  'Root',
+  'Square',
+  'Exp',
+  'Ln',
+  'Log',
+  'Lb',
+  'Lg',
+  'Abs',
+  'Sin',
+  'Cos',
+  'Tan',
+  'Cot',
+  'Sec',
+  'Csc',
+  'Arcsin',
+  'Arccos',
+  'Arctan',
+  'Sinh',
+  'Cosh',
+  'Tanh',
+  'Complex',
+  'Delimiter',
+  'Half',
+  'Floor',
+  'Ceil',
+  'Round',
+  'Max',
+  'Min',
+]);
 
 type Json = number | string | Json[] | { num?: string; sym?: string; str?: string; fn?: Json[] };
 

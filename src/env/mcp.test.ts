@@ -6,8 +6,15 @@ import { executeToolCall, toOpenAITool, ToolError, type Tool, type ToolContext }
 const SERVER: McpServerConfig = { command: process.execPath, args: ['--import', 'tsx', 'test/support/mcp-server.ts'] };
 
 const context = (): ToolContext => ({
-  item: null, state: null, group: null, sample: 0, turn: 0, call: 0, idempotencyKey: 'test',
-  signal: new AbortController().signal, heartbeat: () => undefined,
+  item: null,
+  state: null,
+  group: null,
+  sample: 0,
+  turn: 0,
+  call: 0,
+  idempotencyKey: 'test',
+  signal: new AbortController().signal,
+  heartbeat: () => undefined,
 });
 const tool = (tools: Tool[], name: string): Tool => tools.find((t) => t.name === name)!;
 
@@ -20,14 +27,22 @@ describe('mcpTools', () => {
     const reverse = tool(tools, 'reverse');
     expect(toOpenAITool(reverse)).toMatchObject({
       type: 'function',
-      function: { name: 'reverse', description: 'Reverses a text', parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
+      function: {
+        name: 'reverse',
+        description: 'Reverses a text',
+        parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+      },
     });
     expect(reverse.parameters).not.toHaveProperty('$schema');
     expect(await reverse.execute({ text: 'clotho' }, context())).toBe('ohtolc');
     // Through the SDK's executor: arguments are checked against the MCP schema (ajv) before the call.
-    expect(await executeToolCall(tools, { id: 'c1', name: 'reverse', arguments: { text: 'abc' } }, context())).toEqual({ outcome: 'ok', content: 'cba' });
-    expect(await executeToolCall(tools, { id: 'c2', name: 'reverse', arguments: { text: 5 } }, context()))
-      .toMatchObject({ outcome: 'invalid_arguments' });
+    expect(await executeToolCall(tools, { id: 'c1', name: 'reverse', arguments: { text: 'abc' } }, context())).toEqual({
+      outcome: 'ok',
+      content: 'cba',
+    });
+    expect(await executeToolCall(tools, { id: 'c2', name: 'reverse', arguments: { text: 5 } }, context())).toMatchObject({
+      outcome: 'invalid_arguments',
+    });
   });
 
   it('sends the call’s idempotency key in the request’s _meta, where MCP servers read request metadata', async () => {
@@ -47,8 +62,10 @@ describe('mcpTools', () => {
     const tools = await mcpTools([SERVER]);
     await expect(tool(tools, 'fail').execute({}, context())).rejects.toThrow(ToolError);
     await expect(tool(tools, 'fail').execute({}, context())).rejects.toThrow('this tool always fails');
-    expect(await executeToolCall(tools, { id: 'c', name: 'fail', arguments: {} }, context()))
-      .toEqual({ outcome: 'tool_error', content: 'Error: this tool always fails' });
+    expect(await executeToolCall(tools, { id: 'c', name: 'fail', arguments: {} }, context())).toEqual({
+      outcome: 'tool_error',
+      content: 'Error: this tool always fails',
+    });
   });
 
   it('summarizes content the model cannot read as text', async () => {

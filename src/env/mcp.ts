@@ -32,8 +32,7 @@ const toolLists = new Map<string, Promise<Tool[]>>();
 const live = new Set<StdioClientTransport>();
 let exitHookInstalled = false;
 
-const keyOf = (s: Server): string =>
-  JSON.stringify([s.command, s.args ?? [], Object.entries(s.env ?? {}).sort(), s.cwd ?? null]);
+const keyOf = (s: Server): string => JSON.stringify([s.command, s.args ?? [], Object.entries(s.env ?? {}).sort(), s.cwd ?? null]);
 const describe = (s: Server): string => [s.command, ...(s.args ?? [])].join(' ');
 
 // 'exit' handlers must be synchronous: kill the children rather than close the clients politely.
@@ -42,17 +41,29 @@ function installExitHook(): void {
   exitHookInstalled = true;
   process.once('exit', () => {
     for (const transport of live) {
-      try { if (transport.pid) process.kill(transport.pid); } catch { /* already gone */ }
+      try {
+        if (transport.pid) process.kill(transport.pid);
+      } catch {
+        /* already gone */
+      }
     }
   });
 }
 
 // The MCP SDK (a few hundred ms to import) is loaded by the first tool call or listing, not by importing the SDK.
-let sdkModules: Promise<typeof import('@modelcontextprotocol/sdk/client/index.js') & typeof import('@modelcontextprotocol/sdk/client/stdio.js')
-  & typeof import('@modelcontextprotocol/sdk/types.js')> | undefined;
-const mcpSdk = () => (sdkModules ??= Promise.all([import('@modelcontextprotocol/sdk/client/index.js'),
-  import('@modelcontextprotocol/sdk/client/stdio.js'), import('@modelcontextprotocol/sdk/types.js')])
-  .then(([client, stdio, types]) => ({ ...client, ...stdio, ...types })));
+let sdkModules:
+  | Promise<
+      typeof import('@modelcontextprotocol/sdk/client/index.js') &
+        typeof import('@modelcontextprotocol/sdk/client/stdio.js') &
+        typeof import('@modelcontextprotocol/sdk/types.js')
+    >
+  | undefined;
+const mcpSdk = () =>
+  (sdkModules ??= Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]).then(([client, stdio, types]) => ({ ...client, ...stdio, ...types })));
 
 function connect(server: Server, key: string): Promise<Connection> {
   installExitHook();
@@ -99,30 +110,39 @@ async function drop(server: Server, conn: Connection): Promise<void> {
 }
 
 // Codes of errors the server itself answered: the connection is fine, only this call failed.
-const answered = ({ ErrorCode }: Awaited<ReturnType<typeof mcpSdk>>): Set<number> => new Set([ErrorCode.ParseError,
-  ErrorCode.InvalidRequest, ErrorCode.MethodNotFound, ErrorCode.InvalidParams, ErrorCode.InternalError]);
+const answered = ({ ErrorCode }: Awaited<ReturnType<typeof mcpSdk>>): Set<number> =>
+  new Set([ErrorCode.ParseError, ErrorCode.InvalidRequest, ErrorCode.MethodNotFound, ErrorCode.InvalidParams, ErrorCode.InternalError]);
 
 // Size from the base64 length, without decoding what may be megabytes.
 const bytes = (base64: string): string => `${Math.floor((base64.length * 3) / 4) - (/=*$/.exec(base64)?.[0].length ?? 0)} bytes`;
 
 /** The fields of an MCP content part that {@link partText} reads; a server of any protocol version may leave any out. */
 interface ContentPart {
-  type?: unknown; text?: unknown; mimeType?: unknown; data?: unknown; uri?: unknown; name?: unknown;
+  type?: unknown;
+  text?: unknown;
+  mimeType?: unknown;
+  data?: unknown;
+  uri?: unknown;
+  name?: unknown;
   resource?: { text?: unknown; uri?: unknown; mimeType?: unknown; blob?: unknown };
 }
 
 /** One content part as text: text as is, everything else summarized (the model cannot see images in a tool result). */
 function partText(part: ContentPart): string {
   switch (part.type) {
-    case 'text': return String(part.text);
+    case 'text':
+      return String(part.text);
     case 'image':
-    case 'audio': return `[${part.type}: ${part.mimeType}, ${bytes(String(part.data ?? ''))}]`;
-    case 'resource_link': return `[resource: ${part.uri}${part.name ? ` (${part.name})` : ''}]`;
+    case 'audio':
+      return `[${part.type}: ${part.mimeType}, ${bytes(String(part.data ?? ''))}]`;
+    case 'resource_link':
+      return `[resource: ${part.uri}${part.name ? ` (${part.name})` : ''}]`;
     case 'resource': {
       const r = part.resource ?? {};
       return typeof r.text === 'string' ? r.text : `[resource: ${r.uri}, ${r.mimeType ?? 'binary'}, ${bytes(String(r.blob ?? ''))}]`;
     }
-    default: return `[${String(part.type)} content]`;
+    default:
+      return `[${String(part.type)} content]`;
   }
 }
 
@@ -224,5 +244,12 @@ export async function closeMcpServers(): Promise<void> {
   connections.clear();
   toolLists.clear();
   live.clear();
-  await Promise.all(pending.map((p) => p.then((c) => c.client.close(), () => undefined)));
+  await Promise.all(
+    pending.map((p) =>
+      p.then(
+        (c) => c.client.close(),
+        () => undefined,
+      ),
+    ),
+  );
 }

@@ -14,7 +14,9 @@ export interface RgbaImage {
  */
 export function encodePng(image: RgbaImage): Buffer {
   if (image.data.length !== image.width * image.height * 4) {
-    throw new Error(`encodePng: ${image.width}×${image.height} RGBA needs ${image.width * image.height * 4} bytes, got ${image.data.length}`);
+    throw new Error(
+      `encodePng: ${image.width}×${image.height} RGBA needs ${image.width * image.height * 4} bytes, got ${image.data.length}`,
+    );
   }
   const png = new pngjs.PNG({ width: image.width, height: image.height });
   png.data = Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength);

@@ -3,8 +3,9 @@ import { problemsError } from './problems.js';
 
 describe('problemsError', () => {
   it('lists every problem under the heading, one a line', () => {
-    expect(problemsError('invalid data in a.jsonl', ['row 1: no field "q"', 'row 3: no gold answer']).message)
-      .toBe('invalid data in a.jsonl:\n  row 1: no field "q"\n  row 3: no gold answer');
+    expect(problemsError('invalid data in a.jsonl', ['row 1: no field "q"', 'row 3: no gold answer']).message).toBe(
+      'invalid data in a.jsonl:\n  row 1: no field "q"\n  row 3: no gold answer',
+    );
   });
 
   it('lists the first ten and counts the rest', () => {

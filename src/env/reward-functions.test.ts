@@ -68,7 +68,7 @@ describe('format', () => {
     expect(answerTag('<answer></answer>')).toBe(0);
   });
 
-  it('checks Atropos\'s preferred_tags, any or all', () => {
+  it("checks Atropos's preferred_tags, any or all", () => {
     const any = reward({ name: 'format', preferred_tags: ['think', 'answer'] });
     const all = reward({ name: 'format', preferred_tags: ['think', 'answer'], require_all_tags: true });
     expect(any('<answer>5</answer>')).toBe(1);
@@ -130,7 +130,14 @@ describe('cosine_scaled', () => {
   });
 
   it('takes its four values from its parameters', () => {
-    const custom = reward({ name: 'cosine_scaled', max_len: 10, min_value_correct: 0, max_value_correct: 2, min_value_wrong: -4, max_value_wrong: 0 });
+    const custom = reward({
+      name: 'cosine_scaled',
+      max_len: 10,
+      min_value_correct: 0,
+      max_value_correct: 2,
+      min_value_wrong: -4,
+      max_value_wrong: 0,
+    });
     expect(custom('\\boxed{7}.', '7')).toBe(0);
     expect(custom('\\boxed{8}.', '7')).toBe(0);
     expect(custom(' 7', '7')).toBeCloseTo(1 + Math.cos(0.2 * Math.PI), 12);

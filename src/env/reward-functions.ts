@@ -44,7 +44,10 @@ const accuracy = define({
     correct_reward: z.number().default(1),
     incorrect_reward: z.number().default(0),
   },
-  create: (params) => ({ completion, answer }) => (isCorrect(completion, answer, params) ? params.correct_reward : params.incorrect_reward),
+  create:
+    (params) =>
+    ({ completion, answer }) =>
+      isCorrect(completion, answer, params) ? params.correct_reward : params.incorrect_reward,
 });
 
 // One reasoning block first, then a non-empty answer, and no reasoning after it.
@@ -55,7 +58,10 @@ const format = define({
   description: '1 when the completion has the expected shape (by default <think>…</think> then an answer), else 0',
   params: {
     pattern: z.string().nullable().default(null).describe('a regular expression the completion must match (search; anchor with ^…$)'),
-    preferred_tags: z.array(z.string().regex(/^[\w-]+$/)).nullable().default(null)
+    preferred_tags: z
+      .array(z.string().regex(/^[\w-]+$/))
+      .nullable()
+      .default(null)
       .describe('Atropos: XML tags, e.g. ["think", "answer"]; 1 when any (or all) of them has a <tag>…</tag> block'),
     require_all_tags: z.boolean().default(false),
     case_sensitive: z.boolean().default(false),
@@ -65,7 +71,8 @@ const format = define({
     if (params.preferred_tags) {
       if (params.pattern !== null) throw new Error('give pattern or preferred_tags, not both');
       const tags = params.preferred_tags.map((tag) => new RegExp(`<${tag}>[\\s\\S]*?</${tag}>`, flags));
-      return ({ completion }) => (params.require_all_tags ? tags.every((t) => t.test(completion)) : tags.some((t) => t.test(completion))) ? 1 : 0;
+      return ({ completion }) =>
+        (params.require_all_tags ? tags.every((t) => t.test(completion)) : tags.some((t) => t.test(completion))) ? 1 : 0;
     }
     const pattern = new RegExp(params.pattern ?? THINK_THEN_ANSWER, flags); // a bad pattern throws here, reported with its spec
     return ({ completion }) => (pattern.test(completion) ? 1 : 0);
@@ -74,18 +81,20 @@ const format = define({
 
 const length = define({
   name: 'length',
-  description: '1 up to threshold_ratio × max_length, then falling linearly to 0 at max_length (Atropos gsm8k\'s length penalty)',
+  description: "1 up to threshold_ratio × max_length, then falling linearly to 0 at max_length (Atropos gsm8k's length penalty)",
   params: {
     max_length: z.number().int().positive().default(1000),
     threshold_ratio: z.number().min(0).max(1).default(0.5).describe('share of max_length that is free of penalty'),
     unit: UNIT,
   },
-  create: ({ max_length, threshold_ratio, unit }) => ({ completion }) => {
-    const size = lengthOf(completion, unit);
-    const free = threshold_ratio * max_length;
-    if (size <= free) return 1;
-    return free >= max_length ? 0 : 1 - Math.min((size - free) / (max_length - free), 1);
-  },
+  create:
+    ({ max_length, threshold_ratio, unit }) =>
+    ({ completion }) => {
+      const size = lengthOf(completion, unit);
+      const free = threshold_ratio * max_length;
+      if (size <= free) return 1;
+      return free >= max_length ? 0 : 1 - Math.min((size - free) / (max_length - free), 1);
+    },
 });
 
 const repetitionPenalty = define({
@@ -95,20 +104,23 @@ const repetitionPenalty = define({
     ngram_size: z.number().int().positive().default(3),
     max_penalty: z.number().max(0).default(-1).describe('the value of a completion that is all repetition (≤ 0)'),
   },
-  create: ({ ngram_size, max_penalty }) => ({ completion }) => {
-    const words = completion.toLowerCase().split(/\s+/).filter(Boolean);
-    if (words.length < ngram_size) return 0;
-    const ngrams = new Set<string>();
-    const total = words.length - ngram_size + 1;
-    for (let i = 0; i < total; i++) ngrams.add(words.slice(i, i + ngram_size).join(' '));
-    const repeated = 1 - ngrams.size / total;
-    return repeated === 0 ? 0 : repeated * max_penalty; // not -0
-  },
+  create:
+    ({ ngram_size, max_penalty }) =>
+    ({ completion }) => {
+      const words = completion.toLowerCase().split(/\s+/).filter(Boolean);
+      if (words.length < ngram_size) return 0;
+      const ngrams = new Set<string>();
+      const total = words.length - ngram_size + 1;
+      for (let i = 0; i < total; i++) ngrams.add(words.slice(i, i + ngram_size).join(' '));
+      const repeated = 1 - ngrams.size / total;
+      return repeated === 0 ? 0 : repeated * max_penalty; // not -0
+    },
 });
 
 const cosineScaled = define({
   name: 'cosine_scaled',
-  description: 'correctness scaled by length on a cosine (Demystifying Long CoT): short right answers earn most, long wrong ones lose least',
+  description:
+    'correctness scaled by length on a cosine (Demystifying Long CoT): short right answers earn most, long wrong ones lose least',
   needsAnswer: true,
   params: {
     ...CORRECTNESS,
@@ -119,18 +131,24 @@ const cosineScaled = define({
     max_len: z.number().int().positive().default(1000),
     unit: UNIT,
   },
-  create: (params) => ({ completion, answer }) => {
-    const progress = Math.min(lengthOf(completion, params.unit) / params.max_len, 1);
-    const cosine = Math.cos(progress * Math.PI);
-    // From `start` at length 0 to `end` at max_len: a right answer falls from max to min, a wrong one rises from min to max.
-    const [start, end] = isCorrect(completion, answer, params)
-      ? [params.max_value_correct, params.min_value_correct]
-      : [params.min_value_wrong, params.max_value_wrong];
-    return end + 0.5 * (start - end) * (1 + cosine);
-  },
+  create:
+    (params) =>
+    ({ completion, answer }) => {
+      const progress = Math.min(lengthOf(completion, params.unit) / params.max_len, 1);
+      const cosine = Math.cos(progress * Math.PI);
+      // From `start` at length 0 to `end` at max_len: a right answer falls from max to min, a wrong one rises from min to max.
+      const [start, end] = isCorrect(completion, answer, params)
+        ? [params.max_value_correct, params.min_value_correct]
+        : [params.min_value_wrong, params.max_value_wrong];
+      return end + 0.5 * (start - end) * (1 + cosine);
+    },
 });
 
 /** The built-in registry. */
 export const BUILTIN_REWARDS: RewardRegistry = {
-  accuracy, format, length, repetition_penalty: repetitionPenalty, cosine_scaled: cosineScaled,
+  accuracy,
+  format,
+  length,
+  repetition_penalty: repetitionPenalty,
+  cosine_scaled: cosineScaled,
 };

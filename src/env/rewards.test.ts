@@ -17,27 +17,44 @@ describe('the registry', () => {
 });
 
 describe('combineRewards', () => {
-  it('sums the weighted values and reports each function\'s own value as its metric', () => {
-    const combined = combineRewards(['accuracy', { name: 'format', weight: 0.5 }, { type: 'length', weight: 0.25, params: { max_length: 16 } }]);
+  it("sums the weighted values and reports each function's own value as its metric", () => {
+    const combined = combineRewards([
+      'accuracy',
+      { name: 'format', weight: 0.5 },
+      { type: 'length', weight: 0.25, params: { max_length: 16 } },
+    ]);
     expect(combined.metrics).toEqual(['accuracy', 'format', 'length']);
     expect(combined.needsAnswer).toBe(true);
     // Right and formatted, 35 characters against max_length 16 (free up to 8): length 0.
     expect(combined.score(RIGHT_FORMATTED)).toEqual({ score: 1.5, metrics: { accuracy: 1, format: 1, length: 0 } });
     // Wrong, unformatted, 17 characters: 1 - (17 - 8) / 8 clipped to 0.
     expect(combined.score(WRONG_PLAIN)).toEqual({ score: 0, metrics: { accuracy: 0, format: 0, length: 0 } });
-    expect(combined.score({ completion: '\\boxed{18}', answer: 18 })).toEqual({ score: 1.1875, metrics: { accuracy: 1, format: 0, length: 0.75 } });
+    expect(combined.score({ completion: '\\boxed{18}', answer: 18 })).toEqual({
+      score: 1.1875,
+      metrics: { accuracy: 1, format: 0, length: 0.75 },
+    });
   });
 
   it('divides by the total weight with normalization "sum", as Atropos\'s dataset environment does', () => {
-    const combined = combineRewards([{ name: 'accuracy', weight: 3 }, { name: 'format', weight: 1 }], { normalization: 'sum' });
+    const combined = combineRewards(
+      [
+        { name: 'accuracy', weight: 3 },
+        { name: 'format', weight: 1 },
+      ],
+      { normalization: 'sum' },
+    );
     expect(combined.score(RIGHT_FORMATTED).score).toBe(1);
     expect(combined.score({ ...RIGHT_FORMATTED, answer: '19' }).score).toBe(0.25);
   });
 
   it('takes negative weights and penalties as they are', () => {
-    const combined = combineRewards([{ name: 'accuracy', correct_reward: 1, incorrect_reward: -1 }, { name: 'repetition_penalty', weight: 2 }]);
+    const combined = combineRewards([
+      { name: 'accuracy', correct_reward: 1, incorrect_reward: -1 },
+      { name: 'repetition_penalty', weight: 2 },
+    ]);
     expect(combined.score({ completion: 'a b c a b c a b \\boxed{17}', answer: '18' })).toEqual({
-      score: -1 + 2 * -(1 - 4 / 7), metrics: { accuracy: -1, repetition_penalty: -(1 - 4 / 7) },
+      score: -1 + 2 * -(1 - 4 / 7),
+      metrics: { accuracy: -1, repetition_penalty: -(1 - 4 / 7) },
     });
   });
 
@@ -47,19 +64,35 @@ describe('combineRewards', () => {
       { name: 'format', metric: 'answer_tag', pattern: '<answer>.+</answer>', weight: -1 },
     ]);
     expect(combined.needsAnswer).toBe(false);
-    expect(combined.score({ completion: '<think>x</think><answer>5</answer>', answer: null })).toEqual({ score: 0, metrics: { thinks: 1, answer_tag: 1 } });
+    expect(combined.score({ completion: '<think>x</think><answer>5</answer>', answer: null })).toEqual({
+      score: 0,
+      metrics: { thinks: 1, answer_tag: 1 },
+    });
   });
 
   it('reports every bad entry at once, with its place in the list', () => {
     let message = '';
     try {
-      combineRewards(['acuracy', { name: 'repetition_penalty', ngram: 2 }, { name: 'repetition_penalty', max_penalty: 1 },
-        { name: 'format', pattern: '(' }, { name: 'format', pattern: 'x', preferred_tags: ['think'] }, 'accuracy', 'accuracy',
-        { name: 'length', type: 'length' }, { weight: 2 }]);
+      combineRewards([
+        'acuracy',
+        { name: 'repetition_penalty', ngram: 2 },
+        { name: 'repetition_penalty', max_penalty: 1 },
+        { name: 'format', pattern: '(' },
+        { name: 'format', pattern: 'x', preferred_tags: ['think'] },
+        'accuracy',
+        'accuracy',
+        { name: 'length', type: 'length' },
+        { weight: 2 },
+      ]);
     } catch (error) {
       message = (error as Error).message;
     }
-    expect(message.split('\n').slice(1).map((line) => line.trim())).toEqual([
+    expect(
+      message
+        .split('\n')
+        .slice(1)
+        .map((line) => line.trim()),
+    ).toEqual([
       'reward_fns[0]: unknown reward function "acuracy"; known: accuracy, format, length, repetition_penalty, cosine_scaled',
       'reward_fns[1].ngram: repetition_penalty has no parameter "ngram" (its parameters: ngram_size, max_penalty)',
       expect.stringMatching(/^reward_fns\[2\]\.max_penalty: repetition_penalty: .*0/),
@@ -67,21 +100,29 @@ describe('combineRewards', () => {
       'reward_fns[4]: format: give pattern or preferred_tags, not both',
       'reward_fns[6]: a second reward named "accuracy": give one its own "metric"',
       'reward_fns[7]: give name or type, not both',
-      'reward_fns[8]: missing the reward function\'s name',
+      "reward_fns[8]: missing the reward function's name",
     ]);
     expect(() => combineRewards([])).toThrow('name at least one reward function');
   });
 
-  it('uses a registry of the caller\'s own', () => {
+  it("uses a registry of the caller's own", () => {
     const registry = {
       ...REWARD_FUNCTIONS,
       shouts: defineReward({
-        name: 'shouts', description: 'the share of capital letters', params: { min: z.number().default(0) },
-        create: ({ min }) => ({ completion }) => Math.max(min, completion.replace(/[^A-Z]/g, '').length / completion.length),
+        name: 'shouts',
+        description: 'the share of capital letters',
+        params: { min: z.number().default(0) },
+        create:
+          ({ min }) =>
+          ({ completion }) =>
+            Math.max(min, completion.replace(/[^A-Z]/g, '').length / completion.length),
       }),
     };
     const combined = combineRewards(['shouts', { name: 'accuracy', weight: 2 }], { registry });
-    expect(combined.score({ completion: 'AB\\boxed{1}', answer: 1 })).toEqual({ score: 2 + 2 / 11, metrics: { shouts: 2 / 11, accuracy: 1 } });
+    expect(combined.score({ completion: 'AB\\boxed{1}', answer: 1 })).toEqual({
+      score: 2 + 2 / 11,
+      metrics: { shouts: 2 / 11, accuracy: 1 },
+    });
   });
 });
 

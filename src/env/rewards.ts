@@ -83,9 +83,10 @@ function resolve(specs: readonly RewardSpec[], registry: RewardRegistry): { reso
   if (specs.length === 0) problems.push({ path: [], message: 'name at least one reward function' });
   specs.forEach((spec, i) => {
     const entry = typeof spec === 'string' ? { name: spec } : spec;
-    if (entry.name !== undefined && entry.type !== undefined) return void problems.push({ path: [i], message: 'give name or type, not both' });
+    if (entry.name !== undefined && entry.type !== undefined)
+      return void problems.push({ path: [i], message: 'give name or type, not both' });
     const name = entry.name ?? entry.type;
-    if (name === undefined) return void problems.push({ path: [i], message: 'missing the reward function\'s name' });
+    if (name === undefined) return void problems.push({ path: [i], message: "missing the reward function's name" });
     const definition = Object.hasOwn(registry, name) ? registry[name] : undefined;
     if (!definition) {
       return void problems.push({ path: [i], message: `unknown reward function "${name}"; known: ${Object.keys(registry).join(', ')}` });
@@ -97,7 +98,13 @@ function resolve(specs: readonly RewardSpec[], registry: RewardRegistry): { reso
         const keys = issue.code === 'unrecognized_keys' ? issue.keys : [issue.path.join('.')];
         const known = Object.keys(definition.params).join(', ') || 'none';
         for (const key of keys) {
-          problems.push({ path: [i, key], message: issue.code === 'unrecognized_keys' ? `${name} has no parameter "${key}" (its parameters: ${known})` : `${name}: ${issue.message}` });
+          problems.push({
+            path: [i, key],
+            message:
+              issue.code === 'unrecognized_keys'
+                ? `${name} has no parameter "${key}" (its parameters: ${known})`
+                : `${name}: ${issue.message}`,
+          });
         }
       }
       return;
@@ -107,7 +114,12 @@ function resolve(specs: readonly RewardSpec[], registry: RewardRegistry): { reso
       return void problems.push({ path: [i], message: `a second reward named "${metric}": give one its own "metric"` });
     }
     try {
-      resolved.push({ metric, weight: entry.weight ?? 1, fn: definition.create(parsed.data), needsAnswer: definition.needsAnswer ?? false });
+      resolved.push({
+        metric,
+        weight: entry.weight ?? 1,
+        fn: definition.create(parsed.data),
+        needsAnswer: definition.needsAnswer ?? false,
+      });
     } catch (error) {
       problems.push({ path: [i], message: `${name}: ${(error as Error).message}` });
     }
@@ -167,17 +179,27 @@ export function combineRewards(specs: readonly RewardSpec[], options: CombineRew
  * or names separated by commas (`accuracy,format`).
  */
 export function rewardSpecsField(defaults: RewardSpec[], registry: RewardRegistry = REWARD_FUNCTIONS) {
-  return z.preprocess(
-    (value) => {
-      if (typeof value !== 'string') return value;
-      const text = value.trim();
-      if (text.startsWith('[') || text.startsWith('{')) {
-        try { return JSON.parse(text) as unknown; } catch { return value; }
-      }
-      return text.split(',').map((name) => name.trim()).filter(Boolean);
-    },
-    z.array(RewardSpecSchema).superRefine((specs, ctx) => {
-      for (const problem of resolve(specs, registry).problems) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
-    }),
-  ).default(defaults);
+  return z
+    .preprocess(
+      (value) => {
+        if (typeof value !== 'string') return value;
+        const text = value.trim();
+        if (text.startsWith('[') || text.startsWith('{')) {
+          try {
+            return JSON.parse(text) as unknown;
+          } catch {
+            return value;
+          }
+        }
+        return text
+          .split(',')
+          .map((name) => name.trim())
+          .filter(Boolean);
+      },
+      z.array(RewardSpecSchema).superRefine((specs, ctx) => {
+        for (const problem of resolve(specs, registry).problems)
+          ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
+      }),
+    )
+    .default(defaults);
 }

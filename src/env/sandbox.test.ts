@@ -14,30 +14,50 @@ const python = (source: string, limits: SandboxLimits = {}, marker = randomUUID(
 
 /** Host processes whose command line holds `marker`: none may outlive their run. */
 function processesWith(marker: string): number[] {
-  return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).flatMap((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker) ? [Number(pid)] : [];
-    } catch {
-      return []; // it ended while we looked
-    }
-  });
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .flatMap((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker) ? [Number(pid)] : [];
+      } catch {
+        return []; // it ended while we looked
+      }
+    });
 }
 
 describe('runSandboxed: programs run and report', () => {
   it('runs a command on the given files and stdin, with exit status, stdout and stderr', async () => {
     const result = await runSandboxed({
       command: ['python3', 'lib/main.py'],
-      files: { 'lib/main.py': 'import sys, helper\nprint(helper.double(int(sys.stdin.read())))\nprint("to stderr", file=sys.stderr)\nsys.exit(3)\n', 'lib/helper.py': 'def double(x):\n    return 2 * x\n' },
+      files: {
+        'lib/main.py':
+          'import sys, helper\nprint(helper.double(int(sys.stdin.read())))\nprint("to stderr", file=sys.stderr)\nsys.exit(3)\n',
+        'lib/helper.py': 'def double(x):\n    return 2 * x\n',
+      },
       stdin: '21',
     });
-    expect(result).toMatchObject({ exitCode: 3, stdout: '42\n', stderr: 'to stderr\n', timedOut: false, killedBy: null, outputTruncated: false });
+    expect(result).toMatchObject({
+      exitCode: 3,
+      stdout: '42\n',
+      stderr: 'to stderr\n',
+      timedOut: false,
+      killedBy: null,
+      outputTruncated: false,
+    });
   });
 
-  it('passes only its own environment: nothing of the host\'s', async () => {
+  it("passes only its own environment: nothing of the host's", async () => {
     process.env.CLOTHO_SANDBOX_SECRET = 'host secret';
     try {
       const result = await runSandboxed({ command: ['sh', '-c', 'env | sort'], env: { GREETING: 'hi' } });
-      expect(result.stdout.trim().split('\n')).toEqual(['GREETING=hi', 'HOME=/sandbox', 'LANG=C.UTF-8', 'PATH=/usr/local/bin:/usr/bin:/bin', 'PWD=/sandbox', 'TMPDIR=/sandbox']);
+      expect(result.stdout.trim().split('\n')).toEqual([
+        'GREETING=hi',
+        'HOME=/sandbox',
+        'LANG=C.UTF-8',
+        'PATH=/usr/local/bin:/usr/bin:/bin',
+        'PWD=/sandbox',
+        'TMPDIR=/sandbox',
+      ]);
     } finally {
       delete process.env.CLOTHO_SANDBOX_SECRET;
     }
@@ -56,7 +76,7 @@ describe('runSandboxed: programs run and report', () => {
     expect(nested.stdout).toBe('');
   });
 
-  it('reports a program ended by a signal as 128 + n, with the signal\'s name', async () => {
+  it("reports a program ended by a signal as 128 + n, with the signal's name", async () => {
     const result = await python('import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)');
     expect(result).toMatchObject({ exitCode: 128 + 11, killedBy: 'SIGSEGV', timedOut: false });
   });
@@ -76,7 +96,7 @@ describe('runSandboxed: isolation', () => {
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  it('blocks the network: a TCP server on the host\'s 127.0.0.1 cannot be reached from inside', async () => {
+  it("blocks the network: a TCP server on the host's 127.0.0.1 cannot be reached from inside", async () => {
     const client = `import socket, sys\ns = socket.create_connection(("127.0.0.1", ${port}), timeout=5)\nprint(s.recv(100).decode().strip())\n`;
     // The same program outside the sandbox reaches the server: the test would notice a server that was not there.
     const outside = await promisify(execFile)('python3', ['-c', client], { encoding: 'utf8' });
@@ -96,7 +116,15 @@ describe('runSandboxed: isolation', () => {
   it('lets the program write only in its own folder: the host, /usr, /tmp and /dev are read-only or absent', async () => {
     const hostDir = mkdtempSync(join(tmpdir(), 'clotho-sandbox-host-'));
     try {
-      const targets = [join(hostDir, 'escaped'), '/usr/escaped', '/tmp/escaped', '/escaped', '/dev/escaped', '/proc/escaped', '/sys/escaped'];
+      const targets = [
+        join(hostDir, 'escaped'),
+        '/usr/escaped',
+        '/tmp/escaped',
+        '/escaped',
+        '/dev/escaped',
+        '/proc/escaped',
+        '/sys/escaped',
+      ];
       const source = [
         'import json, sys',
         'results = {}',
@@ -123,13 +151,16 @@ describe('runSandboxed: isolation', () => {
   });
 
   it('bounds the writable folder and each file', async () => {
-    const full = await python('open("a", "wb").write(b"x" * (3 << 20))\nopen("b", "wb").write(b"x" * (3 << 20))', { diskBytes: 4 << 20, fileBytes: 8 << 20 });
+    const full = await python('open("a", "wb").write(b"x" * (3 << 20))\nopen("b", "wb").write(b"x" * (3 << 20))', {
+      diskBytes: 4 << 20,
+      fileBytes: 8 << 20,
+    });
     expect(full.stderr).toContain('No space left on device');
     const big = await python('open("a", "wb").write(b"x" * (2 << 20))', { fileBytes: 1 << 20 });
     expect(big.stderr).toContain('File too large');
   });
 
-  it('keeps each sandbox\'s process count its own: three at once may each start 20 processes', async () => {
+  it("keeps each sandbox's process count its own: three at once may each start 20 processes", async () => {
     const script = 'for i in $(seq 20); do sleep 0.5 & done; wait; echo done';
     const results = await Promise.all([1, 2, 3].map(() => runSandboxed({ command: ['sh', '-c', script] })));
     for (const result of results) expect(result).toMatchObject({ exitCode: 0, stdout: 'done\n' });
@@ -173,7 +204,14 @@ describe('runSandboxed: limits stop hostile programs', () => {
 
   it('has defaults for every limit', () => {
     expect(DEFAULT_SANDBOX_LIMITS).toEqual({
-      wallTimeMs: 10_000, cpuSeconds: 10, memoryBytes: 1 << 30, processes: 32, outputBytes: 1 << 20, diskBytes: 64 << 20, fileBytes: 16 << 20, openFiles: 256,
+      wallTimeMs: 10_000,
+      cpuSeconds: 10,
+      memoryBytes: 1 << 30,
+      processes: 32,
+      outputBytes: 1 << 20,
+      diskBytes: 64 << 20,
+      fileBytes: 16 << 20,
+      openFiles: 256,
     });
   });
 });
@@ -183,7 +221,9 @@ describe('runSandboxed: a sandbox that cannot run throws, it is never a result',
     const saved = process.env.PATH;
     process.env.PATH = '/nonexistent';
     try {
-      await expect(runSandboxed({ command: ['true'] })).rejects.toThrow(`bubblewrap (bwrap) is not installed; run \`node ${ENSURE_SANDBOX_SCRIPT}\``);
+      await expect(runSandboxed({ command: ['true'] })).rejects.toThrow(
+        `bubblewrap (bwrap) is not installed; run \`node ${ENSURE_SANDBOX_SCRIPT}\``,
+      );
     } finally {
       process.env.PATH = saved;
     }
@@ -191,10 +231,16 @@ describe('runSandboxed: a sandbox that cannot run throws, it is never a result',
   });
 
   it('rejects a command the sandbox does not have, and a bwrap that fails to set up', async () => {
-    await expect(runSandboxed({ command: ['no-such-interpreter'] })).rejects.toThrow('"no-such-interpreter" is not installed in the sandbox\'s PATH');
+    await expect(runSandboxed({ command: ['no-such-interpreter'] })).rejects.toThrow(
+      '"no-such-interpreter" is not installed in the sandbox\'s PATH',
+    );
     await expect(runSandboxed({ command: ['/opt/elsewhere/python3'] })).rejects.toThrow('outside the folders the sandbox shows');
-    await expect(runSandboxed({ command: ['true'], readOnlyBinds: ['/no/such/folder'] })).rejects.toThrow(/sandbox: bwrap failed to start \(exit 1\): bwrap: .*\/no\/such\/folder/);
-    await expect(runSandboxed({ command: ['true'], files: { '../escape': 'x' } })).rejects.toThrow('must be a relative path inside the work folder');
+    await expect(runSandboxed({ command: ['true'], readOnlyBinds: ['/no/such/folder'] })).rejects.toThrow(
+      /sandbox: bwrap failed to start \(exit 1\): bwrap: .*\/no\/such\/folder/,
+    );
+    await expect(runSandboxed({ command: ['true'], files: { '../escape': 'x' } })).rejects.toThrow(
+      'must be a relative path inside the work folder',
+    );
   });
 
   it('kills the sandbox and rejects when aborted', async () => {

@@ -132,7 +132,8 @@ function bwrapPath(): string {
     );
   }
   for (const tool of ['sh', 'prlimit']) {
-    if (!findExecutable(tool, SANDBOX_PATH)) throw new Error(`sandbox: ${tool} is not in ${SANDBOX_PATH} (prlimit: apt-get install util-linux)`);
+    if (!findExecutable(tool, SANDBOX_PATH))
+      throw new Error(`sandbox: ${tool} is not in ${SANDBOX_PATH} (prlimit: apt-get install util-linux)`);
   }
   return found;
 }
@@ -150,7 +151,9 @@ function checkCommand(program: string, files: Record<string, unknown>, binds: st
   }
   const roots = [...rootEntries().map((e) => e.path), ...binds];
   if (!roots.some((root) => program === root || program.startsWith(`${root}/`))) {
-    throw new Error(`sandbox: "${program}" is outside the folders the sandbox shows (${roots.join(', ')}); add its folder to readOnlyBinds`);
+    throw new Error(
+      `sandbox: "${program}" is outside the folders the sandbox shows (${roots.join(', ')}); add its folder to readOnlyBinds`,
+    );
   }
   try {
     accessSync(program, constants.X_OK);
@@ -162,7 +165,8 @@ function checkCommand(program: string, files: Record<string, unknown>, binds: st
 /** A relative path inside the work folder, or an error: the files are the caller's, but a typo must not escape. */
 function workPath(name: string): string {
   const clean = posix.normalize(name);
-  if (isAbsolute(clean) || clean === '.' || clean.startsWith('../') || clean === '..') throw new Error(`sandbox: file "${name}" must be a relative path inside the work folder`);
+  if (isAbsolute(clean) || clean === '.' || clean.startsWith('../') || clean === '..')
+    throw new Error(`sandbox: file "${name}" must be a relative path inside the work folder`);
   return clean;
 }
 
@@ -177,7 +181,8 @@ function bwrapArgs(options: SandboxOptions, limits: Required<SandboxLimits>, fil
   // No --new-session: the sandbox's init must stay in the process group Clotho kills. Spawned detached, it has no
   // controlling terminal to inject keystrokes into (the reason for --new-session).
   const args = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--hostname', 'sandbox'];
-  for (const entry of rootEntries()) args.push(...(entry.symlink ? ['--symlink', entry.symlink, entry.path] : ['--ro-bind', entry.path, entry.path]));
+  for (const entry of rootEntries())
+    args.push(...(entry.symlink ? ['--symlink', entry.symlink, entry.path] : ['--ro-bind', entry.path, entry.path]));
   for (const path of ETC_FILES) args.push('--ro-bind-try', path, path);
   for (const path of options.readOnlyBinds ?? []) args.push('--ro-bind', normalize(path), normalize(path));
   args.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev');
@@ -215,7 +220,11 @@ export async function runSandboxed(options: SandboxOptions): Promise<SandboxResu
   const files = Object.entries(options.files ?? {}).map(([name, content]) => [workPath(name), content] as const);
   const [program] = options.command;
   if (!program) throw new Error('sandbox: empty command');
-  checkCommand(program, Object.fromEntries(files), (options.readOnlyBinds ?? []).map((p) => normalize(p)));
+  checkCommand(
+    program,
+    Object.fromEntries(files),
+    (options.readOnlyBinds ?? []).map((p) => normalize(p)),
+  );
   const bwrap = bwrapPath();
   options.signal?.throwIfAborted();
 
@@ -288,11 +297,12 @@ export async function runSandboxed(options: SandboxOptions): Promise<SandboxResu
   const stderr = Buffer.concat(err).toString('utf8');
   if (aborted) throw options.signal?.reason instanceof Error ? options.signal.reason : new Error('sandbox: run aborted');
   if (!ready) {
-    const why = killedBy === 'wall_time' ? `did not start within ${limits.wallTimeMs} ms` : `failed to start (exit ${code}): ${stderr.trim()}`;
+    const why =
+      killedBy === 'wall_time' ? `did not start within ${limits.wallTimeMs} ms` : `failed to start (exit ${code}): ${stderr.trim()}`;
     throw new Error(`sandbox: bwrap ${why}; \`node ${ENSURE_SANDBOX_SCRIPT}\` checks the setup`);
   }
   const durationMs = Date.now() - started;
   if (killedBy) return { exitCode: null, stdout, stderr, timedOut: killedBy === 'wall_time', killedBy, outputTruncated, durationMs };
-  const signal = code !== null && code > 128 ? SIGNAL_NAMES.get(code - 128) ?? null : null;
+  const signal = code !== null && code > 128 ? (SIGNAL_NAMES.get(code - 128) ?? null) : null;
   return { exitCode: code, stdout, stderr, timedOut: signal === 'SIGXCPU', killedBy: signal, outputTruncated, durationMs };
 }

@@ -7,7 +7,13 @@ describe('defaultStepConfigs', () => {
 
   it('gives the LLM steps the server timeout, a heartbeat and long retries', () => {
     expect(table.generate).toEqual({
-      start_to_close_timeout: 1200, heartbeat_timeout: 10, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 60, maximum_attempts: 10, local: false,
+      start_to_close_timeout: 1200,
+      heartbeat_timeout: 10,
+      initial_interval: 1,
+      backoff_coefficient: 2,
+      maximum_interval: 60,
+      maximum_attempts: 10,
+      local: false,
     });
     expect(table.teacher).toMatchObject({ start_to_close_timeout: 300, heartbeat_timeout: 10, maximum_attempts: 10 });
     // The judge follows the policy's timeout unless its own servers say otherwise.
@@ -17,7 +23,15 @@ describe('defaultStepConfigs', () => {
 
   it('gives tool calls, setup and teardown five minutes on their task queue, and a 10 s heartbeat timeout', () => {
     for (const name of ['tool', 'setup', 'teardown'] as const) {
-      expect(table[name]).toEqual({ start_to_close_timeout: 300, heartbeat_timeout: 10, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5, local: false });
+      expect(table[name]).toEqual({
+        start_to_close_timeout: 300,
+        heartbeat_timeout: 10,
+        initial_interval: 1,
+        backoff_coefficient: 2,
+        maximum_interval: 30,
+        maximum_attempts: 5,
+        local: false,
+      });
     }
     table.tool.maximum_attempts = 99;
     expect(table.setup.maximum_attempts).toBe(5);
@@ -26,7 +40,14 @@ describe('defaultStepConfigs', () => {
   it('gives every other step a short timeout and few attempts', () => {
     const remote = ['generate', 'teacher', 'judge', 'tool', 'setup', 'teardown'];
     for (const name of STEP_NAMES.filter((n) => !remote.includes(n))) {
-      expect(table[name]).toEqual({ start_to_close_timeout: 60, initial_interval: 1, backoff_coefficient: 2, maximum_interval: 30, maximum_attempts: 5, local: name !== 'deliver' });
+      expect(table[name]).toEqual({
+        start_to_close_timeout: 60,
+        initial_interval: 1,
+        backoff_coefficient: 2,
+        maximum_interval: 30,
+        maximum_attempts: 5,
+        local: name !== 'deliver',
+      });
     }
   });
 
@@ -44,10 +65,24 @@ describe('defaultStepConfigs', () => {
 
 describe('toStepOptions', () => {
   it('converts seconds to whole milliseconds, keeping counts and coefficients', () => {
-    expect(toStepOption({
-      start_to_close_timeout: 1.5, heartbeat_timeout: 0.0004, initial_interval: 2, backoff_coefficient: 1.5, maximum_interval: 60, maximum_attempts: 0, local: true,
-    })).toEqual({
-      startToCloseTimeoutMs: 1500, heartbeatTimeoutMs: 1, initialIntervalMs: 2000, backoffCoefficient: 1.5, maximumIntervalMs: 60_000, maximumAttempts: 0, local: true,
+    expect(
+      toStepOption({
+        start_to_close_timeout: 1.5,
+        heartbeat_timeout: 0.0004,
+        initial_interval: 2,
+        backoff_coefficient: 1.5,
+        maximum_interval: 60,
+        maximum_attempts: 0,
+        local: true,
+      }),
+    ).toEqual({
+      startToCloseTimeoutMs: 1500,
+      heartbeatTimeoutMs: 1,
+      initialIntervalMs: 2000,
+      backoffCoefficient: 1.5,
+      maximumIntervalMs: 60_000,
+      maximumAttempts: 0,
+      local: true,
     });
   });
 

@@ -29,7 +29,12 @@ const localStep: StepConfig = StepConfigSchema.parse({ start_to_close_timeout: 6
  * local work and keep their own task queue, and heartbeat while they run (`heartbeating`), so that one on a worker
  * that died is retried on another within the heartbeat timeout instead of stalling its episode for 300 s.
  */
-const remoteStep: StepConfig = StepConfigSchema.parse({ start_to_close_timeout: 300, heartbeat_timeout: 10, maximum_attempts: 5, maximum_interval: 30 });
+const remoteStep: StepConfig = StepConfigSchema.parse({
+  start_to_close_timeout: 300,
+  heartbeat_timeout: 10,
+  maximum_attempts: 5,
+  maximum_interval: 30,
+});
 
 /**
  * Steps that run as local activities by default: cheap, CPU-light work whose task-queue round trips would

@@ -8,12 +8,18 @@ import { loadTable, tableFormatOf } from './tables.js';
 describe('loadTable', () => {
   it('reads the same rows from JSON lines, CSV with and without a header, and Parquet', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'clotho-tables-'));
-    const rows = [{ question: 'Say "hi", twice', answer: 'B' }, { question: 'Line\nbreak', answer: 'D' }];
+    const rows = [
+      { question: 'Say "hi", twice', answer: 'B' },
+      { question: 'Line\nbreak', answer: 'D' },
+    ];
     await writeFile(join(dir, 't.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n') + '\n\n');
     await writeFile(join(dir, 't.csv'), 'question,answer\n"Say ""hi"", twice",B\n"Line\nbreak",D\n');
     await writeFile(join(dir, 'headless.csv'), '"Say ""hi"", twice",B\n"Line\nbreak",D\n');
     const parquet = parquetWriteBuffer({
-      columnData: [{ name: 'question', data: rows.map((r) => r.question) }, { name: 'answer', data: rows.map((r) => r.answer) }],
+      columnData: [
+        { name: 'question', data: rows.map((r) => r.question) },
+        { name: 'answer', data: rows.map((r) => r.answer) },
+      ],
     });
     await writeFile(join(dir, 't.parquet'), Buffer.from(parquet));
     expect(await loadTable(join(dir, 't.jsonl'))).toEqual(rows);
@@ -26,7 +32,10 @@ describe('loadTable', () => {
     const dir = await mkdtemp(join(tmpdir(), 'clotho-tables-'));
     const bytes = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0xff, 0x00, 0xfe]);
     const parquet = parquetWriteBuffer({
-      columnData: [{ name: 'question', data: ['What?'] }, { name: 'image', data: [{ bytes, path: 'a.png' }] }],
+      columnData: [
+        { name: 'question', data: ['What?'] },
+        { name: 'image', data: [{ bytes, path: 'a.png' }] },
+      ],
       schema: [
         { name: 'root', num_children: 2 },
         { name: 'question', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },

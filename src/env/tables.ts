@@ -43,7 +43,10 @@ export async function loadTable(path: string, options: LoadTableOptions = {}): P
     }
     const text = await readFile(path, 'utf8');
     if (format === 'csv') {
-      return parseCsv(text, { columns: options.columns ?? true, skip_empty_lines: true, relax_column_count: false, bom: true }) as Record<string, unknown>[];
+      return parseCsv(text, { columns: options.columns ?? true, skip_empty_lines: true, relax_column_count: false, bom: true }) as Record<
+        string,
+        unknown
+      >[];
     }
     return text.split('\n').flatMap((line, i) => {
       if (line.trim() === '') return [];

@@ -20,18 +20,31 @@ describe('reasoningOf', () => {
 describe('withThinkingPrompt', () => {
   it('prepends the thinking prompt as a system message in thinking mode', () => {
     const messages = [user];
-    expect(withThinkingPrompt(messages, config({ thinking_mode: true, custom_thinking_prompt: 'Think in <think>.' })))
-      .toEqual([{ role: 'system', content: 'Think in <think>.' }, user]);
+    expect(withThinkingPrompt(messages, config({ thinking_mode: true, custom_thinking_prompt: 'Think in <think>.' }))).toEqual([
+      { role: 'system', content: 'Think in <think>.' },
+      user,
+    ]);
     expect(messages).toEqual([user]);
   });
 
   it("merges into the environment's system message, thinking prompt first", () => {
     const system = { role: 'system', content: 'Answer in \\boxed{}.' };
-    expect(withThinkingPrompt([system, user], config({ thinking_mode: true, custom_thinking_prompt: 'Think.' })))
-      .toEqual([{ role: 'system', content: 'Think.\n\nAnswer in \\boxed{}.' }, user]);
-    expect(withThinkingPrompt([{ role: 'system', content: [{ type: 'text', text: 'Rules.' }] }, user],
-      config({ thinking_mode: true, custom_thinking_prompt: 'Think.' }))[0])
-      .toEqual({ role: 'system', content: [{ type: 'text', text: 'Think.\n\n' }, { type: 'text', text: 'Rules.' }] });
+    expect(withThinkingPrompt([system, user], config({ thinking_mode: true, custom_thinking_prompt: 'Think.' }))).toEqual([
+      { role: 'system', content: 'Think.\n\nAnswer in \\boxed{}.' },
+      user,
+    ]);
+    expect(
+      withThinkingPrompt(
+        [{ role: 'system', content: [{ type: 'text', text: 'Rules.' }] }, user],
+        config({ thinking_mode: true, custom_thinking_prompt: 'Think.' }),
+      )[0],
+    ).toEqual({
+      role: 'system',
+      content: [
+        { type: 'text', text: 'Think.\n\n' },
+        { type: 'text', text: 'Rules.' },
+      ],
+    });
   });
 
   it('adds nothing without a prompt or outside thinking mode (Atropos injects none by default)', () => {
@@ -47,7 +60,10 @@ describe('an evaluation episode in thinking mode', () => {
     description: 'a test environment',
     config: {},
     load: async () => ({ size: 1, get: () => 'Say hi.' }),
-    prompt: (item: string) => [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: item }],
+    prompt: (item: string) => [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: item },
+    ],
     parse: (completion) => completion,
     score: () => 1,
   });
@@ -62,6 +78,11 @@ describe('an evaluation episode in thinking mode', () => {
         return { role: 'assistant', content: 'hi' };
       },
     });
-    expect(seen).toEqual([[{ role: 'system', content: 'Think.\n\nBe brief.' }, { role: 'user', content: 'Say hi.' }]]);
+    expect(seen).toEqual([
+      [
+        { role: 'system', content: 'Think.\n\nBe brief.' },
+        { role: 'user', content: 'Say hi.' },
+      ],
+    ]);
   });
 });

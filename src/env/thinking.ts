@@ -34,8 +34,11 @@ export function withThinkingPrompt(messages: Message[], config: ThinkingConfig):
   const [first, ...rest] = messages;
   if (first?.role !== 'system') return [{ role: 'system', content: prompt }, ...messages];
   const { content } = first;
-  const merged = typeof content === 'string' && content !== '' ? `${prompt}\n\n${content}`
-    : Array.isArray(content) ? [{ type: 'text', text: `${prompt}\n\n` }, ...content]
-    : prompt;
+  const merged =
+    typeof content === 'string' && content !== ''
+      ? `${prompt}\n\n${content}`
+      : Array.isArray(content)
+        ? [{ type: 'text', text: `${prompt}\n\n` }, ...content]
+        : prompt;
   return [{ ...first, content: merged }, ...rest];
 }

@@ -115,13 +115,15 @@ export async function executeToolCall(tools: readonly Tool[], call: ToolCallRequ
     return { outcome: 'unknown_tool', content: `Error: unknown tool "${call.name}"; available: ${tools.map((t) => t.name).join(', ')}` };
   }
   const problems = argumentProblems(tool, call.arguments);
-  if (problems.length > 0) return { outcome: 'invalid_arguments', content: `Error: invalid arguments for ${tool.name}: ${problems.join('; ')}` };
+  if (problems.length > 0)
+    return { outcome: 'invalid_arguments', content: `Error: invalid arguments for ${tool.name}: ${problems.join('; ')}` };
   const args = isZod(tool.parameters) ? tool.parameters.parse(call.arguments) : call.arguments;
   try {
     const output = await tool.execute(args, context);
     return { outcome: 'ok', content: typeof output === 'string' ? output : JSON.stringify(output) };
   } catch (error) {
-    if (error instanceof ToolError || (error as Error)?.name === 'ToolError') return { outcome: 'tool_error', content: `Error: ${(error as Error).message}` };
+    if (error instanceof ToolError || (error as Error)?.name === 'ToolError')
+      return { outcome: 'tool_error', content: `Error: ${(error as Error).message}` };
     throw error;
   }
 }

@@ -5,7 +5,11 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MessageSchema } from '../schema/scored-data.js';
 import {
-  detectContentFormat, QWEN_VL_IMAGE_PLACEHOLDER, renderChatTemplate, type ChatMessage, type ChatTemplateOptions,
+  detectContentFormat,
+  QWEN_VL_IMAGE_PLACEHOLDER,
+  renderChatTemplate,
+  type ChatMessage,
+  type ChatTemplateOptions,
 } from './chat-template.js';
 import { loadTokenizer, type Tokenizer } from './tokenizer.js';
 
@@ -122,9 +126,7 @@ describe("Qwen3's chat template", () => {
 
 describe('renderChatTemplate', () => {
   const tojsonTemplate = '{% for m in messages %}{% for c in m.tool_calls %}{{ c.function.arguments | tojson }}{% endfor %}{% endfor %}';
-  const call = (args: string) => [
-    { role: 'assistant', content: null, tool_calls: [{ function: { name: 'f', arguments: args } }] },
-  ];
+  const call = (args: string) => [{ role: 'assistant', content: null, tool_calls: [{ function: { name: 'f', arguments: args } }] }];
 
   it('parses JSON-object argument strings so `| tojson` templates do not quote them twice', () => {
     expect(renderChatTemplate(tojsonTemplate, call('{"a":1,"b":"é"}'))).toBe('{"a": 1, "b": "é"}');
@@ -235,9 +237,9 @@ describe('content parts', () => {
   const VISION = QWEN_VL_IMAGE_PLACEHOLDER;
   // A template that loops over parts and writes its own placeholder, in the manner of Qwen2-VL's.
   const looping =
-    "{% for message in messages %}<|im_start|>{{ message.role }}\n{% if message.content is string %}{{ message.content }}" +
+    '{% for message in messages %}<|im_start|>{{ message.role }}\n{% if message.content is string %}{{ message.content }}' +
     "{% else %}{% for part in message['content'] %}{% if part.type == 'image' %}[IMG{{ part | length }}]" +
-    '{% elif part.type == \'text\' %}{{ part.text }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}';
+    "{% elif part.type == 'text' %}{{ part.text }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}";
 
   it('Qwen3 (a string template): one placeholder per image before the text, never the bytes', () => {
     const rendered = qwen.applyChatTemplate(user(text('How many?'), image(1)), { addGenerationPrompt: true });
@@ -249,10 +251,12 @@ describe('content parts', () => {
 
   it('keeps placeholders the text already holds, and renders an image alone as its placeholder', () => {
     const template = '{% for m in messages %}{{ m.content }}|{% endfor %}';
-    expect(renderChatTemplate(template, user(text(`Compare <image> with`), image(1), image(2)), { imagePlaceholder: '<image>' }))
-      .toBe('<image>\nCompare <image> with|');
-    expect(renderChatTemplate(template, [...user(image(1)), { role: 'assistant', content: [text('a'), text('b')] }]))
-      .toBe(`${VISION}|a\nb|`);
+    expect(renderChatTemplate(template, user(text(`Compare <image> with`), image(1), image(2)), { imagePlaceholder: '<image>' })).toBe(
+      '<image>\nCompare <image> with|',
+    );
+    expect(renderChatTemplate(template, [...user(image(1)), { role: 'assistant', content: [text('a'), text('b')] }])).toBe(
+      `${VISION}|a\nb|`,
+    );
   });
 
   it('tokenizes the Qwen placeholder to its three special tokens, masked like any prompt token', () => {

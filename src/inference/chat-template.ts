@@ -122,7 +122,9 @@ interface PartsRendering {
  * detection, on the template's text rather than its syntax tree.
  */
 export function detectContentFormat(template: string): ContentFormat {
-  return /\{%-?\s*for\s+\w+\s+in\s+\w+\s*(?:\.\s*content|\[\s*(['"])content\1\s*\])\s*(?:\|[^%]*)?-?%\}/.test(template) ? 'openai' : 'string';
+  return /\{%-?\s*for\s+\w+\s+in\s+\w+\s*(?:\.\s*content|\[\s*(['"])content\1\s*\])\s*(?:\|[^%]*)?-?%\}/.test(template)
+    ? 'openai'
+    : 'string';
 }
 
 /** Content parts as vLLM hands them to a template: text with placeholders, or parts with images as `{ type: 'image' }`. */

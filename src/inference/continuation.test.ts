@@ -31,8 +31,9 @@ describe('continuePrompt', () => {
     const off = continuePrompt(qwen, { tokens: [], masks: [] }, prompt, undefined, { enable_thinking: false });
     expect(off).toEqual(qwen.encodeChat(prompt, { addGenerationPrompt: true, extra: { enable_thinking: false } }));
     expect(qwen.decode(off)).toMatch(/<think>\n\n<\/think>\n\n$/);
-    expect(continuePrompt(qwen, { tokens: [], masks: [] }, prompt, undefined, { enable_thinking: true }))
-      .toEqual(qwen.encodeChat(prompt, { addGenerationPrompt: true }));
+    expect(continuePrompt(qwen, { tokens: [], masks: [] }, prompt, undefined, { enable_thinking: true })).toEqual(
+      qwen.encodeChat(prompt, { addGenerationPrompt: true }),
+    );
   });
 
   it('extends a tool-calling turn to exactly the whole conversation rendered by the Qwen template', () => {
@@ -56,7 +57,9 @@ describe('continuePrompt', () => {
     expect(next.slice(0, previous.tokens.length)).toEqual(previous.tokens);
     expect(qwen.decode(next)).toBe(qwen.applyChatTemplate(messages, { addGenerationPrompt: true }));
     expect(next).not.toEqual(qwen.encodeChat(messages, { addGenerationPrompt: true }));
-    expect(next.slice(previous.tokens.length)).toEqual(qwen.encode('\n<|im_start|>user\nAnd Lyon?<|im_end|>\n<|im_start|>assistant\n', { addSpecialTokens: false }));
+    expect(next.slice(previous.tokens.length)).toEqual(
+      qwen.encode('\n<|im_start|>user\nAnd Lyon?<|im_end|>\n<|im_start|>assistant\n', { addSpecialTokens: false }),
+    );
   });
 
   it('closes a turn cut off by the token budget with the template’s end-of-turn, untrained', () => {

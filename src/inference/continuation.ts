@@ -29,7 +29,10 @@ export interface SequenceSoFar {
 
 // Stand-ins for reasoning markers in earlier completions, so that templates which drop or reformat
 // reasoning (Qwen3 does) render the model's raw text unchanged, like ManagedServer's think-block protection.
-const PROTECTED = [['<think>', '\u0000clotho:think\u0000'], ['</think>', '\u0000clotho:/think\u0000']] as const;
+const PROTECTED = [
+  ['<think>', '\u0000clotho:think\u0000'],
+  ['</think>', '\u0000clotho:/think\u0000'],
+] as const;
 
 /**
  * The next prompt of a trajectory as token ids: the sequence so far, unchanged, plus the ids of what
@@ -78,7 +81,8 @@ function renderWithRawTurns(
   const assistants = messages.flatMap((m, i) => (m.role === 'assistant' ? [i] : []));
   if (assistants.length < raw.length) {
     throw new TokenizationDriftError(
-      `the sequence holds ${raw.length} generated turns but the conversation only ${assistants.length} assistant messages`);
+      `the sequence holds ${raw.length} generated turns but the conversation only ${assistants.length} assistant messages`,
+    );
   }
   // The model's turns are the last assistant messages: the prompt's own (few-shot) examples come first.
   const generated = new Map(assistants.slice(assistants.length - raw.length).map((at, k) => [at, raw[k]!]));
@@ -108,6 +112,7 @@ function driftError(tokenizer: Tokenizer, tokens: readonly number[], prefix: str
   const show = (s: string) => JSON.stringify(s.slice(Math.max(0, at - 20), at + 20));
   return new TokenizationDriftError(
     `the chat template does not reproduce the sequence so far: they part at character ${at}, in token ${low} ` +
-    `of ${tokens.length} (id ${tokens[low]}); the sequence reads ${show(prefix)}, the template renders ${show(rendered)}. ` +
-    'The template rewrites earlier turns (reasoning dropped, tool calls reformatted, whitespace trimmed)');
+      `of ${tokens.length} (id ${tokens[low]}); the sequence reads ${show(prefix)}, the template renders ${show(rendered)}. ` +
+      'The template rewrites earlier turns (reasoning dropped, tool calls reformatted, whitespace trimmed)',
+  );
 }

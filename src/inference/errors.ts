@@ -66,8 +66,17 @@ export function parseRetryAfter(headers: Headers | undefined, now = Date.now()):
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH',
-  'ENETUNREACH', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+]);
 const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /** The error and its `cause` chain, so a Node error wrapped by fetch or the SDK is still recognised. */
@@ -99,12 +108,18 @@ export function classifyError(err: unknown): InferenceError {
   const text = chain.map((e) => `${(e as { name?: unknown }).name} ${(e as { message?: unknown }).message}`).join(' | ');
   const codes = chain.map((e) => (e as { code?: unknown }).code);
   const message = err instanceof Error ? err.message : String(err);
-  if (err instanceof APIConnectionTimeoutError || codes.some((c) => TIMEOUT_CODES.has(String(c))) ||
-    /TimeoutError|timed? ?out/i.test(text)) {
+  if (
+    err instanceof APIConnectionTimeoutError ||
+    codes.some((c) => TIMEOUT_CODES.has(String(c))) ||
+    /TimeoutError|timed? ?out/i.test(text)
+  ) {
     return new InferenceError('Timeout', message, { cause: err });
   }
-  if (err instanceof APIConnectionError || codes.some((c) => CONNECTION_CODES.has(String(c))) ||
-    /socket hang up|fetch failed|other side closed|terminated/i.test(text)) {
+  if (
+    err instanceof APIConnectionError ||
+    codes.some((c) => CONNECTION_CODES.has(String(c))) ||
+    /socket hang up|fetch failed|other side closed|terminated/i.test(text)
+  ) {
     return new InferenceError('ConnectionError', `${message} (${text})`, { cause: err });
   }
   return new InferenceError('Unknown', message, { cause: err });

@@ -42,7 +42,7 @@ export interface SessionRequest {
 const argumentsOf = (call: { function?: { arguments?: unknown } }) => {
   const raw = call.function?.arguments;
   try {
-    return JSON.stringify(typeof raw === 'string' ? JSON.parse(raw) : raw ?? {});
+    return JSON.stringify(typeof raw === 'string' ? JSON.parse(raw) : (raw ?? {}));
   } catch {
     return String(raw);
   }
@@ -53,8 +53,10 @@ function sameAnswer(sent: Message, answered: AnsweredTurn): boolean {
   if ((typeof sent.content === 'string' ? sent.content : '') !== answered.content) return false;
   const sentCalls = (Array.isArray(sent.tool_calls) ? sent.tool_calls : []) as { function?: { name?: unknown; arguments?: unknown } }[];
   const calls = answered.tool_calls ?? [];
-  return sentCalls.length === calls.length
-    && sentCalls.every((call, i) => call.function?.name === calls[i]!.function.name && argumentsOf(call) === argumentsOf(calls[i]!));
+  return (
+    sentCalls.length === calls.length &&
+    sentCalls.every((call, i) => call.function?.name === calls[i]!.function.name && argumentsOf(call) === argumentsOf(calls[i]!))
+  );
 }
 
 /**
@@ -107,7 +109,11 @@ export class ManagedSession {
       const generated = { tokenIds: completion.tokenIds, logprobs: completion.logprobs };
       const previous = prompt.continues;
       const sequence = previous
-        ? extendTrainingSequence({ tokens: previous.tokens, masks: previous.masks, inferenceLogprobs: previous.logprobs }, prompt.ids, generated)
+        ? extendTrainingSequence(
+            { tokens: previous.tokens, masks: previous.masks, inferenceLogprobs: previous.logprobs },
+            prompt.ids,
+            generated,
+          )
         : buildTrainingSequence(prompt.ids, generated);
       const answer: AnsweredTurn = parseTools ? hermesAssistantMessage(completion.text, `${idPrefix}-${i}`) : { content: completion.text };
       const node: SequenceNode = {

@@ -10,7 +10,10 @@ export function modelClient(client: InferenceClient): ModelClient {
   return {
     async complete(messages, options = {}) {
       const request = { messages, n: options.n ?? 1, maxTokens: options.maxTokens ?? 1024, temperature: options.temperature ?? 0, topP: 1 };
-      const call = { ...(options.signal ? { signal: options.signal } : {}), ...(options.onProgress ? { onProgress: options.onProgress } : {}) };
+      const call = {
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      };
       try {
         return (await client.generate(request, call)).map((c) => c.text);
       } catch (error) {

@@ -13,7 +13,6 @@ import { buildTrainingSequence, createOpenAIClient, extendTrainingSequence, requ
 import type { GenerateRequest } from './types.js';
 import { scriptedServers } from '../../test/support/scripted-servers.js';
 
-
 const serve = scriptedServers();
 
 function clientFor(server: ScriptedOpenAI, config: { timeout?: number } = {}, progressIntervalMs?: number) {
@@ -25,12 +24,21 @@ const messages: Message[] = [
   { role: 'system', content: 'Be brief.' },
   { role: 'user', content: 'What is 2+2?' },
 ];
-const request = (overrides: Partial<GenerateRequest> = {}): GenerateRequest =>
-  ({ messages, n: 1, maxTokens: 32, temperature: 1, topP: 1, ...overrides });
+const request = (overrides: Partial<GenerateRequest> = {}): GenerateRequest => ({
+  messages,
+  n: 1,
+  maxTokens: 32,
+  temperature: 1,
+  topP: 1,
+  ...overrides,
+});
 
 /** The InferenceError a call rejects with. */
 async function failure(promise: Promise<unknown>): Promise<InferenceError> {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(InferenceError);
   return err as InferenceError;
 }
@@ -39,17 +47,19 @@ describe('createOpenAIClient', () => {
   it('returns n completions with prompt ids, token ids and logprobs', async () => {
     const server = await serve();
     const completions = await clientFor(server).generate(request({ n: 3 }));
-    expect(completions).toEqual([0, 1, 2].map((i) => {
-      const tokenIds = encodeCompletion(`choice ${i}`);
-      return {
-        text: `choice ${i}`,
-        message: { role: 'assistant', content: `choice ${i}` },
-        finishReason: 'stop',
-        promptTokenIds: encodeChat(messages),
-        tokenIds,
-        logprobs: tokenIds.map(defaultLogprob),
-      };
-    }));
+    expect(completions).toEqual(
+      [0, 1, 2].map((i) => {
+        const tokenIds = encodeCompletion(`choice ${i}`);
+        return {
+          text: `choice ${i}`,
+          message: { role: 'assistant', content: `choice ${i}` },
+          finishReason: 'stop',
+          promptTokenIds: encodeChat(messages),
+          tokenIds,
+          logprobs: tokenIds.map(defaultLogprob),
+        };
+      }),
+    );
   });
 
   it('sends the sampling parameters and asks for token ids and logprobs', async () => {
@@ -59,12 +69,22 @@ describe('createOpenAIClient', () => {
     expect(server.requests).toHaveLength(1);
     expect(server.requests[0]).toMatchObject({ method: 'POST', path: '/v1/chat/completions' });
     expect(server.requests[0]!.body).toMatchObject({
-      model: 'test-model', messages, n: 2, max_tokens: 64, temperature: 0.7, top_p: 0.9, stop: ['\n\n'], seed: 42, tools,
-      logprobs: true, top_logprobs: 0, return_token_ids: true,
+      model: 'test-model',
+      messages,
+      n: 2,
+      max_tokens: 64,
+      temperature: 0.7,
+      top_p: 0.9,
+      stop: ['\n\n'],
+      seed: 42,
+      tools,
+      logprobs: true,
+      top_logprobs: 0,
+      return_token_ids: true,
     });
   });
 
-  it("asks an OpenAI-compatible server for reasoning as Atropos does: reasoning {enabled, effort | max_tokens}", async () => {
+  it('asks an OpenAI-compatible server for reasoning as Atropos does: reasoning {enabled, effort | max_tokens}', async () => {
     const server = await serve();
     const client = clientFor(server);
     await client.generate(request({ reasoning: {} }));
@@ -73,7 +93,10 @@ describe('createOpenAIClient', () => {
     await client.generate(request());
     const bodies = server.requests.map((r) => r.body as Record<string, unknown>);
     expect(bodies.map((b) => b.reasoning)).toEqual([
-      { enabled: true }, { enabled: true, effort: 'high' }, { enabled: true, max_tokens: 4096 }, undefined,
+      { enabled: true },
+      { enabled: true, effort: 'high' },
+      { enabled: true, max_tokens: 4096 },
+      undefined,
     ]);
     // Everything else is sent as without reasoning.
     expect(bodies[1]).toMatchObject({ max_tokens: 32, temperature: 1 });
@@ -113,7 +136,14 @@ describe('createOpenAIClient', () => {
     const body = { choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'length' }] };
     const server = await serve({ responder: () => ({ status: 200, body }) });
     expect(await clientFor(server).generate(request())).toEqual([
-      { text: 'hi', message: { role: 'assistant', content: 'hi' }, finishReason: 'length', promptTokenIds: null, tokenIds: null, logprobs: null },
+      {
+        text: 'hi',
+        message: { role: 'assistant', content: 'hi' },
+        finishReason: 'length',
+        promptTokenIds: null,
+        tokenIds: null,
+        logprobs: null,
+      },
     ]);
   });
 
@@ -123,7 +153,9 @@ describe('createOpenAIClient', () => {
     const one = await serve({ responder: () => reply([choice(0)], { prompt_tokens: 9, completion_tokens: 7, total_tokens: 16 }) });
     expect((await clientFor(one).generate(request({ messagesOnly: true })))[0]!.completionTokens).toBe(7);
     // Two choices share one count: neither gets it. A body without usage gives none.
-    const two = await serve({ responder: () => reply([choice(0), choice(1)], { prompt_tokens: 9, completion_tokens: 7, total_tokens: 16 }) });
+    const two = await serve({
+      responder: () => reply([choice(0), choice(1)], { prompt_tokens: 9, completion_tokens: 7, total_tokens: 16 }),
+    });
     for (const c of await clientFor(two).generate(request({ n: 2, messagesOnly: true }))) expect(c).not.toHaveProperty('completionTokens');
     const none = await serve({ responder: () => reply([choice(0)]) });
     expect((await clientFor(none).generate(request({ messagesOnly: true })))[0]).not.toHaveProperty('completionTokens');
@@ -138,7 +170,11 @@ describe('createOpenAIClient', () => {
 
   it('classifies 500 as a retryable server error', async () => {
     const server = await serve({ responder: () => ({ status: 500 }) });
-    expect(await failure(clientFor(server).generate(request()))).toMatchObject({ kind: 'infrastructure', type: 'ServerError', status: 500 });
+    expect(await failure(clientFor(server).generate(request()))).toMatchObject({
+      kind: 'infrastructure',
+      type: 'ServerError',
+      status: 500,
+    });
   });
 
   it('classifies 400 as a request error carrying the server message', async () => {
@@ -185,7 +221,10 @@ describe('createOpenAIClient', () => {
     const server = await serve({ responder: () => ({ hang: true }) });
     const controller = new AbortController();
     const call = clientFor(server).generate(request(), { signal: controller.signal });
-    const outcome = call.then(() => 'resolved', (e: unknown) => e);
+    const outcome = call.then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
     await vi.waitFor(() => expect(server.calls).toBe(1), { timeout: 5000 });
     const reason = new Error('cancelled by the test');
     const abortedAt = Date.now();
@@ -196,18 +235,25 @@ describe('createOpenAIClient', () => {
 
   it('times out after config.timeout seconds', async () => {
     const server = await serve({ responder: () => ({ hang: true }) });
-    expect(await failure(clientFor(server, { timeout: 0.3 }).generate(request()))).toMatchObject({ kind: 'infrastructure', type: 'Timeout' });
+    expect(await failure(clientFor(server, { timeout: 0.3 }).generate(request()))).toMatchObject({
+      kind: 'infrastructure',
+      type: 'Timeout',
+    });
   });
 
   it('reports progress while the server is working', async () => {
     let progress = 0;
     let release!: () => void;
-    const released = new Promise<void>((resolve) => { release = resolve; });
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     // The server answers only after the client has reported progress three times.
-    const server = await serve({ responder: async (body) => {
-      await released;
-      return { choices: Array.from({ length: body.n ?? 1 }, () => ({ text: 'done' })) };
-    } });
+    const server = await serve({
+      responder: async (body) => {
+        await released;
+        return { choices: Array.from({ length: body.n ?? 1 }, () => ({ text: 'done' })) };
+      },
+    });
     const onProgress = () => {
       progress += 1;
       if (progress === 3) release();
@@ -230,10 +276,16 @@ describe('createOpenAIClient', () => {
     expect(turnPrompt).toEqual(encodeChat([{ role: 'user', content: 'Go on.' }]));
     expect(two.tokens).toEqual([...first!.promptTokenIds!, ...first!.tokenIds!, ...turnPrompt, ...second!.tokenIds!]);
     expect(two.masks).toEqual([
-      ...first!.promptTokenIds!.map(() => -100), ...first!.tokenIds!, ...turnPrompt.map(() => -100), ...second!.tokenIds!,
+      ...first!.promptTokenIds!.map(() => -100),
+      ...first!.tokenIds!,
+      ...turnPrompt.map(() => -100),
+      ...second!.tokenIds!,
     ]);
     expect(two.inferenceLogprobs).toEqual([
-      ...first!.promptTokenIds!.map(() => 1), ...first!.logprobs!, ...turnPrompt.map(() => 1), ...second!.logprobs!,
+      ...first!.promptTokenIds!.map(() => 1),
+      ...first!.logprobs!,
+      ...turnPrompt.map(() => 1),
+      ...second!.logprobs!,
     ]);
   });
 });

@@ -23,18 +23,20 @@ const logprobEntries = z.array(z.looseObject({ logprob: z.number() }));
 /** The parts of a (vLLM-extended) chat-completion response this client relies on, its per-token arrays as given. */
 const chatResponse = (tokenIds: z.ZodType<number[]>, entries: z.ZodType<z.output<typeof logprobEntries>>) =>
   z.looseObject({
-    choices: z.array(z.looseObject({
-      index: z.number().int(),
-      message: z.looseObject({
-        role: z.string(),
-        content: z.string().nullish(),
-        tool_calls: z.array(ToolCallSchema).nullish(),
+    choices: z.array(
+      z.looseObject({
+        index: z.number().int(),
+        message: z.looseObject({
+          role: z.string(),
+          content: z.string().nullish(),
+          tool_calls: z.array(ToolCallSchema).nullish(),
+        }),
+        finish_reason: z.string().nullish(),
+        logprobs: z.looseObject({ content: entries.nullish() }).nullish(),
+        /** vLLM with `return_token_ids`: the generated token ids. */
+        token_ids: tokenIds.nullish(),
       }),
-      finish_reason: z.string().nullish(),
-      logprobs: z.looseObject({ content: entries.nullish() }).nullish(),
-      /** vLLM with `return_token_ids`: the generated token ids. */
-      token_ids: tokenIds.nullish(),
-    })),
+    ),
     /** vLLM with `return_token_ids`: the rendered prompt's token ids. */
     prompt_token_ids: tokenIds.nullish(),
     /** What the server counted, over all choices together. */
@@ -117,8 +119,12 @@ const isOpenAIOfficial = (baseUrl: string) => baseUrl.includes('api.openai.com')
  */
 export function reasoningFields(baseUrl: string, reasoning: NonNullable<GenerateRequest['reasoning']>): Record<string, unknown> {
   if (isOpenAIOfficial(baseUrl)) return { reasoning_effort: reasoning.effort ?? 'medium' };
-  const limit = reasoning.effort !== undefined ? { effort: reasoning.effort }
-    : reasoning.maxTokens !== undefined ? { max_tokens: reasoning.maxTokens } : {};
+  const limit =
+    reasoning.effort !== undefined
+      ? { effort: reasoning.effort }
+      : reasoning.maxTokens !== undefined
+        ? { max_tokens: reasoning.maxTokens }
+        : {};
   return { reasoning: { enabled: true, ...limit } };
 }
 
@@ -147,8 +153,7 @@ function toCompletion(choice: ChatChoice, promptTokenIds: number[] | null): Comp
   const tokenIds = choice.token_ids ?? null;
   const logprobs = choice.logprobs?.content?.map((entry) => entry.logprob) ?? null;
   if (tokenIds && logprobs && tokenIds.length !== logprobs.length) {
-    throw new InferenceError('MalformedResponse',
-      `choice ${choice.index}: ${tokenIds.length} token ids but ${logprobs.length} logprobs`);
+    throw new InferenceError('MalformedResponse', `choice ${choice.index}: ${tokenIds.length} token ids but ${logprobs.length} logprobs`);
   }
   return {
     text: content ?? '',
@@ -192,16 +197,19 @@ export function extendTrainingSequence(
   if (at !== -1) {
     throw new TokenizationDriftError(
       `re-tokenization drift: the new prompt (${newPromptTokenIds.length} tokens) does not start with the ` +
-      `previous sequence (${length} tokens); first difference at position ${at}: ` +
-      `expected ${previous.tokens[at]}, got ${newPromptTokenIds[at]}`,
+        `previous sequence (${length} tokens); first difference at position ${at}: ` +
+        `expected ${previous.tokens[at]}, got ${newPromptTokenIds[at]}`,
     );
   }
   const suffix = newPromptTokenIds.slice(length);
-  return appendCompletion({
-    tokens: [...previous.tokens, ...suffix],
-    masks: [...previous.masks, ...suffix.map(() => MASKED)],
-    inferenceLogprobs: [...previous.inferenceLogprobs, ...suffix.map(() => MASKED_LOGPROB)],
-  }, completion);
+  return appendCompletion(
+    {
+      tokens: [...previous.tokens, ...suffix],
+      masks: [...previous.masks, ...suffix.map(() => MASKED)],
+      inferenceLogprobs: [...previous.inferenceLogprobs, ...suffix.map(() => MASKED_LOGPROB)],
+    },
+    completion,
+  );
 }
 
 function appendCompletion(sequence: TrainingSequence, { tokenIds, logprobs }: GeneratedTokens): TrainingSequence {

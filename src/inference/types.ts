@@ -29,10 +29,12 @@ export const GenerateRequestSchema = z.strictObject({
    */
   messagesOnly: z.boolean().optional(),
   /** Reasoning asked of the model (Atropos's `extra_body.reasoning`); absent: none asked. */
-  reasoning: z.strictObject({
-    effort: z.enum(REASONING_EFFORTS).optional(),
-    maxTokens: z.number().int().positive().optional(),
-  }).optional(),
+  reasoning: z
+    .strictObject({
+      effort: z.enum(REASONING_EFFORTS).optional(),
+      maxTokens: z.number().int().positive().optional(),
+    })
+    .optional(),
 });
 export type GenerateRequest = z.infer<typeof GenerateRequestSchema>;
 

@@ -206,8 +206,15 @@ export type ScoredDataListResponse = z.infer<typeof ScoredDataListResponseSchema
 
 /** `GET /latest_example` before any group was queued: Atropos's placeholder, nine empty lists. */
 export const EMPTY_EXAMPLE = {
-  tokens: [], masks: [], scores: [], advantages: [], ref_logprobs: [],
-  generation_params: [], inference_logprobs: [], messages: [], images: [],
+  tokens: [],
+  masks: [],
+  scores: [],
+  advantages: [],
+  ref_logprobs: [],
+  generation_params: [],
+  inference_logprobs: [],
+  messages: [],
+  images: [],
 } as const;
 
 const counts = z.record(z.string(), z.number().int().nonnegative());

@@ -35,10 +35,28 @@ export const BaseEnvConfigSchema = z.strictObject({
   include_messages: z.boolean().default(false).describe('send chat messages with each group'),
   min_batch_allocation: z.number().min(0).max(1).nullable().default(null).describe('least share of each batch for this environment'),
   worker_timeout: z.number().default(600).describe('seconds a rollout group may take before it is dropped as timeout (-1 or 0: none)'),
-  thinking_mode: z.boolean().default(false).describe('ask the model to reason: reasoning in every chat request, the enable_thinking template switch'),
-  reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullable().default(null).describe('reasoning effort requested from the model (turns reasoning on)'),
-  max_reasoning_tokens: z.number().int().min(1024).max(32000).nullable().default(null).describe('token budget for reasoning, when no effort is given (turns reasoning on)'),
-  custom_thinking_prompt: z.string().nullable().default(null).describe('system prompt put first in thinking mode (before the environment\'s own)'),
+  thinking_mode: z
+    .boolean()
+    .default(false)
+    .describe('ask the model to reason: reasoning in every chat request, the enable_thinking template switch'),
+  reasoning_effort: z
+    .enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh'])
+    .nullable()
+    .default(null)
+    .describe('reasoning effort requested from the model (turns reasoning on)'),
+  max_reasoning_tokens: z
+    .number()
+    .int()
+    .min(1024)
+    .max(32000)
+    .nullable()
+    .default(null)
+    .describe('token budget for reasoning, when no effort is given (turns reasoning on)'),
+  custom_thinking_prompt: z
+    .string()
+    .nullable()
+    .default(null)
+    .describe("system prompt put first in thinking mode (before the environment's own)"),
   // Clotho's additions.
   /** Sampling temperature of training rollouts. */
   temperature: z.number().min(0).default(1.0).describe('sampling temperature of rollouts'),
@@ -52,14 +70,23 @@ export const BaseEnvConfigSchema = z.strictObject({
   /** Items of each evaluation during `clotho serve` (items 0 … n-1, as `clotho evaluate --items`). */
   eval_items: z.number().int().positive().default(100).describe('items of each evaluation during serve (the first n)'),
   /** Names this run: rollout workflow ids and store keys derive from it, so a re-run with the same id resumes. */
-  run_id: z.string().regex(/^[A-Za-z0-9._-]+$/).nullable().default(null).describe('run name; the same id resumes the run'),
+  run_id: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/)
+    .nullable()
+    .default(null)
+    .describe('run name; the same id resumes the run'),
   /**
    * Ask the servers for messages only (no token ids, no logprobs), so that OpenAI's API and other hosted servers will
    * do: groups are written as messages-only records (`"messages_only": true`, no tokens or masks), for evaluation data
    * or SFT from a hosted model, never for RL training (`clotho serve` refuses it).
    */
-  messages_only: z.boolean().default(false)
-    .describe('ask servers for messages only (no token ids, no logprobs: OpenAI\'s API and hosted ones will do); groups are written without tokens, for evaluation or SFT data, never RL training (process only)'),
+  messages_only: z
+    .boolean()
+    .default(false)
+    .describe(
+      "ask servers for messages only (no token ids, no logprobs: OpenAI's API and hosted ones will do); groups are written without tokens, for evaluation or SFT data, never RL training (process only)",
+    ),
 });
 /** Atropos's `BaseEnvConfig` fields (`--env.*`) as every environment's config has them, defaults applied. */
 export type BaseEnvConfig = z.infer<typeof BaseEnvConfigSchema>;
@@ -74,9 +101,14 @@ export type BaseEnvConfig = z.infer<typeof BaseEnvConfigSchema>;
  * Atropos and are not listed; nor are those {@link atroposFields} maps.
  */
 const UNSUPPORTED: Partial<Record<keyof BaseEnvConfig, { accepts: (value: unknown) => boolean; why: string }>> = {
-  rollout_server_url: { accepts: (v) => v === 'http://localhost:8000',
-    why: 'environments do not post groups over HTTP here: `clotho serve --batcher-id <id>` signals the batcher behind `clotho api --batcher-id <id>` through Temporal (both default to the same id)' },
-  batch_size: { accepts: (v) => v === -1, why: "the trainer's batch size (POST /register) applies to every environment; Atropos too overwrites this field from /info" },
+  rollout_server_url: {
+    accepts: (v) => v === 'http://localhost:8000',
+    why: 'environments do not post groups over HTTP here: `clotho serve --batcher-id <id>` signals the batcher behind `clotho api --batcher-id <id>` through Temporal (both default to the same id)',
+  },
+  batch_size: {
+    accepts: (v) => v === -1,
+    why: "the trainer's batch size (POST /register) applies to every environment; Atropos too overwrites this field from /info",
+  },
 };
 
 /** What {@link atroposFields} decided. */
@@ -103,7 +135,8 @@ export function atroposFields(env: BaseEnvConfig, defaults: Record<string, unkno
   const out: AtroposFields = { problems: [], notices: [], servers };
   for (const [field, rule] of Object.entries(UNSUPPORTED)) {
     const value = env[field as keyof BaseEnvConfig];
-    if (set(field as keyof BaseEnvConfig) && !rule.accepts(value)) out.problems.push(`--env.${field} ${JSON.stringify(value)}: ${rule.why}`);
+    if (set(field as keyof BaseEnvConfig) && !rule.accepts(value))
+      out.problems.push(`--env.${field} ${JSON.stringify(value)}: ${rule.why}`);
   }
 
   // As in Atropos's environments, the thinking prompt goes in only in thinking mode.
@@ -112,11 +145,17 @@ export function atroposFields(env: BaseEnvConfig, defaults: Record<string, unkno
   }
 
   // Atropos's workers are groups in flight: max_num_workers, or max_num_workers_per_node per inference server.
-  const workers = set('max_num_workers') && env.max_num_workers > 0 ? env.max_num_workers
-    : set('max_num_workers_per_node') && env.max_num_workers === -1 ? env.max_num_workers_per_node * servers.length : undefined;
+  const workers =
+    set('max_num_workers') && env.max_num_workers > 0
+      ? env.max_num_workers
+      : set('max_num_workers_per_node') && env.max_num_workers === -1
+        ? env.max_num_workers_per_node * servers.length
+        : undefined;
   if (workers !== undefined) {
     if (set('max_groups_in_flight') && env.max_groups_in_flight !== workers) {
-      out.problems.push(`--env.max_num_workers: ${workers} workers disagree with --env.max_groups_in_flight ${env.max_groups_in_flight}; set one`);
+      out.problems.push(
+        `--env.max_num_workers: ${workers} workers disagree with --env.max_groups_in_flight ${env.max_groups_in_flight}; set one`,
+      );
     } else {
       out.maxGroupsInFlight = workers;
       out.notices.push(`--env.max_num_workers: ${workers} groups in flight (max_groups_in_flight)`);
@@ -126,10 +165,15 @@ export function atroposFields(env: BaseEnvConfig, defaults: Record<string, unkno
   // Atropos's env tokenizer is the policy's: it is the tokenizer the served model must share.
   if (set('tokenizer_name') && env.tokenizer_name !== ATROPOS_TOKENIZER) {
     if (servers.some((s) => s.base_url === '')) {
-      out.problems.push(`--env.tokenizer_name ${env.tokenizer_name}: the embedded engine (no --openai.base_url) serves a model with its own tokenizer; give --openai.base_url for a server of that model`);
+      out.problems.push(
+        `--env.tokenizer_name ${env.tokenizer_name}: the embedded engine (no --openai.base_url) serves a model with its own tokenizer; give --openai.base_url for a server of that model`,
+      );
     }
     const other = servers.find((s) => s.tokenizer_name !== 'none' && s.tokenizer_name !== env.tokenizer_name);
-    if (other) out.problems.push(`--env.tokenizer_name ${env.tokenizer_name} and --openai.tokenizer_name ${other.tokenizer_name} name different tokenizers for the policy`);
+    if (other)
+      out.problems.push(
+        `--env.tokenizer_name ${env.tokenizer_name} and --openai.tokenizer_name ${other.tokenizer_name} name different tokenizers for the policy`,
+      );
     out.servers = servers.map((s) => (s.tokenizer_name === 'none' ? { ...s, tokenizer_name: env.tokenizer_name } : s));
   }
   return out;

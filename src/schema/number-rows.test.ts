@@ -7,14 +7,29 @@ import { isFloatArray, isIntArray, isLogprobEntries, isNumberRecord, parseHotFir
 const numberish = fc.oneof(
   { weight: 12, arbitrary: fc.integer({ min: -100, max: 150_000 }) },
   { weight: 12, arbitrary: fc.double({ noNaN: true, noDefaultInfinity: true, min: -30, max: 2 }) },
-  { weight: 1, arbitrary: fc.constantFrom(2 ** 53, -(2 ** 53), -0, 1.5, Number.NaN, Infinity, -Infinity, true, '7', null, undefined, [], {}) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(2 ** 53, -(2 ** 53), -0, 1.5, Number.NaN, Infinity, -Infinity, true, '7', null, undefined, [], {}),
+  },
 );
-const array = fc.oneof({ weight: 8, arbitrary: fc.array(numberish, { maxLength: 6 }) }, { weight: 1, arbitrary: fc.constantFrom(null, 'x', { 0: 1 }) });
+const array = fc.oneof(
+  { weight: 8, arbitrary: fc.array(numberish, { maxLength: 6 }) },
+  { weight: 1, arbitrary: fc.constantFrom(null, 'x', { 0: 1 }) },
+);
 const entry = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ token: fc.string({ maxLength: 2 }), logprob: numberish, bytes: fc.constant(null) }, { requiredKeys: ['logprob'] }) },
+  {
+    weight: 8,
+    arbitrary: fc.record(
+      { token: fc.string({ maxLength: 2 }), logprob: numberish, bytes: fc.constant(null) },
+      { requiredKeys: ['logprob'] },
+    ),
+  },
   { weight: 1, arbitrary: fc.constantFrom(null, 3, [], { token: 'a' }) },
 );
-const record = fc.oneof({ weight: 8, arbitrary: fc.dictionary(fc.string({ maxLength: 3 }), numberish, { maxKeys: 3 }) }, { weight: 1, arbitrary: fc.constantFrom(null, [], 4) });
+const record = fc.oneof(
+  { weight: 8, arbitrary: fc.dictionary(fc.string({ maxLength: 3 }), numberish, { maxKeys: 3 }) },
+  { weight: 1, arbitrary: fc.constantFrom(null, [], 4) },
+);
 
 /** Each loop passes only what its zod schema passes, and zod then gives back the same value. */
 function agrees(loop: (v: unknown) => boolean, schema: z.ZodType, values: fc.Arbitrary<unknown>) {
@@ -39,7 +54,11 @@ describe('per-token number arrays checked by loops', () => {
   it('pass a subset of what zod passes, with the same data', () => {
     agrees(isIntArray, z.array(z.number().int()), array);
     agrees(isFloatArray, z.array(z.number()), array);
-    agrees(isLogprobEntries, z.array(z.looseObject({ logprob: z.number() })), fc.oneof(fc.array(entry, { maxLength: 4 }), fc.constant(null)));
+    agrees(
+      isLogprobEntries,
+      z.array(z.looseObject({ logprob: z.number() })),
+      fc.oneof(fc.array(entry, { maxLength: 4 }), fc.constant(null)),
+    );
     agrees(isNumberRecord, z.record(z.string(), z.number()), record);
   });
 

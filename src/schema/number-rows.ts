@@ -40,7 +40,8 @@ export const floatRows = z.custom<number[][]>(rowsOf(isFloatArray));
 export function isLogprobEntries(value: unknown): value is { logprob: number }[] {
   if (!Array.isArray(value)) return false;
   for (const entry of value) {
-    if (entry === null || typeof entry !== 'object' || Array.isArray(entry) || !Number.isFinite((entry as { logprob?: unknown }).logprob)) return false;
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry) || !Number.isFinite((entry as { logprob?: unknown }).logprob))
+      return false;
   }
   return true;
 }

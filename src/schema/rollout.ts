@@ -22,7 +22,20 @@ export const StepOptionsSchema = z.object({
 });
 export type StepOptions = z.infer<typeof StepOptionsSchema>;
 
-export const STEP_NAMES = ['prepare', 'setup', 'generate', 'tool', 'step', 'parse', 'judge', 'score', 'teacher', 'assemble', 'teardown', 'deliver'] as const;
+export const STEP_NAMES = [
+  'prepare',
+  'setup',
+  'generate',
+  'tool',
+  'step',
+  'parse',
+  'judge',
+  'score',
+  'teacher',
+  'assemble',
+  'teardown',
+  'deliver',
+] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 export type StepOptionsTable = Record<StepName, StepOptions>;
 

@@ -56,7 +56,12 @@ beforeAll(async () => {
   const temporal = await testConnection();
   const dir = await mkdtemp(join(tmpdir(), 'clotho-retention-'));
   dirs.push(dir);
-  worker = await startBatcherWorker({ address: temporal.address, namespace: temporal.namespace, store: new FileSystemStore(dir), taskQueue });
+  worker = await startBatcherWorker({
+    address: temporal.address,
+    namespace: temporal.namespace,
+    store: new FileSystemStore(dir),
+    taskQueue,
+  });
   if (binary.status === 'ready') {
     server = await startS3Server(binary.path);
     await server.createBucket('retention');
@@ -82,7 +87,18 @@ async function start(store: TrajectoryStore, report: (line: string) => void = ()
   const batcherId = uniqueId('batcher');
   const handle = await client.workflow.start(batcher, { taskQueue, workflowId: batcherId, args: [{ trainer: { kind: 'http' } }] });
   await handle.executeUpdate(registerTrainerUpdate, {
-    args: [{ wandb_group: '', wandb_project: '', batch_size: 4, max_token_len: 10, checkpoint_dir: '', save_checkpoint_interval: 1, starting_step: 0, num_steps: 10 }],
+    args: [
+      {
+        wandb_group: '',
+        wandb_project: '',
+        batch_size: 4,
+        max_token_len: 10,
+        checkpoint_dir: '',
+        save_checkpoint_interval: 1,
+        starting_step: 0,
+        num_steps: 10,
+      },
+    ],
   });
   const retention = retentionFor(store, parseRetention('ack'), report);
   const service = createTemporalTrajectoryService({ client, store, batcherId, onDelivered: retention.onDelivered! });
@@ -137,7 +153,9 @@ function retentionContract(name: string, open: () => Promise<TrajectoryStore>) {
       expect(await keys(store)).toHaveLength(5);
       const later = await sweepOldGroups(store, 60_000, Date.now() + 120_000);
       expect(later.groups).toBe(2);
-      expect(later.bytes).toBe(JSON.stringify({ tokens: [1, 2, 3] }).length + JSON.stringify({ scores: [1] }).length + JSON.stringify({ tokens: [] }).length);
+      expect(later.bytes).toBe(
+        JSON.stringify({ tokens: [1, 2, 3] }).length + JSON.stringify({ scores: [1] }).length + JSON.stringify({ tokens: [] }).length,
+      );
       expect(await keys(store)).toEqual(['api-accepted/x/y', 'batcher/state-1']);
     });
   });
@@ -158,7 +176,13 @@ describe('--trainer temporal: retention ack', () => {
     const { onDelivered } = retentionFor(store, parseRetention('ack'));
     const queue = uniqueTaskQueue('retention-trained');
     const trainerQueue = uniqueTaskQueue('retention-trainer');
-    const batcherWorker = await startBatcherWorker({ address: temporal.address, namespace: temporal.namespace, store, taskQueue: queue, onTrained: onDelivered! });
+    const batcherWorker = await startBatcherWorker({
+      address: temporal.address,
+      namespace: temporal.namespace,
+      store,
+      taskQueue: queue,
+      onTrained: onDelivered!,
+    });
     // The trainer holds each step until the test lets it finish: the blobs must outlive a batch in training.
     let finish: (() => void) | undefined;
     const training: string[][] = [];
@@ -184,7 +208,18 @@ describe('--trainer temporal: retention ack', () => {
         ...startedBy(true),
       });
       await handle.executeUpdate(registerTrainerUpdate, {
-        args: [{ wandb_group: '', wandb_project: '', batch_size: 4, max_token_len: 10, checkpoint_dir: '', save_checkpoint_interval: 1, starting_step: 0, num_steps: 10 }],
+        args: [
+          {
+            wandb_group: '',
+            wandb_project: '',
+            batch_size: 4,
+            max_token_len: 10,
+            checkpoint_dir: '',
+            save_checkpoint_interval: 1,
+            starting_step: 0,
+            num_steps: 10,
+          },
+        ],
       });
       const service = createTemporalTrajectoryService({ client: temporal.client, store, batcherId });
       await service.ingestGroups(['p', 'q'].map((id) => ({ group: ScoredDataGroupSchema.parse(sampleGroup(2, 3)), idempotencyKey: id })));
@@ -196,7 +231,10 @@ describe('--trainer temporal: retention ack', () => {
       await waitFor(async () => (await keys(store)).every((k) => !groups.includes(k)), 30_000, 'the trained groups to be deleted');
       if (process.env.CLOTHO_RECORD_HISTORIES === '1') {
         // A batcher that released a trained batch, for test/replay.
-        await writeFile(new URL('../../test/replay/histories/batcher-trained-release.json', import.meta.url), historyToJSON(await handle.fetchHistory()));
+        await writeFile(
+          new URL('../../test/replay/histories/batcher-trained-release.json', import.meta.url),
+          historyToJSON(await handle.fetchHistory()),
+        );
       }
       await handle.terminate();
     } finally {

@@ -69,7 +69,8 @@ export async function deleteGroups(store: TrajectoryStore, refs: readonly string
     const settled = await Promise.allSettled(groups.slice(i, i + 16).map((group) => store.deletePrefix(group)));
     for (const result of settled) if (result.status === 'rejected') failures.push(result.reason);
   }
-  if (failures.length > 0) throw new AggregateError(failures, `${failures.length} of ${groups.length} groups not deleted: ${String(failures[0])}`);
+  if (failures.length > 0)
+    throw new AggregateError(failures, `${failures.length} of ${groups.length} groups not deleted: ${String(failures[0])}`);
 }
 
 /** What one sweep found and deleted. */
@@ -88,7 +89,10 @@ export async function sweepOldGroups(store: TrajectoryStore, maxAgeMs: number, n
     newest.set(group, { modified: Math.max(seen?.modified ?? 0, entry.modified.getTime()), bytes: (seen?.bytes ?? 0) + entry.size });
   }
   const old = [...newest].filter(([, g]) => now - g.modified > maxAgeMs);
-  await deleteGroups(store, old.map(([group]) => group));
+  await deleteGroups(
+    store,
+    old.map(([group]) => group),
+  );
   return { groups: old.length, bytes: old.reduce((n, [, g]) => n + g.bytes, 0) };
 }
 
@@ -153,7 +157,9 @@ export function retentionFor(
   const sweep =
     policy.maxAgeMs === null
       ? undefined
-      : startRetentionSweep(store, policy.maxAgeMs, { onError: (error) => report(`retention: sweep of the trajectory store failed: ${String(error)}`) });
+      : startRetentionSweep(store, policy.maxAgeMs, {
+          onError: (error) => report(`retention: sweep of the trajectory store failed: ${String(error)}`),
+        });
   return {
     ...(policy.ack
       ? {

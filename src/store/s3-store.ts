@@ -127,7 +127,12 @@ export class S3Store implements TrajectoryStore {
   async put(key: string, value: unknown): Promise<StoreRef> {
     const { s3, sdk } = await this.connect();
     await s3.send(
-      new sdk.PutObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), Body: serialised(value), ContentType: 'application/json' }),
+      new sdk.PutObjectCommand({
+        Bucket: this.location.bucket,
+        Key: this.objectKey(key),
+        Body: serialised(value),
+        ContentType: 'application/json',
+      }),
     );
     return { key };
   }
@@ -162,10 +167,14 @@ export class S3Store implements TrajectoryStore {
       if (keys.length === 0) return;
       const objects = keys.map((Key) => ({ Key }));
       keys = [];
-      const response = await s3.send(new sdk.DeleteObjectsCommand({ Bucket: this.location.bucket, Delete: { Objects: objects, Quiet: true } }));
+      const response = await s3.send(
+        new sdk.DeleteObjectsCommand({ Bucket: this.location.bucket, Delete: { Objects: objects, Quiet: true } }),
+      );
       const failed = response.Errors ?? [];
       if (failed.length > 0) {
-        throw new Error(`could not delete ${failed.length} objects under ${this.url}: ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`);
+        throw new Error(
+          `could not delete ${failed.length} objects under ${this.url}: ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`,
+        );
       }
     };
     for await (const object of this.objects(prefix)) {
@@ -194,7 +203,8 @@ export class S3Store implements TrajectoryStore {
     do {
       const page = await s3.send(new sdk.ListObjectsV2Command({ Bucket: this.location.bucket, Prefix: within, ContinuationToken: token }));
       for (const object of page.Contents ?? []) {
-        if (object.Key && matches(object.Key)) yield { Key: object.Key, Size: object.Size ?? 0, LastModified: object.LastModified ?? new Date(0) };
+        if (object.Key && matches(object.Key))
+          yield { Key: object.Key, Size: object.Size ?? 0, LastModified: object.LastModified ?? new Date(0) };
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);

@@ -1,4 +1,12 @@
-import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime, Worker, type ActivityInterceptorsFactory, type LogLevel } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  makeTelemetryFilterString,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type ActivityInterceptorsFactory,
+  type LogLevel,
+} from '@temporalio/worker';
 import type { TemporalConnectionOptions } from '../../temporal-dev/index.js';
 import { createBatcherActivities } from '../activities/batcher.js';
 import { createEnvironmentActivities } from '../activities/environment.js';
@@ -70,7 +78,10 @@ function installRuntime(): void {
     fallback.log(entry.level, entry.message, entry.meta);
   });
   // The SDK core's own messages come through the same logger (rather than straight to stderr), so the filter sees them.
-  Runtime.install({ logger, telemetryOptions: { logging: { forward: {}, filter: makeTelemetryFilterString({ core: level, other: 'ERROR' }) } } });
+  Runtime.install({
+    logger,
+    telemetryOptions: { logging: { forward: {}, filter: makeTelemetryFilterString({ core: level, other: 'ERROR' }) } },
+  });
 }
 
 /** Starts the workflow, LLM and environment workers of one process. */

@@ -42,7 +42,10 @@ describe('registerEnv', () => {
     const again = registerEnv(state, env({ run_key: 'clotho/run-a/gsm8k' }), 3);
     expect(again).toEqual(first);
     expect(again).toMatchObject({ status: 'success', env_id: 0, wandb_name: 'gsm8k_0' });
-    expect(state.envs.map((e) => [e.registered_id, e.connected, e.last_update])).toEqual([[0, true, 3], [1, true, 2]]);
+    expect(state.envs.map((e) => [e.registered_id, e.connected, e.last_update])).toEqual([
+      [0, true, 3],
+      [1, true, 2],
+    ]);
     // Another run of the same environment is a second registration, as in Atropos.
     expect(registerEnv(state, env({ run_key: 'clotho/run-b/gsm8k' }), 4)).toMatchObject({ env_id: 2, wandb_name: 'gsm8k_1' });
   });
@@ -50,7 +53,16 @@ describe('registerEnv', () => {
   it('asks envs to wait until the trainer asks for its first batch', () => {
     const state = createBatcherState();
     expect(registerEnv(state, env(), 0)).toEqual({ status: 'wait for trainer to start' });
-    registerTrainer(state, { wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 1, checkpoint_dir: '', save_checkpoint_interval: 1, starting_step: 0, num_steps: 1 });
+    registerTrainer(state, {
+      wandb_group: 'g',
+      wandb_project: 'p',
+      batch_size: 4,
+      max_token_len: 1,
+      checkpoint_dir: '',
+      save_checkpoint_interval: 1,
+      starting_step: 0,
+      num_steps: 1,
+    });
     expect(registerEnv(state, env(), 0)).toEqual({ status: 'wait for trainer to start' });
     expect(state.envs).toEqual([]);
   });

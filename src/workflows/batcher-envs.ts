@@ -24,7 +24,6 @@ export interface EnvRecord {
   run_key?: string;
 }
 
-
 /** The registered env with this id; out-of-range and negative ids are unknown (Python would index from the end). */
 export function envAt(state: BatcherState, envId: number | null): EnvRecord | undefined {
   return envId !== null && envId >= 0 ? state.envs[envId] : undefined;
@@ -69,10 +68,7 @@ function registered(state: BatcherState, env: EnvRecord): RegisterEnvResponse {
 }
 
 /** `POST /disconnect-env`: only marks the env disconnected; its queued groups stay. */
-export function disconnectEnv(
-  state: BatcherState,
-  envId: number,
-): DisconnectEnvResponse {
+export function disconnectEnv(state: BatcherState, envId: number): DisconnectEnvResponse {
   const env = envAt(state, envId);
   if (!env) return { status: 'failure', error: 'list index out of range' };
   env.connected = false;

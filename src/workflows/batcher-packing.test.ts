@@ -68,7 +68,10 @@ describe('formExactBatches', () => {
     const queue = groups([1, 1, 1, 1, 1, 1, 1, 1, 4]);
     const { batches } = formExactBatches(queue, 3);
     // Each grab re-buckets what is left, so the cut packs regroup: 3+3 from the 1s, then nothing.
-    expect(positions(batches)).toEqual([[0, 1, 2], [3, 4, 5]]);
+    expect(positions(batches)).toEqual([
+      [0, 1, 2],
+      [3, 4, 5],
+    ]);
   });
 });
 
@@ -87,13 +90,22 @@ describe('grabWithMinimumAllocations', () => {
   });
 
   it('never uses groups without an env id', () => {
-    const queue = [{ size: 2, envId: null }, { size: 2, envId: 0 }, { size: 2, envId: null }, { size: 2, envId: 0 }];
+    const queue = [
+      { size: 2, envId: null },
+      { size: 2, envId: 0 },
+      { size: 2, envId: null },
+      { size: 2, envId: 0 },
+    ];
     expect(grabWithMinimumAllocations(queue, 4, [env(0, 0.5)])).toEqual([1, 3]);
     expect(grabWithMinimumAllocations(queue, 6, [env(0, 0.5)])).toBeNull();
   });
 
   it('packs per env: halves of two envs do not make a pack', () => {
-    const queue = [{ size: 1, envId: 0 }, { size: 1, envId: 1 }, { size: 2, envId: 0 }];
+    const queue = [
+      { size: 1, envId: 0 },
+      { size: 1, envId: 1 },
+      { size: 2, envId: 0 },
+    ];
     expect(grabWithMinimumAllocations(queue, 2, [env(0, 0.5)])).toEqual([2]);
   });
 });
@@ -109,7 +121,10 @@ describe('formBatches', () => {
   it('forms every minimum-allocation batch until one env blocks', () => {
     const queue = [0, 1, 0, 1, 1, 1].map((envId, position) => ({ size: 2, envId, position }));
     const { batches, rest } = formBatches(queue, 4, [env(0, 0.5), env(1, null)]);
-    expect(positions(batches)).toEqual([[0, 1], [2, 3]]);
+    expect(positions(batches)).toEqual([
+      [0, 1],
+      [2, 3],
+    ]);
     expect(rest.map((g) => g.position)).toEqual([4, 5]);
   });
 

@@ -86,7 +86,10 @@ function* packOrder(items: readonly Packable[], maxGroupSize: number): Generator
 function without<T>(items: readonly T[], indices: readonly number[]): T[] {
   const taken = new Set(indices);
   const end = indices.reduce((last, i) => Math.max(last, i + 1), 0);
-  return items.slice(0, end).filter((_, i) => !taken.has(i)).concat(items.slice(end));
+  return items
+    .slice(0, end)
+    .filter((_, i) => !taken.has(i))
+    .concat(items.slice(end));
 }
 
 /**
@@ -273,11 +276,7 @@ function minimumAllocationPacker(queue: readonly Packable[], batchSize: number, 
  * One batch by Atropos's `grab_batch_with_minimum_allocations`, as batch indices into `items`, or
  * null; without a connected minimum it is `grabExact`. Group sizes must be positive.
  */
-export function grabWithMinimumAllocations(
-  items: readonly Packable[],
-  batchSize: number,
-  envs: readonly PackEnv[],
-): number[] | null {
+export function grabWithMinimumAllocations(items: readonly Packable[], batchSize: number, envs: readonly PackEnv[]): number[] | null {
   if (!envs.some((env) => env.connected && env.min_batch_allocation !== null)) return grabExact(items, batchSize);
   return minimumAllocationPacker(items, batchSize, envs)();
 }
@@ -287,11 +286,7 @@ export function grabWithMinimumAllocations(
  * would: the minimum-allocation rule while a connected environment declares a minimum, else the
  * exact heterogeneous rule (Atropos's fallback). Group sizes must be positive.
  */
-export function formBatches<T extends Packable>(
-  queue: readonly T[],
-  batchSize: number,
-  envs: readonly PackEnv[],
-): PackResult<T> {
+export function formBatches<T extends Packable>(queue: readonly T[], batchSize: number, envs: readonly PackEnv[]): PackResult<T> {
   if (!envs.some((env) => env.connected && env.min_batch_allocation !== null)) {
     return formExactBatches(queue, batchSize);
   }

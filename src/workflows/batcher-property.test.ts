@@ -3,15 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { GroupRef } from '../schema/batcher.js';
 import { disconnectEnv, registerEnv, statusEnv } from './batcher-envs.js';
 import { formBatches, type PackEnv, type Packable } from './batcher-packing.js';
-import {
-  ackBatch,
-  createBatcherState,
-  expireLeases,
-  ingestGroup,
-  registerTrainer,
-  takeBatch,
-  type BatcherState,
-} from './batcher-state.js';
+import { ackBatch, createBatcherState, expireLeases, ingestGroup, registerTrainer, takeBatch, type BatcherState } from './batcher-state.js';
 
 /**
  * The literal rule, one grab at a time as Atropos's `GET /batch` loop runs it (ATROPOS-API.md §1.5):
@@ -137,7 +129,16 @@ type Op =
   | { kind: 'continueAsNew' };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('ingest' as const), size: fc.constantFrom(1, 2, 4, 8, 3), envId: fc.constantFrom(null, 0, 1, 2, 9), key: fc.nat(60), version: fc.option(fc.nat(12), { nil: null }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('ingest' as const),
+      size: fc.constantFrom(1, 2, 4, 8, 3),
+      envId: fc.constantFrom(null, 0, 1, 2, 9),
+      key: fc.nat(60),
+      version: fc.option(fc.nat(12), { nil: null }),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('take' as const), lease: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('ack' as const), pick: fc.nat(10) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.nat(30) }) },
@@ -151,15 +152,30 @@ describe('batcher state properties', () => {
     fc.assert(
       fc.property(
         fc.constantFrom(4, 8, 16),
-        fc.array(fc.record({ groupSize: fc.constantFrom(1, 2, 4, 8), min: fc.option(fc.constantFrom(0.1, 0.25, 0.5), { nil: null }) }), { maxLength: 3 }),
+        fc.array(fc.record({ groupSize: fc.constantFrom(1, 2, 4, 8), min: fc.option(fc.constantFrom(0.1, 0.25, 0.5), { nil: null }) }), {
+          maxLength: 3,
+        }),
         fc.option(fc.integer({ min: 0, max: 3 }), { nil: null }),
         fc.array(opArb, { maxLength: 150, size: 'max' }),
         (batchSize, envSpecs, maxStaleness, ops) => {
           let state: BatcherState = createBatcherState({ maxStaleness, seenCapacity: 1000 });
-          registerTrainer(state, { wandb_group: 'g', wandb_project: 'p', batch_size: batchSize, max_token_len: 1, checkpoint_dir: '', save_checkpoint_interval: 1, starting_step: 0, num_steps: 1 });
+          registerTrainer(state, {
+            wandb_group: 'g',
+            wandb_project: 'p',
+            batch_size: batchSize,
+            max_token_len: 1,
+            checkpoint_dir: '',
+            save_checkpoint_interval: 1,
+            starting_step: 0,
+            num_steps: 1,
+          });
           takeBatch(state);
           for (const spec of envSpecs) {
-            registerEnv(state, { max_token_length: 100, desired_name: 'e', weight: 1, group_size: spec.groupSize, min_batch_allocation: spec.min }, 0);
+            registerEnv(
+              state,
+              { max_token_length: 100, desired_name: 'e', weight: 1, group_size: spec.groupSize, min_batch_allocation: spec.min },
+              0,
+            );
           }
           const accepted = new Set<string>();
           const gone = new Set<string>(); // served without a lease, or acked

@@ -3,12 +3,27 @@ import { registerEnv } from './batcher-envs.js';
 import { roomOf } from './batcher-room.js';
 import { createBatcherState, registerTrainer } from './batcher-state.js';
 
-const env = (name: string, weight: number, extra: { min_batch_allocation?: number; max_token_length?: number } = {}) =>
-  ({ max_token_length: 1024, desired_name: name, weight, group_size: 2, min_batch_allocation: null, ...extra });
+const env = (name: string, weight: number, extra: { min_batch_allocation?: number; max_token_length?: number } = {}) => ({
+  max_token_length: 1024,
+  desired_name: name,
+  weight,
+  group_size: 2,
+  min_batch_allocation: null,
+  ...extra,
+});
 
 function started() {
   const state = createBatcherState();
-  registerTrainer(state, { batch_size: 8, max_token_len: 2048, checkpoint_dir: '', save_checkpoint_interval: -1, starting_step: 0, num_steps: 10, wandb_group: '', wandb_project: '' });
+  registerTrainer(state, {
+    batch_size: 8,
+    max_token_len: 2048,
+    checkpoint_dir: '',
+    save_checkpoint_interval: -1,
+    starting_step: 0,
+    num_steps: 10,
+    wandb_group: '',
+    wandb_project: '',
+  });
   // The trainer's first GET /batch starts it (Atropos lets envs register only then).
   state.started = true;
   return state;

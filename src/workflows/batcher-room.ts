@@ -73,19 +73,21 @@ export async function pushRooms(
   for (;;) {
     await condition(() => stop() || watches.some((w) => isDue(state, w)));
     if (stop()) return;
-    const sends = watches.filter((w) => isDue(state, w)).map((watch) => {
-      const room = roomOf(state, watch.envId)!;
-      watch.pushed = roomKey(room);
-      lastVersion.value = Math.max(Date.now(), lastVersion.value + 1);
-      const pushed: BatcherRoom = { version: lastVersion.value, ...room };
-      return getExternalWorkflowHandle(watch.workflowId)
-        .signal(roomChangedSignal, pushed)
-        .catch((error: unknown) => {
-          log.info('room watcher is gone', { workflowId: watch.workflowId, error: String(error) });
-          const at = watches.indexOf(watch);
-          if (at >= 0) watches.splice(at, 1);
-        });
-    });
+    const sends = watches
+      .filter((w) => isDue(state, w))
+      .map((watch) => {
+        const room = roomOf(state, watch.envId)!;
+        watch.pushed = roomKey(room);
+        lastVersion.value = Math.max(Date.now(), lastVersion.value + 1);
+        const pushed: BatcherRoom = { version: lastVersion.value, ...room };
+        return getExternalWorkflowHandle(watch.workflowId)
+          .signal(roomChangedSignal, pushed)
+          .catch((error: unknown) => {
+            log.info('room watcher is gone', { workflowId: watch.workflowId, error: String(error) });
+            const at = watches.indexOf(watch);
+            if (at >= 0) watches.splice(at, 1);
+          });
+      });
     await Promise.all(sends);
   }
 }

@@ -150,7 +150,7 @@ describe('drops counted by reason', () => {
     expect(state.counters.perEnv.none!.dropped).toEqual({ too_long: 1 });
   });
 
-  it('adds the drops an env-run reports to its env\'s counters', () => {
+  it("adds the drops an env-run reports to its env's counters", () => {
     const state = batcher(4);
     recordDrops(state, 0, { scores_all_equal: 2 });
     recordDrops(state, 0, { scores_all_equal: 1, too_long: 1 });
@@ -359,7 +359,9 @@ describe('continue-as-new', () => {
       let state = batcher(4, [2, 4], { maxStaleness: 3 });
       const outputs: unknown[] = [];
       for (let i = 0; i < 40; i++) {
-        outputs.push(ingestGroup(state, group([1, 2, 4][i % 3] as number, i % 3 === 0 ? null : (i % 2), { id: `k${i % 37}`, policyVersion: i % 5 })));
+        outputs.push(
+          ingestGroup(state, group([1, 2, 4][i % 3] as number, i % 3 === 0 ? null : i % 2, { id: `k${i % 37}`, policyVersion: i % 5 })),
+        );
         if (i % 7 === 0) outputs.push(takeBatch(state, { now: i, durationMs: 5 }));
         if (i % 11 === 0) outputs.push(ackBatch(state, `batch-${i / 11}-${i / 11}`));
         if (roundTrip && i % 5 === 0) state = JSON.parse(JSON.stringify(state)) as BatcherState;

@@ -120,7 +120,14 @@ export function envKey(envId: number | null): string {
 function countersOf(state: BatcherState, envId: number | null): EnvCounters {
   const key = envKey(envId);
   return (state.counters.perEnv[key] ??= {
-    received: 0, queued: 0, oversize: 0, buffered: 0, released: 0, duplicates: 0, dropped: {}, served: 0,
+    received: 0,
+    queued: 0,
+    oversize: 0,
+    buffered: 0,
+    released: 0,
+    duplicates: 0,
+    dropped: {},
+    served: 0,
   });
 }
 
@@ -210,7 +217,12 @@ export function ingestGroup(state: BatcherState, group: GroupRef): BatcherIngest
     const buffer = (state.buffers[envKey(group.envId)] ??= []);
     buffer.push(group);
     counters.buffered++;
-    const picked = new Set(findGroupsSummingToTarget(buffer.map((g) => g.size), env.group_size));
+    const picked = new Set(
+      findGroupsSummingToTarget(
+        buffer.map((g) => g.size),
+        env.group_size,
+      ),
+    );
     const release = buffer.filter((_, i) => picked.has(i));
     for (const g of release) enqueue(state, g);
     counters.released += release.length;

@@ -1,12 +1,4 @@
-import {
-  allHandlersFinished,
-  condition,
-  continueAsNew,
-  log,
-  proxyActivities,
-  setHandler,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { BatcherActivities } from '../activities/batcher.js';
 import type { TrainerActivities } from '../activities/trainer.js';
 import type { TrainerRegistration } from '../schema/api.js';
@@ -105,7 +97,7 @@ export async function batcher(input: BatcherInput): Promise<void> {
       return changed(takeBatch(state, leaseMs ? { now: Date.now(), durationMs: leaseMs } : undefined));
     },
     {
-    validator: (_request) => {
+      validator: (_request) => {
         if (temporalTrainer) throw new Error('batches go to the trainer task queue (--trainer temporal), not to GET /batch');
       },
     },
@@ -177,7 +169,9 @@ async function feedTrainer(
     // The trainer's completion is the ack `--retention ack` waits for; the batcher worker's process applies the policy.
     // Blobs left by a release that failed are the age sweep's; the batch stays trained.
     if (trained) {
-      await releaseTrainedGroups(refs).catch((error) => log.warn('trained groups not released', { batchId: batch.batchId, error: String(error) }));
+      await releaseTrainedGroups(refs).catch((error) =>
+        log.warn('trained groups not released', { batchId: batch.batchId, error: String(error) }),
+      );
     }
     seen = -1;
   }

@@ -6,7 +6,15 @@ const schedule = (handling: EvalSchedule['handling'], limitRatio = 0.5): EvalSch
   everySteps: 2,
   handling,
   limitRatio,
-  run: { runId: 'r', environment: 'e', items: 1, maxTurns: 1, concurrency: 1, taskQueue: 'q', activity: {} as EvalSchedule['run']['activity'] },
+  run: {
+    runId: 'r',
+    environment: 'e',
+    items: 1,
+    maxTurns: 1,
+    concurrency: 1,
+    taskQueue: 'q',
+    activity: {} as EvalSchedule['run']['activity'],
+  },
 });
 
 describe('evaluation during training', () => {

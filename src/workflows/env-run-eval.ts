@@ -68,7 +68,9 @@ export async function runEvaluation(input: EnvRunInput, schedule: EvalSchedule, 
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
       ...(memo ? { memo } : {}),
       // Listed with the run's rollout groups in the Temporal UI (`ClothoRunId = "<run>"`).
-      typedSearchAttributes: input.group.searchAttributes ? [{ key: ENVIRONMENT, value: input.environment }, { key: RUN_ID, value: input.runId }, ...version] : undefined,
+      typedSearchAttributes: input.group.searchAttributes
+        ? [{ key: ENVIRONMENT, value: input.environment }, { key: RUN_ID, value: input.runId }, ...version]
+        : undefined,
     });
     recordEvaluation(progress, result);
     log.info('evaluation finished', { step, metrics: result.metrics });

@@ -50,7 +50,16 @@ describe('recordResult', () => {
 describe('groups past their deadline (worker_timeout)', () => {
   it('count as dropped with reason timeout, in no score, and are not delivered', () => {
     const progress = initialProgress();
-    const scored = { itemIndex: 0, status: 'scored' as const, scores: [1, -1], meanScore: 0.5, groupSize: 2, tokens: 10, turns: 1, group: { key: 'g0' } };
+    const scored = {
+      itemIndex: 0,
+      status: 'scored' as const,
+      scores: [1, -1],
+      meanScore: 0.5,
+      groupSize: 2,
+      tokens: 10,
+      turns: 1,
+      group: { key: 'g0' },
+    };
     const { kept, dropped } = recordFinished(progress, [scored, timedOutGroup(1, 2, null)]);
     expect(kept.map((r) => r.itemIndex)).toEqual([0]);
     expect(dropped).toEqual({ timeout: 1 });

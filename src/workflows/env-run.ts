@@ -116,7 +116,9 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     // A running evaluation is waited for before the run ends or continues as new.
     if (!more() && inFlight.size === 0 && finished.length === 0 && (evals?.running ?? null) === null) break;
     const seen = { inFlight: inFlight.size, room: room?.version, evaluating: evals?.running };
-    await condition(() => finished.length > 0 || inFlight.size !== seen.inFlight || room?.version !== seen.room || evals?.running !== seen.evaluating);
+    await condition(
+      () => finished.length > 0 || inFlight.size !== seen.inFlight || room?.version !== seen.room || evals?.running !== seen.evaluating,
+    );
   }
 
   if (progress.nextItem < input.totalGroups && !stopped()) {

@@ -82,7 +82,7 @@ async function fixtureViolations(): Promise<string[]> {
 }
 
 describe('.dependency-cruiser.cjs', () => {
-  it('reports each broken layer, the workflow sandbox and the environments\' door, and nothing the rules allow', async () => {
+  it("reports each broken layer, the workflow sandbox and the environments' door, and nothing the rules allow", async () => {
     expect(await fixtureViolations()).toEqual([
       'environments-public-sdk: environments/foo/index.ts → environments/bar/index.ts',
       'environments-public-sdk: environments/foo/index.ts → src/schema/pure.ts',

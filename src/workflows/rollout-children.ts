@@ -14,7 +14,10 @@ export function runVersion(): string | undefined {
 }
 
 /** A child's memo and version attribute: the run's version (`runVersion()`), when the run recorded one. */
-export function versionTags(version: string | undefined): { memo?: Record<string, unknown>; version: { key: typeof VERSION; value: string }[] } {
+export function versionTags(version: string | undefined): {
+  memo?: Record<string, unknown>;
+  version: { key: typeof VERSION; value: string }[];
+} {
   return version === undefined ? { version: [] } : { memo: { [VERSION_MEMO]: version }, version: [{ key: VERSION, value: version }] };
 }
 

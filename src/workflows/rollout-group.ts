@@ -110,7 +110,13 @@ async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>)
   const local = steps.parse.local && steps.score.local && steps.assemble.local;
   if (local && !input.judged && input.teacherTopK === null) {
     const { finishGroup } = env('score');
-    const { scores, metrics, assembled } = await finishGroup({ ...address, turn, state, ensureScoresAreNotSame: input.ensureScoresAreNotSame, generationParams });
+    const { scores, metrics, assembled } = await finishGroup({
+      ...address,
+      turn,
+      state,
+      ensureScoresAreNotSame: input.ensureScoresAreNotSame,
+      generationParams,
+    });
     await teardown();
     return outcome(input, ended, scores, metrics, assembled);
   }
@@ -134,7 +140,16 @@ function outcome(
   assembled: AssembleResult | null,
 ): RolloutGroupResult {
   const meanScore = scores.reduce((a, b) => a + b, 0) / scores.length;
-  const base = { itemIndex: input.itemIndex, scores, meanScore, groupSize: input.groupSize, turns, policyVersion: input.policyVersion ?? null, ...(toolCalls > 0 ? { toolCalls } : {}), ...(Object.keys(metrics).length > 0 ? { metrics } : {}) };
+  const base = {
+    itemIndex: input.itemIndex,
+    scores,
+    meanScore,
+    groupSize: input.groupSize,
+    turns,
+    policyVersion: input.policyVersion ?? null,
+    ...(toolCalls > 0 ? { toolCalls } : {}),
+    ...(Object.keys(metrics).length > 0 ? { metrics } : {}),
+  };
   if (!assembled) {
     log.info('group dropped: all scores equal', { score: scores[0] });
     setAttributes(input, { status: 'dropped', meanScore, turns, toolCalls });
@@ -188,7 +203,8 @@ async function callTools(
 }
 
 /** How the UI names a call: `sample 0: add({"x":2})`. */
-const callSummary = (sample: number, { name, arguments: args }: { name: string; arguments: string }) => `sample ${sample}: ${name}(${args})`;
+const callSummary = (sample: number, { name, arguments: args }: { name: string; arguments: string }) =>
+  `sample ${sample}: ${name}(${args})`;
 
 /** Local activity summaries name a turn's calls up to this many characters. */
 const SUMMARY_CHARS = 400;

@@ -43,11 +43,18 @@ afterAll(async () => {
  */
 async function answer(apiKey: string | undefined): Promise<string> {
   const name = (error: unknown): string => {
-    const grpc = isGrpcServiceError(error) ? error : isGrpcServiceError((error as { cause?: unknown }).cause) ? (error as { cause: { code: number } }).cause : undefined;
+    const grpc = isGrpcServiceError(error)
+      ? error
+      : isGrpcServiceError((error as { cause?: unknown }).cause)
+        ? (error as { cause: { code: number } }).cause
+        : undefined;
     if (!grpc) throw error;
     return grpc.code === 7 ? 'PERMISSION_DENIED' : grpc.code === 16 ? 'UNAUTHENTICATED' : `code ${grpc.code}`;
   };
-  const connection = await Connection.connect({ address: test.cluster.address, ...(apiKey === undefined ? {} : { apiKey, tls: false }) }).catch(name);
+  const connection = await Connection.connect({
+    address: test.cluster.address,
+    ...(apiKey === undefined ? {} : { apiKey, tls: false }),
+  }).catch(name);
   if (typeof connection === 'string') return connection;
   try {
     await connection.workflowService.describeNamespace({ namespace: 'default' });
@@ -78,7 +85,15 @@ describe('a cluster that requires an API key (a JWT checked by the Temporal serv
     expect(env.TEMPORAL_TLS).toBe('false');
     expect(configuredTemporal(env)?.connection).toMatchObject({ address: test.cluster.address, apiKey: env.TEMPORAL_API_KEY, tls: false });
     const port = await freePort();
-    const api = clothoOnHost(test.dir, 'api-key', env, ['api', '--port', String(port), '--batcher-id', `key-${randomUUID().slice(0, 8)}`, '--store', join(test.dir, 'store')]);
+    const api = clothoOnHost(test.dir, 'api-key', env, [
+      'api',
+      '--port',
+      String(port),
+      '--batcher-id',
+      `key-${randomUUID().slice(0, 8)}`,
+      '--store',
+      join(test.dir, 'store'),
+    ]);
     try {
       await api.waitForLine(/listening on/, 90_000);
       const http = apiClient(`http://127.0.0.1:${port}`);

@@ -2,7 +2,13 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startCluster, stopCluster, type ClusterAuthorization, type ClusterTlsFiles, type RunningCluster } from '../../temporal-dev/index.js';
+import {
+  startCluster,
+  stopCluster,
+  type ClusterAuthorization,
+  type ClusterTlsFiles,
+  type RunningCluster,
+} from '../../temporal-dev/index.js';
 import { spawnSupervised, type Supervised } from '../support/chaos/supervisor.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));

@@ -5,7 +5,15 @@ import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CLOTHO_SEARCH_ATTRIBUTES, clusterClientEnv, configuredTemporal, ensureDevServer, freePort, isClusterServing, listCustomSearchAttributes } from '../../temporal-dev/index.js';
+import {
+  CLOTHO_SEARCH_ATTRIBUTES,
+  clusterClientEnv,
+  configuredTemporal,
+  ensureDevServer,
+  freePort,
+  isClusterServing,
+  listCustomSearchAttributes,
+} from '../../temporal-dev/index.js';
 import { killAllTracked } from '../support/chaos/supervisor.js';
 import { makeCertificates } from './certificates.js';
 import { clothoOnHost, startTestCluster, type TestCluster } from './cluster.js';
@@ -55,7 +63,9 @@ afterAll(async () => {
 
 describe('a cluster with mutual TLS, reached through TEMPORAL_TLS_* alone', () => {
   it('serves clients and workers whose connection options come from envconfig, and refuses the rest', async () => {
-    expect(Object.keys(env)).toEqual(expect.arrayContaining(['TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH']));
+    expect(Object.keys(env)).toEqual(
+      expect.arrayContaining(['TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH']),
+    );
     const { connectionOptions, namespace } = loadClientConnectConfig({ overrideEnvVars: env });
     expect(connectionOptions.address).toBe(test.cluster.address);
     expect(namespace).toBe('default');
@@ -102,7 +112,15 @@ describe('a cluster with mutual TLS, reached through TEMPORAL_TLS_* alone', () =
 
   // Clotho's commands connect with `endpoint.connection` (src/cli/runtime.ts, src/workers/workers.ts), TLS included.
   it('`clotho api` runs against the cluster with TEMPORAL_TLS_* alone', async () => {
-    const api = clothoOnHost(test.dir, 'api-tls', env, ['api', '--port', String(await freePort()), '--batcher-id', `tls-${randomUUID().slice(0, 8)}`, '--store', join(test.dir, 'store')]);
+    const api = clothoOnHost(test.dir, 'api-tls', env, [
+      'api',
+      '--port',
+      String(await freePort()),
+      '--batcher-id',
+      `tls-${randomUUID().slice(0, 8)}`,
+      '--store',
+      join(test.dir, 'store'),
+    ]);
     try {
       await api.waitForLine(/listening on/, 90_000);
     } finally {

@@ -103,19 +103,55 @@ describe('a training run on a PostgreSQL-backed Temporal cluster', () => {
     const trainer = spawnSupervised({
       name: 'trainer',
       command: process.execPath,
-      args: ['--import', 'tsx', trainerScript, '--api', `http://127.0.0.1:${apiPort}`, '--log', trainerLog, '--lease-seconds', '5',
-        '--batch-size', String(GROUP_SIZE), '--num-steps', String(STEPS), '--data', GSM8K_TEST, '--train-ms', String(TRAIN_MS)],
+      args: [
+        '--import',
+        'tsx',
+        trainerScript,
+        '--api',
+        `http://127.0.0.1:${apiPort}`,
+        '--log',
+        trainerLog,
+        '--lease-seconds',
+        '5',
+        '--batch-size',
+        String(GROUP_SIZE),
+        '--num-steps',
+        String(STEPS),
+        '--data',
+        GSM8K_TEST,
+        '--train-ms',
+        String(TRAIN_MS),
+      ],
       logFile: join(dir, 'trainer.log'),
     });
     await waitFor(() => readTrainerLog(trainerLog).events.some((e) => e.ev === 'registered'), 120_000, 'the trainer to register');
 
-    const run = (baseUrl: string) => ['--env.run_id', runId, '--env.data_path', GSM8K_TEST, '--env.group_size', String(GROUP_SIZE), '--openai.base_url', baseUrl, '--store', store];
+    const run = (baseUrl: string) => [
+      '--env.run_id',
+      runId,
+      '--env.data_path',
+      GSM8K_TEST,
+      '--env.group_size',
+      String(GROUP_SIZE),
+      '--openai.base_url',
+      baseUrl,
+      '--store',
+      store,
+    ];
     // The workers first, polling the run's queues before its env-run exists, so that all three processes share its
     // work from the first group on.
     const victim = clothoOnHost(dir, 'worker-a', env, ['worker', 'gsm8k', ...run(victimModel.baseUrl)]);
     const survivor = clothoOnHost(dir, 'worker-b', env, ['worker', 'gsm8k', ...run(model.baseUrl)]);
     await Promise.all([victim, survivor].map((w) => w.waitForLine(/workers of run .* polling/, 120_000)));
-    const serve = clothoOnHost(dir, 'serve', env, ['serve', 'gsm8k', '--batcher-id', batcherId, '--env.max_batches_offpolicy', '4', ...run(model.baseUrl)]);
+    const serve = clothoOnHost(dir, 'serve', env, [
+      'serve',
+      'gsm8k',
+      '--batcher-id',
+      batcherId,
+      '--env.max_batches_offpolicy',
+      '4',
+      ...run(model.baseUrl),
+    ]);
     await serve.waitForLine(/registered as .*\(env_id \d+\)/, 120_000);
     const envId = Number(/\(env_id (\d+)\)/.exec(serve.lines.find((l) => /\(env_id \d+\)/.test(l.text))!.text)![1]);
 
@@ -123,11 +159,17 @@ describe('a training run on a PostgreSQL-backed Temporal cluster', () => {
     try {
       const trained = () => monitor.trainerEvents().filter((e) => e.ev === 'trained').length;
       // Mid-run, and while the victim has a model call in flight: the kill takes work in progress with it.
-      await waitFor(() => trained() >= KILL_AFTER && victimCallsInFlight > 0, 180_000, `${KILL_AFTER} trained groups and a call in flight on ${victim.name}`);
+      await waitFor(
+        () => trained() >= KILL_AFTER && victimCallsInFlight > 0,
+        180_000,
+        `${KILL_AFTER} trained groups and a call in flight on ${victim.name}`,
+      );
       const killedAt = Date.now();
       await victim.kill();
       const victimCalls = victimModel.calls;
-      console.log(`cluster: killed ${victim.name} (pid ${victim.pid}) -9 after ${trained()} trained groups, ${victimCalls} model calls, ${victimCallsInFlight} in flight`);
+      console.log(
+        `cluster: killed ${victim.name} (pid ${victim.pid}) -9 after ${trained()} trained groups, ${victimCalls} model calls, ${victimCallsInFlight} in flight`,
+      );
       // The host comes back: the same command, state directory and model, a new process.
       const restarted = clothoOnHost(dir, 'worker-a-restarted', env, ['worker', 'gsm8k', ...run(victimModel.baseUrl)]);
       await restarted.waitForLine(/workers of run .* polling/, 120_000);
@@ -136,16 +178,34 @@ describe('a training run on a PostgreSQL-backed Temporal cluster', () => {
       const handle = client.workflow.getHandle(envRunId(runId, 'gsm8k'));
       const result = (await Promise.race([
         handle.result(),
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the env-run did not complete within 300 s')), 300_000).unref()),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error('the env-run did not complete within 300 s')), 300_000).unref(),
+        ),
       ])) as EnvRunResult;
       const completedAt = Date.now();
-      await waitFor(() => {
-        const latest = monitor.latest();
-        return latest !== undefined && latest.at > completedAt && latest.view.metrics.waitingGroups === 0 && latest.view.metrics.leasedBatches === 0;
-      }, 60_000, 'the trainer to take every batch the batcher holds');
+      await waitFor(
+        () => {
+          const latest = monitor.latest();
+          return (
+            latest !== undefined &&
+            latest.at > completedAt &&
+            latest.view.metrics.waitingGroups === 0 &&
+            latest.view.metrics.leasedBatches === 0
+          );
+        },
+        60_000,
+        'the trainer to take every batch the batcher holds',
+      );
       expect(await serve.exited).toBe(0);
 
-      const accounting = await account({ client, runId, envId, result, view: monitor.latest()?.view, trainer: readTrainerLog(trainerLog).events });
+      const accounting = await account({
+        client,
+        runId,
+        envId,
+        result,
+        view: monitor.latest()?.view,
+        trainer: readTrainerLog(trainerLog).events,
+      });
       console.log(`cluster: ${JSON.stringify({ ...accounting, lostItems: undefined })}`);
       expect(accounting.lost, `groups lost: items ${accounting.lostItems.join(', ')}`).toBe(0);
       expect(accounting.duplicates, 'groups trained in two different batches').toEqual([]);
@@ -164,7 +224,9 @@ describe('a training run on a PostgreSQL-backed Temporal cluster', () => {
       expect(of(victim).filter((s) => s.at > killedAt + 1_000)).toEqual([]);
       expect(victimModel.calls, `${restarted.name} called its model`).toBeGreaterThan(victimCalls);
       expect(of(restarted).filter((s) => s.at >= restartedAt).length, `${restarted.name} took tasks`).toBeGreaterThan(0);
-      console.log(`cluster: tasks taken: ${victim.name} ${of(victim).length}, ${restarted.name} ${of(restarted).length}, ${survivor.name} ${of(survivor).length}, serve ${of(serve).length}`);
+      console.log(
+        `cluster: tasks taken: ${victim.name} ${of(victim).length}, ${restarted.name} ${of(restarted).length}, ${survivor.name} ${of(survivor).length}, serve ${of(serve).length}`,
+      );
       // Every process wrote its trajectories to the bucket, none to a local directory.
       const stored = new Set<string>();
       for await (const entry of s3.store(store).list(runId)) stored.add(entry.key.split('/').slice(0, 3).join('/'));

@@ -31,7 +31,14 @@ async function playRun(body: Body, { pollInfo = false } = {}) {
   const joined = (await shared.http.post('/register-env', env)).json;
   expect(joined).toMatchObject({ status: 'success', starting_step: 0, num_steps: body.num_steps, checkpoint_dir: body.checkpoint_dir });
   const posted = Array.from({ length: body.batch_size + 1 }, () => nextTag++);
-  expect((await shared.http.post('/scored_data_list', posted.map((t) => group(t, 2, joined.env_id)))).status).toBe(200);
+  expect(
+    (
+      await shared.http.post(
+        '/scored_data_list',
+        posted.map((t) => group(t, 2, joined.env_id)),
+      )
+    ).status,
+  ).toBe(200);
   const served: (number | undefined)[] = [];
   for (let i = 0; i < 2; i++) {
     const batch = (await shared.http.get('/batch')).json.batch;
@@ -46,8 +53,13 @@ async function playRun(body: Body, { pollInfo = false } = {}) {
 async function expectServing(body: Body, run: number) {
   expect((await shared.http.get('/info')).json).toEqual({ batch_size: body.batch_size, max_token_len: body.max_token_len });
   expect((await shared.http.get('/wandb_info')).json).toEqual({ group: body.wandb_group, project: body.wandb_project });
-  const lines = shared.api.run.stdout().split('\n').filter((l) => l.includes('training run'));
-  expect(lines.at(-1)).toContain(`training run ${run} (batcher ${run === 1 ? shared.api.batcherId : `${shared.api.batcherId}/run-${run}`})`);
+  const lines = shared.api.run
+    .stdout()
+    .split('\n')
+    .filter((l) => l.includes('training run'));
+  expect(lines.at(-1)).toContain(
+    `training run ${run} (batcher ${run === 1 ? shared.api.batcherId : `${shared.api.batcherId}/run-${run}`})`,
+  );
 }
 
 /** The run's batcher workflow was ended by the next run, and is still there to open. */

@@ -14,7 +14,11 @@ describe('clotho api, black box: the calls an Atropos environment and trainer ma
     expect((await shared.http.get('/reset_data')).text).toBe('Reset successful');
     expect((await shared.http.get('/')).json).toEqual({ message: 'AtroposLib API' });
     expect((await shared.http.get('/info')).json).toEqual({ batch_size: -1, max_token_len: -1 });
-    expect((await shared.http.get('/batch')).json).toEqual({ status: 'error', message: 'Trainer not registered. Call /register first.', batch: [] });
+    expect((await shared.http.get('/batch')).json).toEqual({
+      status: 'error',
+      message: 'Trainer not registered. Call /register first.',
+      batch: [],
+    });
 
     const registered = await shared.http.post('/register', TRAINER);
     expect(registered.text).toMatch(/^\{"uuid":\d+\}$/);
@@ -25,7 +29,13 @@ describe('clotho api, black box: the calls an Atropos environment and trainer ma
     expect((await shared.http.post('/register-env', env)).json).toEqual({ status: 'wait for trainer to start' });
     expect((await shared.http.get('/batch')).json).toEqual({ batch: null });
     expect((await shared.http.post('/register-env', env)).json).toEqual({
-      status: 'success', env_id: 0, wandb_name: 'gsm8k_0', checkpoint_dir: 'ckpt', starting_step: 0, checkpoint_interval: 10, num_steps: 100,
+      status: 'success',
+      env_id: 0,
+      wandb_name: 'gsm8k_0',
+      checkpoint_dir: 'ckpt',
+      starting_step: 0,
+      checkpoint_interval: 10,
+      num_steps: 100,
     });
 
     expect((await shared.http.post('/scored_data', group(1))).json).toEqual({ status: 'received' });
@@ -38,7 +48,12 @@ describe('clotho api, black box: the calls an Atropos environment and trainer ma
     expect((await shared.http.get('/status')).json).toEqual({ current_step: 0, queue_size: 4 });
     const statusEnv = await shared.http.getWithBody('/status-env', { env_id: 0 });
     expect(statusEnv.json).toEqual({
-      current_step: 0, queue_size: 4, unallocated_fraction: 1, self_queue_size: 4, max_group_size: 2, env_weight: 1,
+      current_step: 0,
+      queue_size: 4,
+      unallocated_fraction: 1,
+      self_queue_size: 4,
+      max_group_size: 2,
+      env_weight: 1,
     });
     expect((await shared.http.get('/status-env?env_id=0')).json).toEqual(statusEnv.json);
     expect((await shared.http.get('/latest_example')).json.tokens[0][0]).toBe(4);
@@ -63,7 +78,16 @@ describe('clotho api, black box: the calls an Atropos environment and trainer ma
       [noRole, 'messages'],
       [{ ...group(9), masks: [[-100, 1]] }, 'masks'],
       [{ ...group(9), scores: ['high', 1] }, 'scores'],
-      [{ ...group(9), inference_logprobs: [[1, 1], [1, 1, 1]] }, 'inference_logprobs'],
+      [
+        {
+          ...group(9),
+          inference_logprobs: [
+            [1, 1],
+            [1, 1, 1],
+          ],
+        },
+        'inference_logprobs',
+      ],
       [{ ...group(9), env_id: 42 }, 'env_id'],
     ];
     for (const [body, field] of cases) {
@@ -129,7 +153,9 @@ describe('clotho api, Atropos parity: what Atropos accepts and how its JSON read
       expect(text).toContain('"generation_params":{"temperature":1.0,"top_p":0.95,"max_tokens":64,"seed":12345678901234567890}');
       expect(text).toContain('"overrides":[{"temperature":2.0},{"set_advantage_to_zero":true}]');
       expect(text).toContain('"group_overrides":{"group_size":2,"weight":1.50}');
-      expect(text).toContain('"messages":[[{"role":"assistant","content":"a","reward":1.0}],[{"role":"assistant","content":"b","reward":0}]]');
+      expect(text).toContain(
+        '"messages":[[{"role":"assistant","content":"a","reward":1.0}],[{"role":"assistant","content":"b","reward":0}]]',
+      );
       expect(text).toContain('"tokens":[[');
       expect(text).toMatch(/"env_id":0,/);
     };
@@ -149,11 +175,18 @@ describe('clotho api, Atropos parity: what Atropos accepts and how its JSON read
     await shared.http.post('/register', { ...TRAINER, batch_size: 2 });
     const odd = {
       ...group(5, 2, null),
-      messages: [[{ role: 'user', content: { text: 'Complex content', metadata: { nested: { deeply: ['list'] } } } }], [{ role: 'user', content: 'x' }]],
+      messages: [
+        [{ role: 'user', content: { text: 'Complex content', metadata: { nested: { deeply: ['list'] } } } }],
+        [{ role: 'user', content: 'x' }],
+      ],
       advantages: [[0.5, 0.5, 0.5, 0.5], [0.5]],
     };
     const irregular = async (kind: string) =>
-      Number((await shared.http.get('/metrics')).text.match(new RegExp(`^clotho_groups_irregular_total\\{kind="${kind}"\\} (\\d+)$`, 'm'))?.[1] ?? 0);
+      Number(
+        (await shared.http.get('/metrics')).text.match(
+          new RegExp(`^clotho_groups_irregular_total\\{kind="${kind}"\\} (\\d+)$`, 'm'),
+        )?.[1] ?? 0,
+      );
     const before = { content: await irregular('message_content_not_text'), advantages: await irregular('advantages_misaligned') };
     expect(await shared.http.post('/scored_data', odd)).toMatchObject({ status: 200, json: { status: 'received' } });
     expect(await irregular('message_content_not_text')).toBe(before.content + 1);
@@ -191,7 +224,10 @@ describe('clotho api, the waiting groups: GET /queue reads them without taking a
     const posted = Date.now() / 1000;
     const list = [11, 12, 13, 14, 15].map((tag) => ({ ...group(tag, 2, null), idempotency_key: `queue-${tag}`, policy_version: 0 }));
     expect((await shared.http.post('/scored_data_list', list)).json).toEqual({ status: 'received', groups_processed: 5 });
-    expect((await shared.http.post('/scored_data', { ...group(16, 1, env.env_id), idempotency_key: 'queue-16' })).json).toEqual({ status: 'buffered', buffer_size: 1 });
+    expect((await shared.http.post('/scored_data', { ...group(16, 1, env.env_id), idempotency_key: 'queue-16' })).json).toEqual({
+      status: 'buffered',
+      buffer_size: 1,
+    });
 
     const all = await queue();
     expect(all.total).toBe(6);
@@ -247,7 +283,14 @@ describe('clotho api --idempotency-window 2 --max-queue-groups 4', () => {
     await small.http.get('/reset_data');
     await small.http.post('/register', TRAINER);
     const before = { posts: await counter('clotho_posts_refused_total'), groups: await counter('clotho_groups_refused_total') };
-    expect((await small.http.post('/scored_data_list', [1, 2, 3, 4].map((tag) => group(tag, 2, null)))).status).toBe(200);
+    expect(
+      (
+        await small.http.post(
+          '/scored_data_list',
+          [1, 2, 3, 4].map((tag) => group(tag, 2, null)),
+        )
+      ).status,
+    ).toBe(200);
     const single = await fetch(`${small.api.url}/scored_data`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -263,7 +306,11 @@ describe('clotho api --idempotency-window 2 --max-queue-groups 4', () => {
     // The trainer takes a batch (two groups): there is room again, seen within a second.
     expect(firstTokens((await small.http.get('/batch')).json.batch)).toHaveLength(2);
     let accepted: { status: number } | undefined;
-    await waitFor(async () => (accepted = await small.http.post('/scored_data', group(9, 2, null))).status !== 503, 10_000, 'room in the queue');
+    await waitFor(
+      async () => (accepted = await small.http.post('/scored_data', group(9, 2, null))).status !== 503,
+      10_000,
+      'room in the queue',
+    );
     expect(accepted?.status).toBe(200);
   });
 });

@@ -18,13 +18,26 @@ describe('chaos: kill -9 of every process', () => {
     const seed = `(seed ${report.seed}, files in ${report.dir})`;
 
     expect(report.stoppedEarly, `the chaos stopped early ${seed}`).toBeUndefined();
-    expect(report.kills.filter((k) => k.recoveredAt === undefined).map((k) => `kill ${k.n}: ${k.target}`), `kills not recovered from ${seed}`).toEqual([]);
-    expect(report.exits.map((e) => `${e.name}: ${e.code}`), `processes that exited on their own ${seed}`).toEqual([]);
+    expect(
+      report.kills.filter((k) => k.recoveredAt === undefined).map((k) => `kill ${k.n}: ${k.target}`),
+      `kills not recovered from ${seed}`,
+    ).toEqual([]);
+    expect(
+      report.exits.map((e) => `${e.name}: ${e.code}`),
+      `processes that exited on their own ${seed}`,
+    ).toEqual([]);
     expect(report.endError, `the run did not end ${seed}`).toBeUndefined();
     expect(report.accounting?.lost, `groups lost ${seed}`).toBe(0);
     expect(report.accounting?.duplicates, `groups trained twice ${seed}`).toEqual([]);
-    expect(report.replays.filter((r) => r.error).map((r) => `${r.label}: ${r.error}`), `histories that do not replay ${seed}`).toEqual([]);
-    for (const workflow of ['env-run', 'batcher']) expect(report.replays.some((r) => r.label.startsWith(workflow)), `${workflow} replayed`).toBe(true);
+    expect(
+      report.replays.filter((r) => r.error).map((r) => `${r.label}: ${r.error}`),
+      `histories that do not replay ${seed}`,
+    ).toEqual([]);
+    for (const workflow of ['env-run', 'batcher'])
+      expect(
+        report.replays.some((r) => r.label.startsWith(workflow)),
+        `${workflow} replayed`,
+      ).toBe(true);
     // Everything else (recoveries over their bound, env ids, accounting mismatches), each named.
     expect(report.problems, `${report.summary} ${seed}`).toEqual([]);
   }, 330_000);

@@ -8,8 +8,15 @@ import { startScriptedOpenAI, type Responder } from '../support/scripted-openai.
 
 const HUMANEVAL = fileURLToPath(new URL('../../environments/code_execution/data/HumanEval.jsonl', import.meta.url));
 const ENVIRONMENT = './environments/code_execution/index.ts';
-interface Row { task_id: string; prompt: string; canonical_solution: string }
-const rows = readFileSync(HUMANEVAL, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Row);
+interface Row {
+  task_id: string;
+  prompt: string;
+  canonical_solution: string;
+}
+const rows = readFileSync(HUMANEVAL, 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line) as Row);
 const byPrompt = new Map(rows.map((row, i) => [row.prompt, i]));
 
 type Answer = 'right' | 'wrong' | 'loop';
@@ -37,12 +44,24 @@ const scratch = useScratch('clotho-code-e2e-');
 const model = async (responder: Responder) => scratch.closeAfter(await startScriptedOpenAI({ responder }));
 
 describe('code_execution end to end', () => {
-  it('process: runs each sample\'s code in the sandbox, +1 for the canonical solution and -1 for a wrong one', async () => {
+  it("process: runs each sample's code in the sandbox, +1 for the canonical solution and -1 for a wrong one", async () => {
     const scripted = await model(humanEvalResponder((_, sample) => (sample === 0 ? 'right' : 'wrong')));
     const { groups } = await runProcess(
-      [ENVIRONMENT, '--env.data_path', HUMANEVAL, '--env.total_steps', '3', '--env.group_size', '2',
-        '--openai.base_url', scripted.baseUrl, '--store', scratch.path('store')],
-      scratch.path('code.jsonl'), 3,
+      [
+        ENVIRONMENT,
+        '--env.data_path',
+        HUMANEVAL,
+        '--env.total_steps',
+        '3',
+        '--env.group_size',
+        '2',
+        '--openai.base_url',
+        scripted.baseUrl,
+        '--store',
+        scratch.path('store'),
+      ],
+      scratch.path('code.jsonl'),
+      3,
     );
     const items = new Set<number>();
     for (const group of groups) {
@@ -65,12 +84,22 @@ describe('code_execution end to end', () => {
     );
     expect(metrics).toEqual({ items: 6, score: 0, passed: 0.5, timed_out: expect.closeTo(1 / 6, 10), has_code: 1, fenced: 1 });
     expect(stdout).toContain('"passed": 0.5');
-    expect(samples.map((s) => [s.itemIndex, s.score])).toEqual([[0, 1], [1, -1], [2, 1], [3, -1], [4, 1], [5, -1]]);
+    expect(samples.map((s) => [s.itemIndex, s.score])).toEqual([
+      [0, 1],
+      [1, -1],
+      [2, 1],
+      [3, -1],
+      [4, 1],
+      [5, -1],
+    ]);
   });
 
   it('the embedded engine: a group of well-formed rollouts whose random code fails its tests', async () => {
     const group = await processEngineGroup(
-      [ENVIRONMENT, '--env.data_path', HUMANEVAL, '--store', scratch.path('store')], scratch.path('engine.jsonl'), 16);
+      [ENVIRONMENT, '--env.data_path', HUMANEVAL, '--store', scratch.path('store')],
+      scratch.path('engine.jsonl'),
+      16,
+    );
     expect(group.scores).toEqual([-1, -1]);
     expect(byPrompt.has(/```python\n([\s\S]*)```$/.exec(userText(group.messages![0]!))![1]!)).toBe(true);
     expectWellFormedGroup(group, { maxTrained: 16 });

@@ -23,19 +23,23 @@ const SYSTEM = 'Think inside <think></think>, then give the answer in \\boxed{}.
 const rightText = (p: (typeof PROBLEMS)[number]) => `<think>ok</think>\\boxed{${p.right}}`;
 const wrongText = (p: (typeof PROBLEMS)[number]) => `\\boxed{${p.wrong}}`.padStart(60, '.');
 const REWARDS = JSON.stringify([
-  { name: 'accuracy', weight: 1 }, { name: 'format', weight: 0.5 }, { name: 'length', weight: 0.25, max_length: 80 },
+  { name: 'accuracy', weight: 1 },
+  { name: 'format', weight: 0.5 },
+  { name: 'length', weight: 0.25, max_length: 80 },
 ]);
 const RIGHT_SCORE = 1 + 0.5 + 0.25;
 const WRONG_SCORE = 0.25 * 0.5;
 
 /** Answers a problem by its user turn: `right(index, sample)` says which way. */
-const responder = (right: (index: number, sample: number) => boolean): Responder => (body) => {
-  const messages = ('messages' in body ? body.messages : []) as { role: string; content?: unknown }[];
-  const index = PROBLEMS.findIndex((p) => p.problem === messages.find((m) => m.role === 'user')?.content);
-  if (index < 0 || messages[0]?.content !== SYSTEM) return { status: 400, body: { error: { message: 'unexpected prompt' } } };
-  const p = PROBLEMS[index]!;
-  return { choices: Array.from({ length: body.n ?? 1 }, (_, sample) => ({ text: right(index, sample) ? rightText(p) : wrongText(p) })) };
-};
+const responder =
+  (right: (index: number, sample: number) => boolean): Responder =>
+  (body) => {
+    const messages = ('messages' in body ? body.messages : []) as { role: string; content?: unknown }[];
+    const index = PROBLEMS.findIndex((p) => p.problem === messages.find((m) => m.role === 'user')?.content);
+    if (index < 0 || messages[0]?.content !== SYSTEM) return { status: 400, body: { error: { message: 'unexpected prompt' } } };
+    const p = PROBLEMS[index]!;
+    return { choices: Array.from({ length: body.n ?? 1 }, (_, sample) => ({ text: right(index, sample) ? rightText(p) : wrongText(p) })) };
+  };
 
 const scratch = useScratch('clotho-dataset-e2e-');
 let jsonl: string;
@@ -44,21 +48,50 @@ beforeAll(async () => {
   jsonl = scratch.path('math.jsonl');
   await writeFile(jsonl, PROBLEMS.map(({ problem, solution }) => JSON.stringify({ problem, solution })).join('\n') + '\n');
   parquet = scratch.path('math.parquet');
-  await writeFile(parquet, Buffer.from(parquetWriteBuffer({
-    columnData: [{ name: 'problem', data: PROBLEMS.map((p) => p.problem) }, { name: 'solution', data: PROBLEMS.map((p) => p.solution) }],
-  })));
+  await writeFile(
+    parquet,
+    Buffer.from(
+      parquetWriteBuffer({
+        columnData: [
+          { name: 'problem', data: PROBLEMS.map((p) => p.problem) },
+          { name: 'solution', data: PROBLEMS.map((p) => p.solution) },
+        ],
+      }),
+    ),
+  );
 });
 const model = async (responder: Responder) => scratch.closeAfter(await startScriptedOpenAI({ responder }));
-const mathFlags = (data: string) => ['--env.data_path', data, '--env.prompt_field', 'problem', '--env.answer_field', 'solution',
-  '--env.system_prompt', SYSTEM, '--env.reward_fns', REWARDS];
+const mathFlags = (data: string) => [
+  '--env.data_path',
+  data,
+  '--env.prompt_field',
+  'problem',
+  '--env.answer_field',
+  'solution',
+  '--env.system_prompt',
+  SYSTEM,
+  '--env.reward_fns',
+  REWARDS,
+];
 
 describe('dataset environment', () => {
   it('process: a Parquet table, scored by a weighted combination of named rewards', async () => {
     const scripted = await model(responder((_, sample) => sample === 0));
     const { groups } = await runProcess(
-      [DATASET, ...mathFlags(parquet), '--env.total_steps', '4', '--env.group_size', '2',
-        '--openai.base_url', scripted.baseUrl, '--store', scratch.path('store')],
-      scratch.path('process.jsonl'), 4,
+      [
+        DATASET,
+        ...mathFlags(parquet),
+        '--env.total_steps',
+        '4',
+        '--env.group_size',
+        '2',
+        '--openai.base_url',
+        scripted.baseUrl,
+        '--store',
+        scratch.path('store'),
+      ],
+      scratch.path('process.jsonl'),
+      4,
     );
     const seen = new Set<string>();
     for (const group of groups) {
@@ -71,10 +104,12 @@ describe('dataset environment', () => {
     expect(seen.size).toBe(4);
   });
 
-  it('evaluate: each reward function\'s mean is a metric beside the weighted score', async () => {
+  it("evaluate: each reward function's mean is a metric beside the weighted score", async () => {
     const scripted = await model(responder((index) => index % 2 === 0));
     const { metrics, samples, stdout } = await runEvaluate(
-      [DATASET, ...mathFlags(jsonl), '--items', '4', '--openai.base_url', scripted.baseUrl], scratch.path('evals'));
+      [DATASET, ...mathFlags(jsonl), '--items', '4', '--openai.base_url', scripted.baseUrl],
+      scratch.path('evals'),
+    );
     const expected = { items: 4, score: (RIGHT_SCORE + WRONG_SCORE) / 2, accuracy: 0.5, format: 0.5, length: 0.75 };
     expect(metrics).toEqual(expected);
     expect(stdout).toContain('"accuracy": 0.5');
@@ -83,15 +118,35 @@ describe('dataset environment', () => {
 
   it('evaluate on GSM8K\'s real test file, gold answers taken from its "#### n" lines', async () => {
     const scripted = await model(gsm8kResponder((item) => item % 2 === 0));
-    const { metrics } = await runEvaluate([
-      DATASET, '--env.data_path', GSM8K_TEST, '--env.prompt_field', 'question', '--env.answer_field', 'answer',
-      '--env.answer_pattern', '####\\s*(.+)$', '--env.reward_fns', 'accuracy', '--items', '10', '--openai.base_url', scripted.baseUrl,
-    ], scratch.path('gsm8k-evals'));
+    const { metrics } = await runEvaluate(
+      [
+        DATASET,
+        '--env.data_path',
+        GSM8K_TEST,
+        '--env.prompt_field',
+        'question',
+        '--env.answer_field',
+        'answer',
+        '--env.answer_pattern',
+        '####\\s*(.+)$',
+        '--env.reward_fns',
+        'accuracy',
+        '--items',
+        '10',
+        '--openai.base_url',
+        scripted.baseUrl,
+      ],
+      scratch.path('gsm8k-evals'),
+    );
     expect(metrics).toEqual({ items: 10, score: 0.5, accuracy: 0.5 });
   });
 
   it('process on the embedded engine: well-formed groups of generated tokens', async () => {
-    const group = await processEngineGroup([DATASET, ...mathFlags(jsonl), '--store', scratch.path('store')], scratch.path('engine.jsonl'), 16);
+    const group = await processEngineGroup(
+      [DATASET, ...mathFlags(jsonl), '--store', scratch.path('store')],
+      scratch.path('engine.jsonl'),
+      16,
+    );
     expectWellFormedGroup(group, { maxTrained: 16 });
     const rewards = combineRewards(JSON.parse(REWARDS));
     for (const i of group.tokens.keys()) {

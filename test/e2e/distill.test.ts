@@ -51,9 +51,21 @@ describe('gsm8k with a teacher (environments/gsm8k/distill.yaml)', () => {
 
     // No --openai.base_url: the student is the CLI's own embedded engine (generate:tiny, tokenizer qwen3).
     const group = await processEngineGroup(
-      ['gsm8k', '--config', DISTILL_YAML, '--teacher.base_url', teacher.baseUrl, '--teacher.tokenizer_name', 'qwen3',
-        '--env.data_path', GSM8K_TEST, '--store', scratch.path('store')],
-      scratch.path('distill.jsonl'), 16,
+      [
+        'gsm8k',
+        '--config',
+        DISTILL_YAML,
+        '--teacher.base_url',
+        teacher.baseUrl,
+        '--teacher.tokenizer_name',
+        'qwen3',
+        '--env.data_path',
+        GSM8K_TEST,
+        '--store',
+        scratch.path('store'),
+      ],
+      scratch.path('distill.jsonl'),
+      16,
     );
     expect(group.distill_token_ids).toHaveLength(2);
     expect(group.distill_logprobs).toHaveLength(2);

@@ -30,7 +30,11 @@ const trainingAnswers = (r: FundamentalRecord) => [
   THINK + sentence(r, otherDirection(r), String(r.magnitude)),
   sentence(r, r.answer, String(r.magnitude)),
 ];
-const trainingModel: Responder = (body) => ({ choices: trainingAnswers(recordOfBody(body)).slice(0, body.n ?? 1).map((text) => ({ text })) });
+const trainingModel: Responder = (body) => ({
+  choices: trainingAnswers(recordOfBody(body))
+    .slice(0, body.n ?? 1)
+    .map((text) => ({ text })),
+});
 
 /** In evaluate, one answer per record (by its index in the fixture), each scored by hand below. */
 const EVAL_ANSWERS: ((r: FundamentalRecord) => string)[] = [
@@ -56,9 +60,24 @@ const model = async (responder: Responder) => scratch.closeAfter(await startScri
 async function processWith(name: string, extra: string[]) {
   const scripted = await model(trainingModel);
   const { groups } = await runProcess(
-    [ENV, '--env.data_path', data, '--env.total_steps', '3', '--env.group_size', '4', '--env.max_token_length', String(MAX_TOKENS),
-      '--openai.base_url', scripted.baseUrl, '--store', scratch.path(`store-${name}`), ...extra],
-    scratch.path(`${name}.jsonl`), 3,
+    [
+      ENV,
+      '--env.data_path',
+      data,
+      '--env.total_steps',
+      '3',
+      '--env.group_size',
+      '4',
+      '--env.max_token_length',
+      String(MAX_TOKENS),
+      '--openai.base_url',
+      scripted.baseUrl,
+      '--store',
+      scratch.path(`store-${name}`),
+      ...extra,
+    ],
+    scratch.path(`${name}.jsonl`),
+    3,
   );
   for (const group of groups) {
     const record = recordOf(userText(group.messages![0]!))!;
@@ -87,7 +106,14 @@ describe('fundamental_prediction', () => {
       [ENV, '--env.data_path', data, '--env.split', 'all', '--env.seed', 'None', '--items', '6', '--openai.base_url', scripted.baseUrl],
       scratch.path('evals'),
     );
-    expect(Object.keys(metrics).sort()).toEqual(['combined_score', 'direction_accuracy', 'formatted', 'items', 'magnitude_accuracy', 'score']);
+    expect(Object.keys(metrics).sort()).toEqual([
+      'combined_score',
+      'direction_accuracy',
+      'formatted',
+      'items',
+      'magnitude_accuracy',
+      'score',
+    ]);
     expect(metrics.items).toBe(6);
     expect(metrics.score).toBeCloseTo((2 + 1 + 0 + 1.7 + 0 + 1.9) / 6, 12);
     expect(metrics.combined_score).toBeCloseTo(metrics.score!, 12);
@@ -100,7 +126,10 @@ describe('fundamental_prediction', () => {
 
   it('process on the embedded engine: a well-formed group of token ids, masks and logprobs', async () => {
     const group = await processEngineGroup(
-      [ENV, '--env.data_path', data, '--store', scratch.path('store-engine')], scratch.path('engine.jsonl'), 16);
+      [ENV, '--env.data_path', data, '--store', scratch.path('store-engine')],
+      scratch.path('engine.jsonl'),
+      16,
+    );
     // 16 random tokens never hold a thinking block and the answer sentence.
     expect(group.scores).toEqual([-1, -1]);
     expect(recordOf(userText(group.messages![0]!))).toBeDefined();

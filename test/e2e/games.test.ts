@@ -27,7 +27,10 @@ function plansOf(gameItems: GamesItem[]) {
     const first = opening(games.prompt(item, config));
     if (item.game === 'taxi') {
       const start = taxiGame.start({ seed: item.seed, config: resolveEnvConfig(taxiEnv, []), random: seededRandom(item.seed) });
-      plans.set(first, taxiPlan(start).map((name) => ({ name, arguments: {} })));
+      plans.set(
+        first,
+        taxiPlan(start).map((name) => ({ name, arguments: {} })),
+      );
     }
     if (item.game === 'adventure') plans.set(first, adventurePlan(item.seed, resolveEnvConfig(adventureEnv, []))!);
   }
@@ -67,12 +70,25 @@ describe('games under clotho process and evaluate, against a scripted player', (
     const plans = plansOf(episodes);
     const scripted = scratch.closeAfter(await startScriptedOpenAI({ responder: gamePlayer(plans) }));
     const { groups } = await runProcess(
-      [GAMES, '--env.total_steps', '3', '--env.group_size', '2', '--env.ensure_scores_are_not_same', 'false',
-        '--openai.base_url', scripted.baseUrl, '--store', scratch.path('store')],
-      scratch.path('games.jsonl'), 3,
+      [
+        GAMES,
+        '--env.total_steps',
+        '3',
+        '--env.group_size',
+        '2',
+        '--env.ensure_scores_are_not_same',
+        'false',
+        '--openai.base_url',
+        scripted.baseUrl,
+        '--store',
+        scratch.path('store'),
+      ],
+      scratch.path('games.jsonl'),
+      3,
     );
     // Every request offered the game's actions as tools.
-    const offered = scripted.requests.filter((r) => r.path === '/v1/chat/completions')
+    const offered = scripted.requests
+      .filter((r) => r.path === '/v1/chat/completions')
       .map((r) => (r.body as { tools: { function: { name: string } }[] }).tools.map((t) => t.function.name).join(','));
     expect(new Set(offered)).toEqual(new Set(['stick,hit', 'south,north,east,west,pickup,dropoff', 'go,take,drop,unlock,look,inventory']));
 
@@ -89,7 +105,9 @@ describe('games under clotho process and evaluate, against a scripted player', (
       const answers = careful!.filter((m) => m.role === 'tool');
       expect(answers.map((m) => m.tool_call_id)).toEqual(assistants(careful!).map((_, i) => `call_${i}`));
       expect(sloppy!.filter((m) => m.role === 'tool')).toEqual([]);
-      expect(text(sloppy!.find((m) => m.role === 'user' && text(m).startsWith('No action')))).toMatch(/^No action: "plan b\. let me think about this first" is not an action/);
+      expect(text(sloppy!.find((m) => m.role === 'user' && text(m).startsWith('No action')))).toMatch(
+        /^No action: "plan b\. let me think about this first" is not an action/,
+      );
       if (episode.game === 'blackjack') {
         const { rewards: expected, moves } = blackjackReturn(episode);
         expect(answers.map((m) => m.name)).toEqual(moves);
@@ -102,7 +120,11 @@ describe('games under clotho process and evaluate, against a scripted player', (
         expect(group.scores).toEqual([21 - L, 11 - L]);
         expect(rewards(careful!)).toEqual([...plan.slice(1).map(() => -1), 20]);
         expect(rewards(sloppy!)).toEqual([-10, ...plan.slice(1).map(() => -1), 20]);
-        expect(assistants(sloppy!).slice(1).map((m) => text(m).split('\n').at(-1))).toEqual(plan.map(commandText));
+        expect(
+          assistants(sloppy!)
+            .slice(1)
+            .map((m) => text(m).split('\n').at(-1)),
+        ).toEqual(plan.map(commandText));
         expect(text(careful!.at(-1))).toMatch(/The game is over\.$/);
       }
       for (const sample of [0, 1]) expectTrainedTurns(group, sample);
@@ -116,7 +138,9 @@ describe('games under clotho process and evaluate, against a scripted player', (
     const plans = plansOf(episodes);
     const scripted = scratch.closeAfter(await startScriptedOpenAI({ responder: gamePlayer(plans) }));
     const { metrics, stdout } = await runEvaluate(
-      ['./environments/games/adventure.ts', '--items', '2', '--openai.base_url', scripted.baseUrl], scratch.path('adventure-evals'));
+      ['./environments/games/adventure.ts', '--items', '2', '--openai.base_url', scripted.baseUrl],
+      scratch.path('adventure-evals'),
+    );
     const lengths = episodes.map((e) => plans.get(opening(games.prompt(e, config)))!.length);
     // Rooms seen by the end of each plan, replayed through the rules.
     const visited = episodes.map((e) => {
@@ -127,7 +151,13 @@ describe('games under clotho process and evaluate, against a scripted player', (
     });
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     expect(metrics).toEqual({
-      items: 2, score: mean(lengths.map((l) => 21 - l)), steps: mean(lengths), invalid_actions: 0, finished: 1, timed_out: 0, won: 1,
+      items: 2,
+      score: mean(lengths.map((l) => 21 - l)),
+      steps: mean(lengths),
+      invalid_actions: 0,
+      finished: 1,
+      timed_out: 0,
+      won: 1,
       rooms_visited: expect.closeTo(mean(visited), 10),
     });
     expect(stdout).toContain('"won": 1');
@@ -135,9 +165,12 @@ describe('games under clotho process and evaluate, against a scripted player', (
 });
 
 describe('games on the embedded engine', () => {
-  it('process taxi: a random-weight model\'s replies are no actions, each penalised −10, and the run exits 0', async () => {
+  it("process taxi: a random-weight model's replies are no actions, each penalised −10, and the run exits 0", async () => {
     const group = await processEngineGroup(
-      ['./test/support/taxi-engine-env.ts', '--env.max_turns', '4', '--store', scratch.path('store')], scratch.path('engine-taxi.jsonl'), 64);
+      ['./test/support/taxi-engine-env.ts', '--env.max_turns', '4', '--store', scratch.path('store')],
+      scratch.path('engine-taxi.jsonl'),
+      64,
+    );
     const tokenizer = await loadTokenizer('qwen3');
     let penalised = 0;
     group.messages!.forEach((messages, sample) => {
@@ -147,17 +180,36 @@ describe('games on the embedded engine', () => {
       for (const r of rewards) expect([-1, -10]).toContain(r);
       penalised += rewards.filter((r) => r === -10).length;
       expect(group.scores[sample]).toBe(rewards.reduce((a, b) => a + b, 0));
-      for (const answer of messages.filter((m) => m.role === 'user').slice(1)) expect(text(answer)).toMatch(/\nReward -(1|10), total -\d+\./);
+      for (const answer of messages.filter((m) => m.role === 'user').slice(1))
+        expect(text(answer)).toMatch(/\nReward -(1|10), total -\d+\./);
       const masks = group.masks[sample]!;
-      const prompt = tokenizer.decode(group.tokens[sample]!.slice(0, masks.findIndex((m) => m !== MASKED)));
+      const prompt = tokenizer.decode(
+        group.tokens[sample]!.slice(
+          0,
+          masks.findIndex((m) => m !== MASKED),
+        ),
+      );
       expect(prompt).toContain('<tools>');
       for (const name of ['south', 'north', 'east', 'west', 'pickup', 'dropoff']) expect(prompt).toContain(`"name": "${name}"`);
       // The group records the tools offered: its conversation re-renders with them as exactly the prompt the model saw
       // (without them the template writes no `# Tools` block: about half the tokens).
       const tools = (group as { tools?: Record<string, unknown>[] }).tools!;
-      expect(tools.map((t) => (t.function as { name: string }).name).sort()).toEqual(['dropoff', 'east', 'north', 'pickup', 'south', 'west']);
-      const seen = group.tokens[sample]!.slice(0, masks.findIndex((m) => m !== MASKED));
-      const asked = messages.slice(0, messages.findIndex((m) => m.role === 'assistant'));
+      expect(tools.map((t) => (t.function as { name: string }).name).sort()).toEqual([
+        'dropoff',
+        'east',
+        'north',
+        'pickup',
+        'south',
+        'west',
+      ]);
+      const seen = group.tokens[sample]!.slice(
+        0,
+        masks.findIndex((m) => m !== MASKED),
+      );
+      const asked = messages.slice(
+        0,
+        messages.findIndex((m) => m.role === 'assistant'),
+      );
       expect(tokenizer.encodeChat(asked, { addGenerationPrompt: true, tools })).toEqual(seen);
       expect(tokenizer.encodeChat(asked, { addGenerationPrompt: true }).length).toBeLessThan(seen.length);
       expectTrainedTurns(group, sample);

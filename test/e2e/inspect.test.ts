@@ -6,7 +6,6 @@ import { counterLog, counterScript, counterTools } from '../support/counter-tool
 import { startHarness, type Harness } from '../support/harness.js';
 import type { Responder } from '../support/scripted-openai.js';
 
-
 let harness: Harness;
 const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
 
@@ -14,7 +13,11 @@ const env = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMES
 beforeAll(async () => {
   counterLog.reset();
   let respond: Responder = counterScript;
-  harness = await startHarness({ environment: counterTools, envConfig: { group_size: 2 }, responder: (body, index) => respond(body, index) });
+  harness = await startHarness({
+    environment: counterTools,
+    envConfig: { group_size: 2 },
+    responder: (body, index) => respond(body, index),
+  });
   await harness.temporal.client.workflow.execute(rolloutGroup, {
     taskQueue: harness.queues.workflows,
     workflowId: rolloutGroupId(harness.runId, counterTools.name, 1),
@@ -45,7 +48,9 @@ describe('clotho inspect (real dev server, run as a child process)', () => {
     const { code, stdout, stderr } = await runClotho(['inspect', harness.runId, '1', '--store', harness.store.root], env());
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    expect(stdout.split('\n')[0]).toMatch(new RegExp(`^clotho/${harness.runId}/counter-tools/item-1 \\(rolloutGroup, run [\\w-]+\\): completed in `));
+    expect(stdout.split('\n')[0]).toMatch(
+      new RegExp(`^clotho/${harness.runId}/counter-tools/item-1 \\(rolloutGroup, run [\\w-]+\\): completed in `),
+    );
     expect(stdout).toContain(`run ${harness.runId} · environment counter-tools · item 1 · group of 2 · up to 8 turns`);
 
     const steps = stepLines(stdout);
@@ -70,7 +75,11 @@ describe('clotho inspect (real dev server, run as a child process)', () => {
         `callTool add({"x":3}) turn 0 sample ${sample} call 1 → ok: total 5`,
         `callTool divide({"a":1,"b":0}) turn 1 sample ${sample} call 0 → tool_error: Error: division by zero`,
         `callTool flaky({}) turn 1 sample ${sample} call 1 → ok: ok [attempt 2]`,
-        expect.stringMatching(new RegExp(`^callTool nope\\(\\{\\}\\) turn 1 sample ${sample} call 2 → unknown_tool: Error: unknown tool "nope"; available: add, divide`)),
+        expect.stringMatching(
+          new RegExp(
+            `^callTool nope\\(\\{\\}\\) turn 1 sample ${sample} call 2 → unknown_tool: Error: unknown tool "nope"; available: add, divide`,
+          ),
+        ),
       ]);
     }
     // Each turn's calls sit between its generateTurn and its stepTurn.
@@ -92,7 +101,9 @@ describe('clotho inspect (real dev server, run as a child process)', () => {
     );
     expect(stdout).toContain('result: scored · scores 1, 1 · mean 1 · 3 turns · 10 tool calls');
     expect(stdout).toContain(`group ${harness.runId}/counter-tools/item-1/group (2 sequences):`);
-    expect(stdout).toContain('  sample 0: score 1 · 3 assistant turns · 5 tool results · turn rewards 0.5, -0.5, 0.5 · last reply "The total is 5."');
+    expect(stdout).toContain(
+      '  sample 0: score 1 · 3 assistant turns · 5 tool results · turn rewards 0.5, -0.5, 0.5 · last reply "The total is 5."',
+    );
   });
 
   it('prints a failed group by workflow id: the attempts, the final error, exit code 1', async () => {

@@ -25,8 +25,22 @@ describe('clotho process on embedded defaults', () => {
     const home = await mkdtemp(join(tmpdir(), 'clotho-home-'));
     const out = join(home, 'groups.jsonl');
     const run = spawnClotho(
-      ['process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '50', '--env.group_size', '2',
-        '--env.max_groups_in_flight', '2', '--openai.base_url', model.baseUrl, '--env.data_path_to_save_groups', out],
+      [
+        'process',
+        'gsm8k',
+        '--env.data_path',
+        GSM8K_TEST,
+        '--env.total_steps',
+        '50',
+        '--env.group_size',
+        '2',
+        '--env.max_groups_in_flight',
+        '2',
+        '--openai.base_url',
+        model.baseUrl,
+        '--env.data_path_to_save_groups',
+        out,
+      ],
       { TEMPORAL_ADDRESS: '', CLOTHO_HOME: home, TEMPORAL_CLI_PATH: await ensureTemporalCli() },
       { processGroup: true },
     );

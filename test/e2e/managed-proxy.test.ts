@@ -12,7 +12,12 @@ import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-op
  */
 
 const call = (city: string) => `<tool_call>\n{"name": "get_weather", "arguments": {"city": "${city}"}}\n</tool_call>`;
-const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+const tools = [
+  {
+    type: 'function' as const,
+    function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+  },
+];
 /** Exact in binary, so equality after JSON holds; different per position, so a shifted alignment shows. */
 const logprob = (position: number) => -((position % 7) + 1) / 8;
 
@@ -53,7 +58,8 @@ const json = async (path: string, init?: RequestInit) => {
   const response = await fetch(`${proxy.url}${path}`, init);
   return { status: response.status, text: await response.clone().text(), body: (await response.json()) as any };
 };
-const createSession = async () => (await json('/sessions/create', { method: 'POST', body: '{}' })).body as { uuid: string; base_url: string };
+const createSession = async () =>
+  (await json('/sessions/create', { method: 'POST', body: '{}' })).body as { uuid: string; base_url: string };
 const agent = (uuid: string) => new OpenAI({ baseURL: `${proxy.url}/${uuid}/v1`, apiKey: 'unused', maxRetries: 0 });
 type Node = { full_text: string; tokens: number[]; masked_tokens: number[]; logprobs: number[]; metadata: { finish_reason: string } };
 const nodesOf = async (uuid: string) => (await json(`/${uuid}/nodes`)) as { text: string; body: { nodes: Node[] } };
@@ -86,7 +92,9 @@ describe('the ManagedServer OpenAI proxy', () => {
     const first = await client.chat.completions.create({ model: 'scripted-model', messages, tools, max_tokens: 64 });
     const choice = first.choices[0]!;
     expect(choice.finish_reason).toBe('tool_calls');
-    expect(choice.message.tool_calls?.map((c) => c.type === 'function' && [c.function.name, JSON.parse(c.function.arguments)])).toEqual([['get_weather', { city: 'Paris' }]]);
+    expect(choice.message.tool_calls?.map((c) => c.type === 'function' && [c.function.name, JSON.parse(c.function.arguments)])).toEqual([
+      ['get_weather', { city: 'Paris' }],
+    ]);
     const calls = scripted.requests.filter((r) => r.path === '/v1/completions');
     expect(answered[0]!.prompt).toEqual(qwen.encodeChat(messages as never, { addGenerationPrompt: true, tools }));
     expect(calls.at(-1)!.body).toMatchObject({ max_tokens: 64, temperature: 1, return_token_ids: true });
@@ -97,14 +105,27 @@ describe('the ManagedServer OpenAI proxy', () => {
     expect(second.choices[0]!.message.content).toBe('It is 18 degrees (answer 0).');
     expect(second.choices[0]!.finish_reason).toBe('stop');
     // The second prompt keeps the first turn's ids as the server sent them, and the render showed it beforehand.
-    expect(answered[1]!.prompt.slice(0, answered[0]!.prompt.length + answered[0]!.choices[0]!.ids.length))
-      .toEqual([...answered[0]!.prompt, ...answered[0]!.choices[0]!.ids]);
-    expect(render.body).toEqual({ prompt_text: qwen.decode(answered[1]!.prompt), token_ids: answered[1]!.prompt, num_tokens: answered[1]!.prompt.length });
+    expect(answered[1]!.prompt.slice(0, answered[0]!.prompt.length + answered[0]!.choices[0]!.ids.length)).toEqual([
+      ...answered[0]!.prompt,
+      ...answered[0]!.choices[0]!.ids,
+    ]);
+    expect(render.body).toEqual({
+      prompt_text: qwen.decode(answered[1]!.prompt),
+      token_ids: answered[1]!.prompt,
+      num_tokens: answered[1]!.prompt.length,
+    });
 
     const { text, body } = await nodesOf(session.uuid);
     expect(body.nodes).toHaveLength(1);
     const [node] = body.nodes;
-    expect(node).toEqual({ ...expectedSequence([[0, 0], [1, 0]]), full_text: qwen.decode(node!.tokens), metadata: { finish_reason: 'stop' } });
+    expect(node).toEqual({
+      ...expectedSequence([
+        [0, 0],
+        [1, 0],
+      ]),
+      full_text: qwen.decode(node!.tokens),
+      metadata: { finish_reason: 'stop' },
+    });
     expect(text).toMatch(/"logprobs":\[1\.0,1\.0,/);
     expect((await json('/sessions')).body.sessions).toContainEqual(expect.objectContaining({ uuid: session.uuid, num_nodes: 1 }));
   });
@@ -115,13 +136,22 @@ describe('the ManagedServer OpenAI proxy', () => {
     const start = answered.length;
     const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather?' }];
     const first = await client.chat.completions.create({ model: 'm', messages, tools, n: 2 });
-    expect(first.choices.map((c) => c.message.tool_calls?.[0]?.type === 'function' && JSON.parse(c.message.tool_calls[0].function.arguments).city)).toEqual(['Paris', 'Lyon']);
+    expect(
+      first.choices.map(
+        (c) => c.message.tool_calls?.[0]?.type === 'function' && JSON.parse(c.message.tool_calls[0].function.arguments).city,
+      ),
+    ).toEqual(['Paris', 'Lyon']);
     const lyon = first.choices[1]!.message;
     messages.push(lyon, { role: 'tool', tool_call_id: lyon.tool_calls![0]!.id, content: '20 C' });
     await client.chat.completions.create({ model: 'm', messages, tools });
     const { nodes } = (await nodesOf(session.uuid)).body;
-    expect(nodes.map(({ tokens, masked_tokens, logprobs }) => ({ tokens, masked_tokens, logprobs })))
-      .toEqual([expectedSequence([[start, 0]]), expectedSequence([[start, 1], [start + 1, 0]])]);
+    expect(nodes.map(({ tokens, masked_tokens, logprobs }) => ({ tokens, masked_tokens, logprobs }))).toEqual([
+      expectedSequence([[start, 0]]),
+      expectedSequence([
+        [start, 1],
+        [start + 1, 0],
+      ]),
+    ]);
   });
 
   it('starts a new sequence when the agent sends back an answer other than the one it got, as Atropos does', async () => {
@@ -129,7 +159,14 @@ describe('the ManagedServer OpenAI proxy', () => {
     const client = agent(session.uuid);
     const first = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hi' }] });
     const edited = `${first.choices[0]!.message.content!} (edited)`;
-    await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: edited }, { role: 'user', content: 'And?' }] });
+    await client.chat.completions.create({
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: edited },
+        { role: 'user', content: 'And?' },
+      ],
+    });
     const { nodes } = (await nodesOf(session.uuid)).body;
     expect(nodes).toHaveLength(2);
     // The second sequence renders the edited answer as prompt text: nothing of it is trained on.
@@ -143,8 +180,13 @@ describe('the ManagedServer OpenAI proxy', () => {
     expect(empty).toMatchObject({ status: 400, body: { error: { message: 'messages must not be empty', code: 400 } } });
     expect((await json(`/${session.uuid}`, { method: 'DELETE' })).body).toEqual({ status: 'deleted', uuid: session.uuid });
     const gone = agent(session.uuid).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
-    await expect(gone).rejects.toMatchObject({ status: 404, error: { message: `Session ${session.uuid} not found`, type: 'invalid_request_error' } });
-    expect((await json('/sessions/create', { method: 'POST', body: JSON.stringify({ base_url: 'http://elsewhere/v1' }) })).status).toBe(404);
+    await expect(gone).rejects.toMatchObject({
+      status: 404,
+      error: { message: `Session ${session.uuid} not found`, type: 'invalid_request_error' },
+    });
+    expect((await json('/sessions/create', { method: 'POST', body: JSON.stringify({ base_url: 'http://elsewhere/v1' }) })).status).toBe(
+      404,
+    );
     expect((await json('/health')).body).toMatchObject({ status: 'ok', model: 'scripted-model', servers: 1, healthy_servers: 1 });
   });
 });

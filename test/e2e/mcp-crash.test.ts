@@ -29,14 +29,16 @@ const scratch = useScratch('clotho-mcp-crash-');
 let model: ScriptedOpenAI;
 beforeAll(async () => {
   // Turns alternate between the servers' tools; the last turn answers without a call, which ends the episode.
-  model = scratch.closeAfter(await startScriptedOpenAI({
-    responder: (body) => {
-      const turn = assistantTurns(body);
-      if (turn === TURNS - 1) return { choices: [{ text: 'The answer is \\boxed{0}.' }], delayMs: 20 };
-      const name = turn % 2 === 0 ? TOOLS.keyed : TOOLS.plain;
-      return { choices: [{ text: `<tool_call>{"name": "${name}", "arguments": {"text": "turn ${turn}"}}</tool_call>` }], delayMs: 20 };
-    },
-  }));
+  model = scratch.closeAfter(
+    await startScriptedOpenAI({
+      responder: (body) => {
+        const turn = assistantTurns(body);
+        if (turn === TURNS - 1) return { choices: [{ text: 'The answer is \\boxed{0}.' }], delayMs: 20 };
+        const name = turn % 2 === 0 ? TOOLS.keyed : TOOLS.plain;
+        return { choices: [{ text: `<tool_call>{"name": "${name}", "arguments": {"text": "turn ${turn}"}}</tool_call>` }], delayMs: 20 };
+      },
+    }),
+  );
 });
 
 interface Kill {
@@ -51,7 +53,10 @@ interface Kill {
 
 async function ledger(path: string): Promise<LedgerLine[]> {
   if (!existsSync(path)) return [];
-  return (await readFile(path, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as LedgerLine);
+  return (await readFile(path, 'utf8'))
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as LedgerLine);
 }
 
 async function crashRun(placement: 'remote' | 'local') {
@@ -61,13 +66,41 @@ async function crashRun(placement: 'remote' | 'local') {
   const path = (name: string) => scratch.path(`${runId}-${name}`);
   const mcpServers = (Object.keys(TOOLS) as Server[]).map((server) => ({
     command: process.execPath,
-    args: ['--import', 'tsx', ledgerServer, '--tool', TOOLS[server], '--ledger', path(`${server}.jsonl`), '--hang-file', path(`${server}.hang`),
-      ...(server === 'keyed' ? ['--honour-keys'] : [])],
+    args: [
+      '--import',
+      'tsx',
+      ledgerServer,
+      '--tool',
+      TOOLS[server],
+      '--ledger',
+      path(`${server}.jsonl`),
+      '--hang-file',
+      path(`${server}.hang`),
+      ...(server === 'keyed' ? ['--honour-keys'] : []),
+    ],
   }));
   const out = path('groups.jsonl');
-  const args = ['process', 'tool_use', '--env.run_id', runId, '--env.total_steps', String(GROUPS), '--env.group_size', String(GROUP_SIZE),
-    '--env.max_turns', String(TURNS), '--env.mcp_servers', JSON.stringify(mcpServers), '--openai.base_url', model.baseUrl,
-    '--env.data_path_to_save_groups', out, '--store', path('store'), ...(placement === 'local' ? ['--steps.tool.local', 'true'] : [])];
+  const args = [
+    'process',
+    'tool_use',
+    '--env.run_id',
+    runId,
+    '--env.total_steps',
+    String(GROUPS),
+    '--env.group_size',
+    String(GROUP_SIZE),
+    '--env.max_turns',
+    String(TURNS),
+    '--env.mcp_servers',
+    JSON.stringify(mcpServers),
+    '--openai.base_url',
+    model.baseUrl,
+    '--env.data_path_to_save_groups',
+    out,
+    '--store',
+    path('store'),
+    ...(placement === 'local' ? ['--steps.tool.local', 'true'] : []),
+  ];
   const starts: number[] = [];
   const start = (): CliRun => {
     const run = spawnClotho(args, temporalEnv(), { processGroup: true });
@@ -83,7 +116,11 @@ async function crashRun(placement: 'remote' | 'local') {
     const executed = (await ledger(path(`${kill.server}.jsonl`))).filter((l) => l.kind === 'executed').length;
     await writeFile(hang, String(executed + kill.after));
     const run = start();
-    await waitFor(() => existsSync(`${hang}.hung`) || run.child.exitCode !== null, 120_000, `execution ${executed + kill.after} of ${kill.server}`);
+    await waitFor(
+      () => existsSync(`${hang}.hung`) || run.child.exitCode !== null,
+      120_000,
+      `execution ${executed + kill.after} of ${kill.server}`,
+    );
     expect(run.child.exitCode, run.stderr()).toBeNull();
     kill.key = await readFile(`${hang}.hung`, 'utf8');
     await rm(`${hang}.hung`);
@@ -95,7 +132,9 @@ async function crashRun(placement: 'remote' | 'local') {
     const inspect = await runClotho(['inspect', group, '--store', path('store')], temporalEnv());
     inspections.push(inspect.stdout);
     // Seconds after the kill the step is still on the dead worker, or (a slow machine) already timed out and waiting.
-    expect(inspect.stdout, inspect.stderr).toMatch(placement === 'remote' ? /waiting: tool call on a stopped worker/ : /waiting: workflow task on a stopped worker/);
+    expect(inspect.stdout, inspect.stderr).toMatch(
+      placement === 'remote' ? /waiting: tool call on a stopped worker/ : /waiting: workflow task on a stopped worker/,
+    );
   }
   const last = start();
   await waitFor(() => last.child.exitCode !== null, 180_000, 'clotho process to finish the run and exit');
@@ -103,7 +142,14 @@ async function crashRun(placement: 'remote' | 'local') {
   expect(await last.exited).toBe(0);
   expect(last.stdout()).toContain(`wrote ${GROUPS} groups`);
   kills.forEach((kill, n) => (kill.readyAt = starts[n + 1]));
-  return { seed, kills, groups: await readGroups(out), keyed: await ledger(path('keyed.jsonl')), plain: await ledger(path('plain.jsonl')), inspections };
+  return {
+    seed,
+    kills,
+    groups: await readGroups(out),
+    keyed: await ledger(path('keyed.jsonl')),
+    plain: await ledger(path('plain.jsonl')),
+    inspections,
+  };
 }
 
 describe.each(['remote', 'local'] as const)('MCP tool calls across kill -9 (%s tool placement)', (placement) => {
@@ -114,7 +160,11 @@ describe.each(['remote', 'local'] as const)('MCP tool calls across kill -9 (%s t
     expect(groups, at).toHaveLength(GROUPS);
     const episodes = groups.flatMap((g) => g.messages ?? []);
     expect(episodes, at).toHaveLength(GROUPS * GROUP_SIZE);
-    for (const messages of episodes) expect(messages.filter((m) => m.role === 'assistant'), at).toHaveLength(TURNS);
+    for (const messages of episodes)
+      expect(
+        messages.filter((m) => m.role === 'assistant'),
+        at,
+      ).toHaveLength(TURNS);
     const results = episodes.flatMap((messages) => messages.filter((m) => m.role === 'tool').map((m) => String(m.content)));
     expect(results, at).toHaveLength(GROUPS * GROUP_SIZE * (TURNS - 1));
     const resultsOf = (server: Server) => results.filter((r) => r.startsWith(`${TOOLS[server]} `));
@@ -122,7 +172,10 @@ describe.each(['remote', 'local'] as const)('MCP tool calls across kill -9 (%s t
     const keyedRuns = keyed.filter((l) => l.kind === 'executed');
     const plainRuns = plain.filter((l) => l.kind === 'executed');
     // Every execution carried the key, the same on every attempt of a call.
-    expect([...keyedRuns, ...plainRuns].every((l) => typeof l.key === 'string' && l.key.includes('/turn-')), at).toBe(true);
+    expect(
+      [...keyedRuns, ...plainRuns].every((l) => typeof l.key === 'string' && l.key.includes('/turn-')),
+      at,
+    ).toBe(true);
     // A kill lands in the window of the call it aimed at and of any other call whose tool had run but whose result was
     // not recorded yet (episodes run side by side): each such call is executed again with its key, and no other is.
     const interrupted = (line: LedgerLine) => kills.some((k) => line.at <= k.killedAt!);
@@ -132,8 +185,15 @@ describe.each(['remote', 'local'] as const)('MCP tool calls across kill -9 (%s t
     expect(keyedRuns.length, at).toBe(resultsOf('keyed').length);
     expect(new Set(keyedRuns.map((l) => l.key)).size, at).toBe(keyedRuns.length);
     const repeats = keyed.filter((l) => l.kind === 'repeat');
-    expect(repeats.map((l) => l.key), at).toContain(keyedKill.key);
-    for (const repeat of repeats) expect(keyedRuns.find((l) => l.key === repeat.key && interrupted(l)), `${repeat.key} ${at}`).toBeDefined();
+    expect(
+      repeats.map((l) => l.key),
+      at,
+    ).toContain(keyedKill.key);
+    for (const repeat of repeats)
+      expect(
+        keyedRuns.find((l) => l.key === repeat.key && interrupted(l)),
+        `${repeat.key} ${at}`,
+      ).toBeDefined();
     // The server that ignores the key: the interrupted calls ran again (the aimed-at one among them), no other call did.
     const runsOf = (key: string | null) => plainRuns.filter((l) => l.key === key);
     const twice = [...new Set(plainRuns.map((l) => l.key))].filter((key) => runsOf(key).length > 1);
@@ -142,7 +202,10 @@ describe.each(['remote', 'local'] as const)('MCP tool calls across kill -9 (%s t
     for (const key of twice) {
       const [first, second] = runsOf(key);
       expect(runsOf(key), `${key} ${at}`).toHaveLength(2);
-      expect(kills.some((k) => first!.at <= k.killedAt! && second!.at > k.killedAt!), `${key} ran twice without a kill between ${at}`).toBe(true);
+      expect(
+        kills.some((k) => first!.at <= k.killedAt! && second!.at > k.killedAt!),
+        `${key} ran twice without a kill between ${at}`,
+      ).toBe(true);
     }
     // What the model saw is what the servers answered.
     const answered = new Set([...keyed, ...plain].map((l) => l.result));
@@ -170,11 +233,31 @@ describe('clotho process with MCP servers', () => {
   it('closes the MCP servers it started when interrupted, and exits', async () => {
     const runId = uniqueId('mcp-interrupt');
     const ledgerPath = scratch.path(`${runId}.jsonl`);
-    const servers = [{ command: process.execPath, args: ['--import', 'tsx', ledgerServer, '--tool', TOOLS.keyed, '--ledger', ledgerPath] },
-      { command: process.execPath, args: ['--import', 'tsx', ledgerServer, '--tool', TOOLS.plain, '--ledger', `${ledgerPath}.plain`] }];
-    const run = spawnClotho(['process', 'tool_use', '--env.run_id', runId, '--env.total_steps', '50', '--env.group_size', '2',
-      '--env.mcp_servers', JSON.stringify(servers), '--openai.base_url', model.baseUrl, '--store', scratch.path(`${runId}-store`),
-      '--env.data_path_to_save_groups', scratch.path(`${runId}-groups.jsonl`)], temporalEnv());
+    const servers = [
+      { command: process.execPath, args: ['--import', 'tsx', ledgerServer, '--tool', TOOLS.keyed, '--ledger', ledgerPath] },
+      { command: process.execPath, args: ['--import', 'tsx', ledgerServer, '--tool', TOOLS.plain, '--ledger', `${ledgerPath}.plain`] },
+    ];
+    const run = spawnClotho(
+      [
+        'process',
+        'tool_use',
+        '--env.run_id',
+        runId,
+        '--env.total_steps',
+        '50',
+        '--env.group_size',
+        '2',
+        '--env.mcp_servers',
+        JSON.stringify(servers),
+        '--openai.base_url',
+        model.baseUrl,
+        '--store',
+        scratch.path(`${runId}-store`),
+        '--env.data_path_to_save_groups',
+        scratch.path(`${runId}-groups.jsonl`),
+      ],
+      temporalEnv(),
+    );
     await waitFor(async () => (await ledger(ledgerPath)).length > 0, 120_000, 'a tool call at the MCP server');
     const serverPid = (await ledger(ledgerPath))[0]!.pid;
     // SIGINT to the command alone (not its process group, which would stop the servers by itself).

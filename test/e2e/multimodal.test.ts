@@ -23,22 +23,41 @@ const right = (k: KnownImage) => `I looked closely. <answer>${k.answer}</answer>
 const WRONG = '<answer>seventeen</answer>';
 
 /** The user turn's text and image parts. */
-const userParts = (messages: Message[]) => messages.find((m) => m.role === 'user')!.content as { type: string; text?: string; image_url?: { url: string } }[];
+const userParts = (messages: Message[]) =>
+  messages.find((m) => m.role === 'user')!.content as { type: string; text?: string; image_url?: { url: string } }[];
 
 const scratch = useScratch('clotho-multimodal-e2e-');
-const vision = async (images: Known[], plan: (k: Known, choice: number) => string) => scratch.closeAfter(await startScriptedVision(images, plan));
+const vision = async (images: Known[], plan: (k: Known, choice: number) => string) =>
+  scratch.closeAfter(await startScriptedVision(images, plan));
 
 describe('multimodal', () => {
   it('process: the vision server gets each generated PNG byte for byte, and the group carries it in `images`', async () => {
     const server = await vision(known, (k, choice) => (choice === 0 ? right(k) : WRONG));
     const { groups } = await runProcess(
-      [MULTIMODAL, '--env.seed', String(SEED), '--env.total_steps', '3', '--env.group_size', '2',
-        '--openai.base_url', server.baseUrl, '--store', scratch.path('store')],
-      scratch.path('shapes.jsonl'), 3,
+      [
+        MULTIMODAL,
+        '--env.seed',
+        String(SEED),
+        '--env.total_steps',
+        '3',
+        '--env.group_size',
+        '2',
+        '--openai.base_url',
+        server.baseUrl,
+        '--store',
+        scratch.path('store'),
+      ],
+      scratch.path('shapes.jsonl'),
+      3,
     );
     expect(server.refusals).toEqual([]);
     // One request per group (both samples at once), each with one of the first three images exactly as drawn.
-    expect(server.images.map((b) => b.toString('base64')).sort()).toEqual(known.slice(0, 3).map((k) => k.image.toString('base64')).sort());
+    expect(server.images.map((b) => b.toString('base64')).sort()).toEqual(
+      known
+        .slice(0, 3)
+        .map((k) => k.image.toString('base64'))
+        .sort(),
+    );
 
     for (const group of groups) {
       const parts = userParts(group.messages![0]!);
@@ -62,7 +81,9 @@ describe('multimodal', () => {
     // Items 2 and 5 (both position questions) are answered wrong; the other four right.
     const server = await vision(known, (k) => (k.index % 3 === 2 ? WRONG : right(k)));
     const { metrics, samples, stdout } = await runEvaluate(
-      [MULTIMODAL, '--env.seed', String(SEED), '--items', '6', '--openai.base_url', server.baseUrl], scratch.path('evals'));
+      [MULTIMODAL, '--env.seed', String(SEED), '--items', '6', '--openai.base_url', server.baseUrl],
+      scratch.path('evals'),
+    );
     expect(server.refusals).toEqual([]);
     const expected = { items: 6, score: 2 / 6, correct: 4 / 6, answered: 1, correct_count: 1, correct_color: 1, correct_position: 0 };
     expect(metrics).toEqual(expected);
@@ -74,24 +95,51 @@ describe('multimodal', () => {
   it('process on VQAv2 Parquet: the image bytes of the file reach the server', async () => {
     const [a, b] = [known[6]!, known[7]!];
     const path = scratch.path('validation-00000-of-00001.parquet');
-    await writeVqaParquet(path, [a, b].map((k, i) => ({
-      question_id: 100 + i, image_id: i, question: k.question, question_type: 'how many', answer_type: 'other',
-      multiple_choice_answer: k.answer, answers: humanAnswers({ [k.answer]: 10 }), image: { bytes: k.image, path: `COCO_${i}.jpg` },
-    })));
+    await writeVqaParquet(
+      path,
+      [a, b].map((k, i) => ({
+        question_id: 100 + i,
+        image_id: i,
+        question: k.question,
+        question_type: 'how many',
+        answer_type: 'other',
+        multiple_choice_answer: k.answer,
+        answers: humanAnswers({ [k.answer]: 10 }),
+        image: { bytes: k.image, path: `COCO_${i}.jpg` },
+      })),
+    );
     const server = await vision([a, b], (k, choice) => (choice === 0 ? right(k) : WRONG));
     const { groups } = await runProcess(
-      [MULTIMODAL, '--env.data_path', path, '--env.total_steps', '2', '--env.group_size', '2',
-        '--openai.base_url', server.baseUrl, '--store', scratch.path('store')],
-      scratch.path('vqa.jsonl'), 2,
+      [
+        MULTIMODAL,
+        '--env.data_path',
+        path,
+        '--env.total_steps',
+        '2',
+        '--env.group_size',
+        '2',
+        '--openai.base_url',
+        server.baseUrl,
+        '--store',
+        scratch.path('store'),
+      ],
+      scratch.path('vqa.jsonl'),
+      2,
     );
     expect(server.refusals).toEqual([]);
-    expect(groups.map((g) => g.scores)).toEqual([[1, -1], [1, -1]]);
+    expect(groups.map((g) => g.scores)).toEqual([
+      [1, -1],
+      [1, -1],
+    ]);
     expect(groups.map((g) => g.images).sort()).toEqual([a, b].map((k) => [k.image.toString('base64'), k.image.toString('base64')]).sort());
   });
 
   it('process on the embedded engine, which cannot see images: a well-formed group, each image a placeholder', async () => {
     const group = await processEngineGroup(
-      [MULTIMODAL, '--env.seed', String(SEED), '--store', scratch.path('store')], scratch.path('engine.jsonl'), 8);
+      [MULTIMODAL, '--env.seed', String(SEED), '--store', scratch.path('store')],
+      scratch.path('engine.jsonl'),
+      8,
+    );
     const item = known[0]!;
     expect(group.images).toEqual([item.image.toString('base64'), item.image.toString('base64')]);
     // The prompt the engine got is the chat template's rendering, Qwen-VL's placeholder standing for the image.

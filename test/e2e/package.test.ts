@@ -28,9 +28,22 @@ const npm = (cwd: string, ...args: string[]) => run('npm', [...args, '--no-audit
 /** `clotho <args>` as its own process in `cwd`, as the user runs it from a folder of theirs. */
 const clotho = (args: string[], cwd: string) => runClotho(args, temporalEnv(), { cwd });
 
-const processArgs = (environment: string, out: string) => ['process', environment, '--env.total_steps', '2', '--env.group_size', '2',
-  '--env.max_token_length', '8', '--env.ensure_scores_are_not_same', 'false', '--env.data_path_to_save_groups', out,
-  '--store', join(root, 'store')];
+const processArgs = (environment: string, out: string) => [
+  'process',
+  environment,
+  '--env.total_steps',
+  '2',
+  '--env.group_size',
+  '2',
+  '--env.max_token_length',
+  '8',
+  '--env.ensure_scores_are_not_same',
+  'false',
+  '--env.data_path_to_save_groups',
+  out,
+  '--store',
+  join(root, 'store'),
+];
 
 async function expectTwoGroups(result: Awaited<ReturnType<typeof clotho>>, out: string): Promise<void> {
   expect(result.stderr).toBe('');
@@ -44,7 +57,10 @@ beforeAll(async () => {
   root = await realpath(await mkdtemp(join(tmpdir(), 'clotho-user-')));
   const source = await readmeEnvironment();
   // A user's project ("type": "module"), and a bare folder: its package.json (there so that npm installs here) goes again.
-  for (const [dir, type] of [['module', 'module'], ['bare', undefined]] as const) {
+  for (const [dir, type] of [
+    ['module', 'module'],
+    ['bare', undefined],
+  ] as const) {
     await mkdir(join(root, dir));
     await writeFile(join(root, dir, 'package.json'), JSON.stringify({ name: dir, private: true, type }));
     await npm(join(root, dir), 'install', repo);
@@ -54,11 +70,21 @@ beforeAll(async () => {
   // A published environment: packed and installed as a copy, so its `clotho` is the user's (a peer dependency).
   const pkg = join(root, 'my-clotho-env');
   await mkdir(pkg);
-  await writeFile(join(pkg, 'package.json'), JSON.stringify({
-    name: 'my-clotho-env', version: '1.0.0', type: 'module', main: './index.ts',
-    exports: { '.': { types: './index.ts', import: './index.ts' } }, peerDependencies: { clotho: '*' },
-  }));
-  await writeFile(join(pkg, 'index.ts'), `${source.replace("name: 'my-env'", "name: 'my-clotho-env'")}\nexport { defineEnvironment } from 'clotho';\n`);
+  await writeFile(
+    join(pkg, 'package.json'),
+    JSON.stringify({
+      name: 'my-clotho-env',
+      version: '1.0.0',
+      type: 'module',
+      main: './index.ts',
+      exports: { '.': { types: './index.ts', import: './index.ts' } },
+      peerDependencies: { clotho: '*' },
+    }),
+  );
+  await writeFile(
+    join(pkg, 'index.ts'),
+    `${source.replace("name: 'my-env'", "name: 'my-clotho-env'")}\nexport { defineEnvironment } from 'clotho';\n`,
+  );
   await npm(pkg, 'pack', '--pack-destination', root);
   await npm(join(root, 'module'), 'install', join(root, 'my-clotho-env-1.0.0.tgz'));
 }, 60_000);
@@ -111,32 +137,56 @@ describe('the package npm pack produces', () => {
     await writeFile(join(installed, 'package.json'), JSON.stringify({ name: 'installed', private: true, type: 'module' }));
     let started = Date.now();
     // prepack runs `npm run build` (dist/); --ignore-scripts would skip it.
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', root, '--no-audit', '--no-fund'], { cwd: repo, maxBuffer: 1 << 26 });
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', root, '--no-audit', '--no-fund'], {
+      cwd: repo,
+      maxBuffer: 1 << 26,
+    });
     const [packed] = JSON.parse(stdout) as { filename: string; size: number; unpackedSize: number; entryCount: number }[];
-    console.log(`npm pack (build included): ${Date.now() - started} ms; ${packed!.filename} ${(packed!.size / 1e6).toFixed(2)} MB,`
-      + ` ${(packed!.unpackedSize / 1e6).toFixed(1)} MB unpacked, ${packed!.entryCount} files`);
+    console.log(
+      `npm pack (build included): ${Date.now() - started} ms; ${packed!.filename} ${(packed!.size / 1e6).toFixed(2)} MB,` +
+        ` ${(packed!.unpackedSize / 1e6).toFixed(1)} MB unpacked, ${packed!.entryCount} files`,
+    );
     // From npm's cache where it can (the repository's own `npm install` filled it). Optional dependencies are left out
     // (node-llama-cpp's prebuilt engines, most of the 1.2 GB a full install writes; this test runs no embedded model)
     // except esbuild's binary for this platform, which tsx needs to load the .ts environment.
     const esbuild = JSON.parse(await readFile(join(repo, 'node_modules/esbuild/package.json'), 'utf8')) as { version: string };
     started = Date.now();
-    await run('npm', ['install', join(root, packed!.filename), `@esbuild/${process.platform}-${process.arch}@${esbuild.version}`,
-      '--omit=optional', '--prefer-offline', '--no-package-lock', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: installed });
+    await run(
+      'npm',
+      [
+        'install',
+        join(root, packed!.filename),
+        `@esbuild/${process.platform}-${process.arch}@${esbuild.version}`,
+        '--omit=optional',
+        '--prefer-offline',
+        '--no-package-lock',
+        '--ignore-scripts',
+        '--no-audit',
+        '--no-fund',
+      ],
+      { cwd: installed },
+    );
     console.log(`npm install of the tarball: ${Date.now() - started} ms`);
-    model = await startScriptedOpenAI({ responder: (body) => ({ choices: Array.from({ length: body.n ?? 1 }, () => ({ text: 'It is \\boxed{4}.' })) }) });
+    model = await startScriptedOpenAI({
+      responder: (body) => ({ choices: Array.from({ length: body.n ?? 1 }, () => ({ text: 'It is \\boxed{4}.' })) }),
+    });
   }, 400_000);
   afterAll(() => model?.close());
 
   /** `clotho <args>` from the installed package's bin, run by plain `node` in the user's folder. */
   async function installedClotho(args: string[]) {
     const bin = join(installed, 'node_modules/clotho/bin/clotho.js');
-    return run(process.execPath, [bin, ...args], { cwd: installed, env: { ...process.env, ...temporalEnv() } })
-      .then(({ stdout, stderr }) => ({ code: 0, stdout, stderr }), (e: { code: number; stdout: string; stderr: string }) => e);
+    return run(process.execPath, [bin, ...args], { cwd: installed, env: { ...process.env, ...temporalEnv() } }).then(
+      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    );
   }
   const scriptedArgs = (environment: string, out: string) => [...processArgs(environment, out), '--openai.base_url', model.baseUrl];
 
   it('ships compiled JavaScript with declarations and no TypeScript sources of the SDK', async () => {
-    const manifest = JSON.parse(await readFile(join(installed, 'node_modules/clotho/package.json'), 'utf8')) as { exports: Record<string, unknown> };
+    const manifest = JSON.parse(await readFile(join(installed, 'node_modules/clotho/package.json'), 'utf8')) as {
+      exports: Record<string, unknown>;
+    };
     expect(manifest.exports['.']).toMatchObject({ types: './dist/src/index.d.ts', default: './dist/src/index.js' });
     await expect(readFile(join(installed, 'node_modules/clotho/dist/src/index.d.ts'), 'utf8')).resolves.toContain('defineEnvironment');
     await expect(readFile(join(installed, 'node_modules/clotho/src/index.ts'))).rejects.toThrow(/ENOENT/);
@@ -168,7 +218,9 @@ describe('the package npm pack produces', () => {
   });
 
   it('runs a plain .mjs environment that imports clotho through the installed CLI', async () => {
-    await writeFile(join(installed, 'env.mjs'), `
+    await writeFile(
+      join(installed, 'env.mjs'),
+      `
       import { defineEnvironment, fromItems, lastBoxed, z } from 'clotho';
       export default defineEnvironment({
         name: 'plain-js',
@@ -178,7 +230,8 @@ describe('the package npm pack produces', () => {
         prompt: (item) => [{ role: 'user', content: item.question }],
         parse: (completion) => lastBoxed(completion),
         score: ({ parsed, item, config }) => (parsed === item.answer ? 1 : config.wrong_score),
-      });`);
+      });`,
+    );
     const out = join(root, 'installed-mjs.jsonl');
     await expectTwoGroups(await installedClotho(scriptedArgs('./env.mjs', out)), out);
     // 2 + 2 scored +1 by the environment's own parse (lastBoxed from 'clotho') and score.

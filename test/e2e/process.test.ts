@@ -26,8 +26,22 @@ describe('clotho process', () => {
   it('writes Atropos-shaped groups to JSONL and an HTML page beside it', async () => {
     const out = join(dir, 'gsm8k.jsonl');
     const { code, stdout, stderr } = await runClotho(
-      ['process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '5', '--env.group_size', '3',
-        '--openai.base_url', model.baseUrl, '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
+      [
+        'process',
+        'gsm8k',
+        '--env.data_path',
+        GSM8K_TEST,
+        '--env.total_steps',
+        '5',
+        '--env.group_size',
+        '3',
+        '--openai.base_url',
+        model.baseUrl,
+        '--env.data_path_to_save_groups',
+        out,
+        '--store',
+        join(dir, 'store'),
+      ],
       env(),
     );
     expect(stderr).toBe('');
@@ -51,9 +65,28 @@ describe('clotho process', () => {
   it('delivers every item exactly once when the process is killed -9 mid-run and started again', async () => {
     const runId = uniqueId('crash');
     const out = join(dir, `${runId}.jsonl`);
-    const args = ['process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '16', '--env.group_size', '2',
-      '--env.max_groups_in_flight', '2', '--steps.generate.heartbeat_timeout', '5', '--env.run_id', runId, '--openai.base_url', model.baseUrl,
-      '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')];
+    const args = [
+      'process',
+      'gsm8k',
+      '--env.data_path',
+      GSM8K_TEST,
+      '--env.total_steps',
+      '16',
+      '--env.group_size',
+      '2',
+      '--env.max_groups_in_flight',
+      '2',
+      '--steps.generate.heartbeat_timeout',
+      '5',
+      '--env.run_id',
+      runId,
+      '--openai.base_url',
+      model.baseUrl,
+      '--env.data_path_to_save_groups',
+      out,
+      '--store',
+      join(dir, 'store'),
+    ];
     const first = spawnClotho(args, env());
     await waitFor(async () => existsSync(out) && (await readGroups(out)).length >= 3, 60_000, 'the first groups');
     first.child.kill('SIGKILL');
@@ -74,8 +107,22 @@ describe('clotho process', () => {
   it('runs on embedded defaults: with no --openai.base_url it starts the local engine and stops it at the end', async () => {
     const out = join(dir, 'embedded.jsonl');
     const { code, stdout, stderr } = await runClotho(
-      ['process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '2', '--env.group_size', '2',
-        '--env.max_token_length', '24', '--env.data_path_to_save_groups', out, '--store', join(dir, 'store')],
+      [
+        'process',
+        'gsm8k',
+        '--env.data_path',
+        GSM8K_TEST,
+        '--env.total_steps',
+        '2',
+        '--env.group_size',
+        '2',
+        '--env.max_token_length',
+        '24',
+        '--env.data_path_to_save_groups',
+        out,
+        '--store',
+        join(dir, 'store'),
+      ],
       env(),
     );
     expect(stderr).toBe('');

@@ -42,8 +42,20 @@ async function workflowTasksTaken(workflowId: string): Promise<number> {
 }
 
 const runArgs = (command: string, runId: string) => [
-  command, 'gsm8k', '--env.run_id', runId, '--env.data_path', GSM8K_TEST, '--env.total_steps', '2',
-  '--openai.base_url', model.baseUrl, '--store', scratch.path('store'), '--env.data_path_to_save_groups', scratch.path(`${runId}.jsonl`),
+  command,
+  'gsm8k',
+  '--env.run_id',
+  runId,
+  '--env.data_path',
+  GSM8K_TEST,
+  '--env.total_steps',
+  '2',
+  '--openai.base_url',
+  model.baseUrl,
+  '--store',
+  scratch.path('store'),
+  '--env.data_path_to_save_groups',
+  scratch.path(`${runId}.jsonl`),
 ];
 
 describe('runs older than the replay baseline', () => {
@@ -51,7 +63,10 @@ describe('runs older than the replay baseline', () => {
     const runId = uniqueId('old-010');
     const workflowId = await startOldEnvRun(runId, '0.1.0');
     for (const command of ['process', 'worker', 'serve']) {
-      const args = runArgs(command, runId).filter((_, i, all) => command !== 'serve' || (all[i] !== '--env.data_path_to_save_groups' && all[i - 1] !== '--env.data_path_to_save_groups'));
+      const args = runArgs(command, runId).filter(
+        (_, i, all) =>
+          command !== 'serve' || (all[i] !== '--env.data_path_to_save_groups' && all[i - 1] !== '--env.data_path_to_save_groups'),
+      );
       const { code, stderr } = await runClotho(args, env());
       expect(code, `${command}: ${stderr}`).toBe(2);
       expect(stderr).toContain(
@@ -79,7 +94,9 @@ describe('runs older than the replay baseline', () => {
     await client.workflow.start('batcher', { workflowId: batcherId, taskQueue: BATCHER_TASK_QUEUE, args: [{ trainer: { kind: 'http' } }] });
     const { code, stderr } = await runClotho(['api', '--port', '0', '--batcher-id', batcherId, '--store', scratch.path('store')], env());
     expect(code).toBe(2);
-    expect(stderr).toContain(`clotho api: training run 1 of batcher ${batcherId} (workflow ${batcherId}) was started before Clotho recorded versions`);
+    expect(stderr).toContain(
+      `clotho api: training run 1 of batcher ${batcherId} (workflow ${batcherId}) was started before Clotho recorded versions`,
+    );
     expect(stderr).toContain('Finish it with Clotho 0.1.0 (npm install clotho@0.1.0) or start a new training run (clotho api --new-run)');
     // No count of its workflow tasks: batchers share one task queue, which other test files' APIs may serve meanwhile.
     await client.workflow.getHandle(batcherId).terminate('test over');
@@ -107,15 +124,26 @@ describe('runs older than the replay baseline', () => {
     expect(table.code, table.stderr).toBe(0);
     expect(table.stdout).toContain(`Clotho ${CLOTHO_VERSION} finishes runs started by Clotho ${REPLAY_BASELINE} or later`);
     expect(table.stdout).toMatch(/RUN\s+ENVIRONMENT\s+KIND\s+STATUS\s+STARTED\s+CLOTHO\s+CAN FINISH/);
-    expect(table.stdout).toMatch(new RegExp(`${oldRun}\\s+gsm8k\\s+env-run\\s+running\\s+\\S+ \\S+\\s+0\\.1\\.0\\s+no: finish with 0\\.1\\.0`));
+    expect(table.stdout).toMatch(
+      new RegExp(`${oldRun}\\s+gsm8k\\s+env-run\\s+running\\s+\\S+ \\S+\\s+0\\.1\\.0\\s+no: finish with 0\\.1\\.0`),
+    );
     expect(table.stdout).toMatch(new RegExp(`${unversioned}\\s+gsm8k\\s+env-run\\s+running\\s+\\S+ \\S+\\s+none \\(≤ 0\\.1\\.0\\)\\s+no`));
     // Finished runs are not open.
     expect(table.stdout).not.toContain(current);
 
     // Visibility is eventually consistent: the JSON listing is read once more after the table.
     const json = await runClotho(['runs', '--json'], env());
-    const runs = json.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(runs.find((r) => r.runId === oldRun)).toMatchObject({ kind: 'env-run', environment: 'gsm8k', clothoVersion: '0.1.0', canFinish: false, finishWith: '0.1.0' });
+    const runs = json.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(runs.find((r) => r.runId === oldRun)).toMatchObject({
+      kind: 'env-run',
+      environment: 'gsm8k',
+      clothoVersion: '0.1.0',
+      canFinish: false,
+      finishWith: '0.1.0',
+    });
     expect(runs.find((r) => r.runId === unversioned)).toMatchObject({ clothoVersion: null, canFinish: false, finishWith: '0.1.0' });
     for (const id of [oldRun, unversioned]) await client.workflow.getHandle(`clotho/${id}/gsm8k`).terminate('test over');
   });

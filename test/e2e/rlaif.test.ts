@@ -50,10 +50,27 @@ describe('rlaif with a scripted judge', () => {
   it('process: each pair judged forward and reversed, scores from the votes, a cut-off answer −1', async () => {
     const [policy, judge] = [await scripted(trainingPolicy), await scripted(judgeResponder)];
     const { groups, stdout } = await runProcess(
-      [ENV, '--env.data_path', data, '--env.total_steps', '3', '--env.group_size', '2', '--env.judge_max_tokens', '64',
-        '--openai.base_url', policy.baseUrl, '--judge.base_url', judge.baseUrl, '--judge.model_name', 'judge-model',
-        '--store', scratch.path('store-process')],
-      scratch.path('process.jsonl'), 3,
+      [
+        ENV,
+        '--env.data_path',
+        data,
+        '--env.total_steps',
+        '3',
+        '--env.group_size',
+        '2',
+        '--env.judge_max_tokens',
+        '64',
+        '--openai.base_url',
+        policy.baseUrl,
+        '--judge.base_url',
+        judge.baseUrl,
+        '--judge.model_name',
+        'judge-model',
+        '--store',
+        scratch.path('store-process'),
+      ],
+      scratch.path('process.jsonl'),
+      3,
     );
     const scores = Object.fromEntries(groups.map((g) => [itemOf(g.messages![0]!), g.scores]));
     // 4 of 6 votes for the better answer, 2 without a verdict: preference 5/6, score ±1/3.
@@ -99,10 +116,29 @@ describe('rlaif with the embedded engine as the judge', () => {
   it('process: groups scored in range, every vote counted', async () => {
     const policy = await scripted(trainingPolicy);
     const { groups, stdout } = await runProcess(
-      [ENV, '--env.data_path', data, '--env.total_steps', '2', '--env.group_size', '2', '--env.judge_votes', '2',
-        '--env.judge_max_tokens', '8', '--openai.base_url', policy.baseUrl, '--judge.base_url', engine.baseUrl,
-        '--judge.model_name', engine.modelName, '--store', scratch.path('store-engine')],
-      scratch.path('engine.jsonl'), 2,
+      [
+        ENV,
+        '--env.data_path',
+        data,
+        '--env.total_steps',
+        '2',
+        '--env.group_size',
+        '2',
+        '--env.judge_votes',
+        '2',
+        '--env.judge_max_tokens',
+        '8',
+        '--openai.base_url',
+        policy.baseUrl,
+        '--judge.base_url',
+        engine.baseUrl,
+        '--judge.model_name',
+        engine.modelName,
+        '--store',
+        scratch.path('store-engine'),
+      ],
+      scratch.path('engine.jsonl'),
+      2,
     );
     expect(groups.map((g) => itemOf(g.messages![0]!)).sort()).toEqual([0, 1]);
     for (const group of groups) {
@@ -120,8 +156,21 @@ describe('rlaif with the embedded engine as the judge', () => {
   it('evaluate: each answer judged against its reference by the engine', async () => {
     const policy = await scripted(evaluationPolicy);
     const { metrics } = await runEvaluate(
-      [ENV, '--env.data_path', data, '--items', '2', '--env.judge_votes', '2', '--env.judge_max_tokens', '8',
-        '--openai.base_url', policy.baseUrl, '--judge.base_url', engine.baseUrl],
+      [
+        ENV,
+        '--env.data_path',
+        data,
+        '--items',
+        '2',
+        '--env.judge_votes',
+        '2',
+        '--env.judge_max_tokens',
+        '8',
+        '--openai.base_url',
+        policy.baseUrl,
+        '--judge.base_url',
+        engine.baseUrl,
+      ],
       scratch.path('engine-evals'),
     );
     expect(metrics).toEqual({ items: 2, votes: 4, unparsed_votes: 4, truncated: 0, score: 0, win_rate: 0.5 });

@@ -34,7 +34,8 @@ const lines = async (path: string) => (await readFile(path, 'utf8')).split('\n')
 
 /** Starts `clotho view` and waits for the address it listens on. */
 /** `clotho view` of the bucket's runs, with no Temporal and no tokenizer. */
-const startView = (args: string[], env: Record<string, string>) => startClothoView([...args, '--no-temporal', '--tokenizer', 'none'], env, children);
+const startView = (args: string[], env: Record<string, string>) =>
+  startClothoView([...args, '--no-temporal', '--tokenizer', 'none'], env, children);
 
 const getJson = async (url: string) => (await fetch(url)).json() as Promise<any>;
 
@@ -50,8 +51,24 @@ describe.skipIf(binary.status !== 'ready')('reading a run from an S3 store', () 
     const saved = join(dir, `${runId}.jsonl`);
     const env = { ...server.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') };
     const processed = await runClotho(
-      ['process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', String(GROUPS), '--env.group_size', '2', '--env.run_id', runId,
-        '--openai.base_url', model.baseUrl, '--store', store, '--env.data_path_to_save_groups', saved],
+      [
+        'process',
+        'gsm8k',
+        '--env.data_path',
+        GSM8K_TEST,
+        '--env.total_steps',
+        String(GROUPS),
+        '--env.group_size',
+        '2',
+        '--env.run_id',
+        runId,
+        '--openai.base_url',
+        model.baseUrl,
+        '--store',
+        store,
+        '--env.data_path_to_save_groups',
+        saved,
+      ],
       env,
     );
     expect(processed.code, processed.stderr).toBe(0);
@@ -59,7 +76,10 @@ describe.skipIf(binary.status !== 'ready')('reading a run from an S3 store', () 
     // The run's groups and the config it carries are in the bucket, and nowhere on this host.
     const inBucket = new Set<string>();
     for await (const { key } of server.store(store).list(runId)) inBucket.add(key.split('/').slice(0, 3).join('/'));
-    expect([...inBucket].sort()).toEqual([...Array.from({ length: GROUPS }, (_, i) => `${runId}/gsm8k/item-${i}`), `${runId}/gsm8k/run-config`]);
+    expect([...inBucket].sort()).toEqual([
+      ...Array.from({ length: GROUPS }, (_, i) => `${runId}/gsm8k/item-${i}`),
+      `${runId}/gsm8k/run-config`,
+    ]);
 
     // sft-gen and dpo-gen --run: the same records as from the run's JSONL.
     const fromStore = join(dir, 'sft-store.jsonl');

@@ -47,18 +47,38 @@ describe.skipIf(binary.status !== 'ready')('--store s3:// on a real S3 server', 
 
     const runId = uniqueId('s3');
     const serve = spawnClotho(
-      ['serve', 'gsm8k', '--batcher-id', api.batcherId, '--env.run_id', runId, '--env.data_path', GSM8K_TEST, '--env.group_size', '2',
-        '--env.max_batches_offpolicy', '2', '--openai.base_url', model.baseUrl, '--store', url],
+      [
+        'serve',
+        'gsm8k',
+        '--batcher-id',
+        api.batcherId,
+        '--env.run_id',
+        runId,
+        '--env.data_path',
+        GSM8K_TEST,
+        '--env.group_size',
+        '2',
+        '--env.max_batches_offpolicy',
+        '2',
+        '--openai.base_url',
+        model.baseUrl,
+        '--store',
+        url,
+      ],
       { ...server.env, TEMPORAL_ADDRESS: address },
     );
     try {
       const deleted: string[][] = [];
       for (let step = 0; step < 3; step++) {
         let taken: { batch: { tokens: number[][] }[] | null; batch_id?: string } = { batch: null };
-        await waitFor(async () => {
-          taken = (await http.get('/batch?lease_seconds=120')).json;
-          return taken.batch !== null;
-        }, 90_000, `batch ${step + 1}`);
+        await waitFor(
+          async () => {
+            taken = (await http.get('/batch?lease_seconds=120')).json;
+            return taken.batch !== null;
+          },
+          90_000,
+          `batch ${step + 1}`,
+        );
         // Leased, not acked: the batch's groups are all still in the bucket.
         const before = await groupsIn(store);
         expect((await http.post('/batch/ack', { batch_id: taken.batch_id })).json).toEqual({ status: 'success' });

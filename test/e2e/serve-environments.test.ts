@@ -48,12 +48,26 @@ const responder: Responder = (body) => {
 
 const MCQA_ITEMS: McqaItem[] = [
   { subject: 'astronomy', question: 'Which planet is largest?', choices: ['Mars', 'Jupiter', 'Venus', 'Mercury'], answer: 1 },
-  { subject: 'virology', question: 'What does a virus need to replicate?', choices: ['light', 'water', 'a host cell', 'oxygen'], answer: 2 },
+  {
+    subject: 'virology',
+    question: 'What does a virus need to replicate?',
+    choices: ['light', 'water', 'a host cell', 'oxygen'],
+    answer: 2,
+  },
 ];
-const humanEvalPrompts = new Set(readFileSync(HUMANEVAL, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { prompt: string }).prompt));
+const humanEvalPrompts = new Set(
+  readFileSync(HUMANEVAL, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => (JSON.parse(l) as { prompt: string }).prompt),
+);
 const gsm8kQuestions = new Set(gsm8kItems().map((i) => i.question));
-const shapeQuestions = new Set(Array.from({ length: 8 }, (_, index) =>
-  shapeQuestion({ seed: MULTIMODAL_SEED, index, tasks: TASKS, imageSize: 96, maxShapes: 5 }).question));
+const shapeQuestions = new Set(
+  Array.from(
+    { length: 8 },
+    (_, index) => shapeQuestion({ seed: MULTIMODAL_SEED, index, tasks: TASKS, imageSize: 96, maxShapes: 5 }).question,
+  ),
+);
 const GAMES_FLAGS = ['--env.max_turns', '3'];
 const gamesConfig = resolveEnvConfig(games, GAMES_FLAGS);
 const gamesItems = await games.load(gamesConfig);
@@ -102,8 +116,18 @@ const SERVED: Served[] = [
   },
   {
     name: 'dataset',
-    flags: () => ['--env.data_path', GSM8K_TEST, '--env.prompt_field', 'question', '--env.answer_field', 'answer',
-      '--env.answer_pattern', '####\\s*(.+)$', '--env.reward_fns', 'accuracy'],
+    flags: () => [
+      '--env.data_path',
+      GSM8K_TEST,
+      '--env.prompt_field',
+      'question',
+      '--env.answer_field',
+      'answer',
+      '--env.answer_pattern',
+      '####\\s*(.+)$',
+      '--env.reward_fns',
+      'accuracy',
+    ],
     prompt: userText,
     known: (p) => gsm8kQuestions.has(p),
   },
@@ -126,10 +150,16 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-interface Batch { messages: Message[][] | null; env_id: number; scores: number[]; tokens: number[][]; images?: unknown }
+interface Batch {
+  messages: Message[][] | null;
+  env_id: number;
+  scores: number[];
+  tokens: number[][];
+  images?: unknown;
+}
 
 describe('clotho serve, every built-in environment', () => {
-  it('each registers, gets a group of its own prompts into a trainer batch, and exits 0 at the trainer\'s last step', async () => {
+  it("each registers, gets a group of its own prompts into a trainer batch, and exits 0 at the trainer's last step", async () => {
     const address = inject('temporalAddress');
     api = await startApiProcess({ temporalAddress: address });
     model = await startScriptedOpenAI({ responder });
@@ -140,14 +170,39 @@ describe('clotho serve, every built-in environment', () => {
 
     const serve = async (served: Served) => {
       const run = spawnClotho(
-        ['serve', served.name, ...served.flags(dir), '--batcher-id', api!.batcherId, '--env.run_id', uniqueId(`serve-${served.name}`),
-          '--env.group_size', '2', '--env.ensure_scores_are_not_same', 'false', '--env.max_token_length', '32',
-          '--env.max_batches_offpolicy', '1', '--env.max_groups_in_flight', '1',
-          '--openai.base_url', model!.baseUrl, '--judge.base_url', model!.baseUrl, '--store', api!.store],
+        [
+          'serve',
+          served.name,
+          ...served.flags(dir),
+          '--batcher-id',
+          api!.batcherId,
+          '--env.run_id',
+          uniqueId(`serve-${served.name}`),
+          '--env.group_size',
+          '2',
+          '--env.ensure_scores_are_not_same',
+          'false',
+          '--env.max_token_length',
+          '32',
+          '--env.max_batches_offpolicy',
+          '1',
+          '--env.max_groups_in_flight',
+          '1',
+          '--openai.base_url',
+          model!.baseUrl,
+          '--judge.base_url',
+          model!.baseUrl,
+          '--store',
+          api!.store,
+        ],
         { TEMPORAL_ADDRESS: address },
       );
       children.push(run);
-      await waitFor(() => run.stdout().includes(`registered as ${served.name}`) || run.child.exitCode !== null, 150_000, `serve ${served.name} to register`);
+      await waitFor(
+        () => run.stdout().includes(`registered as ${served.name}`) || run.child.exitCode !== null,
+        150_000,
+        `serve ${served.name} to register`,
+      );
       expect(run.stderr(), served.name).toBe('');
       expect(run.child.exitCode, served.name).toBeNull();
       return { served, run, envId: Number(/env_id (\d+)/.exec(run.stdout())?.[1]) };
@@ -158,17 +213,25 @@ describe('clotho serve, every built-in environment', () => {
     // Each environment keeps one group waiting (1 batch of 2 sequences, groups of 2).
     const queued = async (envId: number) => (await http.getWithBody('/status-env', { env_id: envId })).json.self_queue_size as number;
     const waiting = new Set<string>();
-    await waitFor(async () => {
-      for (const { served, envId } of runs) if (!waiting.has(served.name) && (await queued(envId)) >= 1) waiting.add(served.name);
-      return waiting.size === runs.length;
-    }, 90_000, 'a queued group of every environment');
+    await waitFor(
+      async () => {
+        for (const { served, envId } of runs) if (!waiting.has(served.name) && (await queued(envId)) >= 1) waiting.add(served.name);
+        return waiting.size === runs.length;
+      },
+      90_000,
+      'a queued group of every environment',
+    );
     // Queued first-in first-out, one group a batch: the next batches hold one group of each environment.
     const batches: Batch[][] = [];
-    await waitFor(async () => {
-      const { batch } = (await http.get('/batch')).json;
-      if (batch) batches.push(batch);
-      return batches.length === runs.length;
-    }, 60_000, 'a batch for each environment');
+    await waitFor(
+      async () => {
+        const { batch } = (await http.get('/batch')).json;
+        if (batch) batches.push(batch);
+        return batches.length === runs.length;
+      },
+      60_000,
+      'a batch for each environment',
+    );
     const groups = batches.flat();
     expect(groups.map((g) => g.env_id).sort()).toEqual(runs.map((r) => r.envId).sort());
     for (const { served, envId } of runs) {
@@ -180,7 +243,10 @@ describe('clotho serve, every built-in environment', () => {
         const prompt = served.prompt(messages);
         expect(served.known(prompt), `${served.name}: ${prompt.slice(0, 80)}`).toBe(true);
         // The model answered at least once (a game's last message may be its verdict on the answer).
-        expect(messages.some((m) => m.role === 'assistant'), served.name).toBe(true);
+        expect(
+          messages.some((m) => m.role === 'assistant'),
+          served.name,
+        ).toBe(true);
       }
       if (served.name === 'multimodal') {
         // The group carries its image, and so did the request the model got.
@@ -188,17 +254,21 @@ describe('clotho serve, every built-in environment', () => {
         expect(group.images).toHaveLength(2);
       }
     }
-    const withImages = model.requests.filter((r) => r.path === '/v1/chat/completions').filter((r) =>
-      ((r.body as { messages: Message[] }).messages).some((m) => Array.isArray(m.content) && (m.content as unknown[]).some(isImageUrlPart)));
+    const withImages = model.requests
+      .filter((r) => r.path === '/v1/chat/completions')
+      .filter((r) =>
+        (r.body as { messages: Message[] }).messages.some((m) => Array.isArray(m.content) && (m.content as unknown[]).some(isImageUrlPart)),
+      );
     expect(withImages.length).toBeGreaterThanOrEqual(1);
     for (const { body } of withImages) {
-      const parts = ((body as { messages: Message[] }).messages.find((m) => m.role === 'user')!.content as Part[]);
+      const parts = (body as { messages: Message[] }).messages.find((m) => m.role === 'user')!.content as Part[];
       expect(parts.find((p) => p.type === 'image_url')!.image_url!.url).toMatch(/^data:image\/png;base64,/);
       expect(shapeQuestions.has(parts.find((p) => p.type === 'text')!.text!)).toBe(true);
     }
     // The rlaif judge was asked, on the same server.
-    const judged = model.requests.filter((r) => r.path === '/v1/chat/completions' &&
-      (r.body as { messages: Message[] }).messages.some((m) => text(m).includes(JUDGE_MARK)));
+    const judged = model.requests.filter(
+      (r) => r.path === '/v1/chat/completions' && (r.body as { messages: Message[] }).messages.some((m) => text(m).includes(JUDGE_MARK)),
+    );
     expect(judged.length).toBeGreaterThanOrEqual(1);
 
     // The trainer took its last step: every serve finishes what is in flight and exits 0.

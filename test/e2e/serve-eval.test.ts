@@ -48,10 +48,38 @@ describe('clotho serve --env.steps_per_eval', () => {
     const wandbDir = join(dir, 'wandb-root');
     const port = await freePort();
     const serve = spawnClotho(
-      ['serve', 'gsm8k', '--batcher-id', api.batcherId, '--env.run_id', runId, '--env.data_path', GSM8K_TEST,
-        '--env.group_size', '2', '--env.max_batches_offpolicy', '1', '--openai.base_url', model.baseUrl, '--store', api.store,
-        '--env.steps_per_eval', '2', '--env.eval_items', '2', '--env.max_eval_workers', '1',
-        '--env.data_dir_to_save_evals', join(dir, 'evals'), '--env.use_wandb', 'true', '--env.min_items_sent_before_logging', '1', '--metrics-port', String(port)],
+      [
+        'serve',
+        'gsm8k',
+        '--batcher-id',
+        api.batcherId,
+        '--env.run_id',
+        runId,
+        '--env.data_path',
+        GSM8K_TEST,
+        '--env.group_size',
+        '2',
+        '--env.max_batches_offpolicy',
+        '1',
+        '--openai.base_url',
+        model.baseUrl,
+        '--store',
+        api.store,
+        '--env.steps_per_eval',
+        '2',
+        '--env.eval_items',
+        '2',
+        '--env.max_eval_workers',
+        '1',
+        '--env.data_dir_to_save_evals',
+        join(dir, 'evals'),
+        '--env.use_wandb',
+        'true',
+        '--env.min_items_sent_before_logging',
+        '1',
+        '--metrics-port',
+        String(port),
+      ],
       { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, WANDB_MODE: 'offline', WANDB_DIR: wandbDir },
     );
     try {
@@ -63,15 +91,19 @@ describe('clotho serve --env.steps_per_eval', () => {
       const steps: number[] = [];
       // Prometheus, while serve runs: read once the first evaluation is in the log.
       let scraped: Map<string, number> | undefined;
-      await waitFor(async () => {
-        if (done) return true;
-        if (!scraped && serve.stdout().includes('evaluation at step 2')) {
-          scraped = prometheusSamples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
-        }
-        const { batch } = (await http.get('/batch')).json as { batch: unknown[] | null };
-        if (batch) steps.push(steps.length + 1);
-        return done;
-      }, 180_000, 'serve to reach the last step');
+      await waitFor(
+        async () => {
+          if (done) return true;
+          if (!scraped && serve.stdout().includes('evaluation at step 2')) {
+            scraped = prometheusSamples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+          }
+          const { batch } = (await http.get('/batch')).json as { batch: unknown[] | null };
+          if (batch) steps.push(steps.length + 1);
+          return done;
+        },
+        180_000,
+        'serve to reach the last step',
+      );
       expect(await exited).toBe(0);
       expect(steps).toEqual([1, 2, 3, 4]);
       expect(scraped?.get('clotho_evaluations_total{environment="gsm8k",outcome="completed"}')).toBe(1);
@@ -80,7 +112,10 @@ describe('clotho serve --env.steps_per_eval', () => {
       expect(scraped?.get('clotho_eval_step{environment="gsm8k"}')).toBe(2);
 
       // The run's log: one line per evaluation, at steps 2 and 4 only, with clotho evaluate's metrics.
-      const lines = serve.stdout().split('\n').filter((l) => l.startsWith('evaluation at step'));
+      const lines = serve
+        .stdout()
+        .split('\n')
+        .filter((l) => l.startsWith('evaluation at step'));
       expect(lines.map((l) => l.match(/^evaluation at step (\d+):/)![1])).toEqual(['2', '4']);
       for (const line of lines) {
         for (const part of ['percent_correct 0.500', 'items 2', 'score 0', 'correct 0.500']) expect(line).toContain(part);
@@ -92,7 +127,11 @@ describe('clotho serve --env.steps_per_eval', () => {
       try {
         const client = new Client({ connection, namespace });
         const describe = (id: string) => client.workflow.getHandle(id).describe();
-        const exists = (id: string) => describe(id).then(() => true, (e: unknown) => (e instanceof WorkflowNotFoundError ? false : Promise.reject(e)));
+        const exists = (id: string) =>
+          describe(id).then(
+            () => true,
+            (e: unknown) => (e instanceof WorkflowNotFoundError ? false : Promise.reject(e)),
+          );
         for (const step of [1, 3]) expect(await exists(`clotho/${runId}/gsm8k/eval-${step}`)).toBe(false);
         const status = await client.workflow.getHandle<typeof envRun>(`clotho/${runId}/gsm8k`).result();
         expect(status.evaluation?.results.map((r) => r.step)).toEqual([2, 4]);
@@ -119,8 +158,14 @@ describe('clotho serve --env.steps_per_eval', () => {
       for (const step of ['step-2', 'step-4']) {
         expect((await readdir(join(dir, 'evals', step))).sort()).toEqual(['metrics.json', 'samples.jsonl']);
         expect(JSON.parse(await readFile(join(dir, 'evals', step, 'metrics.json'), 'utf8'))).toMatchObject({ items: 2, score: 0 });
-        const saved = (await readFile(join(dir, 'evals', step, 'samples.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
-        expect(saved.map((s: { itemIndex: number; score: number }) => [s.itemIndex, s.score])).toEqual([[0, 1], [1, -1]]);
+        const saved = (await readFile(join(dir, 'evals', step, 'samples.jsonl'), 'utf8'))
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l));
+        expect(saved.map((s: { itemIndex: number; score: number }) => [s.itemIndex, s.score])).toEqual([
+          [0, 1],
+          [1, -1],
+        ]);
       }
 
       // W&B: Atropos's eval/ names, prefixed with the registered name as in serve mode.
@@ -128,11 +173,18 @@ describe('clotho serve --env.steps_per_eval', () => {
       const runDir = join(wandbDir, 'wandb', runName!);
       const [file] = (await readdir(runDir)).filter((f) => f.endsWith('.wandb'));
       const records = readTransactionLog(await readFile(join(runDir, file!))).map(decodeRecord);
-      const rows = records.filter((r) => r.history).map((r) => Object.fromEntries(r.history!.item.map((i) => [i.key, JSON.parse(i.value_json)])));
+      const rows = records
+        .filter((r) => r.history)
+        .map((r) => Object.fromEntries(r.history!.item.map((i) => [i.key, JSON.parse(i.value_json)])));
       const evalRows = rows.filter((r) => 'gsm8k_0_eval/percent_correct' in r);
       expect(evalRows.length).toBeGreaterThanOrEqual(1);
       for (const r of evalRows) {
-        expect(r).toMatchObject({ 'gsm8k_0_eval/percent_correct': 0.5, 'gsm8k_0_eval/items': 2, 'gsm8k_0_eval/score': 0, 'gsm8k_0_eval/correct': 0.5 });
+        expect(r).toMatchObject({
+          'gsm8k_0_eval/percent_correct': 0.5,
+          'gsm8k_0_eval/items': 2,
+          'gsm8k_0_eval/score': 0,
+          'gsm8k_0_eval/correct': 0.5,
+        });
         expect(r._step).toBeGreaterThanOrEqual(2);
       }
     } finally {
@@ -140,4 +192,3 @@ describe('clotho serve --env.steps_per_eval', () => {
     }
   });
 });
-

@@ -40,7 +40,11 @@ afterAll(async () => {
   await connection?.close();
 });
 
-interface Group { env_id: number; messages: Message[][] | null; tokens: number[][] }
+interface Group {
+  env_id: number;
+  messages: Message[][] | null;
+  tokens: number[][];
+}
 
 describe('two environments with weights in one run', () => {
   it('mixes batches 2:1 by weight, scales one env with a worker of its own, and delivers every group once', async () => {
@@ -59,9 +63,24 @@ describe('two environments with weights in one run', () => {
     expect((await http.get('/batch')).json).toEqual({ batch: null });
 
     const runId = uniqueId('weighted');
-    const flags = (yaml: string) => ['--config', fileURLToPath(new URL(yaml, EXAMPLES)), '--env.run_id', runId, '--env.data_path', GSM8K_TEST,
-      '--env.group_size', String(GROUP_SIZE), '--env.max_batches_offpolicy', '1', '--env.ensure_scores_are_not_same', 'false',
-      '--openai.base_url', policy.baseUrl, '--store', server.store];
+    const flags = (yaml: string) => [
+      '--config',
+      fileURLToPath(new URL(yaml, EXAMPLES)),
+      '--env.run_id',
+      runId,
+      '--env.data_path',
+      GSM8K_TEST,
+      '--env.group_size',
+      String(GROUP_SIZE),
+      '--env.max_batches_offpolicy',
+      '1',
+      '--env.ensure_scores_are_not_same',
+      'false',
+      '--openai.base_url',
+      policy.baseUrl,
+      '--store',
+      server.store,
+    ];
     const env = { TEMPORAL_ADDRESS: address };
     const spawn = (args: string[]) => {
       const run = spawnClotho(args, env);
@@ -96,7 +115,12 @@ describe('two environments with weights in one run', () => {
       expect(batch, `batch ${batches.length + 1}`).not.toBeNull();
       batches.push(batch!);
     }
-    const mix = batches.map((batch) => batch.map((g) => nameOf.get(g.env_id)).sort().join('+'));
+    const mix = batches.map((batch) =>
+      batch
+        .map((g) => nameOf.get(g.env_id))
+        .sort()
+        .join('+'),
+    );
     console.log(`weighted batches: ${mix.join(', ')}`);
     // The first batch may hold what gsm8k queued before dataset registered (alone, its share was the whole room).
     for (const [i, groups] of mix.entries()) if (i > 0) expect(groups, `batch ${i + 1}`).toBe('dataset+gsm8k+gsm8k');

@@ -25,11 +25,28 @@ describe('clotho serve', () => {
     expect((await http.get('/batch')).json).toEqual({ batch: null });
 
     // An Atropos environment posting over HTTP at the same time, registered first: the batcher shares the room by weight.
-    const registered = (await http.post('/register-env', { max_token_length: 2048, desired_name: 'http-env', weight: 1, group_size: 2 })).json;
+    const registered = (await http.post('/register-env', { max_token_length: 2048, desired_name: 'http-env', weight: 1, group_size: 2 }))
+      .json;
     const runId = uniqueId('serve');
     const serve = spawnClotho(
-      ['serve', 'gsm8k', '--batcher-id', api.batcherId, '--env.run_id', runId, '--env.data_path', GSM8K_TEST,
-        '--env.group_size', '2', '--env.max_batches_offpolicy', '2', '--openai.base_url', model.baseUrl, '--store', api.store],
+      [
+        'serve',
+        'gsm8k',
+        '--batcher-id',
+        api.batcherId,
+        '--env.run_id',
+        runId,
+        '--env.data_path',
+        GSM8K_TEST,
+        '--env.group_size',
+        '2',
+        '--env.max_batches_offpolicy',
+        '2',
+        '--openai.base_url',
+        model.baseUrl,
+        '--store',
+        api.store,
+      ],
       { TEMPORAL_ADDRESS: address },
     );
     try {
@@ -50,11 +67,15 @@ describe('clotho serve', () => {
 
       await http.post('/scored_data_list', [group(901, 2, registered.env_id), group(902, 2, registered.env_id)]);
       const batches: { tokens: number[][]; messages: unknown; env_id: number }[][] = [];
-      await waitFor(async () => {
-        const { batch } = (await http.get('/batch')).json;
-        if (batch) batches.push(batch);
-        return batches.length === 3;
-      }, 90_000, 'three batches');
+      await waitFor(
+        async () => {
+          const { batch } = (await http.get('/batch')).json;
+          if (batch) batches.push(batch);
+          return batches.length === 3;
+        },
+        90_000,
+        'three batches',
+      );
       for (const batch of batches) expect(batch.reduce((sum, g) => sum + g.tokens.length, 0)).toBe(4);
       const all = batches.flat();
       expect(all.filter((g) => g.env_id === registered.env_id)).toHaveLength(2);

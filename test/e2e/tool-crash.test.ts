@@ -28,9 +28,18 @@ function groupInput(runId: string, generateHeartbeatMs: number) {
   // A generation on a dead worker is sent again once its heartbeats stop for this long.
   steps.generate = { ...steps.generate, heartbeatTimeoutMs: generateHeartbeatMs };
   return {
-    runId, environment: 'logged-tools', itemIndex: 0, groupSize: 1, maxTurns: TURNS, maxTokenLength: 100_000,
-    sampling: { temperature: 1, topP: 1 }, ensureScoresAreNotSame: false, teacherTopK: null,
-    taskQueues: { llm: queues.llm, env: queues.env }, steps, searchAttributes: true,
+    runId,
+    environment: 'logged-tools',
+    itemIndex: 0,
+    groupSize: 1,
+    maxTurns: TURNS,
+    maxTokenLength: 100_000,
+    sampling: { temperature: 1, topP: 1 },
+    ensureScoresAreNotSame: false,
+    teacherTopK: null,
+    taskQueues: { llm: queues.llm, env: queues.env },
+    steps,
+    searchAttributes: true,
   };
 }
 
@@ -57,7 +66,10 @@ function expectOnlyTheKilledTurnRepeated(attempts: { type: string; turn: number;
   expect(attempts.find((a) => a.type === 'generateTurn' && a.turn === killedAt)!.attempt).toBeGreaterThan(1);
 }
 const inputOf = (event: Event) =>
-  JSON.parse(Buffer.from(event.activityTaskScheduledEventAttributes!.input!.payloads![0]!.data!).toString()) as { turn: number; call?: number };
+  JSON.parse(Buffer.from(event.activityTaskScheduledEventAttributes!.input!.payloads![0]!.data!).toString()) as {
+    turn: number;
+    call?: number;
+  };
 
 /**
  * A model that calls the `add` tool every turn but the last, and hangs on the first request of turn KILL_AT (`atKill`
@@ -87,7 +99,18 @@ function workerStarter(runId: string, dir: string, baseUrl: string) {
   const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') };
   return () => {
     const worker = spawnClotho(
-      ['worker', envModule, '--env.run_id', runId, '--env.log_path', join(dir, 'calls.log'), '--openai.base_url', baseUrl, '--store', join(dir, 'store')],
+      [
+        'worker',
+        envModule,
+        '--env.run_id',
+        runId,
+        '--env.log_path',
+        join(dir, 'calls.log'),
+        '--openai.base_url',
+        baseUrl,
+        '--store',
+        join(dir, 'store'),
+      ],
       env,
     );
     workers.push(worker);
@@ -126,7 +149,10 @@ async function expectLocalEpisodeSurvivesKill({ localTools }: { localTools: bool
   const first = startWorker();
   // A local generation holds its workflow task: the task's timeout is what hands it to another worker.
   const handle = await client.workflow.start(rolloutGroup, {
-    taskQueue: runTaskQueues(runId, 'logged-tools').workflows, workflowId, args: [input], workflowTaskTimeout: '4s',
+    taskQueue: runTaskQueues(runId, 'logged-tools').workflows,
+    workflowId,
+    args: [input],
+    workflowTaskTimeout: '4s',
   });
   await atKill;
   const result = await killAndFinishElsewhere(first, startWorker, () => handle.result());
@@ -137,7 +163,10 @@ async function expectLocalEpisodeSurvivesKill({ localTools }: { localTools: bool
   expect(new Set(executed).size).toBe(TURNS - 1);
   expect(executed).toHaveLength(TURNS - 1);
   // Each turn was asked of the model once, the one in flight at the kill twice.
-  expect(asked).toEqual([...Array.from({ length: KILL_AT + 1 }, (_, t) => t), ...Array.from({ length: TURNS - KILL_AT }, (_, t) => KILL_AT + t)]);
+  expect(asked).toEqual([
+    ...Array.from({ length: KILL_AT + 1 }, (_, t) => t),
+    ...Array.from({ length: TURNS - KILL_AT }, (_, t) => KILL_AT + t),
+  ]);
   // The generations (and local tool calls) are markers in the history, not activities on a task queue; every tool
   // call activity before the kill started once.
   const { attempts, turnsOf } = await activityAttempts(workflowId);
@@ -190,7 +219,12 @@ describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => 
     expect(executed).toHaveLength(TURNS - 1);
     expect(new Set(executed).size).toBe(TURNS - 1);
     const group = await new FileSystemStore(join(dir, 'store')).get<ScoredDataGroup>(result.group!);
-    expect(group.messages![0]!.filter((m) => m.role === 'tool').map((m) => m.content).at(-1)).toBe(`total ${TURNS - 1}`);
+    expect(
+      group
+        .messages![0]!.filter((m) => m.role === 'tool')
+        .map((m) => m.content)
+        .at(-1),
+    ).toBe(`total ${TURNS - 1}`);
 
     // The history: every generation and tool call before the kill was scheduled once and started once (attempt 1);
     // only the generation of the turn that was in flight ran again.
@@ -216,15 +250,33 @@ describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => 
     const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') };
     // No --openai.base_url: the worker starts the embedded engine (a generated random-weight model) in its process.
     const startWorker = () => {
-      const worker = spawnClotho(['worker', envModule, '--env.run_id', runId, '--env.log_path', join(dir, 'calls.log'),
-        '--env.keep_going', '--env.max_token_length', '100000', '--store', join(dir, 'store')], env);
+      const worker = spawnClotho(
+        [
+          'worker',
+          envModule,
+          '--env.run_id',
+          runId,
+          '--env.log_path',
+          join(dir, 'calls.log'),
+          '--env.keep_going',
+          '--env.max_token_length',
+          '100000',
+          '--store',
+          join(dir, 'store'),
+        ],
+        env,
+      );
       workers.push(worker);
       return worker;
     };
     const workflowId = uniqueId('tool-crash-engine-group');
     const input = { ...groupInput(runId, 4000), sampling: { temperature: 1, topP: 1 }, maxTokenLength: TURNS * 8 };
     const first = startWorker();
-    const handle = await client.workflow.start(rolloutGroup, { taskQueue: runTaskQueues(runId, 'logged-tools').workflows, workflowId, args: [input] });
+    const handle = await client.workflow.start(rolloutGroup, {
+      taskQueue: runTaskQueues(runId, 'logged-tools').workflows,
+      workflowId,
+      args: [input],
+    });
     // Kill as soon as the generation of turn KILL_AT is scheduled: the engine is then generating it, or about to.
     await waitFor(async () => (await activityAttempts(workflowId)).turnsOf('generateTurn').includes(KILL_AT), 120_000, `turn ${KILL_AT}`);
     const result = await killAndFinishElsewhere(first, startWorker, () => handle.result());

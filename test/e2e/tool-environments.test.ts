@@ -10,7 +10,16 @@ import { expectWellFormedGroup, expectWellFormedSequence } from '../support/grou
 import { processEngineGroup, runEvaluate, runProcess, useScratch } from '../support/runs.js';
 import { encodeCompletion, startScriptedOpenAI } from '../support/scripted-openai.js';
 import {
-  BFCL_DIR, bfclItems, bfclResponder, CAREFUL, firstBfclIds, MISSING_TITLE, rightCalls, SLOPPY, toolUseAgent, type BfclAnswer,
+  BFCL_DIR,
+  bfclItems,
+  bfclResponder,
+  CAREFUL,
+  firstBfclIds,
+  MISSING_TITLE,
+  rightCalls,
+  SLOPPY,
+  toolUseAgent,
+  type BfclAnswer,
 } from '../support/tool-models.js';
 import { uniqueId } from '../support/temporal.js';
 
@@ -30,26 +39,49 @@ const model = async (options: Parameters<typeof startScriptedOpenAI>[0]) => scra
 // --- tool_calling ------------------------------------------------------------------------------------------------
 
 /** In `process` and `serve`: sample 0 right, sample 1 wrong in the way its category invites. */
-const WRONG: Record<string, BfclAnswer> = { simple: 'extra_param', multiple: 'wrong_function', parallel: 'malformed', parallel_multiple: 'partial' };
+const WRONG: Record<string, BfclAnswer> = {
+  simple: 'extra_param',
+  multiple: 'wrong_function',
+  parallel: 'malformed',
+  parallel_multiple: 'partial',
+};
 const trainingPlan = (id: string, sample: number): BfclAnswer =>
   sample === 0 ? (id.includes('multiple') ? 'right_hermes' : 'right_openai') : WRONG[bfclItems().get(id)!.category]!;
 
 /** In `evaluate` (one greedy answer per item): five of the first eight right, three wrong in three ways. */
 const EVAL_PLAN: Record<string, BfclAnswer> = {
-  simple_python_0: 'right_openai', multiple_0: 'right_hermes', parallel_0: 'malformed', parallel_multiple_0: 'right_openai',
-  simple_python_1: 'right_hermes', multiple_1: 'right_openai', parallel_1: 'partial', parallel_multiple_1: 'no_call',
+  simple_python_0: 'right_openai',
+  multiple_0: 'right_hermes',
+  parallel_0: 'malformed',
+  parallel_multiple_0: 'right_openai',
+  simple_python_1: 'right_hermes',
+  multiple_1: 'right_openai',
+  parallel_1: 'partial',
+  parallel_multiple_1: 'no_call',
 };
 
 /** Names of the calls an assistant message makes, OpenAI `tool_calls` or Hermes blocks. */
 const callNames = (message: Message) => parseToolCalls(message).calls.map((c) => c.name);
 
 describe('tool_calling', () => {
-  it('process: offers each item\'s functions as tools and scores the calls +1 right, -1 wrong', async () => {
+  it("process: offers each item's functions as tools and scores the calls +1 right, -1 wrong", async () => {
     const scripted = await model({ responder: bfclResponder(trainingPlan) });
     const { groups } = await runProcess(
-      ['tool_calling', '--env.data_dir', BFCL_DIR, '--env.total_steps', '4', '--env.group_size', '2',
-        '--openai.base_url', scripted.baseUrl, '--store', scratch.path('store')],
-      scratch.path('tool_calling.jsonl'), 4,
+      [
+        'tool_calling',
+        '--env.data_dir',
+        BFCL_DIR,
+        '--env.total_steps',
+        '4',
+        '--env.group_size',
+        '2',
+        '--openai.base_url',
+        scripted.baseUrl,
+        '--store',
+        scratch.path('store'),
+      ],
+      scratch.path('tool_calling.jsonl'),
+      4,
     );
 
     // Every request offered the item's functions, converted from BFCL's schema to JSON Schema.
@@ -82,14 +114,25 @@ describe('tool_calling', () => {
   });
 
   // A server that answers with messages only (no token ids, no logprobs), as OpenAI's API does, serves an evaluation too.
-  it.each([['vLLM-like', {}], ['messages-only', { tokenIds: false, logprobs: false }]] as const)('evaluate: prints the accuracy of each category and writes metrics.json (%s server)', async (kind, options) => {
+  it.each([
+    ['vLLM-like', {}],
+    ['messages-only', { tokenIds: false, logprobs: false }],
+  ] as const)('evaluate: prints the accuracy of each category and writes metrics.json (%s server)', async (kind, options) => {
     const scripted = await model({ responder: bfclResponder((id) => EVAL_PLAN[id]!), ...options });
     const { metrics, samples, stdout } = await runEvaluate(
-      ['tool_calling', '--env.data_dir', BFCL_DIR, '--items', '8', '--openai.base_url', scripted.baseUrl], scratch.path(`tool_calling-evals-${kind}`));
+      ['tool_calling', '--env.data_dir', BFCL_DIR, '--items', '8', '--openai.base_url', scripted.baseUrl],
+      scratch.path(`tool_calling-evals-${kind}`),
+    );
     const expected = {
-      items: 8, score: 0.25, accuracy: 0.625,
-      accuracy_simple: 1, accuracy_multiple: 1, accuracy_parallel: 0, accuracy_parallel_multiple: 0.5,
-      malformed_tool_calls: 0.125, no_tool_call: 0.125,
+      items: 8,
+      score: 0.25,
+      accuracy: 0.625,
+      accuracy_simple: 1,
+      accuracy_multiple: 1,
+      accuracy_parallel: 0,
+      accuracy_parallel_multiple: 0.5,
+      malformed_tool_calls: 0.125,
+      no_tool_call: 0.125,
     };
     expect(metrics).toEqual(expected);
     for (const [name, value] of Object.entries(expected)) expect(stdout).toContain(`"${name}": ${value}`);
@@ -109,13 +152,19 @@ const passage = (t: ToolUseTask, title: string) => t.documents.find((d) => d.tit
 function expectedResults(t: ToolUseTask): ((content: string) => void)[] {
   const is = (value: string) => (content: string) => expect(content).toBe(value);
   if (t.kind === 'codes') {
-    const towns = Object.keys(t.kv).slice(0, HOPS).map((key) => String(t.kv[key]));
+    const towns = Object.keys(t.kv)
+      .slice(0, HOPS)
+      .map((key) => String(t.kv[key]));
     return [...towns.map(is), ...towns.map((town) => is(passage(t, town))), is(String(t.answer))];
   }
   const province = /province of (\w+),/.exec(t.question)![1]!;
   const towns = /towns?: (.+?)\. Its capital/.exec(passage(t, `Province of ${province}`))![1]!.split(/, | and /);
   expect(towns).toHaveLength(HOPS);
-  return [(content) => expect(content).toContain(`Province of ${province}: `), ...towns.map((town) => is(passage(t, town))), is(String(t.answer))];
+  return [
+    (content) => expect(content).toContain(`Province of ${province}: `),
+    ...towns.map((town) => is(passage(t, town))),
+    is(String(t.answer)),
+  ];
 }
 
 /** The trained spans of a scripted sequence are exactly the assistant turns, each as the scripted model encoded it. */
@@ -126,17 +175,29 @@ function expectTrainedSpansAreAssistantTurns(group: ScoredDataGroup, sample: num
   // The scripted model's logprobs are all below 0 (never the 0 a masked position could be mistaken for).
   for (const { start, end } of spans) expect(logprobs.slice(start, end).every((l) => l < 0)).toBe(true);
   const assistants = group.messages![sample]!.filter((m) => m.role === 'assistant');
-  expect(spans.map(({ start, end }) => tokens.slice(start, end)))
-    .toEqual(assistants.map((m) => encodeCompletion(text(m), m.tool_calls as unknown[] | undefined)));
+  expect(spans.map(({ start, end }) => tokens.slice(start, end))).toEqual(
+    assistants.map((m) => encodeCompletion(text(m), m.tool_calls as unknown[] | undefined)),
+  );
 }
 
 describe('tool_use', () => {
   it('process: an agent solves the tasks with executed tools over several turns; JSONL and HTML show each turn', async () => {
     const scripted = await model({ responder: toolUseAgent });
     const { groups } = await runProcess(
-      ['tool_use', ...TOOL_USE_FLAGS, '--env.total_steps', '2', '--env.group_size', '2',
-        '--openai.base_url', scripted.baseUrl, '--store', scratch.path('store')],
-      scratch.path('tool_use.jsonl'), 2,
+      [
+        'tool_use',
+        ...TOOL_USE_FLAGS,
+        '--env.total_steps',
+        '2',
+        '--env.group_size',
+        '2',
+        '--openai.base_url',
+        scripted.baseUrl,
+        '--store',
+        scratch.path('store'),
+      ],
+      scratch.path('tool_use.jsonl'),
+      2,
     );
     const chats = scripted.requests.filter((r) => r.path === '/v1/chat/completions');
     for (const { body } of chats) {
@@ -160,8 +221,9 @@ describe('tool_use', () => {
       expect(text(careful!.find((m) => m.role === 'assistant'))).toMatch(new RegExp(`^${CAREFUL}`));
       expect(text(careful!.at(-1))).toContain(`\\boxed{${t.answer}}`);
       // The careful agent called through OpenAI tool_calls, kept on its messages; the sloppy one wrote Hermes blocks.
-      expect(careful!.filter((m) => m.role === 'assistant').map((m) => (m.tool_calls as unknown[] | undefined)?.length ?? 0))
-        .toEqual(t.kind === 'codes' ? [HOPS, HOPS, 1, 0] : [1, HOPS, 1, 0]);
+      expect(careful!.filter((m) => m.role === 'assistant').map((m) => (m.tool_calls as unknown[] | undefined)?.length ?? 0)).toEqual(
+        t.kind === 'codes' ? [HOPS, HOPS, 1, 0] : [1, HOPS, 1, 0],
+      );
       expect(sloppy!.filter((m) => m.role === 'assistant' && text(m).includes('<tool_call>'))).toHaveLength(4);
       // The sloppy agent's failed lookup is a tool result it reads, and it answers one more turn later, wrongly.
       expect(text(sloppy!.find((m) => m.role === 'assistant'))).toMatch(new RegExp(`^${SLOPPY}`));
@@ -179,17 +241,32 @@ describe('tool_use', () => {
     expect(html).toContain('2 groups');
     expect(html).toContain('turn 1 · tool · lookup');
     // province_sum: search, 2 lookups, calculator; codes: 2 × kv_get, 2 lookups, calculator; the sloppy agent one more.
-    for (const facts of ['score 1 · 4 turns · 4 tool calls', 'score -1 · 5 turns · 5 tool calls',
-      'score 1 · 4 turns · 5 tool calls', 'score -1 · 5 turns · 6 tool calls']) expect(html).toContain(facts);
+    for (const facts of [
+      'score 1 · 4 turns · 4 tool calls',
+      'score -1 · 5 turns · 5 tool calls',
+      'score 1 · 4 turns · 5 tool calls',
+      'score -1 · 5 turns · 6 tool calls',
+    ])
+      expect(html).toContain(facts);
   });
 
   it('evaluate: runs the tools in-process, turn by turn, and scores the final answers', async () => {
     const scripted = await model({ responder: toolUseAgent });
     const { metrics, samples, stdout } = await runEvaluate(
-      ['tool_use', ...TOOL_USE_FLAGS, '--items', '2', '--openai.base_url', scripted.baseUrl], scratch.path('tool_use-evals'));
+      ['tool_use', ...TOOL_USE_FLAGS, '--items', '2', '--openai.base_url', scripted.baseUrl],
+      scratch.path('tool_use-evals'),
+    );
     // province_sum: 4 calls, codes: 5, each in 3 turns and then the answer; every call succeeds (+0.1 a turn).
     expect(metrics).toEqual({
-      items: 2, score: 1, correct: 1, answered: 1, turns: 4, tool_calls: 4.5, tool_errors: 0, failed_calls: 0, turn_reward: expect.closeTo(0.3, 10),
+      items: 2,
+      score: 1,
+      correct: 1,
+      answered: 1,
+      turns: 4,
+      tool_calls: 4.5,
+      tool_errors: 0,
+      failed_calls: 0,
+      turn_reward: expect.closeTo(0.3, 10),
     });
     expect(stdout).toContain('"correct": 1');
     expect(samples.map((s) => s.itemIndex)).toEqual([0, 1]);
@@ -214,12 +291,33 @@ describe('clotho serve', () => {
 
     const serve = async (name: string, baseUrl: string, flags: string[]) => {
       const run = spawnClotho(
-        ['serve', name, ...flags, '--batcher-id', api!.batcherId, '--env.run_id', uniqueId(`serve-${name}`), '--env.group_size', '2',
-          '--env.max_batches_offpolicy', '1', '--env.max_groups_in_flight', '1', '--openai.base_url', baseUrl, '--store', api!.store],
+        [
+          'serve',
+          name,
+          ...flags,
+          '--batcher-id',
+          api!.batcherId,
+          '--env.run_id',
+          uniqueId(`serve-${name}`),
+          '--env.group_size',
+          '2',
+          '--env.max_batches_offpolicy',
+          '1',
+          '--env.max_groups_in_flight',
+          '1',
+          '--openai.base_url',
+          baseUrl,
+          '--store',
+          api!.store,
+        ],
         { TEMPORAL_ADDRESS: address },
       );
       children.push(run);
-      await waitFor(() => run.stdout().includes(`registered as ${name}`) || run.child.exitCode !== null, 90_000, `serve ${name} to register`);
+      await waitFor(
+        () => run.stdout().includes(`registered as ${name}`) || run.child.exitCode !== null,
+        90_000,
+        `serve ${name} to register`,
+      );
       expect(run.stderr()).toBe('');
       expect(run.child.exitCode).toBeNull();
       return { run, envId: Number(/env_id (\d+)/.exec(run.stdout())?.[1]) };
@@ -232,13 +330,21 @@ describe('clotho serve', () => {
 
     // One group of each waits (1 batch of 2 sequences, groups of 2, one in flight): the next two batches are one of each.
     const queued = async (envId: number) => (await http.getWithBody('/status-env', { env_id: envId })).json.self_queue_size as number;
-    await waitFor(async () => (await queued(toolUse.envId)) >= 1 && (await queued(toolCalling.envId)) >= 1, 90_000, 'a group of each environment');
+    await waitFor(
+      async () => (await queued(toolUse.envId)) >= 1 && (await queued(toolCalling.envId)) >= 1,
+      90_000,
+      'a group of each environment',
+    );
     const batches: { messages: Message[][]; env_id: number; scores: number[] }[][] = [];
-    await waitFor(async () => {
-      const { batch } = (await http.get('/batch')).json;
-      if (batch) batches.push(batch);
-      return batches.length === 2;
-    }, 60_000, 'two batches');
+    await waitFor(
+      async () => {
+        const { batch } = (await http.get('/batch')).json;
+        if (batch) batches.push(batch);
+        return batches.length === 2;
+      },
+      60_000,
+      'two batches',
+    );
     const groups = batches.flat();
     expect(groups.map((g) => g.env_id).sort()).toEqual([toolUse.envId, toolCalling.envId].sort());
 
@@ -288,14 +394,26 @@ describe('the embedded engine', () => {
   // multi-turn environment with its tools rendered into the prompt by the chat template.
   it('process tool_use: token ids, masks and logprobs of a tool environment, its tools rendered by the chat template', async () => {
     const group = await processEngineGroup(
-      ['tool_use', '--env.max_turns', '3', '--store', scratch.path('store')], scratch.path('engine-tool_use.jsonl'), 24);
+      ['tool_use', '--env.max_turns', '3', '--store', scratch.path('store')],
+      scratch.path('engine-tool_use.jsonl'),
+      24,
+    );
     await expectEngineGroup(group, 24, ['calculator', 'kv_get', 'kv_set', 'kv_list', 'search', 'lookup']);
   });
 
-  it('process tool_calling: single-turn token path with the item\'s functions rendered as tools', async () => {
+  it("process tool_calling: single-turn token path with the item's functions rendered as tools", async () => {
     const group = await processEngineGroup(
-      ['tool_calling', '--env.data_dir', BFCL_DIR, '--store', scratch.path('store')], scratch.path('engine-tool_calling.jsonl'), 16);
-    await expectEngineGroup(group, 16, bfclItems().get('simple_python_0')!.functions.map((f) => f.name));
+      ['tool_calling', '--env.data_dir', BFCL_DIR, '--store', scratch.path('store')],
+      scratch.path('engine-tool_calling.jsonl'),
+      16,
+    );
+    await expectEngineGroup(
+      group,
+      16,
+      bfclItems()
+        .get('simple_python_0')!
+        .functions.map((f) => f.name),
+    );
     expect(userText(group.messages![0]!)).toBe(bfclItems().get('simple_python_0')!.question);
   });
 });

@@ -29,7 +29,10 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const chat = (question: string, answer: string) => [{ role: 'user', content: question }, { role: 'assistant', content: answer }];
+const chat = (question: string, answer: string) => [
+  { role: 'user', content: question },
+  { role: 'assistant', content: answer },
+];
 
 /** A group as an environment posts it: tokens of question and answer, the answers' messages, no env id. */
 function group(question: string, answers: string[], scores: number[]) {
@@ -44,7 +47,18 @@ describe('clotho sft-gen and dpo-gen as trainers of a real `clotho api` process'
     expect((await http.post('/scored_data', group('3+3?', ['6', '7'], [0.5, 0.5]))).json).toEqual({ status: 'received' });
     const path = join(dir, 'sft.jsonl');
     // Batches of 2 × 2 sequences: both groups in one; 2 records asked for, the batch gives 3.
-    const { code, stdout, stderr } = await runClotho(['sft-gen', path, '--api-url', api.url, '--group-size', '2', '--tasks-per-step', '2', '--num-seqs-to-save', '2']);
+    const { code, stdout, stderr } = await runClotho([
+      'sft-gen',
+      path,
+      '--api-url',
+      api.url,
+      '--group-size',
+      '2',
+      '--tasks-per-step',
+      '2',
+      '--num-seqs-to-save',
+      '2',
+    ]);
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(stdout).toContain(`registered with ${api.url} as its trainer: batches of 4 sequences`);
@@ -66,7 +80,9 @@ describe('clotho sft-gen and dpo-gen as trainers of a real `clotho api` process'
     const run = spawnClotho(['dpo-gen', path, '--api-url', api.url, '--tokenizer', 'qwen3', '--num-seqs-to-save', '1', '--seed', '1']);
     // The trainer registered first stays: this one's batch size (2 × 8) does not replace it.
     await waitFor(() => run.stdout().includes('registered with') || run.child.exitCode !== null, 60_000, 'dpo-gen to register');
-    expect(run.stdout()).toContain(`registered with ${api.url} as its trainer: batches of 4 sequences (set by the trainer that registered first; this one asked for 16)`);
+    expect(run.stdout()).toContain(
+      `registered with ${api.url} as its trainer: batches of 4 sequences (set by the trainer that registered first; this one asked for 16)`,
+    );
     expect((await http.post('/scored_data', group('5+5?', ['10', '11', '9', '12'], [1, 0, -1, 0.9]))).json).toEqual({ status: 'received' });
     expect(await run.exited).toBe(0);
     // Chosen: 10 (1) and 12 (0.9); rejected candidates, lowest first: 9 (-1), 11 (0), 12 (0.9).
@@ -86,8 +102,24 @@ describe('clotho sft-gen and dpo-gen as trainers of a real `clotho api` process'
     try {
       const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') };
       const processed = await runClotho(
-        ['process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '2', '--env.group_size', '3', '--env.run_id', runId,
-          '--openai.base_url', model.baseUrl, '--env.data_path_to_save_groups', out, '--store', store],
+        [
+          'process',
+          'gsm8k',
+          '--env.data_path',
+          GSM8K_TEST,
+          '--env.total_steps',
+          '2',
+          '--env.group_size',
+          '3',
+          '--env.run_id',
+          runId,
+          '--openai.base_url',
+          model.baseUrl,
+          '--env.data_path_to_save_groups',
+          out,
+          '--store',
+          store,
+        ],
         env,
       );
       expect(processed.code).toBe(0);
@@ -95,7 +127,10 @@ describe('clotho sft-gen and dpo-gen as trainers of a real `clotho api` process'
       await model.close();
     }
     const groups = (await linesOf(out)).map((line) => JSON.parse(line) as ScoredDataGroup);
-    expect(groups.map((g) => g.scores)).toEqual([[1, -1, -1], [1, -1, -1]]);
+    expect(groups.map((g) => g.scores)).toEqual([
+      [1, -1, -1],
+      [1, -1, -1],
+    ]);
 
     const sft = join(dir, 'gsm8k-sft.jsonl');
     expect((await runClotho(['sft-gen', sft, '--from', out])).code).toBe(0);
@@ -106,7 +141,8 @@ describe('clotho sft-gen and dpo-gen as trainers of a real `clotho api` process'
     expect(paired.stdout).toContain(`wrote 2 pairs from 2 groups to ${dpo}`);
     const pairs = (await linesOf(dpo)).map((line) => JSON.parse(line) as { pos: unknown; score: number; neg: unknown });
     // The store holds the run's groups by item; the JSONL has them in the order they finished.
-    const byQuestion = (messages: unknown) => JSON.stringify((messages as { role: string; content: string }[]).find((m) => m.role === 'user'));
+    const byQuestion = (messages: unknown) =>
+      JSON.stringify((messages as { role: string; content: string }[]).find((m) => m.role === 'user'));
     for (const pair of pairs) {
       const g = groups.find((candidate) => byQuestion(candidate.messages![0]) === byQuestion(pair.pos))!;
       expect(pair).toEqual({ pos: g.messages![0], score: 1, neg: expect.anything() });
@@ -115,4 +151,3 @@ describe('clotho sft-gen and dpo-gen as trainers of a real `clotho api` process'
     }
   });
 });
-

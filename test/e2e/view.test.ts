@@ -38,7 +38,11 @@ afterAll(async () => {
 // --- fixtures: groups in Atropos's format, tokens from a real tokenizer (JSONL) or the scripted one (store) ---------
 
 const QUESTION = 'How many stripes does the Zebra in the passage have?';
-const toolCall = (id: string, title: string) => ({ id, type: 'function', function: { name: 'lookup', arguments: JSON.stringify({ title }) } });
+const toolCall = (id: string, title: string) => ({
+  id,
+  type: 'function',
+  function: { name: 'lookup', arguments: JSON.stringify({ title }) },
+});
 
 /** A multi-turn tool episode: a lookup (OpenAI tool call), its result, then the boxed answer; a reward per turn. */
 function toolEpisode(result: string, answer: number, firstReward: number): Message[] {
@@ -73,7 +77,11 @@ function qwenSequence(tokenizer: Tokenizer, messages: Message[]) {
   return { tokens, masks, logprobs };
 }
 
-function scoredGroup(tokenizer: Tokenizer, rollouts: { messages: Message[]; score: number }[], groupOverrides: Record<string, unknown> | null = null): ScoredDataGroup {
+function scoredGroup(
+  tokenizer: Tokenizer,
+  rollouts: { messages: Message[]; score: number }[],
+  groupOverrides: Record<string, unknown> | null = null,
+): ScoredDataGroup {
   const sequences = rollouts.map((r) => qwenSequence(tokenizer, r.messages));
   return ScoredDataGroupSchema.parse({
     tokens: sequences.map((s) => s.tokens),
@@ -85,19 +93,35 @@ function scoredGroup(tokenizer: Tokenizer, rollouts: { messages: Message[]; scor
   });
 }
 
-const math = (answer: string): Message[] => [{ role: 'user', content: 'What is 6 times 7?' }, { role: 'assistant', content: answer }];
-const fruit = (text: string): Message[] => [{ role: 'user', content: 'Name a fruit.' }, { role: 'assistant', content: text }];
+const math = (answer: string): Message[] => [
+  { role: 'user', content: 'What is 6 times 7?' },
+  { role: 'assistant', content: answer },
+];
+const fruit = (text: string): Message[] => [
+  { role: 'user', content: 'Name a fruit.' },
+  { role: 'assistant', content: text },
+];
 
 /** Three groups, seven rollouts; the tool episode's group is also in the store, as `clotho process` leaves it. */
 async function writeJsonl(tokenizer: Tokenizer, store: FileSystemStore): Promise<string> {
-  const episode = scoredGroup(tokenizer, [
-    { messages: toolEpisode('The Zebra passage: it has 24 black bands.', 24, 0.1), score: 1 },
-    { messages: toolEpisode('Error: no passage titled "Zebra"', 23, -0.1), score: -0.5 },
-  ], { gold: 24 });
+  const episode = scoredGroup(
+    tokenizer,
+    [
+      { messages: toolEpisode('The Zebra passage: it has 24 black bands.', 24, 0.1), score: 1 },
+      { messages: toolEpisode('Error: no passage titled "Zebra"', 23, -0.1), score: -0.5 },
+    ],
+    { gold: 24 },
+  );
   const groups = [
-    scoredGroup(tokenizer, [{ messages: math('6 × 7 = \\boxed{42}.'), score: 1 }, { messages: math('I think \\boxed{41}.'), score: -1 }]),
+    scoredGroup(tokenizer, [
+      { messages: math('6 × 7 = \\boxed{42}.'), score: 1 },
+      { messages: math('I think \\boxed{41}.'), score: -1 },
+    ]),
     episode,
-    scoredGroup(tokenizer, [0.25, 0.5, 0.75].map((score, i) => ({ messages: fruit(`A banana, ripe to degree ${i}.`), score }))),
+    scoredGroup(
+      tokenizer,
+      [0.25, 0.5, 0.75].map((score, i) => ({ messages: fruit(`A banana, ripe to degree ${i}.`), score })),
+    ),
   ];
   const address = { runId: 'proc-run', environment: 'tool_env', itemIndex: 5 };
   await store.put(groupKey(address, 'group'), episode);
@@ -112,7 +136,10 @@ function guessTrajectory(guess: string) {
   const prompt = encodeChat([{ role: 'user', content: 'Guess my number.' }]);
   const completion = encodeCompletion(guess);
   return {
-    messages: [{ role: 'user', content: 'Guess my number.' }, { role: 'assistant', content: guess }],
+    messages: [
+      { role: 'user', content: 'Guess my number.' },
+      { role: 'assistant', content: guess },
+    ],
     tokens: [...prompt, ...completion],
     masks: [...prompt.map(() => MASKED), ...completion],
     logprobs: [...prompt.map(() => MASKED_LOGPROB), ...completion.map(defaultLogprob)],
@@ -130,16 +157,34 @@ async function writeStoreRun(store: FileSystemStore): Promise<void> {
   const scored = { runId: 'view-run', environment: 'guess', itemIndex: 0 };
   const a = guessTrajectory('It is 17.');
   const b = guessTrajectory('Maybe 3?');
-  await store.put(groupKey(scored, 'group'), ScoredDataGroupSchema.parse({
-    tokens: [a.tokens, b.tokens], masks: [a.masks, b.masks], inference_logprobs: [a.logprobs, b.logprobs],
-    scores: [1, -1], messages: [a.messages, b.messages], group_overrides: { gold: 17 },
-  }));
+  await store.put(
+    groupKey(scored, 'group'),
+    ScoredDataGroupSchema.parse({
+      tokens: [a.tokens, b.tokens],
+      masks: [a.masks, b.masks],
+      inference_logprobs: [a.logprobs, b.logprobs],
+      scores: [1, -1],
+      messages: [a.messages, b.messages],
+      group_overrides: { gold: 17 },
+    }),
+  );
   await store.put(groupKey(scored, 'parsed'), [17, 3]);
 
   const unfinished = { runId: 'view-run', environment: 'guess', itemIndex: 1 };
   const prompt: GroupState = {
-    itemIndex: 1, groupOverrides: null, tools: null, stop: null,
-    trajectories: [0, 1].map(() => ({ messages: [{ role: 'user', content: 'Guess my number.' }], tokens: [], masks: [], logprobs: [], completionTokens: 0, finishReason: null, done: false })),
+    itemIndex: 1,
+    groupOverrides: null,
+    tools: null,
+    stop: null,
+    trajectories: [0, 1].map(() => ({
+      messages: [{ role: 'user', content: 'Guess my number.' }],
+      tokens: [],
+      masks: [],
+      logprobs: [],
+      completionTokens: 0,
+      finishReason: null,
+      done: false,
+    })),
   };
   const base = await saveGroupBase(store, groupKey(unfinished, 'turn-0', 'prompt'), prompt);
   const generated: GroupState = { ...prompt, trajectories: [guessTrajectory('Seven.'), guessTrajectory('Seven!')] };
@@ -155,7 +200,9 @@ const startView = (args: string[], env: Record<string, string> = {}) => startClo
 /** Waits until the list shows the answer to the filters `query` (the page's own record of what it loaded). */
 async function listed(page: Page, query: string): Promise<{ groups: number; rollouts: number; summary: string }> {
   // A string, run in the page: this file is type-checked for Node, without the DOM's types.
-  await page.waitForFunction(`(() => { const s = document.querySelector('#summary'); return s.dataset.state === 'ready' && s.dataset.query === ${JSON.stringify(query)}; })()`);
+  await page.waitForFunction(
+    `(() => { const s = document.querySelector('#summary'); return s.dataset.state === 'ready' && s.dataset.query === ${JSON.stringify(query)}; })()`,
+  );
   const summary = (await page.textContent('#summary'))!;
   return { groups: await page.locator('[data-group]').count(), rollouts: await page.locator('[data-rollout]').count(), summary };
 }
@@ -186,12 +233,17 @@ describe('clotho view', () => {
     expect(await detail.locator('.tool-call').first().textContent()).toBe('→ lookup({"title":"Zebra"})');
     expect(await detail.locator('.msg.tool h3').textContent()).toBe('turn 0 · tool · lookup · call-1');
     expect(await detail.locator('.msg.tool pre').textContent()).toBe('The Zebra passage: it has 24 black bands.');
-    expect(await detail.locator('.msg.assistant h3').allTextContents()).toEqual(['turn 0 · assistant · reward 0.1', 'turn 1 · assistant · reward 0']);
+    expect(await detail.locator('.msg.assistant h3').allTextContents()).toEqual([
+      'turn 0 · assistant · reward 0.1',
+      'turn 1 · assistant · reward 0',
+    ]);
     expect(await detail.locator('[data-fact=score]').textContent()).toBe('1');
     expect(await detail.locator('[data-fact=rewards]').textContent()).toBe('0.1, 0');
     expect(await detail.locator('[data-fact=parsed]').textContent()).toBe('24');
     expect(await detail.locator('[data-fact=gold]').textContent()).toBe('24 (group_overrides.gold)');
-    expect(await page.getAttribute('#workflow-link', 'href')).toBe(`${TEMPORAL_UI}/namespaces/default/workflows/clotho%2Fproc-run%2Ftool_env%2Fitem-5`);
+    expect(await page.getAttribute('#workflow-link', 'href')).toBe(
+      `${TEMPORAL_UI}/namespaces/default/workflows/clotho%2Fproc-run%2Ftool_env%2Fitem-5`,
+    );
     // Tokens decoded with Qwen's tokenizer (the run's text comes back from its ids), trained spans apart from masked.
     expect(await detail.locator('.tokens').getAttribute('data-decoded')).toBe('yes');
     expect(await detail.locator('.seg.trained').first().textContent()).toContain('Let me look it up.');
@@ -209,7 +261,11 @@ describe('clotho view', () => {
     // Score range: the rollouts from 0.4 to 0.8, and only the groups that have one.
     await page.fill('input[name=min]', '0.4');
     await page.fill('input[name=max]', '0.8');
-    expect(await listed(page, 'min=0.4&max=0.8')).toMatchObject({ groups: 1, rollouts: 2, summary: 'Showing 1 of 3 groups · 2 of 7 rollouts' });
+    expect(await listed(page, 'min=0.4&max=0.8')).toMatchObject({
+      groups: 1,
+      rollouts: 2,
+      summary: 'Showing 1 of 3 groups · 2 of 7 rollouts',
+    });
     expect(await page.locator('[data-rollout="line-3#0"]').count()).toBe(0);
     expect(await page.locator('[data-rollout="line-3#2"]').count()).toBe(1);
 
@@ -238,7 +294,9 @@ describe('clotho view', () => {
     expect(await detail.locator('.seg.masked .caption').first().textContent()).toMatch(/^not trained \(mask -100\)/);
     expect(await detail.locator('[data-fact=parsed]').textContent()).toBe('17');
     expect(await detail.locator('[data-fact=gold]').textContent()).toBe('17 (group_overrides.gold)');
-    expect(await page.getAttribute('#workflow-link', 'href')).toBe(`${TEMPORAL_UI}/namespaces/default/workflows/clotho%2Fview-run%2Fguess%2Fitem-0`);
+    expect(await page.getAttribute('#workflow-link', 'href')).toBe(
+      `${TEMPORAL_UI}/namespaces/default/workflows/clotho%2Fview-run%2Fguess%2Fitem-0`,
+    );
     await page.check('input[name=status][value=unknown]');
     await listed(page, '');
     await openRollout(page, 'guess/item-1#1');
@@ -251,7 +309,7 @@ describe('clotho view', () => {
     expect(await view.exited).toBe(0);
   });
 
-  it('shows a real run\'s dropped and failed groups from Temporal\'s visibility, with the cause of the failure', async () => {
+  it("shows a real run's dropped and failed groups from Temporal's visibility, with the cause of the failure", async () => {
     // Item 0: both samples right, so the group is dropped (equal scores); item 1: the model refuses (a 400, not
     // retried), so the group fails; the others score 1 and -1.
     const questions = gsm8kItems().map((item) => item.question);
@@ -268,21 +326,42 @@ describe('clotho view', () => {
       const temporal = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') };
       const store = join(dir, 'run-store');
       const processed = await runClotho(
-        ['process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '4', '--env.group_size', '2', '--env.run_id', runId,
-          '--env.ensure_scores_are_not_same', 'true', '--openai.base_url', model.baseUrl, '--store', store,
-          '--env.data_path_to_save_groups', join(dir, `${runId}.jsonl`)],
+        [
+          'process',
+          'gsm8k',
+          '--env.data_path',
+          GSM8K_TEST,
+          '--env.total_steps',
+          '4',
+          '--env.group_size',
+          '2',
+          '--env.run_id',
+          runId,
+          '--env.ensure_scores_are_not_same',
+          'true',
+          '--openai.base_url',
+          model.baseUrl,
+          '--store',
+          store,
+          '--env.data_path_to_save_groups',
+          join(dir, `${runId}.jsonl`),
+        ],
         temporal,
       );
       expect(processed.stderr).toContain('item 1 failed');
       // Visibility trails the workflows a little: wait until it lists items 0 and 1 as they ended.
       const { client } = await testConnection();
-      await waitFor(async () => {
-        const ended = new Map<string, string>();
-        for await (const w of client.workflow.list({ query: `ClothoRunId = "${runId}" AND WorkflowType = "rolloutGroup"` })) {
-          ended.set(w.workflowId, w.status.name);
-        }
-        return ended.get(`clotho/${runId}/gsm8k/item-0`) === 'COMPLETED' && ended.get(`clotho/${runId}/gsm8k/item-1`) === 'FAILED';
-      }, 30_000, 'visibility to list the ended groups');
+      await waitFor(
+        async () => {
+          const ended = new Map<string, string>();
+          for await (const w of client.workflow.list({ query: `ClothoRunId = "${runId}" AND WorkflowType = "rolloutGroup"` })) {
+            ended.set(w.workflowId, w.status.name);
+          }
+          return ended.get(`clotho/${runId}/gsm8k/item-0`) === 'COMPLETED' && ended.get(`clotho/${runId}/gsm8k/item-1`) === 'FAILED';
+        },
+        30_000,
+        'visibility to list the ended groups',
+      );
 
       const url = await startView(['--run', runId, '--store', store, '--tokenizer', 'none'], temporal);
       const page = await browser.newPage();
@@ -325,10 +404,19 @@ describe('clotho view', () => {
       expect((await http.post('/register', { ...TRAINER, batch_size: 8 }, auth)).status).toBe(200);
       /** A group of two rollouts answering question `tag`, tagged by its first token. */
       const posted = (tag: number) => ({
-        tokens: [[tag, 101, 102], [tag, 201, 202]],
-        masks: [[-100, 101, 102], [-100, 201, 202]],
+        tokens: [
+          [tag, 101, 102],
+          [tag, 201, 202],
+        ],
+        masks: [
+          [-100, 101, 102],
+          [-100, 201, 202],
+        ],
         scores: [1, -1],
-        messages: [0, 1].map((i) => [{ role: 'user', content: `Question ${tag}?` }, { role: 'assistant', content: `Answer ${tag}.${i}` }]),
+        messages: [0, 1].map((i) => [
+          { role: 'user', content: `Question ${tag}?` },
+          { role: 'assistant', content: `Answer ${tag}.${i}` },
+        ]),
         env_id: null,
         policy_version: 2,
         idempotency_key: `wait-${tag}`,

@@ -30,13 +30,32 @@ afterAll(async () => {
 
 /** `clotho process gsm8k` of 4 groups of 2, one group at a time (so W&B's steps follow the items). */
 const processArgs = (name: string, extra: string[] = []) => [
-  'process', 'gsm8k', '--env.data_path', GSM8K_TEST, '--env.total_steps', '4', '--env.group_size', '2', '--env.max_groups_in_flight', '1',
-  '--openai.base_url', model.baseUrl, '--env.data_path_to_save_groups', join(dir, `${name}.jsonl`), '--store', join(dir, 'store'),
-  '--env.use_wandb', 'true', ...extra,
+  'process',
+  'gsm8k',
+  '--env.data_path',
+  GSM8K_TEST,
+  '--env.total_steps',
+  '4',
+  '--env.group_size',
+  '2',
+  '--env.max_groups_in_flight',
+  '1',
+  '--openai.base_url',
+  model.baseUrl,
+  '--env.data_path_to_save_groups',
+  join(dir, `${name}.jsonl`),
+  '--store',
+  join(dir, 'store'),
+  '--env.use_wandb',
+  'true',
+  ...extra,
 ];
 
 const readGroups = async (name: string) =>
-  (await readFile(join(dir, `${name}.jsonl`), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as ScoredDataGroup);
+  (await readFile(join(dir, `${name}.jsonl`), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as ScoredDataGroup);
 
 async function readRun(root: string): Promise<{ runDir: string; records: WandbRecord[] }> {
   const [name] = await readdir(join(root, 'wandb'));
@@ -91,7 +110,10 @@ describe('clotho process --env.use_wandb', () => {
       expect(r['train/completion_lengths_p95']).toBe(0);
       expect(r['train/rollouts']).toMatchObject({ _type: 'table-file', ncols: 2, nrows: 2 });
       expect(Object.keys(r).filter((k) => k.startsWith('server/'))).toEqual([
-        'server/server_0_request_time_avg', 'server/server_0_request_time_std', 'server/server_0_request_time_99p', 'server/server_0_average_num_attempts',
+        'server/server_0_request_time_avg',
+        'server/server_0_request_time_std',
+        'server/server_0_request_time_99p',
+        'server/server_0_average_num_attempts',
       ]);
       expect(r['server/server_0_average_num_attempts']).toBe(1);
     }
@@ -104,13 +126,22 @@ describe('clotho process --env.use_wandb', () => {
     try {
       const root = join(dir, 'online');
       const { code, stderr } = await runClotho(processArgs('online'), {
-        ...temporal(), WANDB_MODE: 'online', WANDB_DIR: root, WANDB_BASE_URL: server.url, WANDB_API_KEY: KEY, WANDB_PROJECT: 'clotho-e2e',
+        ...temporal(),
+        WANDB_MODE: 'online',
+        WANDB_DIR: root,
+        WANDB_BASE_URL: server.url,
+        WANDB_API_KEY: KEY,
+        WANDB_PROJECT: 'clotho-e2e',
       });
       expect(code).toBe(0);
       const { runDir, records } = await readRun(root);
-      expect(stderr.trim()).toBe(`clotho process: W&B: the JavaScript SDK cannot upload tables; they are kept in ${join(runDir, 'files', 'media', 'table')}`);
+      expect(stderr.trim()).toBe(
+        `clotho process: W&B: the JavaScript SDK cannot upload tables; they are kept in ${join(runDir, 'files', 'media', 'table')}`,
+      );
       const run = records.find((r) => r.run)!.run!;
-      expect(server.upserts()).toMatchObject([{ name: run.run_id, displayName: run.display_name, project: 'clotho-e2e', entity: 'tester' }]);
+      expect(server.upserts()).toMatchObject([
+        { name: run.run_id, displayName: run.display_name, project: 'clotho-e2e', entity: 'tester' },
+      ]);
       expect(run.display_name).toMatch(/^gsm8k-\d{4}-\d{2}-\d{2}-[a-z]{6}$/);
       const streamed = server.history();
       expect(streamed.map((r) => r._step)).toEqual([0, 1, 2, 3]);
@@ -132,7 +163,11 @@ describe('clotho process --env.use_wandb', () => {
   it('finishes the run, with the groups written, when W&B cannot be reached', async () => {
     const root = join(dir, 'unreachable');
     const { code, stderr } = await runClotho(processArgs('unreachable'), {
-      ...temporal(), WANDB_MODE: 'online', WANDB_DIR: root, WANDB_BASE_URL: 'http://127.0.0.1:9', WANDB_API_KEY: KEY,
+      ...temporal(),
+      WANDB_MODE: 'online',
+      WANDB_DIR: root,
+      WANDB_BASE_URL: 'http://127.0.0.1:9',
+      WANDB_API_KEY: KEY,
     });
     expect(code).toBe(0);
     expect(await readGroups('unreachable')).toHaveLength(4);
@@ -154,9 +189,28 @@ describe('clotho serve --env.use_wandb --metrics-port', () => {
       await http.post('/register', { ...TRAINER, wandb_project: 'proj-e2e', wandb_group: 'grp-e2e', batch_size: 4, num_steps: 3 });
       expect((await http.get('/batch')).json).toEqual({ batch: null });
       serve = spawnClotho(
-        ['serve', 'gsm8k', '--batcher-id', api.batcherId, '--env.data_path', GSM8K_TEST, '--env.group_size', '2',
-          '--env.max_batches_offpolicy', '2', '--openai.base_url', model.baseUrl, '--store', api.store,
-          '--env.use_wandb', 'true', '--env.min_items_sent_before_logging', '1', '--metrics-port', String(port)],
+        [
+          'serve',
+          'gsm8k',
+          '--batcher-id',
+          api.batcherId,
+          '--env.data_path',
+          GSM8K_TEST,
+          '--env.group_size',
+          '2',
+          '--env.max_batches_offpolicy',
+          '2',
+          '--openai.base_url',
+          model.baseUrl,
+          '--store',
+          api.store,
+          '--env.use_wandb',
+          'true',
+          '--env.min_items_sent_before_logging',
+          '1',
+          '--metrics-port',
+          String(port),
+        ],
         { ...temporal(), WANDB_MODE: 'offline', WANDB_DIR: root },
       );
       await waitFor(() => serve!.stdout().includes('registered as gsm8k_0'), 90_000, 'clotho serve to register');
@@ -175,7 +229,9 @@ describe('clotho serve --env.use_wandb --metrics-port', () => {
         expect(m.get(`clotho_activity_duration_seconds_count{activity="${activity}",outcome="completed"}`)).toBe(5);
       }
       // No attempt failed and none was retried (series that exist at 0, such as failed evaluations, say nothing).
-      const failures = [...m].filter(([k, v]) => (k.includes('outcome="failed"') || k.startsWith('clotho_activity_retries_total')) && v > 0);
+      const failures = [...m].filter(
+        ([k, v]) => (k.includes('outcome="failed"') || k.startsWith('clotho_activity_retries_total')) && v > 0,
+      );
       expect(failures).toEqual([]);
       expect(m.get('clotho_completion_tokens_total{activity="generateTurn"}')).toBeGreaterThan(0);
 
@@ -199,7 +255,10 @@ describe('clotho serve --env.use_wandb --metrics-port', () => {
         if (i > 0) expect(r._step).toBeGreaterThan(rows[i - 1]!._step);
         // Keys carry the name the trainer registered the environment under; the server's are shared by all.
         expect(Object.keys(r).filter((k) => !k.startsWith('gsm8k_0_train') && !k.startsWith('_'))).toEqual([
-          'server/server_0_request_time_avg', 'server/server_0_request_time_std', 'server/server_0_request_time_99p', 'server/server_0_average_num_attempts',
+          'server/server_0_request_time_avg',
+          'server/server_0_request_time_std',
+          'server/server_0_request_time_99p',
+          'server/server_0_average_num_attempts',
         ]);
         expect(r['gsm8k_0_train/percent_correct']).toBeGreaterThanOrEqual(0.5);
         expect(r['gsm8k_0_train/rollouts']).toMatchObject({ _type: 'table-file', ncols: 2 });
@@ -217,14 +276,24 @@ describe('clotho serve --env.use_wandb --metrics-port', () => {
   });
 });
 
-
 describe('clotho evaluate --env.use_wandb', () => {
   it("logs Atropos's eval metrics to a W&B run at step 0", async () => {
     const halfRight = await startScriptedOpenAI({ responder: gsm8kResponder((item) => item % 2 === 0) });
     try {
       const root = join(dir, 'eval');
       const { code, stdout } = await runClotho(
-        ['evaluate', 'gsm8k', '--items', '4', '--env.data_path', GSM8K_TEST, '--openai.base_url', halfRight.baseUrl, '--env.use_wandb', 'true'],
+        [
+          'evaluate',
+          'gsm8k',
+          '--items',
+          '4',
+          '--env.data_path',
+          GSM8K_TEST,
+          '--openai.base_url',
+          halfRight.baseUrl,
+          '--env.use_wandb',
+          'true',
+        ],
         { WANDB_MODE: 'offline', WANDB_DIR: root },
       );
       expect(code).toBe(0);
@@ -233,7 +302,14 @@ describe('clotho evaluate --env.use_wandb', () => {
       expect(records.find((r) => r.run)!.run!.display_name).toMatch(/^gsm8k-eval-\d{4}-\d{2}-\d{2}-[a-z]{6}$/);
       const rows = records.filter((r) => r.history).map(row);
       expect(rows).toHaveLength(1);
-      expect(rows[0]).toMatchObject({ _step: 0, 'eval/percent_correct': 0.5, 'eval/correct': 0.5, 'eval/answered': 1, 'eval/items': 4, 'eval/score': 0 });
+      expect(rows[0]).toMatchObject({
+        _step: 0,
+        'eval/percent_correct': 0.5,
+        'eval/correct': 0.5,
+        'eval/answered': 1,
+        'eval/items': 4,
+        'eval/score': 0,
+      });
     } finally {
       await halfRight.close();
     }

@@ -42,7 +42,13 @@ function manage(configs: ConfigInput[], options: Partial<ServerManagerOptions> =
   return manager;
 }
 
-const request = (n: number): GenerateRequest => ({ messages: [{ role: 'user', content: 'What is 2+2?' }], n, maxTokens: 32, temperature: 1, topP: 1 });
+const request = (n: number): GenerateRequest => ({
+  messages: [{ role: 'user', content: 'What is 2+2?' }],
+  n,
+  maxTokens: 32,
+  temperature: 1,
+  topP: 1,
+});
 const bodyN = (r: { body: unknown }) => (r.body as { n: number }).n;
 
 async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
@@ -91,10 +97,15 @@ describe('a misbehaving server is retried and routed around', () => {
     expect(manager.status()[0]).toMatchObject({ healthy: true, nIgnored: true });
   });
 
-  it('a request error fails at once with the server\'s message, on no other server', async () => {
-    const bad = await scripted(() => ({ status: 400, body: { error: { message: 'maximum context length exceeded', type: 'invalid', code: 400 } } }));
+  it("a request error fails at once with the server's message, on no other server", async () => {
+    const bad = await scripted(() => ({
+      status: 400,
+      body: { error: { message: 'maximum context length exceeded', type: 'invalid', code: 400 } },
+    }));
     const good = await scripted();
-    const err = await manage([{ base_url: bad.baseUrl }, { base_url: good.baseUrl }]).generate(request(1)).catch((e: unknown) => e);
+    const err = await manage([{ base_url: bad.baseUrl }, { base_url: good.baseUrl }])
+      .generate(request(1))
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ type: 'RequestRejected', kind: 'request', status: 400, message: 'maximum context length exceeded' });
     expect([bad.calls, good.calls]).toEqual([1, 0]);
   });
@@ -152,7 +163,13 @@ describe('slots, counted by the servers themselves', () => {
 describe('health checks over HTTP', () => {
   it('take a server whose /health fails out of rotation and bring it back', async () => {
     const [a, b] = [await llama(), await llama()];
-    const manager = manage([{ base_url: a.url, server_type: 'llama' }, { base_url: b.url, server_type: 'llama' }], { healthCheckIntervalMs: 20 });
+    const manager = manage(
+      [
+        { base_url: a.url, server_type: 'llama' },
+        { base_url: b.url, server_type: 'llama' },
+      ],
+      { healthCheckIntervalMs: 20 },
+    );
     a.healthy = false;
     await waitFor(() => !manager.status()[0]!.healthy);
     await manager.generate(request(2));

@@ -24,15 +24,21 @@ import { testConnection, uniqueId, uniqueTaskQueue } from '../support/temporal.j
 import { weatherReport, weatherTools } from '../support/tool-environment.js';
 
 /** One choice a server returned for a token-id prompt. */
-interface Sampled { prompt: number[]; tokenIds: number[]; logprobs: number[] }
+interface Sampled {
+  prompt: number[];
+  tokenIds: number[];
+  logprobs: number[];
+}
 
 const CompletionsSchema = z.looseObject({
-  choices: z.array(z.looseObject({
-    text: z.string(),
-    finish_reason: z.string().nullable(),
-    token_ids: z.array(z.number().int()),
-    logprobs: z.looseObject({ token_logprobs: z.array(z.number()) }),
-  })),
+  choices: z.array(
+    z.looseObject({
+      text: z.string(),
+      finish_reason: z.string().nullable(),
+      token_ids: z.array(z.number().int()),
+      logprobs: z.looseObject({ token_logprobs: z.array(z.number()) }),
+    }),
+  ),
 });
 
 /**
@@ -45,16 +51,32 @@ function completionsClient(baseUrl: string, extra: Record<string, unknown> = {})
   return {
     sampled,
     async generateTokens(r: TokenGenerateRequest, options?: GenerateOptions): Promise<Completion[]> {
-      const body = { prompt: r.promptTokenIds, n: r.n, max_tokens: r.maxTokens, temperature: r.temperature, top_p: r.topP, logprobs: 0, return_token_ids: true, ...extra };
+      const body = {
+        prompt: r.promptTokenIds,
+        n: r.n,
+        max_tokens: r.maxTokens,
+        temperature: r.temperature,
+        top_p: r.topP,
+        logprobs: 0,
+        return_token_ids: true,
+        ...extra,
+      };
       const response = await fetch(`${baseUrl}/completions`, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: options?.signal ?? null,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: options?.signal ?? null,
       });
       if (!response.ok) throw new Error(`${response.status}: ${await response.text()}`);
       return CompletionsSchema.parse(await response.json()).choices.map((c) => {
         sampled.push({ prompt: r.promptTokenIds, tokenIds: c.token_ids, logprobs: c.logprobs.token_logprobs });
         return {
-          text: c.text, message: { role: 'assistant', content: c.text }, finishReason: c.finish_reason,
-          promptTokenIds: r.promptTokenIds, tokenIds: c.token_ids, logprobs: c.logprobs.token_logprobs,
+          text: c.text,
+          message: { role: 'assistant', content: c.text },
+          finishReason: c.finish_reason,
+          promptTokenIds: r.promptTokenIds,
+          tokenIds: c.token_ids,
+          logprobs: c.logprobs.token_logprobs,
         };
       });
     },
@@ -67,19 +89,31 @@ afterEach(async () => {
 });
 
 /** Runs one rollout group of `environment` on the dev server with real workers that generate token-in. */
-async function runGroup(environment: AnyEnvironment, envConfig: Record<string, unknown>, baseUrl: string, continuation: Continuation, maxTurns = 3) {
+async function runGroup(
+  environment: AnyEnvironment,
+  envConfig: Record<string, unknown>,
+  baseUrl: string,
+  continuation: Continuation,
+  maxTurns = 3,
+) {
   const temporal = await testConnection();
   const queues = { workflows: uniqueTaskQueue('wf'), llm: uniqueTaskQueue('llm'), env: uniqueTaskQueue('env') };
   const root = await mkdtemp(join(tmpdir(), 'clotho-store-'));
   cleanups.push(() => rm(root, { recursive: true, force: true }));
   const store = new FileSystemStore(root);
-  const config = BaseEnvConfigSchema.extend(environment.config).parse({ ...environment.defaults, ...envConfig }) as Parameters<typeof loadEnvironmentData>[1];
+  const config = BaseEnvConfigSchema.extend(environment.config).parse({ ...environment.defaults, ...envConfig }) as Parameters<
+    typeof loadEnvironmentData
+  >[1];
   const loaded = await loadEnvironmentData(environment, config);
   const chat = createOpenAIClient(ServerConfigSchema.parse({ base_url: baseUrl, timeout: 30 }));
   const tokenIn = createInferenceActivities({ inference: () => chat, continuation: () => continuation, store });
   const workers = await startWorkers({
-    address: temporal.address, namespace: temporal.namespace, taskQueues: queues,
-    environments: { [environment.name]: loaded }, inference: () => chat, store,
+    address: temporal.address,
+    namespace: temporal.namespace,
+    taskQueues: queues,
+    environments: { [environment.name]: loaded },
+    inference: () => chat,
+    store,
     // Workers take no continuation yet: the LLM worker gets the generate activity built with one.
     wrapActivities: (activities) => ('generateTurn' in activities ? { ...activities, ...tokenIn } : activities),
   });
@@ -88,12 +122,22 @@ async function runGroup(environment: AnyEnvironment, envConfig: Record<string, u
   const result = await temporal.client.workflow.execute(rolloutGroup, {
     taskQueue: queues.workflows,
     workflowId: uniqueId('rg-tokens'),
-    args: [{
-      runId, environment: environment.name, itemIndex: 0, groupSize: 2, maxTurns,
-      maxTokenLength: config.max_token_length, sampling: { temperature: 1, topP: 1 },
-      ensureScoresAreNotSame: false, teacherTopK: null,
-      taskQueues: { llm: queues.llm, env: queues.env }, steps: fastSteps(), searchAttributes: true,
-    }],
+    args: [
+      {
+        runId,
+        environment: environment.name,
+        itemIndex: 0,
+        groupSize: 2,
+        maxTurns,
+        maxTokenLength: config.max_token_length,
+        sampling: { temperature: 1, topP: 1 },
+        ensureScoresAreNotSame: false,
+        teacherTopK: null,
+        taskQueues: { llm: queues.llm, env: queues.env },
+        steps: fastSteps(),
+        searchAttributes: true,
+      },
+    ],
   });
   expect(result.status).toBe('scored');
   expect(result.turns).toBe(maxTurns);
@@ -113,14 +157,24 @@ function turnsOf(tokens: number[], sampled: Sampled[]): Sampled[] {
  * turn is the previous turn's prompt and answer followed by the template's text for the new messages,
  * tokenized by `tokenize`; only the answers are unmasked, with their ids and logprobs.
  */
-function checkTrajectory(group: ScoredDataGroup, i: number, sampled: Sampled[], render: (m: Message[]) => string, tokenize: (s: string) => number[], eos: number, turnCount = 3) {
+function checkTrajectory(
+  group: ScoredDataGroup,
+  i: number,
+  sampled: Sampled[],
+  render: (m: Message[]) => string,
+  tokenize: (s: string) => number[],
+  eos: number,
+  turnCount = 3,
+) {
   const tokens = group.tokens[i]!;
   const turns = turnsOf(tokens, sampled);
   expect(turns).toHaveLength(turnCount);
   turns.forEach((turn) => expect(turn.logprobs).toHaveLength(turn.tokenIds.length));
   for (let k = 1; k < turns.length; k++) {
-    expect(turns[k]!.prompt.slice(0, turns[k - 1]!.prompt.length + turns[k - 1]!.tokenIds.length))
-      .toEqual([...turns[k - 1]!.prompt, ...turns[k - 1]!.tokenIds]);
+    expect(turns[k]!.prompt.slice(0, turns[k - 1]!.prompt.length + turns[k - 1]!.tokenIds.length)).toEqual([
+      ...turns[k - 1]!.prompt,
+      ...turns[k - 1]!.tokenIds,
+    ]);
   }
   expect(tokens).toEqual([...turns.at(-1)!.prompt, ...turns.at(-1)!.tokenIds]);
 
@@ -138,7 +192,12 @@ function checkTrajectory(group: ScoredDataGroup, i: number, sampled: Sampled[], 
   // The conversation up to the last answer, each answer replaced by a marker, rendered by the template:
   // between the answers, the sequence holds exactly the tokenized template text.
   const messages = group.messages![i]!;
-  expect(messages.map((m) => m.role)).toEqual(['system', 'user', ...Array.from({ length: turnCount - 1 }, () => ['assistant', 'tool']).flat(), 'assistant']);
+  expect(messages.map((m) => m.role)).toEqual([
+    'system',
+    'user',
+    ...Array.from({ length: turnCount - 1 }, () => ['assistant', 'tool']).flat(),
+    'assistant',
+  ]);
   let answer = 0;
   const marked = messages.slice(0, -1).map((m) => (m.role === 'assistant' ? { role: 'assistant', content: `\u0001${answer++}\u0001` } : m));
   // eslint-disable-next-line no-control-regex -- \u0001 marks the answers: a character no chat template or text has
@@ -155,22 +214,32 @@ describe('multi-turn sequences grow token by token (ManagedServer semantics)', (
   let engine: RunningLocalEngine;
   let qwen: Tokenizer;
   beforeAll(async () => {
-    [engine, qwen] = await Promise.all([startLocalEngine({ model: 'generate:tiny', port: 0, slots: 2, threads: 1 }), loadTokenizer('qwen3')]);
+    [engine, qwen] = await Promise.all([
+      startLocalEngine({ model: 'generate:tiny', port: 0, slots: 2, threads: 1 }),
+      loadTokenizer('qwen3'),
+    ]);
   });
   afterAll(() => engine?.close());
 
   it('plays a 10-turn tool episode on the embedded engine; the sequence is its own tokens and template', async () => {
     const turns = 10;
     const client = completionsClient(engine.baseUrl, { stop: [' '], seed: 7 });
-    const { group } = await runGroup(weatherTools, { any_turn_is_call: true, max_token_length: 400 }, engine.baseUrl,
-      { tokenizer: qwen, client, toolParser: 'hermes' }, turns);
+    const { group } = await runGroup(
+      weatherTools,
+      { any_turn_is_call: true, max_token_length: 400 },
+      engine.baseUrl,
+      { tokenizer: qwen, client, toolParser: 'hermes' },
+      turns,
+    );
     // One request for both first turns, then one per trajectory and turn: nothing went through chat.
     expect(client.sampled).toHaveLength(2 * turns);
     const template = new ChatTemplate(engine.engine.chatTemplate!);
     const render = (messages: Message[]) => template.render({ messages, addGenerationPrompt: true });
     for (const i of [0, 1]) {
       checkTrajectory(group, i, client.sampled, render, (s) => engine.engine.tokenize(s), qwen.eos!.id, turns);
-      expect(group.messages![i]!.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(Array(turns - 1).fill(weatherReport('Paris')));
+      expect(group.messages![i]!.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(
+        Array(turns - 1).fill(weatherReport('Paris')),
+      );
     }
   });
 
@@ -198,7 +267,11 @@ describe('multi-turn sequences grow token by token (ManagedServer semantics)', (
     expect(result.scores).toEqual([1, 1]);
     const messages = group.messages![0]!;
     expect(messages[2]).toMatchObject({ content: '', tool_calls: [{ function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] });
-    expect(messages[3]).toEqual({ role: 'tool', tool_call_id: (messages[2]!.tool_calls as { id: string }[])[0]!.id, content: weatherReport('Paris') });
+    expect(messages[3]).toEqual({
+      role: 'tool',
+      tool_call_id: (messages[2]!.tool_calls as { id: string }[])[0]!.id,
+      content: weatherReport('Paris'),
+    });
     expect(messages[4]).toMatchObject({ content: preamble, tool_calls: [{ function: { arguments: '{"city":"Lyon"}' } }] });
     expect(messages[5]).toMatchObject({ role: 'tool', content: weatherReport('Lyon') });
 
@@ -211,15 +284,18 @@ describe('multi-turn sequences grow token by token (ManagedServer semantics)', (
     expect(group.tokens[0]).not.toEqual([...tokenize(history), ...script[2]!.ids, eos]);
     // …and rendering the parsed calls instead of the raw text would have changed the second turn.
     expect(render(messages.slice(0, -1))).not.toBe(history);
-    expect(group.inference_logprobs![0]!.filter((_, k) => group.masks[0]![k] !== MASKED))
-      .toEqual(group.masks[0]!.filter((m) => m !== MASKED).map(defaultLogprob));
+    expect(group.inference_logprobs![0]!.filter((_, k) => group.masks[0]![k] !== MASKED)).toEqual(
+      group.masks[0]!.filter((m) => m !== MASKED).map(defaultLogprob),
+    );
   });
 
   it('fails a group whose chat template rewrites an earlier turn, naming the turn, and never retries it', async () => {
     const eos = qwen.eos!.id;
     const text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
     const scripted = await startScriptedOpenAI({
-      responder: (body) => ({ choices: Array.from({ length: body.n ?? 1 }, () => ({ text, tokenIds: [...qwen.encode(text, { addSpecialTokens: false }), eos] })) }),
+      responder: (body) => ({
+        choices: Array.from({ length: body.n ?? 1 }, () => ({ text, tokenIds: [...qwen.encode(text, { addSpecialTokens: false }), eos] })),
+      }),
     });
     cleanups.push(() => scripted.close());
     // A template that lower-cases what the assistant said before: the sequence so far no longer renders as itself.
@@ -233,7 +309,9 @@ describe('multi-turn sequences grow token by token (ManagedServer semantics)', (
       },
     });
     const client = completionsClient(scripted.baseUrl);
-    const error = await runGroup(weatherTools, {}, scripted.baseUrl, { tokenizer: rewriting, client, toolParser: 'hermes' }).catch((e: unknown) => e as Error);
+    const error = await runGroup(weatherTools, {}, scripted.baseUrl, { tokenizer: rewriting, client, toolParser: 'hermes' }).catch(
+      (e: unknown) => e as Error,
+    );
     const causes: string[] = [];
     for (let c: unknown = error; c instanceof Error; c = (c as { cause?: unknown }).cause) causes.push(c.message);
     expect(causes.join(' | ')).toMatch(/turn 1: the chat template does not reproduce the sequence so far/);

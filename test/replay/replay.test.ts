@@ -35,24 +35,32 @@ afterEach(async () => {
 
 /** A workflow's history as the `temporal` CLI prints it: the format Temporal's tools (and the UI's download) use. */
 async function historyJson(harness: Harness, workflowId: string): Promise<string> {
-  const { stdout } = await promisify(execFile)(await ensureTemporalCli(), [
-    'workflow', 'show', '--workflow-id', workflowId, '--address', harness.temporal.address, '--output', 'json',
-  ], { maxBuffer: 64 << 20 });
+  const { stdout } = await promisify(execFile)(
+    await ensureTemporalCli(),
+    ['workflow', 'show', '--workflow-id', workflowId, '--address', harness.temporal.address, '--output', 'json'],
+    { maxBuffer: 64 << 20 },
+  );
   return stdout;
 }
 
 /** Runs one rollout group on the harness to its end and writes its history as `file` among the committed histories. */
 async function recordRolloutGroup(running: Harness, file: string, input: RolloutGroupInput): Promise<void> {
   const workflowId = uniqueId(`replay-${file.replace(/\.json$/, '')}`);
-  await running.temporal.client.workflow.execute(rolloutGroup, { taskQueue: running.queues.workflows, workflowId, args: [input], ...startedBy(true) });
+  await running.temporal.client.workflow.execute(rolloutGroup, {
+    taskQueue: running.queues.workflows,
+    workflowId,
+    args: [input],
+    ...startedBy(true),
+  });
   await writeFile(new URL(file, HISTORIES), await historyJson(running, workflowId));
 }
 
 /** A model that calls `add` and then `flaky` (which fails its first attempt) in its first turn, and answers in its second. */
 const addThenFlaky: Responder = (body) => {
-  const text = assistantTurns(body) === 0
-    ? '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call><tool_call>{"name": "flaky", "arguments": {}}</tool_call>'
-    : 'The total is 2.';
+  const text =
+    assistantTurns(body) === 0
+      ? '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call><tool_call>{"name": "flaky", "arguments": {}}</tool_call>'
+      : 'The total is 2.';
   return { choices: Array.from({ length: body.n ?? 1 }, () => ({ text })) };
 };
 
@@ -77,7 +85,11 @@ describe('replay of recorded histories', () => {
       envConfig: { group_size: 2 },
       responder: addThenFlaky,
     });
-    await recordRolloutGroup(harness, 'rollout-group-tools-one-step-finish.json', harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } }));
+    await recordRolloutGroup(
+      harness,
+      'rollout-group-tools-one-step-finish.json',
+      harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } }),
+    );
   });
 
   it.runIf(recording)('records a single-turn group: finishGroup, with no patch marker', async () => {
@@ -89,43 +101,61 @@ describe('replay of recorded histories', () => {
     await recordRolloutGroup(harness, 'rollout-group-single-turn.json', harness.groupInput(0));
   });
 
-  it.runIf(recording)('records a tool-using rollout group with generation as a local activity, retried once, with setup and teardown', async () => {
-    let calls = 0;
-    harness = await startHarness({
-      environment: counterTools,
-      envConfig: { group_size: 2 },
-      responder: (body) => {
-        if (++calls === 1) return { status: 503, body: openAIError('overloaded', 503) };
-        const text = assistantTurns(body) === 0 ? '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call>' : 'The total is 2.';
-        return { choices: Array.from({ length: body.n ?? 1 }, () => ({ text })) };
-      },
-    });
-    const input = harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } });
-    input.steps.generate = { ...input.steps.generate, local: true };
-    await recordRolloutGroup(harness, 'rollout-group-tools-local-generate.json', input);
-  });
+  it.runIf(recording)(
+    'records a tool-using rollout group with generation as a local activity, retried once, with setup and teardown',
+    async () => {
+      let calls = 0;
+      harness = await startHarness({
+        environment: counterTools,
+        envConfig: { group_size: 2 },
+        responder: (body) => {
+          if (++calls === 1) return { status: 503, body: openAIError('overloaded', 503) };
+          const text = assistantTurns(body) === 0 ? '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call>' : 'The total is 2.';
+          return { choices: Array.from({ length: body.n ?? 1 }, () => ({ text })) };
+        },
+      });
+      const input = harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } });
+      input.steps.generate = { ...input.steps.generate, local: true };
+      await recordRolloutGroup(harness, 'rollout-group-tools-local-generate.json', input);
+    },
+  );
 
   it.runIf(recording)('records an env-run that starts the group taking a freed slot before it delivers the finished one', async () => {
     harness = await startHarness({ environment: guessNumber });
     const workflowId = uniqueId('replay-env-run-launch-first');
     const sink = { kind: 'jsonl' as const, path: join(tmpdir(), `${workflowId}.jsonl`) };
-    const input = { runId: harness.runId, environment: guessNumber.name, totalGroups: 5, maxInFlight: 2, sink, group: harness.groupInput(0) };
-    await harness.temporal.client.workflow.execute(envRun, { taskQueue: harness.queues.workflows, workflowId, args: [input], ...startedBy(true) });
+    const input = {
+      runId: harness.runId,
+      environment: guessNumber.name,
+      totalGroups: 5,
+      maxInFlight: 2,
+      sink,
+      group: harness.groupInput(0),
+    };
+    await harness.temporal.client.workflow.execute(envRun, {
+      taskQueue: harness.queues.workflows,
+      workflowId,
+      args: [input],
+      ...startedBy(true),
+    });
     await writeFile(new URL('env-run-launch-first.json', HISTORIES), await historyJson(harness, workflowId));
     await rm(sink.path, { force: true });
   });
 
-  it.runIf(recording)('records a tool-using rollout group with generation and tool calls as local activities, a flaky call retried', async () => {
-    harness = await startHarness({
-      environment: counterTools,
-      envConfig: { group_size: 2 },
-      responder: addThenFlaky,
-    });
-    const input = harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } });
-    input.steps.generate = { ...input.steps.generate, local: true };
-    input.steps.tool = { ...input.steps.tool!, local: true };
-    await recordRolloutGroup(harness, 'rollout-group-tools-local-tools.json', input);
-  });
+  it.runIf(recording)(
+    'records a tool-using rollout group with generation and tool calls as local activities, a flaky call retried',
+    async () => {
+      harness = await startHarness({
+        environment: counterTools,
+        envConfig: { group_size: 2 },
+        responder: addThenFlaky,
+      });
+      const input = harness.groupInput(0, { maxTurns: 4, hooks: { setup: true, teardown: true } });
+      input.steps.generate = { ...input.steps.generate, local: true };
+      input.steps.tool = { ...input.steps.tool!, local: true };
+      await recordRolloutGroup(harness, 'rollout-group-tools-local-tools.json', input);
+    },
+  );
 
   // The recorders above write the rollout groups and env-run-launch-first.json; test/e2e/serve-weighted.test.ts the
   // weighted batcher and env-run, src/store/retention.test.ts the trained release (all with CLOTHO_RECORD_HISTORIES=1).

@@ -13,11 +13,16 @@ describe('package-lock.json', () => {
     const dir = await mkdtemp(join(tmpdir(), 'clotho-lock-'));
     try {
       for (const file of ['package.json', 'package-lock.json']) await copyFile(join(root, file), join(dir, file));
-      const run = await promisify(execFile)('npm', ['ci', '--dry-run', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir, maxBuffer: 16 << 20 })
-        .then(({ stdout, stderr }) => ({ code: 0, output: stdout + stderr }), (error: { code?: number; stdout?: string; stderr?: string }) => ({
+      const run = await promisify(execFile)('npm', ['ci', '--dry-run', '--ignore-scripts', '--no-audit', '--no-fund'], {
+        cwd: dir,
+        maxBuffer: 16 << 20,
+      }).then(
+        ({ stdout, stderr }) => ({ code: 0, output: stdout + stderr }),
+        (error: { code?: number; stdout?: string; stderr?: string }) => ({
           code: error.code ?? 1,
           output: `${error.stdout ?? ''}${error.stderr ?? ''}`,
-        }));
+        }),
+      );
       expect(run.output).not.toContain('Missing:');
       expect(run.code).toBe(0);
     } finally {

@@ -63,7 +63,8 @@ export function apiClient(base: string) {
     const response = await fetch(`${base}${path}`, {
       method,
       headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-      body: body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? (body as string) : JSON.stringify(body),
+      body:
+        body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? (body as string) : JSON.stringify(body),
     });
     const text = await response.text();
     let json: unknown;
@@ -78,11 +79,15 @@ export function apiClient(base: string) {
   const getWithBody = (path: string, body: unknown) =>
     new Promise<{ status: number; json: any }>((resolve, reject) => {
       const payload = JSON.stringify(body);
-      const req = request(`${base}${path}`, { method: 'GET', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) }));
-      });
+      const req = request(
+        `${base}${path}`,
+        { method: 'GET', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) }));
+        },
+      );
       req.on('error', reject);
       req.end(payload);
     });
@@ -96,8 +101,14 @@ export function apiClient(base: string) {
 
 /** The trainer's registration as Atropos's example trainer sends it. */
 export const TRAINER = {
-  wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 2048,
-  checkpoint_dir: 'ckpt', save_checkpoint_interval: 10, starting_step: 0, num_steps: 100,
+  wandb_group: 'g',
+  wandb_project: 'p',
+  batch_size: 4,
+  max_token_len: 2048,
+  checkpoint_dir: 'ckpt',
+  save_checkpoint_interval: 10,
+  starting_step: 0,
+  num_steps: 100,
 };
 
 /** A valid group of `size` sequences, tagged by its first token. */

@@ -12,10 +12,23 @@ export async function startHarnessBatcher(h: Harness, options: BatcherInput['opt
     args: [{ trainer: { kind: 'http' }, options }],
   });
   await handle.executeUpdate(registerTrainerUpdate, {
-    args: [{ wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 4096, checkpoint_dir: '', save_checkpoint_interval: -1, starting_step: 0, num_steps: 100 }],
+    args: [
+      {
+        wandb_group: 'g',
+        wandb_project: 'p',
+        batch_size: 4,
+        max_token_len: 4096,
+        checkpoint_dir: '',
+        save_checkpoint_interval: -1,
+        starting_step: 0,
+        num_steps: 100,
+      },
+    ],
   });
   await handle.executeUpdate(takeBatchUpdate, { args: [{}] });
-  const env = await handle.executeUpdate(registerEnvUpdate, { args: [{ max_token_length: 4096, desired_name: 'gsm8k', weight: 1, group_size: 4, min_batch_allocation: null }] });
+  const env = await handle.executeUpdate(registerEnvUpdate, {
+    args: [{ max_token_length: 4096, desired_name: 'gsm8k', weight: 1, group_size: 4, min_batch_allocation: null }],
+  });
   if (env.status !== 'success') throw new Error('env did not register');
   return handle;
 }

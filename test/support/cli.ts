@@ -23,7 +23,10 @@ export interface SpawnOptions {
  */
 export function spawnClotho(args: string[], env: Record<string, string> = {}, options: SpawnOptions = {}): CliRun {
   const child = spawn(process.execPath, [bin, ...args], {
-    cwd: options.cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: options.processGroup ?? false,
+    cwd: options.cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.processGroup ?? false,
   });
   let out = '';
   let err = '';
@@ -54,10 +57,14 @@ export async function startClothoView(args: string[], env: Record<string, string
   const run = spawnClotho(['view', ...args, '--port', '0'], env);
   started.push(run);
   let url = '';
-  await waitFor(() => {
-    url = /listening on (http:\/\/\S+\/)/.exec(run.stdout())?.[1] ?? '';
-    if (run.child.exitCode !== null) throw new Error(`clotho view exited ${run.child.exitCode}: ${run.stderr()}`);
-    return url !== '';
-  }, 60_000, 'clotho view to listen');
+  await waitFor(
+    () => {
+      url = /listening on (http:\/\/\S+\/)/.exec(run.stdout())?.[1] ?? '';
+      if (run.child.exitCode !== null) throw new Error(`clotho view exited ${run.child.exitCode}: ${run.stderr()}`);
+      return url !== '';
+    },
+    60_000,
+    'clotho view to listen',
+  );
   return url;
 }

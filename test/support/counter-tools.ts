@@ -166,7 +166,13 @@ export const judgedPairs = defineEnvironment({
   prompt: () => [{ role: 'user', content: 'Write something good.' }],
   parse: (completion) => completion,
   judge: ({ completions }) => [
-    { id: 'pair', n: 3, messages: [{ role: 'user', content: `A: ${completions[0]}\nB: ${completions[1]}\nWhich is better? Answer \\boxed{A} or \\boxed{B}.` }] },
+    {
+      id: 'pair',
+      n: 3,
+      messages: [
+        { role: 'user', content: `A: ${completions[0]}\nB: ${completions[1]}\nWhich is better? Answer \\boxed{A} or \\boxed{B}.` },
+      ],
+    },
   ],
   score: ({ sample, judgements }) => {
     const votes = judgements.pair ?? [];
@@ -176,7 +182,11 @@ export const judgedPairs = defineEnvironment({
   rescoreGroup: ({ scores }) => scores.map((s) => s / 2),
 });
 
-const call = (id: string, name: string, args: Record<string, unknown>) => ({ id, type: 'function', function: { name, arguments: JSON.stringify(args) } });
+const call = (id: string, name: string, args: Record<string, unknown>) => ({
+  id,
+  type: 'function',
+  function: { name, arguments: JSON.stringify(args) },
+});
 
 /**
  * A scripted model for {@link counterTools}. Turn 0: add 2 and add 3 (Hermes text); turn 1: divide by zero (a
@@ -186,7 +196,9 @@ export const counterScript: Responder = (body) => {
   const turn = assistantTurns(body);
   const choice =
     turn === 0
-      ? { text: '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call><tool_call>{"name": "add", "arguments": {"x": 3}}</tool_call>' }
+      ? {
+          text: '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call><tool_call>{"name": "add", "arguments": {"x": 3}}</tool_call>',
+        }
       : turn === 1
         ? { text: '', toolCalls: [call('a', 'divide', { a: 1, b: 0 }), call('b', 'flaky', {}), call('c', 'nope', {})] }
         : { text: 'The total is 5.' };

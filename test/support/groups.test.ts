@@ -14,9 +14,25 @@ const group = (change: (g: { tokens: number[]; masks: number[]; logprobs: number
 
 describe('expectWellFormedSequence', () => {
   it('returns the trained spans of a well-formed sequence', () => {
-    expect(expectWellFormedSequence(group(), 0)).toEqual([{ start: 2, end: 4 }, { start: 5, end: 6 }]);
-    expect(expectWellFormedGroup(group(), { maxTrained: 3 })).toEqual([[{ start: 2, end: 4 }, { start: 5, end: 6 }]]);
-    expect(expectWellFormedSequence(group((g) => { g.masks[0] = 1; g.logprobs[0] = -1; }), 0)[0]).toEqual({ start: 0, end: 1 });
+    expect(expectWellFormedSequence(group(), 0)).toEqual([
+      { start: 2, end: 4 },
+      { start: 5, end: 6 },
+    ]);
+    expect(expectWellFormedGroup(group(), { maxTrained: 3 })).toEqual([
+      [
+        { start: 2, end: 4 },
+        { start: 5, end: 6 },
+      ],
+    ]);
+    expect(
+      expectWellFormedSequence(
+        group((g) => {
+          g.masks[0] = 1;
+          g.logprobs[0] = -1;
+        }),
+        0,
+      )[0],
+    ).toEqual({ start: 0, end: 1 });
   });
 
   it('fails on each way a sequence can be malformed', () => {
@@ -27,7 +43,13 @@ describe('expectWellFormedSequence', () => {
       ['a trained mask not its token', group((g) => (g.masks[2] = 9))],
       ['a trained logprob above 0', group((g) => (g.logprobs[3] = 0.1))],
       ['a masked logprob not MASKED_LOGPROB', group((g) => (g.logprobs[4] = -1))],
-      ['nothing trained', group((g) => { g.masks = g.masks.map(() => M); g.logprobs = g.logprobs.map(() => ML); })],
+      [
+        'nothing trained',
+        group((g) => {
+          g.masks = g.masks.map(() => M);
+          g.logprobs = g.logprobs.map(() => ML);
+        }),
+      ],
     ];
     for (const [why, g] of malformed) expect(() => expectWellFormedSequence(g, 0), why).toThrow();
     expect(() => expectWellFormedGroup(group(), { maxTrained: 2 })).toThrow();

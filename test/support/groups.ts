@@ -5,7 +5,10 @@ import { MASKED, MASKED_LOGPROB, type ScoredDataGroup } from '../../src/schema/s
 
 /** The records of a JSON-lines file, one a line (blank lines skipped). */
 export async function readJsonl<T>(path: string): Promise<T[]> {
-  return (await readFile(path, 'utf8')).split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line) as T);
+  return (await readFile(path, 'utf8'))
+    .split('\n')
+    .filter((line) => line.trim())
+    .map((line) => JSON.parse(line) as T);
 }
 
 /** The groups a run wrote with `--env.data_path_to_save_groups`. */

@@ -34,7 +34,10 @@ export default defineEnvironment({
   // A random-weight model never writes a tool call: with keep_going its episodes still take every turn.
   step: ({ toolResults }, config) => {
     const answered = toolResults.length === 0;
-    return { messages: answered && config.keep_going ? [{ role: 'user', content: 'Keep counting.' }] : [], done: answered && !config.keep_going };
+    return {
+      messages: answered && config.keep_going ? [{ role: 'user', content: 'Keep counting.' }] : [],
+      done: answered && !config.keep_going,
+    };
   },
   parse: (completion) => Number(completion.match(/-?\d+/g)?.at(-1) ?? NaN),
   score: ({ parsed, state }) => (parsed === (state as { total: number }).total ? 1 : -1),

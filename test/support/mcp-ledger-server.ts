@@ -18,7 +18,12 @@ import { z } from 'zod';
 import { MCP_IDEMPOTENCY_KEY } from '../../src/env/mcp.js';
 
 const { values } = parseArgs({
-  options: { tool: { type: 'string' }, ledger: { type: 'string' }, 'honour-keys': { type: 'boolean', default: false }, 'hang-file': { type: 'string' } },
+  options: {
+    tool: { type: 'string' },
+    ledger: { type: 'string' },
+    'honour-keys': { type: 'boolean', default: false },
+    'hang-file': { type: 'string' },
+  },
 });
 const ledger = values.ledger!;
 
@@ -34,11 +39,18 @@ export interface LedgerLine {
 }
 
 const lines = (): LedgerLine[] =>
-  existsSync(ledger) ? readFileSync(ledger, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as LedgerLine) : [];
+  existsSync(ledger)
+    ? readFileSync(ledger, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as LedgerLine)
+    : [];
 const write = (line: LedgerLine) => appendFileSync(ledger, `${JSON.stringify(line)}\n`);
 
 const server = new McpServer({ name: 'clotho-ledger', version: '1.0.0' });
-server.registerTool(values.tool!, { description: 'Appends a text to the ledger and answers its entry number', inputSchema: { text: z.string() } },
+server.registerTool(
+  values.tool!,
+  { description: 'Appends a text to the ledger and answers its entry number', inputSchema: { text: z.string() } },
   async ({ text }, extra) => {
     const key = typeof extra._meta?.[MCP_IDEMPOTENCY_KEY] === 'string' ? (extra._meta[MCP_IDEMPOTENCY_KEY] as string) : null;
     const executed = lines().filter((l) => l.kind === 'executed');
@@ -57,6 +69,7 @@ server.registerTool(values.tool!, { description: 'Appends a text to the ledger a
       return new Promise<never>(() => undefined);
     }
     return { content: [{ type: 'text', text: result }] };
-  });
+  },
+);
 
 await server.connect(new StdioServerTransport());

@@ -9,25 +9,34 @@ import { z } from 'zod';
 
 const server = new McpServer({ name: 'clotho-test', version: '1.0.0' });
 
-server.registerTool('reverse', { description: 'Reverses a text', inputSchema: { text: z.string() } },
-  async ({ text }) => ({ content: [{ type: 'text', text: [...text].reverse().join('') }] }));
+server.registerTool('reverse', { description: 'Reverses a text', inputSchema: { text: z.string() } }, async ({ text }) => ({
+  content: [{ type: 'text', text: [...text].reverse().join('') }],
+}));
 
-server.registerTool('fail', { description: 'Always reports an error' },
-  async () => ({ isError: true, content: [{ type: 'text', text: 'this tool always fails' }] }));
+server.registerTool('fail', { description: 'Always reports an error' }, async () => ({
+  isError: true,
+  content: [{ type: 'text', text: 'this tool always fails' }],
+}));
 
 // Exits without answering, as a server that segfaults or is OOM-killed would.
 server.registerTool('crash', { description: 'Kills the server process' }, async () => process.exit(3));
 
-server.registerTool('pid', { description: 'The server process id' },
-  async () => ({ content: [{ type: 'text', text: String(process.pid) }] }));
+server.registerTool('pid', { description: 'The server process id' }, async () => ({
+  content: [{ type: 'text', text: String(process.pid) }],
+}));
 
-server.registerTool('meta', { description: 'The request metadata the client sent' },
-  async (extra) => ({ content: [{ type: 'text', text: JSON.stringify(extra._meta ?? {}) }] }));
+server.registerTool('meta', { description: 'The request metadata the client sent' }, async (extra) => ({
+  content: [{ type: 'text', text: JSON.stringify(extra._meta ?? {}) }],
+}));
 
 server.registerTool('image', { description: 'A caption and a 1-pixel PNG' }, async () => ({
   content: [
     { type: 'text', text: 'a red dot' },
-    { type: 'image', mimeType: 'image/png', data: 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==' },
+    {
+      type: 'image',
+      mimeType: 'image/png',
+      data: 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==',
+    },
   ],
 }));
 

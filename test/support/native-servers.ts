@@ -50,7 +50,12 @@ export function scriptedSample(index: number, maxTokens: number): { text: string
 
 type Route = (body: unknown, call: { index: number; path: string }) => { status: number; body: unknown };
 
-async function serve(routes: Record<string, Route>, generation: Set<string>, options: NativeServerOptions, unhealthyBody: unknown): Promise<NativeServer> {
+async function serve(
+  routes: Record<string, Route>,
+  generation: Set<string>,
+  options: NativeServerOptions,
+  unhealthyBody: unknown,
+): Promise<NativeServer> {
   const requests: RecordedRequest[] = [];
   const timers = new Set<NodeJS.Timeout>();
   let calls = 0;
@@ -85,13 +90,18 @@ async function serve(routes: Record<string, Route>, generation: Set<string>, opt
     const index = calls++;
     inFlight += 1;
     maxInFlight = Math.max(maxInFlight, inFlight);
-    res.on('close', () => { inFlight -= 1; });
+    res.on('close', () => {
+      inFlight -= 1;
+    });
     const fault = options.fault?.(body, index);
     if (fault && 'hang' in fault) return;
     if (fault && 'destroySocket' in fault) return void req.socket.destroy();
     if (options.delayMs) {
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => { timers.delete(timer); resolve(); }, options.delayMs);
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          resolve();
+        }, options.delayMs);
         timers.add(timer);
       });
     }
@@ -111,11 +121,21 @@ async function serve(routes: Record<string, Route>, generation: Set<string>, opt
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    get calls() { return calls; },
-    get inFlight() { return inFlight; },
-    get maxInFlight() { return maxInFlight; },
-    get healthy() { return state.healthy; },
-    set healthy(value: boolean) { state.healthy = value; },
+    get calls() {
+      return calls;
+    },
+    get inFlight() {
+      return inFlight;
+    },
+    get maxInFlight() {
+      return maxInFlight;
+    },
+    get healthy() {
+      return state.healthy;
+    },
+    set healthy(value: boolean) {
+      state.healthy = value;
+    },
     async close() {
       for (const timer of timers) clearTimeout(timer);
       server.closeAllConnections();
@@ -139,7 +159,11 @@ const VllmGenerateSchema = z.looseObject({
   n: z.number().int().positive().default(1),
   max_tokens: z.number().int().positive().default(16),
 });
-const VllmCompletionsSchema = z.looseObject({ prompt: ints.min(1), max_tokens: z.number().int(), prompt_logprobs: z.number().int().min(0) });
+const VllmCompletionsSchema = z.looseObject({
+  prompt: ints.min(1),
+  max_tokens: z.number().int(),
+  prompt_logprobs: z.number().int().min(0),
+});
 
 /** The teacher's scripted top candidates at position `p`: ids `1000 + 10p + j`, logprob `-(j+1)/8`, rank `j+1`. */
 export function teacherTop(position: number, k: number): { id: number; logprob: number }[] {
@@ -184,7 +208,10 @@ export function startVllmServer(options: NativeServerOptions = {}): Promise<Nati
     return {
       status: 200,
       body: {
-        id: 'cmpl-native', object: 'text_completion', created: 0, model: 'native',
+        id: 'cmpl-native',
+        object: 'text_completion',
+        created: 0,
+        model: 'native',
         choices: [{ index: 0, text: 'x', logprobs: null, finish_reason: 'length', stop_reason: null, prompt_logprobs: positions }],
         usage: { prompt_tokens: prompt.length, completion_tokens: 1, total_tokens: prompt.length + 1 },
       },
@@ -245,7 +272,7 @@ export function llamaTemplate(messages: { role: string; content: unknown }[]): s
 
 /** The stand-in's `/tokenize` with `parse_special`: ChatML markers are special ids, the rest code points. */
 export function llamaTokenize(text: string): number[] {
-  return text.split(/(<\|im_start\|>|<\|im_end\|>)/).flatMap((part) => SPECIAL[part] !== undefined ? [SPECIAL[part]] : encodeText(part));
+  return text.split(/(<\|im_start\|>|<\|im_end\|>)/).flatMap((part) => (SPECIAL[part] !== undefined ? [SPECIAL[part]] : encodeText(part)));
 }
 
 /**
@@ -267,10 +294,22 @@ export function startLlamaServer(options: NativeServerOptions = {}): Promise<Nat
     return {
       status: 200,
       body: {
-        index: 0, content: s.text, tokens: return_tokens ? s.tokenIds : [], id_slot: 0, stop: true, model: 'native',
-        tokens_predicted: s.tokenIds.length, tokens_evaluated: prompt.length, generation_settings: { n_predict },
-        prompt: prompt.map(tokenText).join(''), has_new_line: false, truncated: false,
-        stop_type: s.finish === 'stop' ? 'eos' : 'limit', stopping_word: '', tokens_cached: 0, timings: {},
+        index: 0,
+        content: s.text,
+        tokens: return_tokens ? s.tokenIds : [],
+        id_slot: 0,
+        stop: true,
+        model: 'native',
+        tokens_predicted: s.tokenIds.length,
+        tokens_evaluated: prompt.length,
+        generation_settings: { n_predict },
+        prompt: prompt.map(tokenText).join(''),
+        has_new_line: false,
+        truncated: false,
+        stop_type: s.finish === 'stop' ? 'eos' : 'limit',
+        stopping_word: '',
+        tokens_cached: 0,
+        timings: {},
         ...(n_probs > 0 ? { completion_probabilities: probs } : {}),
       },
     };
@@ -283,10 +322,7 @@ export function startLlamaServer(options: NativeServerOptions = {}): Promise<Nat
     const parsed = z.looseObject({ content: z.string() }).safeParse(json);
     return parsed.success ? { status: 200, body: { tokens: llamaTokenize(parsed.data.content) } } : invalid(parsed.error);
   };
-  return serve(
-    { '/completion': completion, '/apply-template': applyTemplate, '/tokenize': tokenize },
-    new Set(['/completion']),
-    options,
-    { error: { code: 503, message: 'Loading model', type: 'unavailable_error' } },
-  );
+  return serve({ '/completion': completion, '/apply-template': applyTemplate, '/tokenize': tokenize }, new Set(['/completion']), options, {
+    error: { code: 503, message: 'Loading model', type: 'unavailable_error' },
+  });
 }

@@ -71,8 +71,21 @@ export async function runProcess(args: string[], out: string, groups: number): P
  * tell samples apart).
  */
 export async function processEngineGroup(args: string[], out: string, maxTokens: number): Promise<ScoredDataGroup> {
-  const { groups } = await runProcess([...args, '--env.total_steps', '1', '--env.group_size', '2',
-    '--env.max_token_length', String(maxTokens), '--env.ensure_scores_are_not_same', 'false'], out, 1);
+  const { groups } = await runProcess(
+    [
+      ...args,
+      '--env.total_steps',
+      '1',
+      '--env.group_size',
+      '2',
+      '--env.max_token_length',
+      String(maxTokens),
+      '--env.ensure_scores_are_not_same',
+      'false',
+    ],
+    out,
+    1,
+  );
   const group = groups[0]!;
   expect(group.tokens).toHaveLength(2);
   return group;
@@ -82,7 +95,10 @@ export async function processEngineGroup(args: string[], out: string, maxTokens:
  * Runs `clotho evaluate <args> --env.data_dir_to_save_evals <evals>`: it must exit 0 with nothing on stderr. Returns
  * the metrics and samples it wrote there, and what it printed.
  */
-export async function runEvaluate(args: string[], evals: string): Promise<{ metrics: Record<string, number>; samples: EvaluationSample[]; stdout: string }> {
+export async function runEvaluate(
+  args: string[],
+  evals: string,
+): Promise<{ metrics: Record<string, number>; samples: EvaluationSample[]; stdout: string }> {
   const { code, stdout, stderr } = await runClotho(['evaluate', ...args, '--env.data_dir_to_save_evals', evals], temporalEnv());
   expect(stderr).toBe('');
   expect(code).toBe(0);

@@ -120,11 +120,14 @@ export async function startS3Server(binary: string): Promise<S3Server> {
       }
     },
     store: (url) =>
-      new S3Store({ ...parseS3Url(url, {}), forcePathStyle: true }, {
-        endpoint,
-        region: env.AWS_REGION,
-        credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY },
-      }),
+      new S3Store(
+        { ...parseS3Url(url, {}), forcePathStyle: true },
+        {
+          endpoint,
+          region: env.AWS_REGION,
+          credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY },
+        },
+      ),
     stop,
     start,
     async close() {

@@ -12,7 +12,6 @@ import {
 } from './scripted-openai.js';
 import { scriptedServers } from './scripted-servers.js';
 
-
 const serve = scriptedServers();
 
 async function post(server: ScriptedOpenAI, path: string, body: unknown): Promise<{ status: number; json: any }> {
@@ -29,28 +28,57 @@ const messages = [{ role: 'user', content: 'hi' }];
 describe('scripted tokenizer', () => {
   it('renders a conversation as a chat template would', () => {
     expect(encodeChat([{ role: 'user', content: 'hi' }])).toEqual([
-      TOKEN.START, ...encodeText('user'), TOKEN.SEP, 104, 105, TOKEN.END, TOKEN.START, ...encodeText('assistant'), TOKEN.SEP,
+      TOKEN.START,
+      ...encodeText('user'),
+      TOKEN.SEP,
+      104,
+      105,
+      TOKEN.END,
+      TOKEN.START,
+      ...encodeText('assistant'),
+      TOKEN.SEP,
     ]);
     expect(encodeCompletion('ok')).toEqual([111, 107, TOKEN.END]);
   });
 
   it('renders each image part as one placeholder token, as a vision server does, and its text parts as text', () => {
-    const parts = [{ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }, { type: 'text', text: 'hi' }];
-    expect(encodeChat([{ role: 'user', content: parts }], false)).toEqual([TOKEN.START, ...encodeText('user'), TOKEN.SEP, TOKEN.IMAGE, 104, 105, TOKEN.END]);
+    const parts = [
+      { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+      { type: 'text', text: 'hi' },
+    ];
+    expect(encodeChat([{ role: 'user', content: parts }], false)).toEqual([
+      TOKEN.START,
+      ...encodeText('user'),
+      TOKEN.SEP,
+      TOKEN.IMAGE,
+      104,
+      105,
+      TOKEN.END,
+    ]);
     // Other lists are not content parts: they are written out as JSON, as before.
-    expect(encodeChat([{ role: 'user', content: [1] }], false)).toEqual([TOKEN.START, ...encodeText('user'), TOKEN.SEP, ...encodeText('[1]'), TOKEN.END]);
+    expect(encodeChat([{ role: 'user', content: [1] }], false)).toEqual([
+      TOKEN.START,
+      ...encodeText('user'),
+      TOKEN.SEP,
+      ...encodeText('[1]'),
+      TOKEN.END,
+    ]);
   });
 
   it('makes a longer conversation extend the shorter prompt plus its completion', () => {
     const message = fc.record({ role: fc.constantFrom('system', 'user', 'tool'), content: fc.string() });
-    const toolCalls = fc.option(fc.array(fc.record({ id: fc.string(), type: fc.constant('function') }), { minLength: 1 }), { nil: undefined });
-    fc.assert(fc.property(fc.array(message, { minLength: 1 }), fc.string(), toolCalls, message, (history, text, calls, next) => {
-      const before = [...encodeChat(history), ...encodeCompletion(text, calls)];
-      const assistant = { role: 'assistant', content: text, ...(calls ? { tool_calls: calls } : {}) };
-      const after = encodeChat([...history, assistant, next]);
-      expect(after.slice(0, before.length)).toEqual(before);
-      expect(after.slice(before.length)).toEqual([...encodeChat([next], false), ...encodeHeader('assistant')]);
-    }));
+    const toolCalls = fc.option(fc.array(fc.record({ id: fc.string(), type: fc.constant('function') }), { minLength: 1 }), {
+      nil: undefined,
+    });
+    fc.assert(
+      fc.property(fc.array(message, { minLength: 1 }), fc.string(), toolCalls, message, (history, text, calls, next) => {
+        const before = [...encodeChat(history), ...encodeCompletion(text, calls)];
+        const assistant = { role: 'assistant', content: text, ...(calls ? { tool_calls: calls } : {}) };
+        const after = encodeChat([...history, assistant, next]);
+        expect(after.slice(0, before.length)).toEqual(before);
+        expect(after.slice(before.length)).toEqual([...encodeChat([next], false), ...encodeHeader('assistant')]);
+      }),
+    );
   });
 });
 
@@ -63,13 +91,20 @@ describe('startScriptedOpenAI', () => {
     expect(json.choices).toHaveLength(2);
     const ids = encodeCompletion('choice 1');
     expect(json.choices[1]).toMatchObject({
-      index: 1, message: { role: 'assistant', content: 'choice 1', tool_calls: [] }, finish_reason: 'stop', token_ids: ids,
+      index: 1,
+      message: { role: 'assistant', content: 'choice 1', tool_calls: [] },
+      finish_reason: 'stop',
+      token_ids: ids,
     });
     expect(json.choices[1].logprobs.content.map((e: { logprob: number }) => e.logprob)).toEqual(ids.map(defaultLogprob));
     expect(json.choices[1].logprobs.content[0]).toEqual({ token: 'c', logprob: defaultLogprob(99), bytes: [99], top_logprobs: [] });
     expect(json.choices[1].logprobs.content.at(-1).token).toBe('<|end|>');
     const promptTokens = encodeChat(messages).length;
-    expect(json.usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: 2 * ids.length, total_tokens: promptTokens + 2 * ids.length });
+    expect(json.usage).toEqual({
+      prompt_tokens: promptTokens,
+      completion_tokens: 2 * ids.length,
+      total_tokens: promptTokens + 2 * ids.length,
+    });
   });
 
   it('leaves token ids and logprobs out unless asked, and can refuse token ids or both', async () => {
@@ -81,7 +116,11 @@ describe('startScriptedOpenAI', () => {
     expect(refusing.json.prompt_token_ids).toBeUndefined();
     expect(refusing.json.choices[0].token_ids).toBeUndefined();
     // Messages only, as most hosted APIs answer: neither token ids nor logprobs, whatever was asked.
-    const bare = await post(await serve({ tokenIds: false, logprobs: false }), '/chat/completions', { messages, logprobs: true, return_token_ids: true });
+    const bare = await post(await serve({ tokenIds: false, logprobs: false }), '/chat/completions', {
+      messages,
+      logprobs: true,
+      return_token_ids: true,
+    });
     expect(bare.json.choices[0]).toMatchObject({ message: { content: 'choice 0' }, logprobs: null });
     expect(bare.json.choices[0].token_ids).toBeUndefined();
     const text = await post(await serve({ tokenIds: false, logprobs: false }), '/completions', { prompt: 'hi', logprobs: 0 });
@@ -90,14 +129,22 @@ describe('startScriptedOpenAI', () => {
 
   it('uses scripted texts, token ids, logprobs and tool calls', async () => {
     const toolCalls = [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }];
-    const server = await serve({ responder: (_, call) => ({ choices: [
-      { text: `call ${call}`, tokenIds: [7, 8], logprobs: [-0.5, -1.5], finishReason: 'length' },
-      { text: '', toolCalls },
-    ] }) });
+    const server = await serve({
+      responder: (_, call) => ({
+        choices: [
+          { text: `call ${call}`, tokenIds: [7, 8], logprobs: [-0.5, -1.5], finishReason: 'length' },
+          { text: '', toolCalls },
+        ],
+      }),
+    });
     const { json } = await post(server, '/chat/completions', { messages, logprobs: true, return_token_ids: true });
     expect(json.choices[0]).toMatchObject({ message: { content: 'call 0' }, token_ids: [7, 8], finish_reason: 'length' });
     expect(json.choices[0].logprobs.content.map((e: { logprob: number }) => e.logprob)).toEqual([-0.5, -1.5]);
-    expect(json.choices[1]).toMatchObject({ message: { tool_calls: toolCalls }, finish_reason: 'tool_calls', token_ids: encodeCompletion('', toolCalls) });
+    expect(json.choices[1]).toMatchObject({
+      message: { tool_calls: toolCalls },
+      finish_reason: 'tool_calls',
+      token_ids: encodeCompletion('', toolCalls),
+    });
   });
 
   it('serves /v1/models, /health and minimal /v1/completions', async () => {
@@ -108,7 +155,10 @@ describe('startScriptedOpenAI', () => {
     const text = await post(server, '/completions', { prompt: 'ab', n: 2, logprobs: 0, return_token_ids: true });
     expect(text.json.choices).toHaveLength(2);
     expect(text.json.choices[0]).toMatchObject({
-      text: 'choice 0', prompt_token_ids: [97, 98], token_ids: encodeCompletion('choice 0'), finish_reason: 'stop',
+      text: 'choice 0',
+      prompt_token_ids: [97, 98],
+      token_ids: encodeCompletion('choice 0'),
+      finish_reason: 'stop',
     });
     expect(text.json.choices[0].logprobs.token_logprobs).toEqual(encodeCompletion('choice 0').map(defaultLogprob));
     const ids = await post(server, '/completions', { prompt: [5, 6, 7], return_token_ids: true });
@@ -122,15 +172,19 @@ describe('startScriptedOpenAI', () => {
     await post(server, '/chat/completions', { messages, temperature: 0.5 });
     await post(server, '/completions', { prompt: 'x' });
     expect(server.calls).toBe(2);
-    expect(server.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v1/models', 'POST /v1/chat/completions', 'POST /v1/completions']);
+    expect(server.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'GET /v1/models',
+      'POST /v1/chat/completions',
+      'POST /v1/completions',
+    ]);
     expect(server.requests[1]!.body).toEqual({ messages, temperature: 0.5 });
     expect(server.requests[1]!.at).toBeGreaterThanOrEqual(before);
   });
 
   it('fails as scripted: status, headers and raw body', async () => {
-    const server = await serve({ responder: (_, call) => call === 0
-      ? { status: 429, headers: { 'retry-after': '3' } }
-      : { status: 200, body: 'not json' } });
+    const server = await serve({
+      responder: (_, call) => (call === 0 ? { status: 429, headers: { 'retry-after': '3' } } : { status: 200, body: 'not json' }),
+    });
     const limited = await fetch(`${server.baseUrl}/chat/completions`, { method: 'POST', body: JSON.stringify({ messages }) });
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('3');
@@ -159,7 +213,11 @@ describe('startScriptedOpenAI', () => {
   });
 
   it('answers bad requests and responder failures with OpenAI-style errors', async () => {
-    const server = await serve({ responder: () => { throw new Error('boom'); } });
+    const server = await serve({
+      responder: () => {
+        throw new Error('boom');
+      },
+    });
     const invalid = await post(server, '/chat/completions', { messages: [] });
     expect(invalid.status).toBe(400);
     expect(invalid.json.error.message).toContain('messages');

@@ -12,7 +12,12 @@ import { z } from 'zod';
 
 /** Special token ids; text tokens are Unicode code points. IMAGE stands for one image part, as a vision server's placeholder. */
 export const TOKEN = { START: 1, SEP: 2, END: 3, IMAGE: 4 } as const;
-const SPECIAL_TEXT: Record<number, string> = { [TOKEN.START]: '<|start|>', [TOKEN.SEP]: '<|sep|>', [TOKEN.END]: '<|end|>', [TOKEN.IMAGE]: '<|image|>' };
+const SPECIAL_TEXT: Record<number, string> = {
+  [TOKEN.START]: '<|start|>',
+  [TOKEN.SEP]: '<|sep|>',
+  [TOKEN.END]: '<|end|>',
+  [TOKEN.IMAGE]: '<|image|>',
+};
 
 /** Code points of `text`. */
 export function encodeText(text: string): number[] {
@@ -21,8 +26,11 @@ export function encodeText(text: string): number[] {
 
 /** Whether content is a list of OpenAI text and image parts. */
 function isPartList(content: unknown): content is ({ type: 'text'; text: string } | { type: 'image_url' })[] {
-  return Array.isArray(content) && content.length > 0 && content.every((p: { type?: unknown; text?: unknown }) =>
-    (p?.type === 'text' && typeof p.text === 'string') || p?.type === 'image_url');
+  return (
+    Array.isArray(content) &&
+    content.length > 0 &&
+    content.every((p: { type?: unknown; text?: unknown }) => (p?.type === 'text' && typeof p.text === 'string') || p?.type === 'image_url')
+  );
 }
 
 function encodeContent(content: unknown): number[] {
@@ -74,7 +82,11 @@ const common = {
   return_token_ids: z.boolean().nullish(),
 };
 const ChatBodySchema = z.looseObject({ ...common, messages: z.array(ChatMessageSchema).min(1), logprobs: z.boolean().nullish() });
-const TextBodySchema = z.looseObject({ ...common, prompt: z.union([z.string(), z.array(z.number().int())]), logprobs: z.number().int().nullish() });
+const TextBodySchema = z.looseObject({
+  ...common,
+  prompt: z.union([z.string(), z.array(z.number().int())]),
+  logprobs: z.number().int().nullish(),
+});
 
 /** A parsed request body as the responder sees it. */
 export type ScriptedBody = z.infer<typeof ChatBodySchema> | z.infer<typeof TextBodySchema>;
@@ -153,15 +165,20 @@ export async function startScriptedOpenAI(options: ScriptedOpenAIOptions = {}): 
   const timers = new Set<NodeJS.Timeout>();
   let calls = 0;
 
-  const delay = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(() => { timers.delete(timer); resolve(); }, ms);
-    timers.add(timer);
-  });
+  const delay = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        resolve();
+      }, ms);
+      timers.add(timer);
+    });
 
   async function complete(req: IncomingMessage, res: ServerResponse, path: string, json: unknown): Promise<void> {
-    const parsed = path === '/v1/chat/completions'
-      ? { chat: true as const, result: ChatBodySchema.safeParse(json) }
-      : { chat: false as const, result: TextBodySchema.safeParse(json) };
+    const parsed =
+      path === '/v1/chat/completions'
+        ? { chat: true as const, result: ChatBodySchema.safeParse(json) }
+        : { chat: false as const, result: TextBodySchema.safeParse(json) };
     if (!parsed.result.success) return send(res, 400, openAIError(z.prettifyError(parsed.result.error), 400));
     const outcome = await responder(parsed.result.data, calls++);
     if ('hang' in outcome) return;
@@ -171,13 +188,22 @@ export async function startScriptedOpenAI(options: ScriptedOpenAIOptions = {}): 
     }
     if (outcome.delayMs) await delay(outcome.delayMs);
     if ('status' in outcome) {
-      return send(res, outcome.status, outcome.body ?? openAIError(STATUS_CODES[outcome.status] ?? 'error', outcome.status), outcome.headers);
+      return send(
+        res,
+        outcome.status,
+        outcome.body ?? openAIError(STATUS_CODES[outcome.status] ?? 'error', outcome.status),
+        outcome.headers,
+      );
     }
     const withIds = options.tokenIds !== false && parsed.result.data.return_token_ids === true;
     const body = options.logprobs === false ? { ...parsed.result.data, logprobs: null } : parsed.result.data;
-    send(res, 200, parsed.chat
-      ? chatResponse(model, body as z.infer<typeof ChatBodySchema>, outcome.choices, withIds)
-      : textResponse(model, body as z.infer<typeof TextBodySchema>, outcome.choices, withIds));
+    send(
+      res,
+      200,
+      parsed.chat
+        ? chatResponse(model, body as z.infer<typeof ChatBodySchema>, outcome.choices, withIds)
+        : textResponse(model, body as z.infer<typeof TextBodySchema>, outcome.choices, withIds),
+    );
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -272,11 +298,11 @@ function chatResponse(model: string, body: z.infer<typeof ChatBodySchema>, choic
         message: { role: 'assistant', content: choice.text, tool_calls: choice.toolCalls ?? [], reasoning: null },
         logprobs: body.logprobs
           ? {
-            content: logprobs.map((logprob, i) => {
-              const token = tokenText(tokenIds[i] ?? 0);
-              return { token, logprob, bytes: [...Buffer.from(token)], top_logprobs: [] };
-            }),
-          }
+              content: logprobs.map((logprob, i) => {
+                const token = tokenText(tokenIds[i] ?? 0);
+                return { token, logprob, bytes: [...Buffer.from(token)], top_logprobs: [] };
+              }),
+            }
           : null,
         finish_reason: finishReason(choice),
         stop_reason: null,
@@ -302,9 +328,8 @@ function textResponse(model: string, body: z.infer<typeof TextBodySchema>, choic
       return {
         index,
         text: choice.text,
-        logprobs: body.logprobs != null
-          ? { tokens: tokenIds.map(tokenText), token_logprobs: logprobs, top_logprobs: null, text_offset: [] }
-          : null,
+        logprobs:
+          body.logprobs != null ? { tokens: tokenIds.map(tokenText), token_logprobs: logprobs, top_logprobs: null, text_offset: [] } : null,
         finish_reason: finishReason(choice),
         stop_reason: null,
         ...(withIds ? { token_ids: tokenIds, prompt_token_ids: promptTokenIds } : {}),

@@ -37,11 +37,15 @@ export async function startScriptedVision<K extends KnownImage>(known: readonly 
       const messages = ('messages' in body ? body.messages : []) as { role: string; content?: unknown }[];
       const parts = messages.flatMap((m) => (m.role === 'user' && Array.isArray(m.content) ? (m.content as unknown[]) : []));
       const imageParts = parts.filter(isImageUrlPart);
-      if (imageParts.length !== 1) return refuse(`expected one image part, got ${imageParts.length} (content ${JSON.stringify(messages.map((m) => typeof m.content))})`);
+      if (imageParts.length !== 1)
+        return refuse(
+          `expected one image part, got ${imageParts.length} (content ${JSON.stringify(messages.map((m) => typeof m.content))})`,
+        );
       const decoded = parseDataUrl(imageParts[0]!.image_url.url);
       if (!decoded) return refuse(`not a base64 data URL: ${imageParts[0]!.image_url.url.slice(0, 40)}`);
       images.push(decoded.bytes);
-      if (imageMediaType(decoded.bytes) !== decoded.mediaType) return refuse(`data URL says ${decoded.mediaType}, the bytes are ${imageMediaType(decoded.bytes)}`);
+      if (imageMediaType(decoded.bytes) !== decoded.mediaType)
+        return refuse(`data URL says ${decoded.mediaType}, the bytes are ${imageMediaType(decoded.bytes)}`);
       if (decoded.mediaType === 'image/png') {
         try {
           decodePng(decoded.bytes);

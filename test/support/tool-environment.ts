@@ -10,7 +10,8 @@ const cities = Object.keys(WEATHER);
 const ArgumentsSchema = z.looseObject({ city: z.string() });
 
 /** Hermes-style tool instructions, as Qwen's template would write them for a `get_weather` tool. */
-const SYSTEM = 'You can call get_weather({"city": string}) by writing ' +
+const SYSTEM =
+  'You can call get_weather({"city": string}) by writing ' +
   '<tool_call>\n{"name": "get_weather", "arguments": {"city": "..."}}\n</tool_call>. ' +
   'Answer with the temperature in degrees Celsius.';
 
@@ -51,7 +52,10 @@ export const weatherTools = defineEnvironment({
   },
   score: ({ parsed, item }) => (parsed === WEATHER[item.city] ? 1 : -1),
   step: ({ messages, item }, config) => {
-    const calls = z.array(ToolCallSchema).catch([]).parse(messages.at(-1)?.tool_calls ?? []);
+    const calls = z
+      .array(ToolCallSchema)
+      .catch([])
+      .parse(messages.at(-1)?.tool_calls ?? []);
     const answers: Message[] = calls.map((c) => ({ role: 'tool', tool_call_id: c.id, content: weatherOf(c.function.arguments) }));
     if (answers.length > 0) return { messages: answers, done: false };
     if (config.any_turn_is_call) return { messages: [{ role: 'tool', content: weatherReport(item.city) }], done: false };

@@ -29,7 +29,11 @@ export interface BfclItem {
   expected: ExpectedCall[];
 }
 
-const readLines = (path: string) => readFileSync(path, 'utf8').split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line));
+const readLines = (path: string) =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim())
+    .map((line) => JSON.parse(line));
 
 let cached: Map<string, BfclItem> | undefined;
 
@@ -39,7 +43,8 @@ export function bfclItems(): Map<string, BfclItem> {
   cached = new Map();
   for (const [category, file] of Object.entries(FILES) as [BfclItem['category'], string][]) {
     const answers = new Map<string, Record<string, Record<string, unknown[]>>[]>(
-      readLines(join(BFCL_DIR, 'possible_answer', file)).map((row) => [row.id, row.ground_truth]));
+      readLines(join(BFCL_DIR, 'possible_answer', file)).map((row) => [row.id, row.ground_truth]),
+    );
     for (const row of readLines(join(BFCL_DIR, file))) {
       const turn = row.question[0] as { role: string; content: string }[];
       cached.set(row.id, {
@@ -120,12 +125,28 @@ const messagesOf = (body: ScriptedBody) => ('messages' in body ? body.messages :
  * the item's tools is refused with 400), and answers sample `s` of item `id` as `plan(id, s)` says.
  */
 export function bfclResponder(plan: (id: string, sample: number) => BfclAnswer): Responder {
-  const byKey = new Map([...bfclItems().values()].map((item) => [`${item.question}\n${item.functions.map((f) => f.name).sort().join(',')}`, item]));
+  const byKey = new Map(
+    [...bfclItems().values()].map((item) => [
+      `${item.question}\n${item.functions
+        .map((f) => f.name)
+        .sort()
+        .join(',')}`,
+      item,
+    ]),
+  );
   return (body) => {
     const offered = toolNames(body);
-    const question = String(messagesOf(body).filter((m) => m.role === 'user').at(-1)?.content ?? '');
+    const question = String(
+      messagesOf(body)
+        .filter((m) => m.role === 'user')
+        .at(-1)?.content ?? '',
+    );
     const item = offered && byKey.get(`${question}\n${[...offered].sort().join(',')}`);
-    if (!item) return { status: 400, body: { error: { message: `no BFCL item offers tools ${JSON.stringify(offered)} for: ${question.slice(0, 60)}` } } };
+    if (!item)
+      return {
+        status: 400,
+        body: { error: { message: `no BFCL item offers tools ${JSON.stringify(offered)} for: ${question.slice(0, 60)}` } },
+      };
     return { choices: Array.from({ length: body.n ?? 1 }, (_, sample) => bfclChoice(item, plan(item.id, sample), offered)) };
   };
 }
@@ -167,7 +188,9 @@ function nextStep(question: string, results: string[][]): { calls: ReturnType<ty
   }
   if (step === 2) {
     const populations = results[1]!.map((text) => need(text, /population of ([\d,]+)/, 'population'));
-    return { calls: [call('calculator', { expression: `(${populations.join(' + ')}) * ${need(question, /multiplied by (\d+)/, 'factor')}` })] };
+    return {
+      calls: [call('calculator', { expression: `(${populations.join(' + ')}) * ${need(question, /multiplied by (\d+)/, 'factor')}` })],
+    };
   }
   return { answer: results[2]![0]! };
 }
@@ -195,7 +218,8 @@ export const toolUseAgent: Responder = (body) => {
   }
   const first = messages.find((m) => m.role === 'assistant');
   const reply = (sloppy: boolean): ScriptedChoice => {
-    if (sloppy && turns.length === 0) return { text: `${SLOPPY} <tool_call>${JSON.stringify(call('lookup', { title: MISSING_TITLE }))}</tool_call>` };
+    if (sloppy && turns.length === 0)
+      return { text: `${SLOPPY} <tool_call>${JSON.stringify(call('lookup', { title: MISSING_TITLE }))}</tool_call>` };
     const results = sloppy ? turns.slice(1) : turns;
     const errors = results.flat().filter((r) => r.startsWith('Error:'));
     if (errors.length > 0) throw new AgentLost(`a tool failed: ${errors[0]}`);

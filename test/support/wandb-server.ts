@@ -36,7 +36,11 @@ export async function startRecordingWandbServer(entity = 'tester'): Promise<Reco
       } else if (request.url === '/graphql' && body.operationName === 'UpsertBucket') {
         const v = body.variables as Record<string, string>;
         const project = { id: 'p1', name: v.project, entity: { id: 'e1', name: entity } };
-        response.end(JSON.stringify({ data: { upsertBucket: { bucket: { id: 'b1', name: v.name, displayName: v.displayName, project }, inserted: true } } }));
+        response.end(
+          JSON.stringify({
+            data: { upsertBucket: { bucket: { id: 'b1', name: v.name, displayName: v.displayName, project }, inserted: true } },
+          }),
+        );
       } else response.end('{}');
     });
   });

@@ -22,7 +22,12 @@ describe('batcher with --trainer temporal on a real dev server', () => {
     const trainerQueue = uniqueTaskQueue('trainer');
     const native = await NativeConnection.connect({ address: temporal.address });
     cleanups.push(() => native.close());
-    const batcherWorker = await Worker.create({ connection: native, namespace: temporal.namespace, taskQueue: workflows, workflowBundle: await workflowBundle() });
+    const batcherWorker = await Worker.create({
+      connection: native,
+      namespace: temporal.namespace,
+      taskQueue: workflows,
+      workflowBundle: await workflowBundle(),
+    });
     const batcherRun = batcherWorker.run();
     cleanups.push(async () => {
       batcherWorker.shutdown();
@@ -33,13 +38,31 @@ describe('batcher with --trainer temporal on a real dev server', () => {
       workflowId: uniqueId('batcher'),
       args: [{ trainer: { kind: 'temporal', taskQueue: trainerQueue, heartbeatTimeoutMs: 2_000 } }],
     });
-    cleanups.push(() => handle.terminate().then(() => undefined, () => undefined));
+    cleanups.push(() =>
+      handle.terminate().then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
     await handle.executeUpdate(registerTrainerUpdate, {
-      args: [{ wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 4096, checkpoint_dir: '', save_checkpoint_interval: -1, starting_step: 0, num_steps: 10 }],
+      args: [
+        {
+          wandb_group: 'g',
+          wandb_project: 'p',
+          batch_size: 4,
+          max_token_len: 4096,
+          checkpoint_dir: '',
+          save_checkpoint_interval: -1,
+          starting_step: 0,
+          num_steps: 10,
+        },
+      ],
     });
 
     // Trainer A, a process of its own, takes the batch and trains on, heartbeating.
-    const a = spawn(process.execPath, ['--import', 'tsx', trainerScript, temporal.address, temporal.namespace, trainerQueue], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const a = spawn(process.execPath, ['--import', 'tsx', trainerScript, temporal.address, temporal.namespace, trainerQueue], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let aOut = '';
     a.stdout!.on('data', (chunk: Buffer) => (aOut += chunk.toString()));
     const aExited = new Promise((resolve) => a.on('exit', resolve));

@@ -65,7 +65,12 @@ function model(trainDelayMs = 0) {
   return { state, responder };
 }
 
-function input(h: Harness, batcherId: string, evaluation: Pick<EvalSchedule, 'handling' | 'limitRatio'>, overrides: Partial<EnvRunInput>): EnvRunInput {
+function input(
+  h: Harness,
+  batcherId: string,
+  evaluation: Pick<EvalSchedule, 'handling' | 'limitRatio'>,
+  overrides: Partial<EnvRunInput>,
+): EnvRunInput {
   return batcherEnvRunInput(h, batcherId, {
     totalGroups: 1000,
     evaluation: {
@@ -88,19 +93,29 @@ function input(h: Harness, batcherId: string, evaluation: Pick<EvalSchedule, 'ha
 /** The trainer takes its next batch (one of this env's groups, once it is there); returns the new step. */
 async function nextBatch(handle: Awaited<ReturnType<typeof startHarnessBatcher>>): Promise<number> {
   let step: number | undefined;
-  await waitFor(async () => {
-    const taken = await handle.executeUpdate(takeBatchUpdate, { args: [{}] });
-    if (taken.status === 'batch') step = taken.step;
-    return step !== undefined;
-  }, 60_000, 'a batch');
+  await waitFor(
+    async () => {
+      const taken = await handle.executeUpdate(takeBatchUpdate, { args: [{}] });
+      if (taken.status === 'batch') step = taken.step;
+      return step !== undefined;
+    },
+    60_000,
+    'a batch',
+  );
   return step!;
 }
 
 const exists = (h: Harness, workflowId: string) =>
-  h.temporal.client.workflow.getHandle(workflowId).describe().then(() => true, (error: unknown) => {
-    if (error instanceof WorkflowNotFoundError) return false;
-    throw error;
-  });
+  h.temporal.client.workflow
+    .getHandle(workflowId)
+    .describe()
+    .then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof WorkflowNotFoundError) return false;
+        throw error;
+      },
+    );
 
 describe('envRun evaluates every steps_per_eval trainer steps, on a real dev server', () => {
   it('STOP_TRAIN: evaluates at steps 2 and 4 only, launching no training group while an evaluation runs', async () => {
@@ -111,7 +126,14 @@ describe('envRun evaluates every steps_per_eval trainer steps, on a real dev ser
     const run = await h.temporal.client.workflow.start(envRun, {
       taskQueue: h.queues.workflows,
       workflowId: uniqueId('env-run'),
-      args: [input(h, batcherHandle.workflowId, { handling: 'STOP_TRAIN', limitRatio: 0.5 }, { sink: { kind: 'batcher', workflowId: batcherHandle.workflowId, envId: 0, maxBatchesOffpolicy: 1, stopAtStep: 5 } })],
+      args: [
+        input(
+          h,
+          batcherHandle.workflowId,
+          { handling: 'STOP_TRAIN', limitRatio: 0.5 },
+          { sink: { kind: 'batcher', workflowId: batcherHandle.workflowId, envId: 0, maxBatchesOffpolicy: 1, stopAtStep: 5 } },
+        ),
+      ],
     });
     const status = () => run.query(envRunStatusQuery);
     const trainStep = () => nextBatch(batcherHandle);

@@ -30,7 +30,16 @@ describe("envRun with Atropos's thinking fields and worker_timeout on a real dev
     const result = await harness.temporal.client.workflow.execute(envRun, {
       taskQueue: harness.queues.workflows,
       workflowId: uniqueId('env-run'),
-      args: [{ runId: harness.runId, environment: 'gsm8k', totalGroups: 3, maxInFlight: 3, sink: { kind: 'jsonl', path }, group: harness.groupInput(0, { sampling }) }],
+      args: [
+        {
+          runId: harness.runId,
+          environment: 'gsm8k',
+          totalGroups: 3,
+          maxInFlight: 3,
+          sink: { kind: 'jsonl', path },
+          group: harness.groupInput(0, { sampling }),
+        },
+      ],
     });
     expect(result).toMatchObject({ completed: 3, delivered: 3, failed: 0 });
 
@@ -44,8 +53,15 @@ describe("envRun with Atropos's thinking fields and worker_timeout on a real dev
       expect(system!.content.length).toBeGreaterThan(THINK.length + 2);
     }
 
-    const groups = (await readFile(path, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as ScoredDataGroup);
-    const questions = new Set(gsm8kItems().slice(0, 3).map((item) => item.question));
+    const groups = (await readFile(path, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as ScoredDataGroup);
+    const questions = new Set(
+      gsm8kItems()
+        .slice(0, 3)
+        .map((item) => item.question),
+    );
     for (const group of groups) {
       const [system, user] = group.messages![0]!;
       expect(system!.content).toMatch(new RegExp(`^${THINK.replace(/[<>/]/g, '\\$&')}\\n\\n`));
@@ -73,13 +89,23 @@ describe("envRun with Atropos's thinking fields and worker_timeout on a real dev
     const result = await harness.temporal.client.workflow.execute(envRun, {
       taskQueue: harness.queues.workflows,
       workflowId: uniqueId('env-run'),
-      args: [{
-        runId: harness.runId, environment: 'gsm8k', totalGroups: 4, maxInFlight: 4, groupTimeoutSeconds: 2,
-        sink: { kind: 'jsonl', path }, group: harness.groupInput(0),
-      }],
+      args: [
+        {
+          runId: harness.runId,
+          environment: 'gsm8k',
+          totalGroups: 4,
+          maxInFlight: 4,
+          groupTimeoutSeconds: 2,
+          sink: { kind: 'jsonl', path },
+          group: harness.groupInput(0),
+        },
+      ],
     });
     expect(result).toMatchObject({ completed: 4, delivered: 3, failed: 0, dropped: { timeout: 1 }, scoredGroups: 3, failures: [] });
-    const delivered = (await readFile(path, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as ScoredDataGroup);
+    const delivered = (await readFile(path, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as ScoredDataGroup);
     expect(delivered.map((g) => items.findIndex((item) => item.question === g.messages![0]![1]!.content)).sort()).toEqual([0, 2, 3]);
   });
 });

@@ -47,15 +47,23 @@ describe('envRun with GSM8K on a real dev server', () => {
     // Rollouts are found in the Temporal UI by environment, run and item, with their status and mean score.
     const query = `ClothoRunId = "${harness.runId}" AND ClothoEnvironment = "gsm8k" AND ClothoItemIndex = 4`;
     let found: { workflowId: string; searchAttributes: Record<string, unknown> }[] = [];
-    await waitFor(async () => {
-      found = [];
-      for await (const w of harness!.temporal.client.workflow.list({ query })) found.push({ workflowId: w.workflowId, searchAttributes: w.searchAttributes as Record<string, unknown> });
-      return found.length === 1 && JSON.stringify(found[0]!.searchAttributes.ClothoStatus) === '["dropped"]';
-    }, 30_000, 'the rollout of item 4 in visibility');
+    await waitFor(
+      async () => {
+        found = [];
+        for await (const w of harness!.temporal.client.workflow.list({ query }))
+          found.push({ workflowId: w.workflowId, searchAttributes: w.searchAttributes as Record<string, unknown> });
+        return found.length === 1 && JSON.stringify(found[0]!.searchAttributes.ClothoStatus) === '["dropped"]';
+      },
+      30_000,
+      'the rollout of item 4 in visibility',
+    );
     expect(found[0]!.workflowId).toBe(`clotho/${harness.runId}/gsm8k/item-4`);
     expect(found[0]!.searchAttributes.ClothoMeanScore).toEqual([1]);
 
-    const lines = (await readFile(path, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as ScoredDataGroup);
+    const lines = (await readFile(path, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as ScoredDataGroup);
     expect(lines).toHaveLength(6);
     const items = gsm8kItems();
     const delivered = lines.map((g) => items.findIndex((item) => item.question === g.messages![0]![1]!.content));
@@ -99,7 +107,16 @@ describe('envRun with GSM8K on a real dev server', () => {
     const result = await harness.temporal.client.workflow.execute(envRun, {
       taskQueue: harness.queues.workflows,
       workflowId: uniqueId('env-run'),
-      args: [{ runId: harness.runId, environment: 'gsm8k', totalGroups: 12, maxInFlight: 12, sink: { kind: 'jsonl', path }, group: harness.groupInput(0) }],
+      args: [
+        {
+          runId: harness.runId,
+          environment: 'gsm8k',
+          totalGroups: 12,
+          maxInFlight: 12,
+          sink: { kind: 'jsonl', path },
+          group: harness.groupInput(0),
+        },
+      ],
     });
     expect(result).toMatchObject({ completed: 12, delivered: 12, failed: 0 });
     expect((await readFile(path, 'utf8')).trim().split('\n')).toHaveLength(12);
@@ -116,7 +133,16 @@ describe('envRun with GSM8K on a real dev server', () => {
     const result = await harness.temporal.client.workflow.execute(envRun, {
       taskQueue: harness.queues.workflows,
       workflowId,
-      args: [{ runId: harness.runId, environment: 'gsm8k', totalGroups: 4, maxInFlight: 1, sink: { kind: 'jsonl', path }, group: harness.groupInput(0) }],
+      args: [
+        {
+          runId: harness.runId,
+          environment: 'gsm8k',
+          totalGroups: 4,
+          maxInFlight: 1,
+          sink: { kind: 'jsonl', path },
+          group: harness.groupInput(0),
+        },
+      ],
     });
     expect(result).toMatchObject({ completed: 4, delivered: 4, failed: 0 });
     expect((await readFile(path, 'utf8')).trim().split('\n')).toHaveLength(4);
@@ -125,11 +151,15 @@ describe('envRun with GSM8K on a real dev server', () => {
     const events = (await harness.temporal.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
     const starts = events.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes);
     const deliveries = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverToJsonl');
-    expect(starts.map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId)).toEqual([0, 1, 2, 3].map((i) => `clotho/${harness!.runId}/gsm8k/item-${i}`));
+    expect(starts.map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId)).toEqual(
+      [0, 1, 2, 3].map((i) => `clotho/${harness!.runId}/gsm8k/item-${i}`),
+    );
     expect(deliveries).toHaveLength(4);
     for (let k = 0; k < 3; k++) {
       const [start, delivery] = [starts[k + 1]!, deliveries[k]!];
-      expect(String(start.startChildWorkflowExecutionInitiatedEventAttributes!.workflowTaskCompletedEventId)).toBe(String(delivery.activityTaskScheduledEventAttributes!.workflowTaskCompletedEventId));
+      expect(String(start.startChildWorkflowExecutionInitiatedEventAttributes!.workflowTaskCompletedEventId)).toBe(
+        String(delivery.activityTaskScheduledEventAttributes!.workflowTaskCompletedEventId),
+      );
       expect(Number(start.eventId)).toBeLessThan(Number(delivery.eventId));
     }
   });

@@ -38,7 +38,9 @@ describe('the judge step (real dev server)', () => {
     });
     const workflowId = uniqueId('judged');
     const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
-      taskQueue: harness.queues.workflows, workflowId, args: [harness.groupInput(0, { judged: true })],
+      taskQueue: harness.queues.workflows,
+      workflowId,
+      args: [harness.groupInput(0, { judged: true })],
     });
     // Votes 2 of 3 for A: A scores 1/3, B −1/3; rescoreGroup halves both.
     expect(result.scores[0]).toBeCloseTo(1 / 6);
@@ -57,7 +59,11 @@ describe('the judge step (real dev server)', () => {
     const steps = harness.groupInput(1).steps;
     steps.judge = { ...steps.judge, maximumAttempts: 2 };
     const error = await harness.temporal.client.workflow
-      .execute(rolloutGroup, { taskQueue: harness.queues.workflows, workflowId: uniqueId('judged-down'), args: [harness.groupInput(1, { judged: true, steps })] })
+      .execute(rolloutGroup, {
+        taskQueue: harness.queues.workflows,
+        workflowId: uniqueId('judged-down'),
+        args: [harness.groupInput(1, { judged: true, steps })],
+      })
       .catch((e: unknown) => e as Error);
     const causes: string[] = [];
     for (let c: unknown = error; c instanceof Error; c = (c as { cause?: unknown }).cause) causes.push(c.message);
@@ -79,7 +85,9 @@ describe('the judge step (real dev server)', () => {
     const steps = harness.groupInput(2).steps;
     steps.judge = { ...steps.judge, heartbeatTimeoutMs: 500, maximumAttempts: 1 };
     const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
-      taskQueue: harness.queues.workflows, workflowId: uniqueId('judged-slow'), args: [harness.groupInput(2, { judged: true, steps })],
+      taskQueue: harness.queues.workflows,
+      workflowId: uniqueId('judged-slow'),
+      args: [harness.groupInput(2, { judged: true, steps })],
     });
     expect(result.scores).toEqual([-0.5, 0.5]);
   });

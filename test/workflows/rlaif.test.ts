@@ -55,10 +55,16 @@ describe('rlaif on the real dev server', () => {
     const { judge, failed, prompts } = flakyJudge(1);
     const counter = activityCounter();
     harness = await startHarness({
-      environment: rlaif, envConfig: { data_path: data, group_size: 2, judge_votes: 2 }, judge, responder, wrapActivities: counter.wrap,
+      environment: rlaif,
+      envConfig: { data_path: data, group_size: 2, judge_votes: 2 },
+      judge,
+      responder,
+      wrapActivities: counter.wrap,
     });
     const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
-      taskQueue: harness.queues.workflows, workflowId: uniqueId('rlaif'), args: [harness.groupInput(0, { judged: true })],
+      taskQueue: harness.queues.workflows,
+      workflowId: uniqueId('rlaif'),
+      args: [harness.groupInput(0, { judged: true })],
     });
     // The sourdough answer wins all four votes (A forward, B reversed): preference 1 → 0.5, the other 0 → −0.5.
     expect(result.scores).toEqual([0.5, -0.5]);
@@ -68,16 +74,24 @@ describe('rlaif on the real dev server', () => {
     expect(counter.calls.judgeGroup).toBeGreaterThanOrEqual(2);
   });
 
-  it('fails the group with the judge\'s error when the judge stays down, never scoring it', async () => {
+  it("fails the group with the judge's error when the judge stays down, never scoring it", async () => {
     const { judge, failed } = flakyJudge(Number.POSITIVE_INFINITY);
     const counter = activityCounter();
     harness = await startHarness({
-      environment: rlaif, envConfig: { data_path: data, group_size: 2 }, judge, responder, wrapActivities: counter.wrap,
+      environment: rlaif,
+      envConfig: { data_path: data, group_size: 2 },
+      judge,
+      responder,
+      wrapActivities: counter.wrap,
     });
     const steps = harness.groupInput(1).steps;
     steps.judge = { ...steps.judge!, maximumAttempts: 2 };
     const error = await harness.temporal.client.workflow
-      .execute(rolloutGroup, { taskQueue: harness.queues.workflows, workflowId: uniqueId('rlaif-down'), args: [harness.groupInput(1, { judged: true, steps })] })
+      .execute(rolloutGroup, {
+        taskQueue: harness.queues.workflows,
+        workflowId: uniqueId('rlaif-down'),
+        args: [harness.groupInput(1, { judged: true, steps })],
+      })
       .catch((e: unknown) => e as Error);
     const causes: string[] = [];
     for (let c: unknown = error; c instanceof Error; c = (c as { cause?: unknown }).cause) causes.push(c.message);

@@ -72,7 +72,10 @@ describe('rolloutGroup on a real dev server', () => {
     input.steps.generate = { ...input.steps.generate, local: true };
     const workflowId = uniqueId('rg-long-local');
     const result = await h.temporal.client.workflow.execute(rolloutGroup, {
-      taskQueue: h.queues.workflows, workflowId, args: [input], workflowTaskTimeout: '1s',
+      taskQueue: h.queues.workflows,
+      workflowId,
+      args: [input],
+      workflowTaskTimeout: '1s',
     });
     expect(result).toMatchObject({ status: 'scored', scores: [1, -1] });
     expect(model.calls).toBe(1);

@@ -60,7 +60,13 @@ describe.skipIf(binary.status !== 'ready')('rollout groups on an S3 store (a rea
         ]),
       ) as typeof activities;
     const store = server!.store(`s3://groups/${uniqueId('outage')}`);
-    harness = await startHarness({ environment: guessNumber, envConfig: { group_size: 2 }, responder: guesses, wrapActivities: wrap, store });
+    harness = await startHarness({
+      environment: guessNumber,
+      envConfig: { group_size: 2 },
+      responder: guesses,
+      wrapActivities: wrap,
+      store,
+    });
     const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
       taskQueue: harness.queues.workflows,
       workflowId: uniqueId('rg'),

@@ -14,7 +14,6 @@ afterEach(async () => {
   harness = undefined;
 });
 
-
 describe('tool calls in a rollout group (real dev server)', () => {
   it('runs each call as its own activity, once, keeping the trajectory state; steps give per-turn rewards and advantages', async () => {
     harness = await startHarness({ environment: counterTools, envConfig: { group_size: 2 }, responder: counterScript });
@@ -75,7 +74,11 @@ describe('tool calls in a rollout group (real dev server)', () => {
     const input = harness.groupInput(1, { maxTurns: 8, hooks: { setup: true, teardown: true } });
     input.steps.tool = { ...input.steps.tool!, local: true };
     input.steps.generate = { ...input.steps.generate, local: true };
-    const result = await harness.temporal.client.workflow.execute(rolloutGroup, { taskQueue: harness.queues.workflows, workflowId, args: [input] });
+    const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
+      taskQueue: harness.queues.workflows,
+      workflowId,
+      args: [input],
+    });
     expect(result).toMatchObject({ status: 'scored', turns: 3, toolCalls: 10, scores: [1, 1] });
     const group = await harness.store.get<ScoredDataGroup>(result.group!);
     expect(group.messages![0]!.filter((m) => m.role === 'tool').map((m) => `${m.name}: ${m.content}`)).toEqual([
@@ -96,7 +99,9 @@ describe('tool calls in a rollout group (real dev server)', () => {
     const scheduled = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
     expect(scheduled).toEqual(['setupGroup', 'teardownGroup']);
     const markers = events.filter((e) => e.markerRecordedEventAttributes);
-    const summaries = markers.map((e) => Buffer.from(e.userMetadata?.summary?.data ?? []).toString()).filter((text) => text.includes('sample'));
+    const summaries = markers
+      .map((e) => Buffer.from(e.userMetadata?.summary?.data ?? []).toString())
+      .filter((text) => text.includes('sample'));
     expect(summaries).toHaveLength(2);
     expect(summaries[0]).toContain('sample 0: add({\\"x\\":2})');
     expect(summaries[0]).toContain('sample 1:');
@@ -107,7 +112,9 @@ describe('tool calls in a rollout group (real dev server)', () => {
       environment: counterTools,
       envConfig: { group_size: 1 },
       responder: (body) => ({
-        choices: [{ text: assistantTurns(body) === 0 ? '<tool_call>{"name": "slow", "arguments": {"ms": 700}}</tool_call>'.repeat(2) : '0' }],
+        choices: [
+          { text: assistantTurns(body) === 0 ? '<tool_call>{"name": "slow", "arguments": {"ms": 700}}</tool_call>'.repeat(2) : '0' },
+        ],
       }),
     });
     const steps = harness.groupInput(0).steps;
@@ -115,7 +122,9 @@ describe('tool calls in a rollout group (real dev server)', () => {
     steps.tool = { ...steps.tool, local: true, startToCloseTimeoutMs: 1000, maximumAttempts: 1 };
     steps.generate = { ...steps.generate, local: true };
     const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
-      taskQueue: harness.queues.workflows, workflowId: uniqueId('local-tools-timeout'), args: [harness.groupInput(0, { maxTurns: 3, steps, hooks: { setup: true, teardown: false } })],
+      taskQueue: harness.queues.workflows,
+      workflowId: uniqueId('local-tools-timeout'),
+      args: [harness.groupInput(0, { maxTurns: 3, steps, hooks: { setup: true, teardown: false } })],
     });
     expect(result).toMatchObject({ status: 'scored', toolCalls: 2 });
     const group = await harness.store.get<ScoredDataGroup>(result.group!);
@@ -148,7 +157,9 @@ describe('tool calls in a rollout group (real dev server)', () => {
     harness = await startHarness({
       environment: counterTools,
       envConfig: { group_size: 2 },
-      responder: (body) => ({ choices: Array.from({ length: body.n ?? 1 }, () => ({ text: '<tool_call>{"name": "add", "arguments": {"x": 1}}</tool_call>' })) }),
+      responder: (body) => ({
+        choices: Array.from({ length: body.n ?? 1 }, () => ({ text: '<tool_call>{"name": "add", "arguments": {"x": 1}}</tool_call>' })),
+      }),
     });
     const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
       taskQueue: harness.queues.workflows,
@@ -183,14 +194,23 @@ describe('tool calls in a rollout group (real dev server)', () => {
       environment: counterTools,
       envConfig: { group_size: 1 },
       responder: (body) => ({
-        choices: [{ text: assistantTurns(body) === 0 ? '<tool_call>{"name": "slow", "arguments": {"ms": 1500}}</tool_call><tool_call>{"name": "big", "arguments": {}}</tool_call>' : '0' }],
+        choices: [
+          {
+            text:
+              assistantTurns(body) === 0
+                ? '<tool_call>{"name": "slow", "arguments": {"ms": 1500}}</tool_call><tool_call>{"name": "big", "arguments": {}}</tool_call>'
+                : '0',
+          },
+        ],
       }),
     });
     const steps = harness.groupInput(0).steps;
     steps.tool = { ...steps.tool, heartbeatTimeoutMs: 500, maximumAttempts: 1 };
     const workflowId = uniqueId('tools-heartbeat');
     const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
-      taskQueue: harness.queues.workflows, workflowId, args: [harness.groupInput(0, { maxTurns: 3, steps, hooks: { setup: true, teardown: false } })],
+      taskQueue: harness.queues.workflows,
+      workflowId,
+      args: [harness.groupInput(0, { maxTurns: 3, steps, hooks: { setup: true, teardown: false } })],
     });
     const group = await harness.store.get<ScoredDataGroup>(result.group!);
     expect(group.messages![0]!.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['worked 1500 ms', 'x'.repeat(5000)]);
@@ -207,19 +227,25 @@ describe('tool calls in a rollout group (real dev server)', () => {
     harness = await startHarness({
       environment: counterTools,
       envConfig: { group_size: 1 },
-      responder: (body) => ({ choices: [{ text: assistantTurns(body) === 0 ? '<tool_call>{"name": "quiet", "arguments": {"ms": 2500}}</tool_call>' : '0' }] }),
+      responder: (body) => ({
+        choices: [{ text: assistantTurns(body) === 0 ? '<tool_call>{"name": "quiet", "arguments": {"ms": 2500}}</tool_call>' : '0' }],
+      }),
     });
     const steps = harness.groupInput(0).steps;
     steps.tool = { ...steps.tool, heartbeatTimeoutMs: 1000, maximumAttempts: 1 };
     const workflowId = uniqueId('tools-quiet');
     const result = await harness.temporal.client.workflow.execute(rolloutGroup, {
-      taskQueue: harness.queues.workflows, workflowId, args: [harness.groupInput(0, { maxTurns: 2, steps, hooks: { setup: true, teardown: false } })],
+      taskQueue: harness.queues.workflows,
+      workflowId,
+      args: [harness.groupInput(0, { maxTurns: 2, steps, hooks: { setup: true, teardown: false } })],
     });
     const group = await harness.store.get<ScoredDataGroup>(result.group!);
     expect(group.messages![0]!.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['answered after 2500 ms']);
     expect(counterLog.adds).toHaveLength(1);
     const history = await harness.temporal.client.workflow.getHandle(workflowId).fetchHistory();
-    expect((history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt)).not.toContain(2);
+    expect(
+      (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt),
+    ).not.toContain(2);
   });
 
   it('lets a tool see its step cancelled when the group is, and still tears the group down', async () => {

@@ -23,7 +23,6 @@ afterEach(async () => {
   harness = server = dir = undefined;
 });
 
-
 describe('worker /metrics on a real dev server', () => {
   it('counts attempts, retries, latencies, tokens and the run’s groups by status and reason', async () => {
     const metrics = createWorkerMetrics({ defaultMetrics: false });
@@ -69,7 +68,9 @@ describe('worker /metrics on a real dev server', () => {
       expect(m.get(`clotho_activity_attempts_total{activity="${activity}",outcome="completed"}`)).toBe(2);
     }
     expect(m.get('clotho_activity_attempts_total{activity="deliverToJsonl",outcome="completed"}')).toBe(1);
-    expect([...m.keys()].filter((k) => k.startsWith('clotho_activity_retries_total'))).toEqual(['clotho_activity_retries_total{activity="generateTurn"}']);
+    expect([...m.keys()].filter((k) => k.startsWith('clotho_activity_retries_total'))).toEqual([
+      'clotho_activity_retries_total{activity="generateTurn"}',
+    ]);
     expect([...m.keys()].filter((k) => k.includes('outcome="failed"') && k.startsWith('clotho_activity_attempts_total'))).toHaveLength(1);
 
     expect(m.get('clotho_groups_total{environment="guess-number",status="delivered"}')).toBe(1);

@@ -69,9 +69,15 @@ describe('clotho api', () => {
       });
     await serve([]);
     await serve(['--max-queue-groups', '7', '--idempotency-window', '3', '--trainer-heartbeat-timeout', '2.5']);
-    expect(seen.map((f) => [f.maxQueueGroups, f.idempotencyWindow, f.trainerHeartbeatTimeout])).toEqual([[5000, undefined, 20], [7, 3, 2.5]]);
+    expect(seen.map((f) => [f.maxQueueGroups, f.idempotencyWindow, f.trainerHeartbeatTimeout])).toEqual([
+      [5000, undefined, 20],
+      [7, 3, 2.5],
+    ]);
     expect(await run(['--max-queue-groups', '0'])).toMatchObject({ code: 2, err: expect.stringContaining('--max-queue-groups') });
-    expect(await run(['--trainer-heartbeat-timeout', '-1'])).toMatchObject({ code: 2, err: expect.stringContaining('--trainer-heartbeat-timeout') });
+    expect(await run(['--trainer-heartbeat-timeout', '-1'])).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('--trainer-heartbeat-timeout'),
+    });
   });
 
   it('hands --retention to the service as a policy (keep by default) and refuses one it cannot read', async () => {
@@ -84,7 +90,10 @@ describe('clotho api', () => {
       });
     await serve([]);
     await serve(['--retention', 'ack,2d']);
-    expect(seen.map((f) => f.retention)).toEqual([{ ack: false, maxAgeMs: null }, { ack: true, maxAgeMs: 2 * 86_400_000 }]);
+    expect(seen.map((f) => f.retention)).toEqual([
+      { ack: false, maxAgeMs: null },
+      { ack: true, maxAgeMs: 2 * 86_400_000 },
+    ]);
     expect(await run(['--retention', 'sometimes'])).toMatchObject({ code: 2, err: expect.stringContaining('--retention') });
     // A temporal trainer's acks are the batcher's: its worker in this process releases what was trained, no warning.
     expect((await run(['--port', '0', '--trainer', 'temporal', '--retention', 'ack'])).err).toBe('');
@@ -97,7 +106,10 @@ describe('clotho api', () => {
   });
 
   it('serves a non-loopback host without a token in trusted-network mode, with a warning', async () => {
-    for (const [args, env] of [[['--trusted-network'], {}], [[], { CLOTHO_TRUSTED_NETWORK: '1' }]] as const) {
+    for (const [args, env] of [
+      [['--trusted-network'], {}],
+      [[], { CLOTHO_TRUSTED_NETWORK: '1' }],
+    ] as const) {
       let status = 0;
       const r = await run(['--host', '0.0.0.0', '--port', '0', ...args], env, async (s) => {
         status = (await fetch(`${s.url.replace('0.0.0.0', '127.0.0.1')}/info`)).status;
@@ -115,7 +127,8 @@ describe('clotho api', () => {
     const out: string[] = [];
     const code = await apiCommand(['--port', '0', '--new-run'], {
       createService: async (flags) => (
-        seen.push(flags.newRun), { service: new FakeTrajectoryService(), run: () => ({ run: 2, workflowId: 'b/run-2' }) }
+        seen.push(flags.newRun),
+        { service: new FakeTrajectoryService(), run: () => ({ run: 2, workflowId: 'b/run-2' }) }
       ),
       io: { out: (l) => out.push(l), err: () => undefined },
       untilStopped: async () => undefined,

@@ -173,7 +173,9 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
       );
       return 2;
     }
-    io.err(`clotho api: warning: --trusted-network: anyone who can reach ${host}:${port} can register a trainer, post groups and take batches, without a token`);
+    io.err(
+      `clotho api: warning: --trusted-network: anyone who can reach ${host}:${port} can register a trainer, post groups and take batches, without a token`,
+    );
   }
   const retention = flags.data.retention;
   const { service, close, run } = await deps.createService({
@@ -194,7 +196,9 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
     if (current) io.out(`clotho api: ${what} training run ${current.run} (batcher ${current.workflowId})`);
   };
   const onRegistered = ({ outcome }: RegisterOutcome, registration: TrainerRegistration) =>
-    served(`${REGISTERED[outcome]} (batch_size ${registration.batch_size}, max_token_len ${registration.max_token_len}, num_steps ${registration.num_steps}); serving`);
+    served(
+      `${REGISTERED[outcome]} (batch_size ${registration.batch_size}, max_token_len ${registration.max_token_len}, num_steps ${registration.num_steps}); serving`,
+    );
   const app = createApi({ service, options: { maxBodyBytes, onRegistered, ...(token === undefined ? {} : { token }) } });
   try {
     const server = await startApiServer({ app, host, port });

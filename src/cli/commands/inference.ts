@@ -12,8 +12,9 @@ const FlagsSchema = z.strictObject({
   threads: z.coerce.number().int().positive().optional(),
 });
 
-export const INFERENCE_USAGE = 'Usage: clotho inference --model <file.gguf | generate:tiny | generate:0.5b | owner/repo[:quant]> '
-  + '[--port 8080] [--host 127.0.0.1] [--slots 4] [--ctx 4096] [--threads N]';
+export const INFERENCE_USAGE =
+  'Usage: clotho inference --model <file.gguf | generate:tiny | generate:0.5b | owner/repo[:quant]> ' +
+  '[--port 8080] [--host 127.0.0.1] [--slots 4] [--ctx 4096] [--threads N]';
 
 /** `clotho inference`: serves a local model until SIGINT or SIGTERM. Returns the exit code. */
 export async function inferenceCommand(args: string[]): Promise<number> {
@@ -39,7 +40,12 @@ export async function inferenceCommand(args: string[]): Promise<number> {
   let running: RunningLocalEngine;
   try {
     running = await startLocalEngine({
-      model: flags.model, port: flags.port, host: flags.host, slots: flags.slots, contextSize: flags.ctx, threads: flags.threads,
+      model: flags.model,
+      port: flags.port,
+      host: flags.host,
+      slots: flags.slots,
+      contextSize: flags.ctx,
+      threads: flags.threads,
     });
   } catch (err) {
     console.error(err instanceof Error ? err.message : String(err));

@@ -41,7 +41,8 @@ export async function inspectCommand(argv: string[], io: CommandIo): Promise<num
     const workflowId = await resolveWorkflowId(temporal.client, store, positionals, values.env, temporal.searchAttributes);
     const handle = temporal.client.workflow.getHandle(workflowId);
     const [history, description] = await Promise.all([handle.fetchHistory(), handle.describe()]).catch((error: unknown) => {
-      if (error instanceof WorkflowNotFoundError) throw new Error(`no workflow ${workflowId} in namespace ${temporal.endpoint.namespace} at ${temporal.endpoint.address}`);
+      if (error instanceof WorkflowNotFoundError)
+        throw new Error(`no workflow ${workflowId} in namespace ${temporal.endpoint.namespace} at ${temporal.endpoint.address}`);
       throw error;
     });
     const converter = temporal.client.options.loadedDataConverter.payloadConverter;
@@ -68,7 +69,12 @@ export async function inspectCommand(argv: string[], io: CommandIo): Promise<num
 function parse(argv: string[]) {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options: { env: { type: 'string' }, store: { type: 'string' } }, allowPositionals: true, strict: true });
+    parsed = parseArgs({
+      args: argv,
+      options: { env: { type: 'string' }, store: { type: 'string' } },
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (error) {
     throw new ConfigError([(error as Error).message]);
   }
@@ -80,7 +86,13 @@ function parse(argv: string[]) {
 }
 
 /** The group's workflow id: given, or built from run, item and the environment (named, searched, or in the store). */
-async function resolveWorkflowId(client: Client, store: TrajectoryStore, positionals: string[], env: string | undefined, search: boolean): Promise<string> {
+async function resolveWorkflowId(
+  client: Client,
+  store: TrajectoryStore,
+  positionals: string[],
+  env: string | undefined,
+  search: boolean,
+): Promise<string> {
   if (positionals.length === 1) return positionals[0]!;
   const [runId, item] = [positionals[0]!, Number(positionals[1])];
   if (env !== undefined) return rolloutGroupId(runId, env, item);
@@ -93,17 +105,24 @@ async function resolveWorkflowId(client: Client, store: TrajectoryStore, positio
   if (found.size === 0) {
     for await (const { key } of store.list(storeKey(runId))) {
       const environment = key.split('/')[1];
-      if (environment !== undefined && key.startsWith(`${runId}/${environment}/item-${item}/`)) found.add(rolloutGroupId(runId, environment, item));
+      if (environment !== undefined && key.startsWith(`${runId}/${environment}/item-${item}/`))
+        found.add(rolloutGroupId(runId, environment, item));
     }
   }
   if (found.size === 1) return [...found][0]!;
-  if (found.size > 1) throw new Error(`run ${runId} has item ${item} in several environments: ${[...found].join(', ')}; name one with --env`);
-  throw new Error(`no rollout group of run ${runId}, item ${item} (searched Temporal and the store ${storeLabel(store)}); name the environment with --env`);
+  if (found.size > 1)
+    throw new Error(`run ${runId} has item ${item} in several environments: ${[...found].join(', ')}; name one with --env`);
+  throw new Error(
+    `no rollout group of run ${runId}, item ${item} (searched Temporal and the store ${storeLabel(store)}); name the environment with --env`,
+  );
 }
 
 function header(workflowId: string, runId: string, timeline: Timeline): string[] {
   const input = (timeline.input ?? {}) as Partial<RolloutGroupInput>;
-  const took = timeline.end.atMs === null ? `running for ${duration(Date.now() - timeline.startedAt)}` : `${timeline.end.status} in ${duration(timeline.end.atMs)}`;
+  const took =
+    timeline.end.atMs === null
+      ? `running for ${duration(Date.now() - timeline.startedAt)}`
+      : `${timeline.end.status} in ${duration(timeline.end.atMs)}`;
   const lines = [`${workflowId} (${timeline.workflowType}, run ${runId}): ${took}, started ${new Date(timeline.startedAt).toISOString()}`];
   if (input.runId !== undefined) {
     const turns = input.maxTurns !== undefined && input.maxTurns > 1 ? ` · up to ${input.maxTurns} turns` : '';

@@ -21,7 +21,10 @@ Runs total_steps rollout groups of an environment and writes them, Atropos-shape
 --env.data_path_to_save_groups (default data/<environment>.jsonl) with an HTML page beside it.`;
 
 /** Atropos's `process` defaults: keep every group and its messages (YAML and flags still win). */
-export const PROCESS_PLAN: PlanOptions = { defaults: { ensure_scores_are_not_same: false, include_messages: true }, commandFlags: METRICS_FLAGS };
+export const PROCESS_PLAN: PlanOptions = {
+  defaults: { ensure_scores_are_not_same: false, include_messages: true },
+  commandFlags: METRICS_FLAGS,
+};
 
 /** Workflow id of a run's env-run: resuming a run attaches to it. */
 export function envRunId(runId: string, environment: string): string {
@@ -43,10 +46,18 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
     const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
     if (ui) io.out(`Temporal UI: ${ui}`);
     // The dev server this command started stops with it; its SQLite file keeps the history for `clotho temporal start`.
-    if (ui && temporal.endpoint.started) io.out('  (the dev server stops with this run; `npx clotho temporal start` serves its history again at this link)');
+    if (ui && temporal.endpoint.started)
+      io.out('  (the dev server stops with this run; `npx clotho temporal start` serves its history again at this link)');
     const watch = () => raceWatching((signal) => runToEnd(plan, temporal, input, io, signal), workers.done.then(never), interrupted);
     const result = await withWandbLogging(
-      { plan, temporal, metrics, envRunId: envRunId(plan.runId, plan.definition.name), cadence: { kind: 'process' }, notice: (line) => io.err(`clotho process: ${line}`) },
+      {
+        plan,
+        temporal,
+        metrics,
+        envRunId: envRunId(plan.runId, plan.definition.name),
+        cadence: { kind: 'process' },
+        notice: (line) => io.err(`clotho process: ${line}`),
+      },
       watch,
       (r) => (r.failed > 0 ? 1 : 0),
     );
@@ -63,7 +74,13 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
 }
 
 /** Starts the run's env-run (or attaches to it when resuming) and shows progress until it ends. */
-async function runToEnd(plan: RunPlan, temporal: TemporalRuntime, input: EnvRunInput, io: CommandIo, signal: AbortSignal): Promise<EnvRunResult> {
+async function runToEnd(
+  plan: RunPlan,
+  temporal: TemporalRuntime,
+  input: EnvRunInput,
+  io: CommandIo,
+  signal: AbortSignal,
+): Promise<EnvRunResult> {
   const workflowId = envRunId(plan.runId, plan.definition.name);
   let handle;
   try {

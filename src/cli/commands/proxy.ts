@@ -15,14 +15,18 @@ export const ProxyConfigSchema = z.looseObject({
   model_name: z.string().min(1),
   /** @default model_name */
   tokenizer_name: z.string().min(1).optional(),
-  servers: z.array(z.looseObject({
-    base_url: z.string().min(1),
-    server_type: z.enum(SERVER_TYPES).default('vllm'),
-    api_key: z.string().default(''),
-    num_max_requests_at_once: z.number().int().positive().default(512),
-    num_requests_for_eval: z.number().int().positive().default(64),
-    timeout: z.number().positive().default(1200),
-  })).min(1),
+  servers: z
+    .array(
+      z.looseObject({
+        base_url: z.string().min(1),
+        server_type: z.enum(SERVER_TYPES).default('vllm'),
+        api_key: z.string().default(''),
+        num_max_requests_at_once: z.number().int().positive().default(512),
+        num_requests_for_eval: z.number().int().positive().default(64),
+        timeout: z.number().positive().default(1200),
+      }),
+    )
+    .min(1),
 });
 export type ProxyConfig = z.input<typeof ProxyConfigSchema>;
 
@@ -30,10 +34,18 @@ export type ProxyConfig = z.input<typeof ProxyConfigSchema>;
 export function proxyServers(config: ProxyConfig): { servers: ServerConfig[]; modelName: string; tokenizerName: string } {
   const c = ProxyConfigSchema.parse(config);
   const tokenizerName = c.tokenizer_name ?? c.model_name;
-  const servers = c.servers.map((s) => ServerConfigSchema.parse({
-    base_url: s.base_url, server_type: s.server_type, api_key: s.api_key, model_name: c.model_name, tokenizer_name: tokenizerName,
-    num_max_requests_at_once: s.num_max_requests_at_once, num_requests_for_eval: s.num_requests_for_eval, timeout: s.timeout,
-  }));
+  const servers = c.servers.map((s) =>
+    ServerConfigSchema.parse({
+      base_url: s.base_url,
+      server_type: s.server_type,
+      api_key: s.api_key,
+      model_name: c.model_name,
+      tokenizer_name: tokenizerName,
+      num_max_requests_at_once: s.num_max_requests_at_once,
+      num_requests_for_eval: s.num_requests_for_eval,
+      timeout: s.timeout,
+    }),
+  );
   return { servers, modelName: c.model_name, tokenizerName };
 }
 
@@ -78,10 +90,15 @@ export async function proxyCommand(args: string[], io: { out(line: string): void
   let flags: { config: string; port: number; host: string };
   let config: ProxyConfig;
   try {
-    const { values } = parseArgs({ args, options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' } }, strict: true });
+    const { values } = parseArgs({
+      args,
+      options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' } },
+      strict: true,
+    });
     if (!values.config) throw new Error('--config is required');
     flags = { config: values.config, port: Number(values.port ?? 9100), host: values.host ?? '127.0.0.1' };
-    if (!Number.isInteger(flags.port) || flags.port < 0 || flags.port > 65535) throw new Error(`--port: expected a port number, got ${values.port}`);
+    if (!Number.isInteger(flags.port) || flags.port < 0 || flags.port > 65535)
+      throw new Error(`--port: expected a port number, got ${values.port}`);
     const parsed = ProxyConfigSchema.safeParse(JSON.parse(await readFile(flags.config, 'utf8')));
     if (!parsed.success) throw new Error(`${flags.config}: ${z.prettifyError(parsed.error)}`);
     config = parsed.data;

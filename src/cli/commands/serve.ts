@@ -29,7 +29,7 @@ export const SERVE_FLAGS = {
     .string()
     .min(1)
     .default(DEFAULT_BATCHER_ID)
-    .describe("workflow id of the batcher behind `clotho api` (its newest training run is fed: `<id>/run-<n>` after a new run)"),
+    .describe('workflow id of the batcher behind `clotho api` (its newest training run is fed: `<id>/run-<n>` after a new run)'),
 };
 
 /** Registers the environment with the batcher, waiting while the trainer has not started (Atropos's rule). */
@@ -95,7 +95,10 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
       },
       ...(schedule ? { evaluation: schedule } : {}),
     };
-    if (schedule) io.out(`evaluating ${schedule.run.items} items every ${schedule.everySteps} trainer steps (${schedule.handling}${schedule.handling === 'LIMIT_TRAIN' ? ` ${schedule.limitRatio}` : ''})`);
+    if (schedule)
+      io.out(
+        `evaluating ${schedule.run.items} items every ${schedule.everySteps} trainer steps (${schedule.handling}${schedule.handling === 'LIMIT_TRAIN' ? ` ${schedule.limitRatio}` : ''})`,
+      );
     const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
     if (ui) io.out(`Temporal UI: ${ui}`);
     const handle = await temporal.client.workflow.start<typeof envRun>('envRun', {
@@ -110,11 +113,20 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
     // W&B logs at the trainer's steps, under the name the trainer gave this environment (Atropos's serve mode).
     const cadence = { kind: 'serve', batcherId, registeredName: registered.wandb_name, startingStep: registered.starting_step } as const;
     const result: EnvRunResult = await withWandbLogging(
-      { plan, temporal, metrics, envRunId: envRunId(plan.runId, plan.definition.name), cadence, notice: (line) => io.err(`clotho serve: ${line}`) },
+      {
+        plan,
+        temporal,
+        metrics,
+        envRunId: envRunId(plan.runId, plan.definition.name),
+        cadence,
+        notice: (line) => io.err(`clotho serve: ${line}`),
+      },
       () => raceWatching(watch, stopped, interrupted),
       (r) => (r.failed > 0 ? 1 : 0),
     );
-    io.out(`delivered ${result.delivered} groups; failed ${result.failed}${result.evaluation ? `; ${evaluationsLine(result.evaluation)}` : ''}`);
+    io.out(
+      `delivered ${result.delivered} groups; failed ${result.failed}${result.evaluation ? `; ${evaluationsLine(result.evaluation)}` : ''}`,
+    );
     return result.failed > 0 ? 1 : 0;
   });
 }

@@ -15,7 +15,12 @@ afterAll(async () => {
 });
 
 function collector() {
-  const io = { stdout: [] as string[], stderr: [] as string[], out: (l: string) => io.stdout.push(l), err: (l: string) => io.stderr.push(l) };
+  const io = {
+    stdout: [] as string[],
+    stderr: [] as string[],
+    out: (l: string) => io.stdout.push(l),
+    err: (l: string) => io.stderr.push(l),
+  };
   return io;
 }
 
@@ -51,7 +56,14 @@ describe('clotho temporal', () => {
     const stateDir = join(dir, 'stale');
     await mkdir(stateDir, { recursive: true });
     // This test's own process: alive, but no Temporal server, so it must be neither reported nor signalled.
-    const record = { pid: process.pid, address: '127.0.0.1:1', namespace: 'default', dbFilename: null, logFile: 'x', startedAt: new Date().toISOString() };
+    const record = {
+      pid: process.pid,
+      address: '127.0.0.1:1',
+      namespace: 'default',
+      dbFilename: null,
+      logFile: 'x',
+      startedAt: new Date().toISOString(),
+    };
     await writeFile(pidFilePath(stateDir), JSON.stringify(record));
     const status = collector();
     expect(await temporalCommand(['status', '--state-dir', stateDir], status)).toBe(1);
@@ -78,7 +90,9 @@ describe('clotho temporal', () => {
 
     const status = collector();
     expect(await temporalCommand(['status', '--state-dir', dir], status)).toBe(0);
-    expect(status.stdout.join('\n')).toMatch(new RegExp(`running \\(pid \\d+\\)\\n  address:  127.0.0.1:${port}[\\s\\S]*database: ${dbFile}`));
+    expect(status.stdout.join('\n')).toMatch(
+      new RegExp(`running \\(pid \\d+\\)\\n  address:  127.0.0.1:${port}[\\s\\S]*database: ${dbFile}`),
+    );
 
     const stop = collector();
     expect(await temporalCommand(['stop', '--state-dir', dir], stop)).toBe(0);

@@ -61,7 +61,11 @@ export async function temporalCommand(args: string[], io: CommandIo = processIo)
   }
   const command = SubcommandSchema.safeParse(subcommand);
   if (!command.success || extra.length > 0) {
-    io.err(subcommand === undefined ? 'clotho temporal: missing command (start, stop or status)' : `clotho temporal: unexpected "${[subcommand, ...extra].join(' ')}"`);
+    io.err(
+      subcommand === undefined
+        ? 'clotho temporal: missing command (start, stop or status)'
+        : `clotho temporal: unexpected "${[subcommand, ...extra].join(' ')}"`,
+    );
     io.err('Run `clotho temporal --help` for usage.');
     return 2;
   }
@@ -78,7 +82,11 @@ export async function temporalCommand(args: string[], io: CommandIo = processIo)
   }
 }
 
-async function run(subcommand: Subcommand, options: { port?: number; dbFilename?: string; stateDir?: string }, io: CommandIo): Promise<number> {
+async function run(
+  subcommand: Subcommand,
+  options: { port?: number; dbFilename?: string; stateDir?: string },
+  io: CommandIo,
+): Promise<number> {
   if (subcommand === 'start') {
     const server = await startDetached(options);
     io.out(`Temporal dev server ${server.alreadyRunning ? 'already running' : 'started'} (pid ${server.pid})`);

@@ -97,7 +97,8 @@ export async function viewCommand(args: string[], io: CommandIo, untilStopped: (
   const token = flags.token ?? (process.env.CLOTHO_API_TOKEN || undefined);
   try {
     const runs = await sources({ files: positionals, runIds: flags.run, apis: flags.api, token }, store, workflows);
-    if (runs.length === 0) io.err(`clotho view: no runs in ${storeLabel(store)}; name a JSONL file, --run <id> (--store <dir|url>) or --api <url>`);
+    if (runs.length === 0)
+      io.err(`clotho view: no runs in ${storeLabel(store)}; name a JSONL file, --run <id> (--store <dir|url>) or --api <url>`);
     const target = viewTemporal();
     const temporalUi = {
       base: flags['temporal-ui'] ?? (target.configured ? undefined : (await devServerStatus()).server?.uiUrl) ?? 'http://127.0.0.1:8233',
@@ -105,7 +106,9 @@ export async function viewCommand(args: string[], io: CommandIo, untilStopped: (
     };
     const app = createViewApp({ runs, decoders, temporalUi });
     const server = await startApiServer({ app, host: flags.host, port: flags.port });
-    io.out(`clotho view listening on ${server.url}/ (${runs.length} run${runs.length === 1 ? '' : 's'}${workflows ? ', with Temporal' : ''})`);
+    io.out(
+      `clotho view listening on ${server.url}/ (${runs.length} run${runs.length === 1 ? '' : 's'}${workflows ? ', with Temporal' : ''})`,
+    );
     if (!isLoopback(flags.host)) io.err(`clotho view: --host ${flags.host} shows these trajectories to other machines, without a password`);
     await untilStopped();
     await server.close();

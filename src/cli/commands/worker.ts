@@ -16,7 +16,9 @@ export async function workerCommand(argv: string[], io: CommandIo): Promise<numb
   for (const notice of plan.notices) io.err(`clotho worker: ${notice}`);
   if (plan.config.env.run_id === null) throw new ConfigError(['--env.run_id: required, to name the run whose workers these are']);
   return withRunSession(plan, async ({ workers, interrupted }) => {
-    const config = plan.runConfig ? ` with the run's environment config ${plan.runConfig.record.digest.slice(0, 12)} (${plan.runConfig.how})` : '';
+    const config = plan.runConfig
+      ? ` with the run's environment config ${plan.runConfig.record.digest.slice(0, 12)} (${plan.runConfig.how})`
+      : '';
     io.out(`workers of run ${plan.runId} polling ${Object.values(runTaskQueues(plan.runId, plan.definition.name)).join(', ')}${config}`);
     await Promise.race([workers.done, interrupted]).catch((error: unknown) => io.out(`${(error as Error).message}: stopping workers`));
     return 0;

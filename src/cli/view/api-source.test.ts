@@ -13,7 +13,10 @@ let server: RunningApiServer;
 const posted = (i: number) =>
   ScoredDataGroupSchema.parse({
     ...sampleGroup(2, 3),
-    messages: [0, 1].map((s) => [{ role: 'user', content: `Q${i}` }, { role: 'assistant', content: `A${i}.${s}` }]),
+    messages: [0, 1].map((s) => [
+      { role: 'user', content: `Q${i}` },
+      { role: 'assistant', content: `A${i}.${s}` },
+    ]),
   });
 
 beforeAll(async () => {
@@ -24,7 +27,7 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-describe('the viewer\'s source for a running clotho api', () => {
+describe("the viewer's source for a running clotho api", () => {
   it('reads every waiting group, page after page, and takes none of them from the trainer', async () => {
     const source = apiSource(`${server.url}/`, { id: 'api', token: TOKEN });
     const { groups, notices } = await source.load();

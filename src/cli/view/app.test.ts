@@ -14,7 +14,10 @@ const group = (scores: number[], answer: (i: number) => string) => ({
   masks: scores.map(() => [-100, 6, 7]),
   inference_logprobs: scores.map(() => [1, -0.5, -0.25]),
   scores,
-  messages: scores.map((_, i) => [{ role: 'user', content: 'Q?' }, { role: 'assistant', content: answer(i), reward: 0.5 }]),
+  messages: scores.map((_, i) => [
+    { role: 'user', content: 'Q?' },
+    { role: 'assistant', content: answer(i), reward: 0.5 },
+  ]),
 });
 
 const ADD_TOOL = { type: 'function', function: { name: 'add', description: 'Adds two numbers', parameters: { type: 'object' } } };
@@ -36,7 +39,7 @@ const get = async (path: string) => {
   return { status: response.status, body: (await response.json()) as Record<string, any> };
 };
 
-describe('the viewer\'s server', () => {
+describe("the viewer's server", () => {
   it('serves a page whose script parses', async () => {
     const response = await app.request('/');
     expect(response.headers.get('content-type')).toMatch(/^text\/html/);
@@ -44,7 +47,7 @@ describe('the viewer\'s server', () => {
     expect(() => new Function(VIEW_SCRIPT)).not.toThrow();
   });
 
-  it('lists a run\'s groups with their spread, and says which lines are not groups', async () => {
+  it("lists a run's groups with their spread, and says which lines are not groups", async () => {
     const { status, body } = await get('/api/groups?run=run.jsonl');
     expect(status).toBe(200);
     expect(body.total).toEqual({ groups: 2, rollouts: 3 });
@@ -70,9 +73,14 @@ describe('the viewer\'s server', () => {
     expect(body.rollout.tokens).toEqual({ ids: [5, 6, 7], masks: [-100, 6, 7], logprobs: [1, -0.5, -0.25], pieces: null, tokenizer: null });
     expect(body.rollout.tools).toEqual([]);
     // The tools the model was offered, as the group records them.
-    expect((await get('/api/rollout?run=run.jsonl&group=line-2&sample=0')).body.rollout.tools)
-      .toEqual([{ name: 'add', description: 'Adds two numbers', parameters: '{"type":"object"}' }]);
-    for (const path of ['/api/rollout?run=run.jsonl&group=line-1&sample=2', '/api/rollout?run=run.jsonl&group=line-9&sample=0', '/api/groups?run=nope']) {
+    expect((await get('/api/rollout?run=run.jsonl&group=line-2&sample=0')).body.rollout.tools).toEqual([
+      { name: 'add', description: 'Adds two numbers', parameters: '{"type":"object"}' },
+    ]);
+    for (const path of [
+      '/api/rollout?run=run.jsonl&group=line-1&sample=2',
+      '/api/rollout?run=run.jsonl&group=line-9&sample=0',
+      '/api/groups?run=nope',
+    ]) {
       expect((await get(path)).status).toBe(404);
     }
   });
@@ -81,8 +89,22 @@ describe('the viewer\'s server', () => {
 describe('the viewer with a messages-only run (--env.messages_only)', () => {
   it('lists and opens its rollouts: no tokens, the completion tokens the server counted', async () => {
     const record = {
-      messages_only: true, scores: [1, -1], completion_tokens: [12, 30], overrides: null, group_overrides: null, generation_params: null,
-      messages: [[{ role: 'user', content: 'Q?' }, { role: 'assistant', content: 'yes' }], [{ role: 'user', content: 'Q?' }, { role: 'assistant', content: 'no' }]],
+      messages_only: true,
+      scores: [1, -1],
+      completion_tokens: [12, 30],
+      overrides: null,
+      group_overrides: null,
+      generation_params: null,
+      messages: [
+        [
+          { role: 'user', content: 'Q?' },
+          { role: 'assistant', content: 'yes' },
+        ],
+        [
+          { role: 'user', content: 'Q?' },
+          { role: 'assistant', content: 'no' },
+        ],
+      ],
       tools: [ADD_TOOL],
     };
     await writeFile(join(dir, 'messages.jsonl'), `${JSON.stringify(record)}\n`);
@@ -94,7 +116,10 @@ describe('the viewer with a messages-only run (--env.messages_only)', () => {
     const read = async (path: string) => (await (await view.request(path)).json()) as Record<string, any>;
     const groups = await read('/api/groups?run=messages.jsonl');
     expect(groups.notices).toEqual([]);
-    expect(groups.groups[0].rollouts.map((r: { tokens: number; messagesOnly: boolean }) => [r.tokens, r.messagesOnly])).toEqual([[12, true], [30, true]]);
+    expect(groups.groups[0].rollouts.map((r: { tokens: number; messagesOnly: boolean }) => [r.tokens, r.messagesOnly])).toEqual([
+      [12, true],
+      [30, true],
+    ]);
     const { rollout } = await read('/api/rollout?run=messages.jsonl&group=line-1&sample=1');
     expect(rollout).toMatchObject({ score: -1, messagesOnly: { completionTokens: 30 }, tokens: { ids: [], masks: [] } });
     expect(rollout.messages.map((m: { text: string }) => m.text)).toEqual(['Q?', 'no']);

@@ -46,7 +46,12 @@ export function createViewApp({ runs, decoders, temporalUi }: ViewAppOptions): H
     const environments = [...new Set(groups.flatMap((g) => (g.address ? [g.address.environment] : [])))].sort();
     const runIds = [...new Set(groups.flatMap((g) => (g.address ? [g.address.runId] : [])))];
     return c.json({
-      run: { id: run.id, kind: run.kind, origin: run.origin, workflowsUrl: runIds.length === 1 ? runWorkflowsUrl(temporalUi, runIds[0]!) : null },
+      run: {
+        id: run.id,
+        kind: run.kind,
+        origin: run.origin,
+        workflowsUrl: runIds.length === 1 ? runWorkflowsUrl(temporalUi, runIds[0]!) : null,
+      },
       environments,
       statuses: Object.fromEntries(GROUP_STATUSES.map((s) => [s, groups.filter((g) => g.status === s).length])),
       total: count(groups),

@@ -14,7 +14,8 @@ export interface GroupFilter {
 
 /** A filter from the page's query string (`env`, `min`, `max`, `status=scored,dropped`, `q`); bad values are ignored. */
 export function parseFilter(query: Record<string, string | undefined>): GroupFilter {
-  const number = (value: string | undefined) => (value === undefined || value.trim() === '' || !Number.isFinite(Number(value)) ? undefined : Number(value));
+  const number = (value: string | undefined) =>
+    value === undefined || value.trim() === '' || !Number.isFinite(Number(value)) ? undefined : Number(value);
   const statuses = query.status?.split(',').filter((s): s is GroupStatus => (GROUP_STATUSES as readonly string[]).includes(s));
   const filter: GroupFilter = {};
   if (query.env) filter.environment = query.env;
@@ -40,7 +41,8 @@ export interface FilteredGroup {
 export function applyFilter(groups: GroupSummary[], filter: GroupFilter): FilteredGroup[] {
   const scoreBound = filter.min !== undefined || filter.max !== undefined;
   const inRange = (r: RolloutSummary) =>
-    !scoreBound || (r.score !== null && (filter.min === undefined || r.score >= filter.min) && (filter.max === undefined || r.score <= filter.max));
+    !scoreBound ||
+    (r.score !== null && (filter.min === undefined || r.score >= filter.min) && (filter.max === undefined || r.score <= filter.max));
   const shown: FilteredGroup[] = [];
   for (const group of groups) {
     if (filter.environment !== undefined && group.address?.environment !== filter.environment) continue;

@@ -88,7 +88,9 @@ export function fromState(state: GroupState, scores: number | null, parsed: unkn
     groupOverrides: state.groupOverrides,
     tools: state.tools,
     parsed,
-    ...(state.messagesOnly ? { messagesOnly: true, completionTokens: trajectories.some((t) => t.uncounted) ? null : trajectories.map((t) => t.completionTokens) } : {}),
+    ...(state.messagesOnly
+      ? { messagesOnly: true, completionTokens: trajectories.some((t) => t.uncounted) ? null : trajectories.map((t) => t.completionTokens) }
+      : {}),
   };
 }
 

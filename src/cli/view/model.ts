@@ -153,7 +153,8 @@ export function goldOf(group: RawGroup): { value: unknown; from: string } | unde
     if (group.groupOverrides && key in group.groupOverrides) return { value: group.groupOverrides[key], from: `group_overrides.${key}` };
   }
   for (const message of group.messages[0] ?? []) {
-    for (const key of GOLD_KEYS) if (key in message && key !== 'content') return { value: message[key], from: `${message.role} message's "${key}"` };
+    for (const key of GOLD_KEYS)
+      if (key in message && key !== 'content') return { value: message[key], from: `${message.role} message's "${key}"` };
   }
   return undefined;
 }

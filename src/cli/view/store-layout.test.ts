@@ -15,12 +15,25 @@ beforeAll(async () => {
 afterAll(() => rm(root, { recursive: true, force: true }));
 
 const state = (texts: string[]): GroupState => ({
-  itemIndex: 0, groupOverrides: null, tools: null, stop: null,
-  trajectories: [{ messages: texts.map((content, i) => ({ role: i % 2 ? 'assistant' : 'user', content })), tokens: [], masks: [], logprobs: [], completionTokens: 0, finishReason: null, done: false }],
+  itemIndex: 0,
+  groupOverrides: null,
+  tools: null,
+  stop: null,
+  trajectories: [
+    {
+      messages: texts.map((content, i) => ({ role: i % 2 ? 'assistant' : 'user', content })),
+      tokens: [],
+      masks: [],
+      logprobs: [],
+      completionTokens: 0,
+      finishReason: null,
+      done: false,
+    },
+  ],
 });
 
 describe('reading a run from the trajectory store', () => {
-  it('lists runs (not the API\'s or the batcher\'s folders) and their items, assembled or not', async () => {
+  it("lists runs (not the API's or the batcher's folders) and their items, assembled or not", async () => {
     const a = { runId: 'run-a', environment: 'env', itemIndex: 3 };
     await store.put(groupKey(a, 'group'), { scores: [] });
     await store.put(groupKey({ ...a, itemIndex: 10 }, 'parsed'), []);
@@ -33,7 +46,7 @@ describe('reading a run from the trajectory store', () => {
     ]);
   });
 
-  it('reads an unassembled group from its newest record: a later turn\'s prompt after an earlier turn\'s generation', async () => {
+  it("reads an unassembled group from its newest record: a later turn's prompt after an earlier turn's generation", async () => {
     const address = { runId: 'run-b', environment: 'env', itemIndex: 0 };
     const s0 = state(['hi']);
     const s1 = state(['hi', 'turn 0']);

@@ -45,7 +45,8 @@ export function storeSource(store: TrajectoryStore, runId: string, options: { id
       const inStore = new Set(stored.map((s) => `${s.environment}/item-${s.itemIndex}`));
       const onlyInTemporal = [...facts.entries()].filter(([id]) => !inStore.has(id)).map(([, f]) => ({ runId, ...f, assembled: false }));
       const all = [...stored, ...onlyInTemporal].sort((a, b) => a.environment.localeCompare(b.environment) || a.itemIndex - b.itemIndex);
-      if (all.length === 0) notices.push(`run ${runId} has no groups in ${storeLabel(store)}${options.workflows ? ' nor in Temporal' : ''}`);
+      if (all.length === 0)
+        notices.push(`run ${runId} has no groups in ${storeLabel(store)}${options.workflows ? ' nor in Temporal' : ''}`);
       const groups: GroupSummary[] = [];
       for (const item of all) {
         const address = { runId, environment: item.environment, itemIndex: item.itemIndex };

@@ -34,7 +34,11 @@ describe('clotho view connects as the other commands do', () => {
       TEMPORAL_TLS_CLIENT_KEY_PATH: files.key,
       TEMPORAL_GRPC_META_X_TEAM: 'rl',
     });
-    expect(target).toMatchObject({ namespace: 'training', configured: true, connection: { address: 'cluster.internal:7233', metadata: { 'x-team': 'rl' } } });
+    expect(target).toMatchObject({
+      namespace: 'training',
+      configured: true,
+      connection: { address: 'cluster.internal:7233', metadata: { 'x-team': 'rl' } },
+    });
     const tls = target.connection.tls;
     if (typeof tls !== 'object') throw new Error(`expected TLS options, got ${String(tls)}`);
     expect(Buffer.from(tls.clientCertPair!.crt).toString()).toBe('CLIENT PEM');
@@ -43,7 +47,10 @@ describe('clotho view connects as the other commands do', () => {
 
   it('reads a profile file (Temporal Cloud with an API key)', async () => {
     const file = join(dir, 'temporal.toml');
-    await writeFile(file, ['[profile.cloud]', 'address = "ns.acct.tmprl.cloud:7233"', 'namespace = "ns.acct"', 'api_key = "k"', ''].join('\n'));
+    await writeFile(
+      file,
+      ['[profile.cloud]', 'address = "ns.acct.tmprl.cloud:7233"', 'namespace = "ns.acct"', 'api_key = "k"', ''].join('\n'),
+    );
     expect(viewTemporal({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'cloud' })).toEqual({
       connection: { address: 'ns.acct.tmprl.cloud:7233', apiKey: 'k', tls: true },
       namespace: 'ns.acct',

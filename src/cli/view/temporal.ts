@@ -78,10 +78,13 @@ export async function connectRunWorkflows(env: NodeJS.ProcessEnv = process.env):
       }
       await Promise.all(
         failed.map(async ([id, workflowId]) => {
-          const cause = await client.workflow.getHandle(workflowId).result().then(
-            () => null,
-            (error: unknown) => causeOf(error),
-          );
+          const cause = await client.workflow
+            .getHandle(workflowId)
+            .result()
+            .then(
+              () => null,
+              (error: unknown) => causeOf(error),
+            );
           found.get(id)!.note = cause;
         }),
       );

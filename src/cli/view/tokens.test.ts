@@ -6,7 +6,12 @@ import { tokenDecoders, tokenizerMatches } from './tokens.js';
 const ANSWER = 'The answer is \\boxed{42}.';
 const groupOf = (completion: number[]): RawGroup => ({
   scores: [1],
-  messages: [[{ role: 'user', content: 'Q' }, { role: 'assistant', content: ANSWER }]],
+  messages: [
+    [
+      { role: 'user', content: 'Q' },
+      { role: 'assistant', content: ANSWER },
+    ],
+  ],
   tokens: [[9, 9, ...completion]],
   masks: [[-100, -100, ...completion]],
   logprobs: [null],
@@ -21,7 +26,7 @@ describe('choosing how tokens are shown', async () => {
   const qwenGroup = groupOf(qwen.encode(`${ANSWER}<|im_end|>`, { addSpecialTokens: false }));
   const codePoints = groupOf(Array.from(ANSWER, (c) => c.codePointAt(0)!));
 
-  it('takes a tokenizer for a run only when it gives back the run\'s assistant text', () => {
+  it("takes a tokenizer for a run only when it gives back the run's assistant text", () => {
     expect(tokenizerMatches(qwen, qwenGroup)).toBe(true);
     expect(tokenizerMatches(qwen, codePoints)).toBe(false);
     expect(tokenizerMatches(qwen, { ...qwenGroup, messages: [[{ role: 'user', content: 'Q' }]] })).toBeUndefined();

@@ -2,8 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { AtroposMetrics, type FinishedGroup } from './atropos-metrics.js';
 
 const M = -100;
-const chat = (q: string, a: string) => [{ role: 'user', content: q }, { role: 'assistant', content: a }];
-const scored = (itemIndex: number, scores: number[], masks: number[][], seconds: number, metrics?: Record<string, number>): FinishedGroup => ({
+const chat = (q: string, a: string) => [
+  { role: 'user', content: q },
+  { role: 'assistant', content: a },
+];
+const scored = (
+  itemIndex: number,
+  scores: number[],
+  masks: number[][],
+  seconds: number,
+  metrics?: Record<string, number>,
+): FinishedGroup => ({
   itemIndex,
   status: 'scored',
   scores,
@@ -13,9 +22,27 @@ const scored = (itemIndex: number, scores: number[], masks: number[][], seconds:
 });
 
 const groups: FinishedGroup[] = [
-  scored(0, [1, -1], [[M, M, 5, 6, 7], [M, 8, 9]], 2, { format: 1 }),
+  scored(
+    0,
+    [1, -1],
+    [
+      [M, M, 5, 6, 7],
+      [M, 8, 9],
+    ],
+    2,
+    { format: 1 },
+  ),
   { itemIndex: 1, status: 'dropped', scores: [1, 1], seconds: 4, metrics: { format: 0 } },
-  scored(2, [-1, 1], [[M, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10], [M, 1]], 6, { format: 0.5 }),
+  scored(
+    2,
+    [-1, 1],
+    [
+      [M, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+      [M, 1],
+    ],
+    6,
+    { format: 0.5 },
+  ),
   { itemIndex: 3, status: 'failed', scores: [], seconds: 8 },
   scored(4, [1, -1], [[1], [2]], 1),
 ];
@@ -106,16 +133,41 @@ describe('AtroposMetrics', () => {
       'server/server_0_average_num_attempts',
     ]);
     expect(out['gsm8k_0_train/percent_correct']).toBe(0.5);
-    expect(out['gsm8k_0_train/rollouts']).toMatchObject({ data: [['user: q0.0\n\nassistant: a0.0', 1], ['user: q0.1\n\nassistant: a0.1', -1]] });
+    expect(out['gsm8k_0_train/rollouts']).toMatchObject({
+      data: [
+        ['user: q0.0\n\nassistant: a0.0', 1],
+        ['user: q0.1\n\nassistant: a0.1', -1],
+      ],
+    });
   });
 
   it('takes the completion lengths of a messages-only group from the tokens the server counted, and none when it did not', () => {
     const metrics = new AtroposMetrics(settings);
     const messages = [chat('q', 'a'), chat('q', 'b')];
-    metrics.add({ itemIndex: 0, status: 'scored', scores: [1, -1], group: { messages_only: true, scores: [1, -1], messages, completion_tokens: [4, 10] } });
-    metrics.add({ itemIndex: 1, status: 'scored', scores: [1, -1], group: { messages_only: true, scores: [1, -1], messages, completion_tokens: null } });
+    metrics.add({
+      itemIndex: 0,
+      status: 'scored',
+      scores: [1, -1],
+      group: { messages_only: true, scores: [1, -1], messages, completion_tokens: [4, 10] },
+    });
+    metrics.add({
+      itemIndex: 1,
+      status: 'scored',
+      scores: [1, -1],
+      group: { messages_only: true, scores: [1, -1], messages, completion_tokens: null },
+    });
     const out = metrics.flush(0);
-    expect(out).toMatchObject({ 'train/completion_lengths': 7, 'train/completion_lengths_max': 10, 'train/completion_lengths_min': 4, 'train/completion_lengths_p95': 0.5 });
-    expect(out['train/rollouts']).toMatchObject({ data: [['user: q\n\nassistant: a', 1], ['user: q\n\nassistant: a', 1]] });
+    expect(out).toMatchObject({
+      'train/completion_lengths': 7,
+      'train/completion_lengths_max': 10,
+      'train/completion_lengths_min': 4,
+      'train/completion_lengths_p95': 0.5,
+    });
+    expect(out['train/rollouts']).toMatchObject({
+      data: [
+        ['user: q\n\nassistant: a', 1],
+        ['user: q\n\nassistant: a', 1],
+      ],
+    });
   });
 });

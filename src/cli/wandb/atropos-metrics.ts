@@ -12,7 +12,9 @@ export interface FinishedGroup {
   /** Seconds from the group's start to its end. */
   seconds?: number;
   /** The group as delivered (scored groups): a scored group, or a messages-only one (`--env.messages_only`). */
-  group?: Pick<ScoredDataGroup, 'masks' | 'scores' | 'messages'> | Pick<MessagesOnlyGroup, 'messages_only' | 'completion_tokens' | 'scores' | 'messages'>;
+  group?:
+    | Pick<ScoredDataGroup, 'masks' | 'scores' | 'messages'>
+    | Pick<MessagesOnlyGroup, 'messages_only' | 'completion_tokens' | 'scores' | 'messages'>;
 }
 
 /** Atropos's logging settings (BaseEnvConfig), and what Clotho knows that Atropos asked the trainer for. */
@@ -49,7 +51,12 @@ function percentile(xs: number[], p: number): number {
 }
 /** Atropos's get_std_min_max_avg: `<name>_mean`, `_std`, `_max`, `_min`. */
 function stats(into: WandbMetrics, name: string, xs: number[]): void {
-  Object.assign(into, { [`${name}_mean`]: mean(xs), [`${name}_std`]: std(xs), [`${name}_max`]: Math.max(...xs), [`${name}_min`]: Math.min(...xs) });
+  Object.assign(into, {
+    [`${name}_mean`]: mean(xs),
+    [`${name}_std`]: std(xs),
+    [`${name}_max`]: Math.max(...xs),
+    [`${name}_min`]: Math.min(...xs),
+  });
 }
 
 /** A trajectory's conversation as text for the rollouts table (Atropos decodes the tokens; Clotho has the messages). */

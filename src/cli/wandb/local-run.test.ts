@@ -12,7 +12,8 @@ afterEach(async () => {
   root = undefined;
 });
 
-const values = (items: { key: string; value_json: string }[] = []) => Object.fromEntries(items.map((i) => [i.key, JSON.parse(i.value_json)]));
+const values = (items: { key: string; value_json: string }[] = []) =>
+  Object.fromEntries(items.map((i) => [i.key, JSON.parse(i.value_json)]));
 
 describe('openLocalRun', () => {
   it('writes the run directory the Python SDK writes offline: transaction log, table files, summary', async () => {
@@ -24,15 +25,33 @@ describe('openLocalRun', () => {
     );
     expect(run.dir).toBe(join(root, 'wandb', 'offline-run-20261121_121500-abc12345'));
     expect(run.file).toBe(join(run.dir, 'run-abc12345.wandb'));
-    await run.log({ 'train/percent_correct': 0.5, 'train/rollouts': { kind: 'table', columns: ['text', 'score'], data: [['user: hi', 1]] } }, 0);
+    await run.log(
+      { 'train/percent_correct': 0.5, 'train/rollouts': { kind: 'table', columns: ['text', 'score'], data: [['user: hi', 1]] } },
+      0,
+    );
     await run.log({ 'train/percent_correct': 0.75 }, 1);
     await run.finish(0);
 
     const records = readTransactionLog(await readFile(run.file)).map(decodeRecord);
-    expect(records.map((r) => Object.keys(r).find((k) => k !== 'num' && k !== 'uuid'))).toEqual(['header', 'run', 'files', 'history', 'history', 'summary', 'exit', 'final']);
+    expect(records.map((r) => Object.keys(r).find((k) => k !== 'num' && k !== 'uuid'))).toEqual([
+      'header',
+      'run',
+      'files',
+      'history',
+      'history',
+      'summary',
+      'exit',
+      'final',
+    ]);
     expect(records.map((r) => r.num)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     const [, first, files, h0, h1, summary, exit] = records;
-    expect(first!.run).toMatchObject({ run_id: 'abc12345', project: 'proj', run_group: 'grp', display_name: 'gsm8k-2026-11-21-qwerty', start_time: { seconds: 1795263300, nanos: 250_000_000 } });
+    expect(first!.run).toMatchObject({
+      run_id: 'abc12345',
+      project: 'proj',
+      run_group: 'grp',
+      display_name: 'gsm8k-2026-11-21-qwerty',
+      start_time: { seconds: 1795263300, nanos: 250_000_000 },
+    });
     expect(values(first!.run!.config!.update)).toEqual({ group_size: 4, wandb_name: null });
 
     const path = files!.files!.files[0]!.path;
@@ -51,12 +70,17 @@ describe('openLocalRun', () => {
     expect(values(h1!.history!.item)).toMatchObject({ 'train/percent_correct': 0.75, _step: 1 });
     expect(values(summary!.summary!.update)).toMatchObject({ 'train/percent_correct': 0.75, _step: 1 });
     expect(exit!.exit).toMatchObject({ exit_code: 0 });
-    expect(JSON.parse(await readFile(join(run.dir, 'files', 'wandb-summary.json'), 'utf8'))).toMatchObject({ 'train/percent_correct': 0.75 });
+    expect(JSON.parse(await readFile(join(run.dir, 'files', 'wandb-summary.json'), 'utf8'))).toMatchObject({
+      'train/percent_correct': 0.75,
+    });
   });
 
   it('names an online run directory run-<stamp>-<id> and records a failing exit code', async () => {
     root = await mkdtemp(join(tmpdir(), 'clotho-wandb-'));
-    const run = await openLocalRun({ id: 'zz99', name: 'n', project: 'p', config: {} }, { root, offline: false, now: new Date('2026-01-02T03:04:05Z') });
+    const run = await openLocalRun(
+      { id: 'zz99', name: 'n', project: 'p', config: {} },
+      { root, offline: false, now: new Date('2026-01-02T03:04:05Z') },
+    );
     await run.finish(130);
     expect(await readdir(join(root, 'wandb'))).toEqual(['run-20260102_030405-zz99']);
     const records = readTransactionLog(await readFile(run.file)).map(decodeRecord);

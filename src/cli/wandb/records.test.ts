@@ -20,7 +20,12 @@ describe('W&B records', () => {
     const record = { num: 7, summary: { update: jsonItems({ loss: 0.5, name: 'x' }) } };
     expect(decodeRecord(encodeRecord(record))).toMatchObject({
       num: 7,
-      summary: { update: [{ key: 'loss', value_json: '0.5' }, { key: 'name', value_json: '"x"' }] },
+      summary: {
+        update: [
+          { key: 'loss', value_json: '0.5' },
+          { key: 'name', value_json: '"x"' },
+        ],
+      },
     });
   });
 });

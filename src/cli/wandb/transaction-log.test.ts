@@ -27,7 +27,7 @@ describe('W&B transaction log framing', () => {
     const big = bytes(80_000, 7);
     const file = logOf([Buffer.from('x'), big, Buffer.from('y')]);
     const types: number[] = [];
-    for (let offset = 7 + 7 + 1; offset < file.length; ) {
+    for (let offset = 7 + 7 + 1; offset < file.length;) {
       const length = file.readUInt16LE(offset + 4);
       types.push(file.readUInt8(offset + 6));
       expect(Math.floor(offset / 32768)).toBe(Math.floor((offset + 7 + length - 1) / 32768));

@@ -32,13 +32,20 @@ export interface WandbLoggingOptions {
  * step moves on and at least min_items_sent_before_logging groups were delivered since the last log, at that
  * step, with the keys prefixed by the name the trainer gave the environment, as Atropos's serve mode.
  */
-export async function withWandbLogging<T>(options: WandbLoggingOptions, body: () => Promise<T>, exitCode: (result: T) => number): Promise<T> {
+export async function withWandbLogging<T>(
+  options: WandbLoggingOptions,
+  body: () => Promise<T>,
+  exitCode: (result: T) => number,
+): Promise<T> {
   const { plan, temporal, cadence, metrics } = options;
   const env = plan.config.env;
   if (!env.use_wandb) return body();
   const view =
     cadence.kind === 'serve'
-      ? await temporal.client.workflow.getHandle(cadence.batcherId).query(batcherViewQuery).catch((): BatcherView | undefined => undefined)
+      ? await temporal.client.workflow
+          .getHandle(cadence.batcherId)
+          .query(batcherViewQuery)
+          .catch((): BatcherView | undefined => undefined)
       : undefined;
   const run = await openWandbRun(
     {
@@ -95,7 +102,10 @@ export async function withWandbLogging<T>(options: WandbLoggingOptions, body: ()
     const current = await temporal.client.workflow
       .getHandle(cadence.batcherId)
       .query(batcherViewQuery)
-      .then((v) => v.status.current_step, () => undefined);
+      .then(
+        (v) => v.status.current_step,
+        () => undefined,
+      );
     await collectEvaluations();
     if (current === undefined || (current === trainerStep && !last)) return;
     const evaluated = Object.keys(pendingEval).length > 0;
@@ -111,7 +121,10 @@ export async function withWandbLogging<T>(options: WandbLoggingOptions, body: ()
   }
   /** Takes the evaluations the env-run finished since the last look (the newest one's metrics when several did). */
   async function collectEvaluations(): Promise<void> {
-    const status = await temporal.client.workflow.getHandle(options.envRunId).query(envRunStatusQuery).catch(() => undefined);
+    const status = await temporal.client.workflow
+      .getHandle(options.envRunId)
+      .query(envRunStatusQuery)
+      .catch(() => undefined);
     for (const result of status?.evaluation?.results ?? []) {
       if (result.step <= evalStepSeen) continue;
       evalStepSeen = result.step;

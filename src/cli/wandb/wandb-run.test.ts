@@ -42,20 +42,34 @@ describe('openWandbRun', () => {
     await run.finish(0);
 
     expect(server.upserts()).toEqual([
-      { name: 'run00001', project: 'proj', entity: 'tester', displayName: info.name, config: JSON.stringify({ group_size: { desc: null, value: 2 } }) },
+      {
+        name: 'run00001',
+        project: 'proj',
+        entity: 'tester',
+        displayName: info.name,
+        config: JSON.stringify({ group_size: { desc: null, value: 2 } }),
+      },
     ]);
     expect(server.requests.every((r) => r.authorization === `Basic ${Buffer.from(`api:${KEY}`).toString('base64')}`)).toBe(true);
     const rows = server.history();
-    expect(rows.map((r) => [r._step, r['train/percent_correct']])).toEqual([[0, 0.5], [1, 0.75]]);
+    expect(rows.map((r) => [r._step, r['train/percent_correct']])).toEqual([
+      [0, 0.5],
+      [1, 0.75],
+    ]);
     expect(rows.some((r) => 'train/rollouts' in r)).toBe(false);
     const last = server.requests.at(-1)!;
     expect(last.path).toBe('/files/tester/proj/run00001/file_stream');
     expect(last.body).toEqual({ complete: true, exitcode: 0 });
-    expect(notices).toEqual([`W&B: the JavaScript SDK cannot upload tables; they are kept in ${join(run.dir!, 'files', 'media', 'table')}`]);
+    expect(notices).toEqual([
+      `W&B: the JavaScript SDK cannot upload tables; they are kept in ${join(run.dir!, 'files', 'media', 'table')}`,
+    ]);
 
     expect(run.dir).toMatch(/[/\\]wandb[/\\]run-\d{8}_\d{6}-run00001$/);
     const local = await localHistory(run.dir!);
-    expect(local.rows.map((r) => [r._step, r['train/percent_correct']])).toEqual([[0, 0.5], [1, 0.75]]);
+    expect(local.rows.map((r) => [r._step, r['train/percent_correct']])).toEqual([
+      [0, 0.5],
+      [1, 0.75],
+    ]);
     expect(local.rows[0]!['train/rollouts']).toMatchObject({ _type: 'table-file', nrows: 1 });
   });
 

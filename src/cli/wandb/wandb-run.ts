@@ -51,7 +51,8 @@ export async function openWandbRun(
   const local: LocalRun = await openLocalRun(full, { root: env.WANDB_DIR || process.cwd(), offline: mode === 'offline' });
   const upload = `upload it with \`wandb sync ${local.dir}\``;
   let sdk: SdkRun | undefined;
-  if (mode === 'online') sdk = startSdkRun(full, (reason) => notice(`W&B: streaming stopped: ${reason}; the run is kept in ${local.dir}: ${upload}`), env);
+  if (mode === 'online')
+    sdk = startSdkRun(full, (reason) => notice(`W&B: streaming stopped: ${reason}; the run is kept in ${local.dir}: ${upload}`), env);
   else notice(`W&B offline: logging to ${local.dir}; ${upload}`);
   let tablesNoted = false;
   let localFailed = false;

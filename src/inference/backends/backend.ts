@@ -14,8 +14,6 @@ import {
   type TokenGenerateRequest,
 } from '../types.js';
 
-
-
 /** A teacher's top-k logprobs at every position of a sequence (the first position has none: `[]`). */
 export interface PromptLogprobs {
   tokenIds: number[][];
@@ -138,7 +136,7 @@ function statusError(response: Response, text: string): InferenceError {
   let message = text.slice(0, 500) || response.statusText;
   try {
     const body = JSON.parse(text) as { error?: { message?: unknown } | string; detail?: unknown; message?: unknown };
-    const found = typeof body.error === 'object' ? body.error?.message : body.error ?? body.detail ?? body.message;
+    const found = typeof body.error === 'object' ? body.error?.message : (body.error ?? body.detail ?? body.message);
     if (found !== undefined) message = typeof found === 'string' ? found : JSON.stringify(found);
   } catch {
     // Not JSON: the raw text is the message.

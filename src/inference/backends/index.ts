@@ -24,7 +24,7 @@ export function createBackend(config: ServerConfig, options: BackendOptions = {}
     case 'trl':
       throw new Error(
         `server_type "trl" is not supported (${config.base_url}): TRL's server returns no logprobs; ` +
-        'serve the model with vLLM and use --openai.server_type vllm',
+          'serve the model with vLLM and use --openai.server_type vllm',
       );
   }
 }

@@ -1,13 +1,7 @@
 import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
 import { type Completion, type GenerateOptions, type GenerateRequest, type TokenGenerateRequest } from '../types.js';
-import {
-  callJson,
-  checkAligned,
-  parseResponse,
-  serverRoot,
-  type Backend,
-} from './backend.js';
+import { callJson, checkAligned, parseResponse, serverRoot, type Backend } from './backend.js';
 
 const ints = z.array(z.number().int());
 
@@ -72,12 +66,16 @@ export function createLlamaBackend(config: ServerConfig): Backend & Required<Pic
     config,
     generateTokens,
     async generate(r: GenerateRequest, o?: GenerateOptions): Promise<Completion[]> {
-      const template = await post('/apply-template', {
-        messages: r.messages,
-        ...(r.tools ? { tools: r.tools } : {}),
-        // Reasoning is asked for through the template's switch (Qwen3's enable_thinking), as llama-server takes it.
-        ...(r.reasoning ? { chat_template_kwargs: { enable_thinking: true } } : {}),
-      }, o);
+      const template = await post(
+        '/apply-template',
+        {
+          messages: r.messages,
+          ...(r.tools ? { tools: r.tools } : {}),
+          // Reasoning is asked for through the template's switch (Qwen3's enable_thinking), as llama-server takes it.
+          ...(r.reasoning ? { chat_template_kwargs: { enable_thinking: true } } : {}),
+        },
+        o,
+      );
       const { prompt } = parseResponse(TemplateSchema, template, 'llama.cpp /apply-template');
       // The template writes BOS itself where the model wants one; special-token text becomes ids.
       const tokenized = await post('/tokenize', { content: prompt, add_special: false, parse_special: true }, o);

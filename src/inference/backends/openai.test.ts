@@ -1,10 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ServerConfigSchema } from '../../schema/config.js';
-import {
-  encodeChat,
-  encodeCompletion,
-  type ScriptedOpenAI,
-} from '../../../test/support/scripted-openai.js';
+import { encodeChat, encodeCompletion, type ScriptedOpenAI } from '../../../test/support/scripted-openai.js';
 import { InferenceError } from '../errors.js';
 import { loadTokenizer, type Tokenizer } from '../tokenizer.js';
 import type { GenerateRequest } from '../types.js';
@@ -21,17 +17,25 @@ const request: GenerateRequest = { messages: [{ role: 'user', content: 'Say hell
 const backendFor = (server: ScriptedOpenAI, loads: string[] = []) =>
   createOpenAIBackend(
     ServerConfigSchema.parse({ base_url: server.baseUrl, model_name: 'Qwen/Qwen3-0.6B', tokenizer_name: 'qwen3', timeout: 10 }),
-    { loadTokenizer: async (source) => { loads.push(source); return qwen; } },
+    {
+      loadTokenizer: async (source) => {
+        loads.push(source);
+        return qwen;
+      },
+    },
   );
 
 async function failure(promise: Promise<unknown>): Promise<InferenceError> {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(InferenceError);
   return err as InferenceError;
 }
 
 describe('createOpenAIBackend', () => {
-  it('keeps the server\'s token ids and never loads a tokenizer when the server returns them', async () => {
+  it("keeps the server's token ids and never loads a tokenizer when the server returns them", async () => {
     const loads: string[] = [];
     const [completion] = await backendFor(await serve(), loads).generate(request);
     expect(completion!.tokenIds).toEqual(encodeCompletion('choice 0'));
@@ -57,7 +61,10 @@ describe('createOpenAIBackend', () => {
   });
 
   it('fails as MalformedResponse when the logprobs do not line up with the local tokens', async () => {
-    const server = await serve({ tokenIds: false, responder: () => ({ choices: [{ text: 'Hello there!', tokenIds: [1, 2], logprobs: [-1, -2] }] }) });
+    const server = await serve({
+      tokenIds: false,
+      responder: () => ({ choices: [{ text: 'Hello there!', tokenIds: [1, 2], logprobs: [-1, -2] }] }),
+    });
     const err = await failure(backendFor(server).generate(request));
     expect(err.type).toBe('MalformedResponse');
     expect(err.message).toMatch(/tokenizer does not match/);
@@ -65,7 +72,10 @@ describe('createOpenAIBackend', () => {
 
   it('fails non-retryably, naming --openai.server_type, when the server sends no logprobs', async () => {
     const body = {
-      id: 'x', object: 'chat.completion', created: 0, model: 'm',
+      id: 'x',
+      object: 'chat.completion',
+      created: 0,
+      model: 'm',
       choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop', logprobs: null }],
     };
     const server = await serve({ tokenIds: false, responder: () => ({ status: 200, body }) });
@@ -77,7 +87,14 @@ describe('createOpenAIBackend', () => {
   it('continues a prompt given as token ids through /completions, keeping the ids it sent', async () => {
     const server = await serve({ responder: (body) => ({ choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: `t${i}` })) }) });
     const prompt = [5, 6, 7];
-    const completions = await backendFor(server).generateTokens!({ promptTokenIds: prompt, n: 2, maxTokens: 8, temperature: 1, topP: 1, stop: ['\n'] });
+    const completions = await backendFor(server).generateTokens!({
+      promptTokenIds: prompt,
+      n: 2,
+      maxTokens: 8,
+      temperature: 1,
+      topP: 1,
+      stop: ['\n'],
+    });
     expect(completions.map((c) => [c.text, c.tokenIds, c.promptTokenIds])).toEqual([
       ['t0', encodeCompletion('t0'), prompt],
       ['t1', encodeCompletion('t1'), prompt],
@@ -103,7 +120,12 @@ describe('createOpenAIBackend', () => {
     expect((await failure(backendFor(server, loads).generate(request))).message).toBe(NO_LOGPROBS_MESSAGE);
     // …one that needs the messages only gets them, asks for nothing the server may refuse, and loads no tokenizer.
     const [completion] = await backendFor(server, loads).generate({ ...request, messagesOnly: true });
-    expect(completion).toMatchObject({ message: { role: 'assistant', tool_calls: toolCalls }, tokenIds: null, promptTokenIds: null, logprobs: null });
+    expect(completion).toMatchObject({
+      message: { role: 'assistant', tool_calls: toolCalls },
+      tokenIds: null,
+      promptTokenIds: null,
+      logprobs: null,
+    });
     expect(server.requests.at(-1)!.body).not.toHaveProperty('return_token_ids');
     expect(server.requests.at(-1)!.body).not.toHaveProperty('logprobs');
     expect(loads).toEqual([]);

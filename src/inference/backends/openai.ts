@@ -4,23 +4,18 @@ import { createOpenAIClient } from '../openai-client.js';
 import { loadTokenizer, type Tokenizer } from '../tokenizer.js';
 import { type Completion, type GenerateOptions, type GenerateRequest, type TokenGenerateRequest } from '../types.js';
 import { z } from 'zod';
-import {
-  callJson,
-  checkAligned,
-  lazyTokenizer,
-  parseResponse,
-  type Backend,
-  type BackendOptions,
-} from './backend.js';
+import { callJson, checkAligned, lazyTokenizer, parseResponse, type Backend, type BackendOptions } from './backend.js';
 
 // `/v1/completions` with a token-id prompt, as vLLM's OpenAI server and the embedded engine answer it.
 const CompletionsResponseSchema = z.looseObject({
-  choices: z.array(z.looseObject({
-    text: z.string(),
-    finish_reason: z.string().nullable(),
-    token_ids: z.array(z.number().int()).nullish(),
-    logprobs: z.looseObject({ token_logprobs: z.array(z.number()) }).nullish(),
-  })),
+  choices: z.array(
+    z.looseObject({
+      text: z.string(),
+      finish_reason: z.string().nullable(),
+      token_ids: z.array(z.number().int()).nullish(),
+      logprobs: z.looseObject({ token_logprobs: z.array(z.number()) }).nullish(),
+    }),
+  ),
 });
 
 /**
@@ -75,10 +70,14 @@ export function createOpenAIBackend(config: ServerConfig, options: BackendOption
       const url = `${config.base_url.replace(/\/+$/, '')}/completions`;
       const call = { body, apiKey: config.api_key, timeoutMs, signal: callOptions?.signal, onProgress: callOptions?.onProgress };
       const json = parseResponse(CompletionsResponseSchema, await callJson(url, call), 'completions');
-      if (json.choices.length !== r.n) throw new InferenceError('WrongChoiceCount', `asked for ${r.n} completions, got ${json.choices.length}`);
+      if (json.choices.length !== r.n)
+        throw new InferenceError('WrongChoiceCount', `asked for ${r.n} completions, got ${json.choices.length}`);
       return json.choices.map((choice, i) => {
         if (!choice.token_ids || !choice.logprobs) {
-          throw new InferenceError('InvalidRequest', `${url} returned no token ids or logprobs for a token-id prompt; it needs vLLM's return_token_ids`);
+          throw new InferenceError(
+            'InvalidRequest',
+            `${url} returned no token ids or logprobs for a token-id prompt; it needs vLLM's return_token_ids`,
+          );
         }
         checkAligned(choice.token_ids, choice.logprobs.token_logprobs, `completion ${i}`);
         return {
@@ -102,22 +101,28 @@ export function tokenizeLocally(completion: Completion, request: GenerateRequest
   if (!tokenIds) {
     // Tool calls arrive parsed; their raw tokens cannot be rebuilt from the JSON faithfully.
     if (Array.isArray(completion.message.tool_calls) && completion.message.tool_calls.length > 0) {
-      throw new InferenceError('InvalidRequest',
-        'the server returned tool calls without token ids; they cannot be tokenized locally (--openai.server_type vllm)');
+      throw new InferenceError(
+        'InvalidRequest',
+        'the server returned tool calls without token ids; they cannot be tokenized locally (--openai.server_type vllm)',
+      );
     }
     const eos = completion.finishReason === 'stop' && tokenizer.eos ? [tokenizer.eos.id] : [];
     tokenIds = [...tokenizer.encode(completion.text, { addSpecialTokens: false }), ...eos];
   }
   if (tokenIds.length !== logprobs.length) {
-    throw new InferenceError('MalformedResponse',
+    throw new InferenceError(
+      'MalformedResponse',
       `the local tokenizer ${tokenizer.name} gives ${tokenIds.length} tokens for the answer but the server sent ` +
-      `${logprobs.length} logprobs; the tokenizer does not match the served model`);
+        `${logprobs.length} logprobs; the tokenizer does not match the served model`,
+    );
   }
-  const promptTokenIds = completion.promptTokenIds ?? tokenizer.encodeChat(request.messages, {
-    addGenerationPrompt: true,
-    ...(request.tools ? { tools: request.tools as Record<string, unknown>[] } : {}),
-    // The server was asked to think: a thinking template renders the prompt with its switch on.
-    ...(request.reasoning ? { extra: { enable_thinking: true } } : {}),
-  });
+  const promptTokenIds =
+    completion.promptTokenIds ??
+    tokenizer.encodeChat(request.messages, {
+      addGenerationPrompt: true,
+      ...(request.tools ? { tools: request.tools as Record<string, unknown>[] } : {}),
+      // The server was asked to think: a thinking template renders the prompt with its switch on.
+      ...(request.reasoning ? { extra: { enable_thinking: true } } : {}),
+    });
   return { ...completion, promptTokenIds, tokenIds };
 }

@@ -20,13 +20,23 @@ async function serve(): Promise<NativeServer> {
   return server;
 }
 const backendFor = (server: NativeServer, loads: string[] = []) =>
-  createSglangBackend(
-    ServerConfigSchema.parse({ base_url: `${server.url}/v1`, server_type: 'sglang', model_name: 'qwen3', timeout: 10 }),
-    { loadTokenizer: async (source) => { loads.push(source); return qwen; } },
-  );
+  createSglangBackend(ServerConfigSchema.parse({ base_url: `${server.url}/v1`, server_type: 'sglang', model_name: 'qwen3', timeout: 10 }), {
+    loadTokenizer: async (source) => {
+      loads.push(source);
+      return qwen;
+    },
+  });
 const request: GenerateRequest = {
-  messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }],
-  n: 3, maxTokens: 64, temperature: 0.8, topP: 0.95, stop: ['</answer>'], seed: 11,
+  messages: [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'Hi' },
+  ],
+  n: 3,
+  maxTokens: 64,
+  temperature: 0.8,
+  topP: 0.95,
+  stop: ['</answer>'],
+  seed: 11,
 };
 
 describe('createSglangBackend', () => {
@@ -37,31 +47,46 @@ describe('createSglangBackend', () => {
     const inputIds = qwen.encodeChat(request.messages as never, { addGenerationPrompt: true });
     // tokenizer_name "none" falls back to model_name.
     expect(loads).toEqual(['qwen3']);
-    expect(server.requests).toEqual([expect.objectContaining({
-      path: '/generate',
-      body: {
-        input_ids: inputIds,
-        sampling_params: { max_new_tokens: 64, temperature: 0.8, top_p: 0.95, n: 3, stop: ['</answer>'], sampling_seed: 11 },
-        return_logprob: true,
-        return_text_in_logprobs: false,
-      },
-    })]);
-    expect(completions).toEqual([0, 1, 2].map((i) => {
-      const s = scriptedSample(i, 64);
-      return {
-        text: `sample ${i}`,
-        message: { role: 'assistant', content: `sample ${i}` },
-        finishReason: 'stop',
-        promptTokenIds: inputIds,
-        tokenIds: s.tokenIds,
-        logprobs: s.tokenIds.map(defaultLogprob),
-      };
-    }));
+    expect(server.requests).toEqual([
+      expect.objectContaining({
+        path: '/generate',
+        body: {
+          input_ids: inputIds,
+          sampling_params: { max_new_tokens: 64, temperature: 0.8, top_p: 0.95, n: 3, stop: ['</answer>'], sampling_seed: 11 },
+          return_logprob: true,
+          return_text_in_logprobs: false,
+        },
+      }),
+    ]);
+    expect(completions).toEqual(
+      [0, 1, 2].map((i) => {
+        const s = scriptedSample(i, 64);
+        return {
+          text: `sample ${i}`,
+          message: { role: 'assistant', content: `sample ${i}` },
+          finishReason: 'stop',
+          promptTokenIds: inputIds,
+          tokenIds: s.tokenIds,
+          logprobs: s.tokenIds.map(defaultLogprob),
+        };
+      }),
+    );
   });
 
   it('reads a single-object answer (n = 1) and a length finish', async () => {
-    const [completion] = await backendFor(await serve()).generateTokens({ promptTokenIds: [9, 9], n: 1, maxTokens: 2, temperature: 1, topP: 1 });
-    expect(completion).toMatchObject({ finishReason: 'length', tokenIds: [115, 97], promptTokenIds: [9, 9], logprobs: [defaultLogprob(115), defaultLogprob(97)] });
+    const [completion] = await backendFor(await serve()).generateTokens({
+      promptTokenIds: [9, 9],
+      n: 1,
+      maxTokens: 2,
+      temperature: 1,
+      topP: 1,
+    });
+    expect(completion).toMatchObject({
+      finishReason: 'length',
+      tokenIds: [115, 97],
+      promptTokenIds: [9, 9],
+      logprobs: [defaultLogprob(115), defaultLogprob(97)],
+    });
   });
 
   it('checks health with GET /health', async () => {

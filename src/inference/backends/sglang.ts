@@ -2,15 +2,7 @@ import { z } from 'zod';
 import type { ServerConfig } from '../../schema/config.js';
 import { loadTokenizer } from '../tokenizer.js';
 import { type Completion, type GenerateOptions, type GenerateRequest, type TokenGenerateRequest } from '../types.js';
-import {
-  callJson,
-  checkAligned,
-  lazyTokenizer,
-  parseResponse,
-  serverRoot,
-  type Backend,
-  type BackendOptions,
-} from './backend.js';
+import { callJson, checkAligned, lazyTokenizer, parseResponse, serverRoot, type Backend, type BackendOptions } from './backend.js';
 
 /** One sample of SGLang's native `/generate` answer (a list of these when `n` > 1). */
 const SampleSchema = z.looseObject({
@@ -30,8 +22,10 @@ const ResponseSchema = z.union([SampleSchema, z.array(SampleSchema)]);
  * text is returned as the assistant's content: tool calls are not parsed out of it. Health is
  * `GET /health`.
  */
-export function createSglangBackend(config: ServerConfig, options: BackendOptions = {}): Backend &
-  Required<Pick<Backend, 'generateTokens'>> {
+export function createSglangBackend(
+  config: ServerConfig,
+  options: BackendOptions = {},
+): Backend & Required<Pick<Backend, 'generateTokens'>> {
   const tokenizer = lazyTokenizer(config, options.loadTokenizer ?? loadTokenizer);
   const root = serverRoot(config.base_url);
   const timeoutMs = Math.ceil(config.timeout * 1000);
@@ -51,7 +45,11 @@ export function createSglangBackend(config: ServerConfig, options: BackendOption
       return_text_in_logprobs: false,
     };
     const json = await callJson(`${root}/generate`, {
-      body, apiKey: config.api_key, timeoutMs, signal: callOptions.signal, onProgress: callOptions.onProgress,
+      body,
+      apiKey: config.api_key,
+      timeoutMs,
+      signal: callOptions.signal,
+      onProgress: callOptions.onProgress,
     });
     const parsed = parseResponse(ResponseSchema, json, 'SGLang /generate');
     return (Array.isArray(parsed) ? parsed : [parsed]).map((sample, i) => {

@@ -3,22 +3,18 @@ import type { ServerConfig } from '../../schema/config.js';
 import { intArray, intRows, isNumberRecord } from '../../schema/number-rows.js';
 import { InferenceError } from '../errors.js';
 import { type Completion, type GenerateOptions, type TokenGenerateRequest } from '../types.js';
-import {
-  callJson,
-  checkAligned,
-  parseResponse,
-  serverRoot,
-  type Backend,
-  type BackendOptions,
-  type PromptLogprobs,
-} from './backend.js';
+import { callJson, checkAligned, parseResponse, serverRoot, type Backend, type BackendOptions, type PromptLogprobs } from './backend.js';
 import { createOpenAIBackend } from './openai.js';
 
 const ints = z.array(z.number().int());
 const topLogprobs = z.array(z.array(z.array(z.record(z.string(), z.number())).min(1)));
 
 /** The answer of the native `/generate` endpoint Atropos's vLLM server adds (ATROPOS-API.md §4.4). */
-const generateResponse = (tokenIds: z.ZodType<number[]>, tokenIdRows: z.ZodType<number[][]>, logprobs: z.ZodType<z.output<typeof topLogprobs>>) =>
+const generateResponse = (
+  tokenIds: z.ZodType<number[]>,
+  tokenIdRows: z.ZodType<number[][]>,
+  logprobs: z.ZodType<z.output<typeof topLogprobs>>,
+) =>
   z.looseObject({
     text: z.array(z.string()),
     finish_reasons: z.array(z.string().nullable()),
@@ -57,13 +53,19 @@ const CompletionsResponseSchema = z.looseObject({
  * endpoint, and a teacher's prompt logprobs through `/v1/completions` with `prompt_logprobs`.
  * Health is `GET /health`.
  */
-export function createVllmBackend(config: ServerConfig, options: BackendOptions = {}): Backend &
-  Required<Pick<Backend, 'generateTokens' | 'promptLogprobs'>> {
+export function createVllmBackend(
+  config: ServerConfig,
+  options: BackendOptions = {},
+): Backend & Required<Pick<Backend, 'generateTokens' | 'promptLogprobs'>> {
   const chat = createOpenAIBackend(config, options);
   const root = serverRoot(config.base_url);
   const timeoutMs = Math.ceil(config.timeout * 1000);
-  const http = (callOptions: GenerateOptions = {}) =>
-    ({ apiKey: config.api_key, timeoutMs, signal: callOptions.signal, onProgress: callOptions.onProgress });
+  const http = (callOptions: GenerateOptions = {}) => ({
+    apiKey: config.api_key,
+    timeoutMs,
+    signal: callOptions.signal,
+    onProgress: callOptions.onProgress,
+  });
 
   return {
     config,
@@ -83,7 +85,12 @@ export function createVllmBackend(config: ServerConfig, options: BackendOptions 
         ...(r.stop ? { stop: r.stop } : {}),
         ...(r.seed !== undefined ? { seed: r.seed } : {}),
       };
-      const json = parseResponse(GenerateResponseSchema, await callJson(`${root}/generate`, { ...http(callOptions), body }), 'vLLM /generate', HotGenerateResponseSchema);
+      const json = parseResponse(
+        GenerateResponseSchema,
+        await callJson(`${root}/generate`, { ...http(callOptions), body }),
+        'vLLM /generate',
+        HotGenerateResponseSchema,
+      );
       return json.logprobs.map((perToken, i) => {
         const ids = json.token_ids?.[i];
         // With `logprobs: 0` each entry holds the sampled token only; with more, the sampled id picks it.
@@ -113,12 +120,17 @@ export function createVllmBackend(config: ServerConfig, options: BackendOptions 
         // 0 asks for the prompt's own token only (Atropos's "selected-token-only").
         prompt_logprobs: Math.max(0, topK),
       };
-      const json = parseResponse(CompletionsResponseSchema,
-        await callJson(`${root}/v1/completions`, { ...http(callOptions), body }), 'vLLM prompt_logprobs');
+      const json = parseResponse(
+        CompletionsResponseSchema,
+        await callJson(`${root}/v1/completions`, { ...http(callOptions), body }),
+        'vLLM prompt_logprobs',
+      );
       const positions = json.choices[0]!.prompt_logprobs ?? json.prompt_logprobs;
       if (!positions || positions.length !== tokens.length) {
-        throw new InferenceError('MalformedResponse',
-          `asked for prompt logprobs of ${tokens.length} tokens, got ${positions?.length ?? 'none'}`);
+        throw new InferenceError(
+          'MalformedResponse',
+          `asked for prompt logprobs of ${tokens.length} tokens, got ${positions?.length ?? 'none'}`,
+        );
       }
       const tokenIds: number[][] = [];
       const logprobs: number[][] = [];
@@ -142,7 +154,11 @@ function sampledLogprob(entry: Record<string, number>, tokenId: number | undefin
  * The `topK` best entries of one position, by rank (then logprob). vLLM adds the prompt's own token
  * when it is outside the top k, so that extra entry is dropped; `topK` 0 keeps only that token.
  */
-function topEntries(position: Record<string, { logprob: number; rank?: number | null | undefined }>, topK: number, own: number): [number, number][] {
+function topEntries(
+  position: Record<string, { logprob: number; rank?: number | null | undefined }>,
+  topK: number,
+  own: number,
+): [number, number][] {
   const entries = Object.entries(position).map(([id, e]) => ({ id: Number(id), logprob: e.logprob, rank: e.rank ?? Infinity }));
   if (topK <= 0) return entries.filter((e) => e.id === own).map((e) => [e.id, e.logprob]);
   entries.sort((a, b) => a.rank - b.rank || b.logprob - a.logprob);

@@ -20,10 +20,12 @@ export type { SampleResult, SampledToken, TokenLogprob } from './sample-loop.js'
 
 /** The parts of the GGUF's `tokenizer.*` metadata the engine uses. */
 const GgufTokenizerSchema = z.object({
-  tokenizer: z.object({
-    chat_template: z.string().optional(),
-    ggml: z.object({ tokens: z.array(z.string()).optional(), token_type: z.array(z.number()).optional() }).optional(),
-  }).optional(),
+  tokenizer: z
+    .object({
+      chat_template: z.string().optional(),
+      ggml: z.object({ tokens: z.array(z.string()).optional(), token_type: z.array(z.number()).optional() }).optional(),
+    })
+    .optional(),
 });
 
 /** Options of {@link LocalEngine.load}. */
@@ -100,7 +102,10 @@ export class LocalEngine {
     const sequences = Array.from({ length: o.slots }, () => context.getSequence());
     const { tokenizer } = GgufTokenizerSchema.parse(model.fileInfo.metadata);
     return new LocalEngine(
-      llama, model, context, new SlotPool(sequences),
+      llama,
+      model,
+      context,
+      new SlotPool(sequences),
       new TokenBytes(tokenizer?.ggml?.tokens ?? [], tokenizer?.ggml?.token_type ?? []),
       o.modelName ?? basename(o.modelPath).replace(/\.gguf$/i, ''),
       tokenizer?.chat_template,
@@ -136,9 +141,7 @@ export class LocalEngine {
     return Promise.all(
       Array.from({ length: p.n }, (_, i) => {
         const seed = p.seed === undefined ? randomInt(2 ** 32) : streamSeed(p.seed >>> 0, `sample:${i}`);
-        return this.pool.with(prompt, (seq) =>
-          sampleOne({ seq, model: this.model, prompt, params: p, seed, signal }),
-        );
+        return this.pool.with(prompt, (seq) => sampleOne({ seq, model: this.model, prompt, params: p, seed, signal }));
       }),
     );
   }

@@ -46,7 +46,13 @@ function modelTensors(spec: ModelSpec, vocab: number): GgufTensor[] {
     name,
     dims,
     type,
-    chunks: () => randomChunks(dims.reduce((a, b) => a * b, 1), type, init, streamSeed(spec.seed, name)),
+    chunks: () =>
+      randomChunks(
+        dims.reduce((a, b) => a * b, 1),
+        type,
+        init,
+        streamSeed(spec.seed, name),
+      ),
   });
   const linear = (name: string, inDim: number, outDim: number) =>
     tensor(name, [inDim, outDim], { kind: 'uniform', std: 1 / Math.sqrt(inDim) });
@@ -59,9 +65,12 @@ function modelTensors(spec: ModelSpec, vocab: number): GgufTensor[] {
     const b = `blk.${i}`;
     out.push(
       ones(`${b}.attn_norm.weight`),
-      linear(`${b}.attn_q.weight`, d, d), bias(`${b}.attn_q.bias`, d),
-      linear(`${b}.attn_k.weight`, d, kv), bias(`${b}.attn_k.bias`, kv),
-      linear(`${b}.attn_v.weight`, d, kv), bias(`${b}.attn_v.bias`, kv),
+      linear(`${b}.attn_q.weight`, d, d),
+      bias(`${b}.attn_q.bias`, d),
+      linear(`${b}.attn_k.weight`, d, kv),
+      bias(`${b}.attn_k.bias`, kv),
+      linear(`${b}.attn_v.weight`, d, kv),
+      bias(`${b}.attn_v.bias`, kv),
       linear(`${b}.attn_output.weight`, d, d),
       ones(`${b}.ffn_norm.weight`),
       linear(`${b}.ffn_gate.weight`, d, ffn),

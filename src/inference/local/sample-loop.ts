@@ -1,10 +1,4 @@
-import type {
-  ControlledEvaluateIndexOutput,
-  ControlledEvaluateInputItem,
-  LlamaContextSequence,
-  LlamaModel,
-  Token,
-} from 'node-llama-cpp';
+import type { ControlledEvaluateIndexOutput, ControlledEvaluateInputItem, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
 import { streamSeed } from './random-weights.js';
 import { alignSequence } from './slot-pool.js';
 
@@ -101,7 +95,8 @@ export async function sampleOne(input: SampleInput): Promise<SampleResult> {
     if (seq.nextTokenIndex + pending.length >= seq.contextSize) break;
     const last = pending.length - 1;
     const items = pending.map((t, i): ControlledEvaluateInputItem =>
-      i === last ? [t, { generateNext: nextOptions(p, input.seed, step) }] : t);
+      i === last ? [t, { generateNext: nextOptions(p, input.seed, step) }] : t,
+    );
     const next = (await seq.controlledEvaluate(items))[last]?.next;
     const id = next?.token;
     if (next === undefined || id === undefined || id === null) throw new Error('llama.cpp sampled no token');

@@ -24,7 +24,9 @@ const ToolCallSchema = z.object({
 /** One chat message; content parts are joined into one string (images first, as placeholders) because chat templates expect text. */
 export const ChatMessageSchema = z.object({
   role: z.enum(['system', 'user', 'assistant', 'tool', 'developer']),
-  content: z.union([z.string(), z.array(z.discriminatedUnion('type', [TextPartSchema, ImagePartSchema])), z.null()]).optional()
+  content: z
+    .union([z.string(), z.array(z.discriminatedUnion('type', [TextPartSchema, ImagePartSchema])), z.null()])
+    .optional()
     .transform((c) => {
       if (!Array.isArray(c)) return c ?? '';
       const images = c.filter((p) => p.type === 'image_url').map(() => `${IMAGE_PLACEHOLDER}\n`);
@@ -42,7 +44,9 @@ const SamplingFields = {
   temperature: z.number().min(0).max(2).default(1),
   top_p: z.number().gt(0).max(1).default(1),
   seed: z.number().int().optional(),
-  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(16)]).optional()
+  stop: z
+    .union([z.string().min(1), z.array(z.string().min(1)).max(16)])
+    .optional()
     .transform((s) => (s === undefined ? [] : typeof s === 'string' ? [s] : s)),
   /** vLLM extension: the prompt's token ids at the top level and each choice's `token_ids`. */
   return_token_ids: z.boolean().default(false),
@@ -50,22 +54,24 @@ const SamplingFields = {
 };
 
 /** `/v1/chat/completions` body. */
-export const ChatCompletionRequestSchema = z.object({
-  ...SamplingFields,
-  messages: z.array(ChatMessageSchema).min(1),
-  max_tokens: z.number().int().positive().optional(),
-  max_completion_tokens: z.number().int().positive().optional(),
-  logprobs: z.boolean().default(false),
-  top_logprobs: z.number().int().min(0).max(20).optional(),
-  tools: z.array(z.object({ type: z.literal('function'), function: z.record(z.string(), z.unknown()) })).optional(),
-  tool_choice: z.unknown().optional(),
-  /** vLLM extensions for prompts that end mid-turn and for template switches such as enable_thinking. */
-  add_generation_prompt: z.boolean().default(true),
-  chat_template_kwargs: z.record(z.string(), z.unknown()).optional(),
-}).refine((r) => r.top_logprobs === undefined || r.top_logprobs === 0 || r.logprobs, {
-  message: 'top_logprobs requires logprobs: true',
-  path: ['top_logprobs'],
-});
+export const ChatCompletionRequestSchema = z
+  .object({
+    ...SamplingFields,
+    messages: z.array(ChatMessageSchema).min(1),
+    max_tokens: z.number().int().positive().optional(),
+    max_completion_tokens: z.number().int().positive().optional(),
+    logprobs: z.boolean().default(false),
+    top_logprobs: z.number().int().min(0).max(20).optional(),
+    tools: z.array(z.object({ type: z.literal('function'), function: z.record(z.string(), z.unknown()) })).optional(),
+    tool_choice: z.unknown().optional(),
+    /** vLLM extensions for prompts that end mid-turn and for template switches such as enable_thinking. */
+    add_generation_prompt: z.boolean().default(true),
+    chat_template_kwargs: z.record(z.string(), z.unknown()).optional(),
+  })
+  .refine((r) => r.top_logprobs === undefined || r.top_logprobs === 0 || r.logprobs, {
+    message: 'top_logprobs requires logprobs: true',
+    path: ['top_logprobs'],
+  });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
 
 /** `/v1/completions` body: one prompt, as text or token ids. */

@@ -13,11 +13,16 @@ afterAll(() => running?.close());
 
 const post = async (path: string, body: unknown) => {
   const res = await fetch(`${running.baseUrl}${path}`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
   });
   return { status: res.status, body: (await res.json()) as any };
 };
-const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What is 12 + 30? 你好 🙂' }];
+const messages = [
+  { role: 'system', content: 'Be brief.' },
+  { role: 'user', content: 'What is 12 + 30? 你好 🙂' },
+];
 const chat = (extra: Record<string, unknown>) => post('/chat/completions', { model: running.modelName, messages, ...extra });
 
 describe('local inference server (generate:tiny)', () => {
@@ -29,7 +34,12 @@ describe('local inference server (generate:tiny)', () => {
 
   it('returns n choices with token ids, logprobs and the prompt tokens of the real Qwen template', async () => {
     const { status, body } = await chat({
-      n: 3, max_tokens: 8, seed: 1, logprobs: true, top_logprobs: 2, return_token_ids: true,
+      n: 3,
+      max_tokens: 8,
+      seed: 1,
+      logprobs: true,
+      top_logprobs: 2,
+      return_token_ids: true,
     });
     expect(status).toBe(200);
     expect(body.choices).toHaveLength(3);

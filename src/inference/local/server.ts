@@ -7,12 +7,7 @@ import type { z } from 'zod';
 import { ChatTemplate } from './chat-template.js';
 import { EngineRequestError, type LocalEngine } from './engine.js';
 import { chatLogprobs, completionLogprobs, promptLogprobsVllm, usage } from './openai-format.js';
-import {
-  ChatCompletionRequestSchema,
-  CompletionRequestSchema,
-  invalidRequest,
-  type OpenAiError,
-} from './server-schemas.js';
+import { ChatCompletionRequestSchema, CompletionRequestSchema, invalidRequest, type OpenAiError } from './server-schemas.js';
 
 const created = () => Math.floor(Date.now() / 1000);
 
@@ -52,24 +47,36 @@ export function createInferenceApp(engine: LocalEngine): Hono {
     c.json({
       object: 'list',
       data: [{ id: engine.modelName, object: 'model', created: created(), owned_by: 'clotho', max_model_len: engine.contextSize }],
-    }));
+    }),
+  );
 
   app.post('/v1/chat/completions', async (c) => {
     const r = await parseBody(c, ChatCompletionRequestSchema);
     if (r instanceof Response) return r;
     if (!template) return c.json(errorBody('the model has no chat template; use /v1/completions', 'messages'), 400);
-    const prompt = engine.tokenize(template.render({
-      messages: r.messages,
-      tools: r.tools,
-      addGenerationPrompt: r.add_generation_prompt,
-      kwargs: r.chat_template_kwargs,
-    }));
+    const prompt = engine.tokenize(
+      template.render({
+        messages: r.messages,
+        tools: r.tools,
+        addGenerationPrompt: r.add_generation_prompt,
+        kwargs: r.chat_template_kwargs,
+      }),
+    );
     const topK = r.top_logprobs ?? 0;
-    const samples = await engine.generate({
-      promptTokens: prompt, n: r.n, temperature: r.temperature, topP: r.top_p, seed: r.seed, stop: r.stop,
-      maxTokens: r.max_completion_tokens ?? r.max_tokens ?? maxTokensLeft(prompt.length),
-      logprobs: r.logprobs, topLogprobs: topK,
-    }, c.req.raw.signal);
+    const samples = await engine.generate(
+      {
+        promptTokens: prompt,
+        n: r.n,
+        temperature: r.temperature,
+        topP: r.top_p,
+        seed: r.seed,
+        stop: r.stop,
+        maxTokens: r.max_completion_tokens ?? r.max_tokens ?? maxTokensLeft(prompt.length),
+        logprobs: r.logprobs,
+        topLogprobs: topK,
+      },
+      c.req.raw.signal,
+    );
     return c.json({
       id: `chatcmpl-${randomUUID()}`,
       object: 'chat.completion',
@@ -94,10 +101,20 @@ export function createInferenceApp(engine: LocalEngine): Hono {
     if (prompt.length === 0) return c.json(errorBody('prompt is empty', 'prompt'), 400);
     const topK = r.logprobs ?? 0;
     const [samples, promptLogprobs] = await Promise.all([
-      engine.generate({
-        promptTokens: prompt, n: r.n, temperature: r.temperature, topP: r.top_p, seed: r.seed, stop: r.stop,
-        maxTokens: r.max_tokens, logprobs: r.logprobs !== undefined, topLogprobs: topK,
-      }, c.req.raw.signal),
+      engine.generate(
+        {
+          promptTokens: prompt,
+          n: r.n,
+          temperature: r.temperature,
+          topP: r.top_p,
+          seed: r.seed,
+          stop: r.stop,
+          maxTokens: r.max_tokens,
+          logprobs: r.logprobs !== undefined,
+          topLogprobs: topK,
+        },
+        c.req.raw.signal,
+      ),
       r.prompt_logprobs === undefined ? undefined : engine.promptLogprobs(prompt, r.prompt_logprobs),
     ]);
     const promptLogprobsBody = promptLogprobs && promptLogprobsVllm(engine, promptLogprobs);

@@ -53,7 +53,11 @@ export async function startLocalEngine(options: LocalEngineOptions): Promise<Run
   const modelPath = await resolveModel(o.model);
   const modelName = existsSync(o.model) ? basename(o.model).replace(/\.gguf$/i, '') : o.model;
   const engine = await LocalEngine.load({
-    modelPath, modelName, slots: o.slots, contextSize: o.contextSize, threads: o.threads,
+    modelPath,
+    modelName,
+    slots: o.slots,
+    contextSize: o.contextSize,
+    threads: o.threads,
   });
   try {
     const server = await serveInference(engine, o.port, o.host);

@@ -38,16 +38,20 @@ export interface Accounting {
 /** The rollout groups of a run by item, as visibility lists them (waiting until it has caught up with the env-run). */
 async function listGroups(client: Client, runId: string, expected: number) {
   let groups: { item: number; status: string; clothoStatus: string | undefined }[] = [];
-  await waitFor(async () => {
-    groups = [];
-    for await (const info of client.workflow.list({ query: `ClothoRunId = "${runId}"` })) {
-      const match = /\/item-(\d+)$/.exec(info.workflowId);
-      if (!match) continue;
-      groups.push({ item: Number(match[1]), status: info.status.name, clothoStatus: info.typedSearchAttributes.get(STATUS) });
-    }
-    // Visibility trails the workflows a little: wait for every group, each with its final status.
-    return groups.length >= expected && groups.every((g) => g.status === 'RUNNING' || g.clothoStatus !== 'running');
-  }, 30_000, `visibility to list ${expected} rollout groups of ${runId}`).catch(() => undefined);
+  await waitFor(
+    async () => {
+      groups = [];
+      for await (const info of client.workflow.list({ query: `ClothoRunId = "${runId}"` })) {
+        const match = /\/item-(\d+)$/.exec(info.workflowId);
+        if (!match) continue;
+        groups.push({ item: Number(match[1]), status: info.status.name, clothoStatus: info.typedSearchAttributes.get(STATUS) });
+      }
+      // Visibility trails the workflows a little: wait for every group, each with its final status.
+      return groups.length >= expected && groups.every((g) => g.status === 'RUNNING' || g.clothoStatus !== 'running');
+    },
+    30_000,
+    `visibility to list ${expected} rollout groups of ${runId}`,
+  ).catch(() => undefined);
   return groups;
 }
 
@@ -81,7 +85,9 @@ export async function account(options: {
   if (got.unknown > 0) mismatches.push(`${got.unknown} trained groups the trainer could not name`);
 
   const counters = view?.metrics.counters.perEnv[String(options.envId)];
-  const droppedByBatcher = Object.fromEntries(Object.entries(counters?.dropped ?? {}).filter(([reason, n]) => reason !== 'scores_all_equal' && n));
+  const droppedByBatcher = Object.fromEntries(
+    Object.entries(counters?.dropped ?? {}).filter(([reason, n]) => reason !== 'scores_all_equal' && n),
+  );
   const batcherDrops = Object.values(droppedByBatcher).reduce((sum, n) => sum + (n ?? 0), 0);
   const leased = view ? view.metrics.leasedBatches : 0;
   // Leased batches hold one group each here (batch size = group size).
@@ -89,9 +95,11 @@ export async function account(options: {
   const lost = Math.max(0, unexplained.length - batcherDrops - waiting);
 
   if (result) {
-    if (result.nextItem !== groups.length) mismatches.push(`the env-run started ${result.nextItem} groups, visibility lists ${groups.length}`);
+    if (result.nextItem !== groups.length)
+      mismatches.push(`the env-run started ${result.nextItem} groups, visibility lists ${groups.length}`);
     const envDropped = Object.values(result.dropped).reduce((sum, n) => sum + (n ?? 0), 0);
-    if (envDropped !== (dropped.scores_all_equal ?? 0)) mismatches.push(`the env-run dropped ${envDropped}, ClothoStatus says ${dropped.scores_all_equal ?? 0}`);
+    if (envDropped !== (dropped.scores_all_equal ?? 0))
+      mismatches.push(`the env-run dropped ${envDropped}, ClothoStatus says ${dropped.scores_all_equal ?? 0}`);
     if (result.failed !== failed) mismatches.push(`the env-run counts ${result.failed} failed groups, visibility ${failed}`);
   } else {
     mismatches.push('the env-run did not complete: its own counts are unknown');

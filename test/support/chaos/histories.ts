@@ -44,15 +44,22 @@ export async function runsOf(client: Client, workflowId: string): Promise<string
 
 /** Exports one run's history with the `temporal` CLI into `dir`. */
 export async function exportHistory(address: string, workflowId: string, runId: string, file: string): Promise<HistoryJson> {
-  const { stdout } = await promisify(execFile)(await ensureTemporalCli(), [
-    'workflow', 'show', '--workflow-id', workflowId, '--run-id', runId, '--address', address, '--output', 'json',
-  ], { maxBuffer: 512 << 20 });
+  const { stdout } = await promisify(execFile)(
+    await ensureTemporalCli(),
+    ['workflow', 'show', '--workflow-id', workflowId, '--run-id', runId, '--address', address, '--output', 'json'],
+    { maxBuffer: 512 << 20 },
+  );
   await writeFile(file, stdout);
   return JSON.parse(stdout) as HistoryJson;
 }
 
 /** Exports every run of each workflow (label → id) into `dir`. */
-export async function exportHistories(client: Client, address: string, dir: string, workflows: Record<string, string>): Promise<ExportedHistory[]> {
+export async function exportHistories(
+  client: Client,
+  address: string,
+  dir: string,
+  workflows: Record<string, string>,
+): Promise<ExportedHistory[]> {
   await mkdir(dir, { recursive: true });
   const exported: ExportedHistory[] = [];
   for (const [name, workflowId] of Object.entries(workflows)) {

@@ -100,18 +100,28 @@ export async function runKills(options: {
     if (world.exits.length > 0) return { kills, stoppedEarly: `${world.exits[0]!.name} exited on its own (${world.exits[0]!.code})` };
     const left = groupsLeft(world, monitor);
     if (left !== undefined && left < schedule.minGroupsLeft) {
-      return { kills, stoppedEarly: `only ${left} groups left in the run before kill ${i + 1}: too few to see a recovery (raise the run's size)` };
+      return {
+        kills,
+        stoppedEarly: `only ${left} groups left in the run before kill ${i + 1}: too few to see a recovery (raise the run's size)`,
+      };
     }
     if (left !== undefined) pace(options.pacing, (left - schedule.minGroupsLeft) / (order.length - i));
 
     const mode: EnvMode | undefined = target === 'env' ? modes[envKills++ % 2] : undefined;
     const killedAt = Date.now();
     const kill: KillRecord = {
-      n: i + 1, target, ...(mode ? { mode } : {}), at: (killedAt - startedAt) / 1000, killedAt, restartAt: 0,
+      n: i + 1,
+      target,
+      ...(mode ? { mode } : {}),
+      at: (killedAt - startedAt) / 1000,
+      killedAt,
+      restartAt: 0,
       boundS: restartDelay / 1000 + schedule.bounds[target],
     };
     kills.push(kill);
-    log(`chaos: kill ${kill.n} of ${order.length}: ${target} at ${kill.at.toFixed(1)} s; restart in ${(restartDelay / 1000).toFixed(1)} s${mode ? ` as clotho ${mode}` : ''}`);
+    log(
+      `chaos: kill ${kill.n} of ${order.length}: ${target} at ${kill.at.toFixed(1)} s; restart in ${(restartDelay / 1000).toFixed(1)} s${mode ? ` as clotho ${mode}` : ''}`,
+    );
     const ingestedBefore = monitor.received(world.envId) ?? 0;
     await world.kill(target);
     await pause(restartDelay);
@@ -132,11 +142,18 @@ export async function runKills(options: {
       if (kill.recoveredAt !== undefined) break;
       await pause(100);
     }
-    const recovered = kill.recoveredAt === undefined ? 'NOT RECOVERED' : `recovered after ${((kill.recoveredAt - killedAt) / 1000).toFixed(1)} s`;
+    const recovered =
+      kill.recoveredAt === undefined ? 'NOT RECOVERED' : `recovered after ${((kill.recoveredAt - killedAt) / 1000).toFixed(1)} s`;
     log(`chaos: kill ${kill.n} (${target}): ${recovered}`);
     if (kill.recoveredAt === undefined) {
-      const why = world.exits.length > 0 ? `${world.exits[0]!.name} exited on its own (${world.exits[0]!.code})` : `nothing within ${schedule.giveUpS} s`;
-      return { kills, stoppedEarly: `kill ${kill.n} (${target}${mode ? `, restarted as clotho ${mode}` : ''}) was not recovered from: ${why}` };
+      const why =
+        world.exits.length > 0
+          ? `${world.exits[0]!.name} exited on its own (${world.exits[0]!.code})`
+          : `nothing within ${schedule.giveUpS} s`;
+      return {
+        kills,
+        stoppedEarly: `kill ${kill.n} (${target}${mode ? `, restarted as clotho ${mode}` : ''}) was not recovered from: ${why}`,
+      };
     }
   }
   return { kills };

@@ -25,7 +25,8 @@ export function chaosSeed(env: NodeJS.ProcessEnv = process.env): number {
   const given = env.CHAOS_SEED;
   if (given !== undefined && given !== '') {
     const seed = Number(given);
-    if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new Error(`CHAOS_SEED: expected an integer 0..4294967295, got "${given}"`);
+    if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+      throw new Error(`CHAOS_SEED: expected an integer 0..4294967295, got "${given}"`);
     return seed;
   }
   return Math.floor(Math.random() * 0xffffffff);

@@ -88,7 +88,15 @@ function clotho(setup: ChaosSetup, role: string, address: string, args: string[]
 
 /** `clotho api`, ready once it listens. */
 export async function startApi(setup: ChaosSetup, address: string): Promise<{ process: Supervised; readyAt: number }> {
-  const api = clotho(setup, 'api', address, ['api', '--port', String(setup.apiPort), '--batcher-id', setup.batcherId, '--store', setup.store]);
+  const api = clotho(setup, 'api', address, [
+    'api',
+    '--port',
+    String(setup.apiPort),
+    '--batcher-id',
+    setup.batcherId,
+    '--store',
+    setup.store,
+  ]);
   return { process: api, readyAt: await api.waitForLine(/listening on/, 120_000) };
 }
 
@@ -96,15 +104,36 @@ export async function startApi(setup: ChaosSetup, address: string): Promise<{ pr
 export type EnvMode = 'serve' | 'worker';
 
 /** `clotho serve` (ready once registered, with its env id) or `clotho worker` (ready once polling). */
-export async function startEnv(setup: ChaosSetup, address: string, mode: EnvMode): Promise<{ process: Supervised; readyAt: number; envId?: number }> {
-  const common = ['--env.run_id', setup.runId, '--env.data_path', GSM8K_TEST, '--env.group_size', String(setup.groupSize),
-    '--openai.base_url', setup.modelUrl, '--store', setup.store];
+export async function startEnv(
+  setup: ChaosSetup,
+  address: string,
+  mode: EnvMode,
+): Promise<{ process: Supervised; readyAt: number; envId?: number }> {
+  const common = [
+    '--env.run_id',
+    setup.runId,
+    '--env.data_path',
+    GSM8K_TEST,
+    '--env.group_size',
+    String(setup.groupSize),
+    '--openai.base_url',
+    setup.modelUrl,
+    '--store',
+    setup.store,
+  ];
   if (mode === 'worker') {
     const worker = clotho(setup, 'env', address, ['worker', 'gsm8k', ...common]);
     return { process: worker, readyAt: await worker.waitForLine(/workers of run .* polling/, 120_000) };
   }
-  const serve = clotho(setup, 'env', address, ['serve', 'gsm8k', '--batcher-id', setup.batcherId,
-    '--env.max_batches_offpolicy', String(setup.maxBatchesOffpolicy), ...common]);
+  const serve = clotho(setup, 'env', address, [
+    'serve',
+    'gsm8k',
+    '--batcher-id',
+    setup.batcherId,
+    '--env.max_batches_offpolicy',
+    String(setup.maxBatchesOffpolicy),
+    ...common,
+  ]);
   const readyAt = await serve.waitForLine(/registered as .*\(env_id \d+\)/, 120_000);
   const envId = Number(serve.lines.find((l) => /\(env_id \d+\)/.test(l.text))!.text.match(/\(env_id (\d+)\)/)![1]);
   return { process: serve, readyAt, envId };
@@ -115,19 +144,37 @@ export async function startTrainer(setup: ChaosSetup): Promise<{ process: Superv
   const trainer = spawnSupervised({
     name: `trainer#${incarnation('trainer')}`,
     command: process.execPath,
-    args: ['--import', 'tsx', trainerScript, '--api', `http://127.0.0.1:${setup.apiPort}`, '--log', setup.trainerLog,
-      '--lease-seconds', String(setup.leaseSeconds), '--batch-size', String(setup.groupSize), '--num-steps', String(setup.numSteps),
-      '--data', GSM8K_TEST],
+    args: [
+      '--import',
+      'tsx',
+      trainerScript,
+      '--api',
+      `http://127.0.0.1:${setup.apiPort}`,
+      '--log',
+      setup.trainerLog,
+      '--lease-seconds',
+      String(setup.leaseSeconds),
+      '--batch-size',
+      String(setup.groupSize),
+      '--num-steps',
+      String(setup.numSteps),
+      '--data',
+      GSM8K_TEST,
+    ],
     logFile: join(setup.dir, 'trainer.log'),
     cwd: repoRoot,
   });
   let readyAt = 0;
-  await waitFor(() => {
-    if (!trainer.alive()) throw new Error(`trainer exited before registering:\n${trainer.tail()}`);
-    const registered = readTrainerLog(setup.trainerLog).events.find((e) => e.ev === 'registered' && e.pid === trainer.pid);
-    readyAt = registered?.t ?? 0;
-    return registered !== undefined;
-  }, 120_000, 'the trainer to register');
+  await waitFor(
+    () => {
+      if (!trainer.alive()) throw new Error(`trainer exited before registering:\n${trainer.tail()}`);
+      const registered = readTrainerLog(setup.trainerLog).events.find((e) => e.ev === 'registered' && e.pid === trainer.pid);
+      readyAt = registered?.t ?? 0;
+      return registered !== undefined;
+    },
+    120_000,
+    'the trainer to register',
+  );
   return { process: trainer, readyAt };
 }
 

@@ -69,9 +69,14 @@ function historyMilestones(kill: KillRecord, { name, events }: NamedHistory, to:
       const attrs = event.workflowTaskFailedEventAttributes as { cause?: string; failure?: { message?: string } };
       parts.push(`${name} task FAILED at ${at}: ${attrs.cause ?? ''} ${attrs.failure?.message?.slice(0, 120) ?? ''}`);
     } else if (event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_STARTED') {
-      const attrs = event.activityTaskStartedEventAttributes as { scheduledEventId: string; attempt?: number; lastFailure?: { message?: string } };
+      const attrs = event.activityTaskStartedEventAttributes as {
+        scheduledEventId: string;
+        attempt?: number;
+        lastFailure?: { message?: string };
+      };
       if ((attrs.attempt ?? 1) < 2) continue;
-      const type = (byId(attrs.scheduledEventId)?.activityTaskScheduledEventAttributes as { activityType?: { name?: string } } | undefined)?.activityType?.name;
+      const type = (byId(attrs.scheduledEventId)?.activityTaskScheduledEventAttributes as { activityType?: { name?: string } } | undefined)
+        ?.activityType?.name;
       parts.push(`${name} ${type} attempt ${attrs.attempt} started at ${at} (${attrs.lastFailure?.message ?? 'retried'})`);
     }
   }

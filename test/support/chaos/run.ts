@@ -97,7 +97,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     trainerLog: join(dir, 'trainer-events.jsonl'),
   };
   const world = new ChaosWorld(setup);
-  const report: ChaosReport = { seed: options.seed, dir, kills: [], replays: [], exits: world.exits, envIdChanges: world.envIdChanges, summary: '', problems: [] };
+  const report: ChaosReport = {
+    seed: options.seed,
+    dir,
+    kills: [],
+    replays: [],
+    exits: world.exits,
+    envIdChanges: world.envIdChanges,
+    summary: '',
+    problems: [],
+  };
   let connection: Connection | undefined;
   let monitor: Monitor | undefined;
   let histories: ExportedHistory[] = [];
@@ -107,7 +116,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const client = new Client({ connection });
     monitor = startMonitor({ client: () => client, batcherId: setup.batcherId, trainerLog: setup.trainerLog });
     await waitFor(() => monitor!.latest() !== undefined, 60_000, 'the batcher to answer queries');
-    log(`chaos: run ${setup.runId} (env_id ${world.envId}) feeding ${setup.batcherId}; ${options.numSteps} steps, groups of ${options.groupSize}`);
+    log(
+      `chaos: run ${setup.runId} (env_id ${world.envId}) feeding ${setup.batcherId}; ${options.numSteps} steps, groups of ${options.groupSize}`,
+    );
 
     const startedAt = Date.now();
     const chaos = await runKills({ world, monitor, prng, schedule: options.schedule, startedAt, pacing, log });
@@ -131,9 +142,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       id ? [{ name, events: histories.filter((h) => h.workflowId === id).flatMap((h) => h.history.events) }] : [];
     // The histories that had to move again: the batcher's after a kill of the API, the trainer or the server; the
     // env-run's and the first group it saw finish after the restart, after a kill of the environment process or the server.
-    const envSide = (k: KillRecord) => [...named('env-run', envRunId(setup.runId, 'gsm8k')), ...named(shortId(inFlight.get(k) ?? ''), inFlight.get(k))];
+    const envSide = (k: KillRecord) => [
+      ...named('env-run', envRunId(setup.runId, 'gsm8k')),
+      ...named(shortId(inFlight.get(k) ?? ''), inFlight.get(k)),
+    ];
     const breakdowns = report.kills.map((k) =>
-      recoveryBreakdown(k, [...(k.target === 'env' ? [] : named('batcher', setup.batcherId)), ...(k.target === 'env' || k.target === 'temporal' ? envSide(k) : [])], trainer.events),
+      recoveryBreakdown(
+        k,
+        [
+          ...(k.target === 'env' ? [] : named('batcher', setup.batcherId)),
+          ...(k.target === 'env' || k.target === 'temporal' ? envSide(k) : []),
+        ],
+        trainer.events,
+      ),
     );
     log(`chaos: where each recovery's time went (seconds after the kill)\n${breakdowns.join('\n')}`);
     for (const r of report.replays) log(`chaos: replay ${r.label} (${r.events} events): ${r.error ?? 'ok'}`);
@@ -161,7 +182,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
  * The end of a run: it finishes at the trainer's last step (`clotho serve` exits then), and the trainer takes every
  * batch the batcher still holds. Returns the env-run's result; what did not happen goes to `report.endError`.
  */
-async function awaitEnd(world: ChaosWorld, monitor: Monitor, client: Client, report: ChaosReport, timeoutS: number): Promise<EnvRunResult | undefined> {
+async function awaitEnd(
+  world: ChaosWorld,
+  monitor: Monitor,
+  client: Client,
+  report: ChaosReport,
+  timeoutS: number,
+): Promise<EnvRunResult | undefined> {
   const handle = client.workflow.getHandle(envRunId(world.setup.runId, 'gsm8k'));
   // A run already known to be broken gets a short wait: the report matters more than the rest of the run.
   const endTimeoutS = report.stoppedEarly ? Math.min(30, timeoutS) : timeoutS;
@@ -184,10 +211,19 @@ async function awaitEnd(world: ChaosWorld, monitor: Monitor, client: Client, rep
     const code = await Promise.race([world.env.exited, new Promise((resolve) => setTimeout(resolve, 30_000, 'still running'))]);
     if (code !== 0) report.problems.push(`clotho serve ended with ${code} after its run completed:\n${world.env.tail(10)}`);
   }
-  await waitFor(() => {
-    const latest = monitor.latest();
-    return latest !== undefined && latest.at > completedAt && latest.view.metrics.waitingGroups === 0 && latest.view.metrics.leasedBatches === 0;
-  }, Math.max(10_000, endBy - Date.now()), 'the trainer to take every batch the batcher holds').catch((error: Error) => {
+  await waitFor(
+    () => {
+      const latest = monitor.latest();
+      return (
+        latest !== undefined &&
+        latest.at > completedAt &&
+        latest.view.metrics.waitingGroups === 0 &&
+        latest.view.metrics.leasedBatches === 0
+      );
+    },
+    Math.max(10_000, endBy - Date.now()),
+    'the trainer to take every batch the batcher holds',
+  ).catch((error: Error) => {
     report.endError = error.message;
   });
   return result;
@@ -201,7 +237,9 @@ async function awaitEnd(world: ChaosWorld, monitor: Monitor, client: Client, rep
 async function exportAndReplay(client: Client, world: ChaosWorld, report: ChaosReport, rollouts: number) {
   const { runId, batcherId, dir } = world.setup;
   const started = report.accounting?.started ?? 0;
-  const picks = new Set(Array.from({ length: Math.min(rollouts, started) }, (_, i) => Math.round((i * (started - 1)) / Math.max(1, rollouts - 1))));
+  const picks = new Set(
+    Array.from({ length: Math.min(rollouts, started) }, (_, i) => Math.round((i * (started - 1)) / Math.max(1, rollouts - 1))),
+  );
   const workflows: Record<string, string> = { 'env-run': envRunId(runId, 'gsm8k'), batcher: batcherId };
   for (const item of picks) workflows[`rollout item-${item}`] = `clotho/${runId}/gsm8k/item-${item}`;
   const histories: ExportedHistory[] = [];
@@ -214,7 +252,14 @@ async function exportAndReplay(client: Client, world: ChaosWorld, report: ChaosR
       if (id) inFlight.set(kill, id);
     }
     const more = [...new Set(inFlight.values())].filter((id) => !Object.values(workflows).includes(id));
-    histories.push(...(await exportHistories(client, world.address, join(dir, 'histories'), Object.fromEntries(more.map((id) => [`rollout ${shortId(id)}`, id])))));
+    histories.push(
+      ...(await exportHistories(
+        client,
+        world.address,
+        join(dir, 'histories'),
+        Object.fromEntries(more.map((id) => [`rollout ${shortId(id)}`, id])),
+      )),
+    );
     report.replays = await replayHistories(histories);
   } catch (error) {
     report.problems.push(`exporting or replaying histories failed: ${(error as Error).message}`);
@@ -230,11 +275,14 @@ function problemsOf(report: ChaosReport): string[] {
   if (report.stoppedEarly) problems.push(`the chaos stopped early: ${report.stoppedEarly}`);
   for (const k of report.kills) {
     if (k.recoveredAt !== undefined && !withinBound(k)) {
-      problems.push(`kill ${k.n} (${k.target}) recovered after ${((k.recoveredAt - k.killedAt) / 1000).toFixed(1)} s, over its bound of ${k.boundS.toFixed(1)} s`);
+      problems.push(
+        `kill ${k.n} (${k.target}) recovered after ${((k.recoveredAt - k.killedAt) / 1000).toFixed(1)} s, over its bound of ${k.boundS.toFixed(1)} s`,
+      );
     }
   }
   for (const exit of report.exits) problems.push(`${exit.name} exited on its own with ${exit.code}:\n${exit.tail}`);
-  if (report.envIdChanges.length > 0) problems.push(`a restarted clotho serve registered as env ${report.envIdChanges.join(', ')}, not its first env id`);
+  if (report.envIdChanges.length > 0)
+    problems.push(`a restarted clotho serve registered as env ${report.envIdChanges.join(', ')}, not its first env id`);
   if (report.endError) problems.push(report.endError);
   const a = report.accounting;
   if (a) {
@@ -252,7 +300,10 @@ function problemsOf(report: ChaosReport): string[] {
 /** Keeps the first run of the env-run's and the batcher's histories as commit-ready files (compact JSON). */
 async function recordHistories(histories: ExportedHistory[], dir: string, log: (line: string) => void): Promise<void> {
   await mkdir(dir, { recursive: true });
-  for (const [name, label] of [['env-run-chaos.json', 'env-run'], ['batcher-chaos.json', 'batcher']] as const) {
+  for (const [name, label] of [
+    ['env-run-chaos.json', 'env-run'],
+    ['batcher-chaos.json', 'batcher'],
+  ] as const) {
     const first = histories.find((h) => h.label === label || h.label.startsWith(`${label} (run 1 `));
     if (!first) continue;
     // Compact: the CLI's indented JSON is a third larger, and these files are committed.

@@ -115,9 +115,15 @@ export function spawnSupervised(options: {
       const check = () => {
         const line = lines.find((l) => pattern.test(l.text));
         if (line) return done(() => resolve(line.at));
-        if (!alive()) return done(() => reject(new Error(`${options.name} exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}:\n${tail(20)}`)));
+        if (!alive())
+          return done(() =>
+            reject(new Error(`${options.name} exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}:\n${tail(20)}`)),
+          );
       };
-      const timer = setTimeout(() => done(() => reject(new Error(`${options.name}: no line matching ${pattern} within ${timeoutMs} ms:\n${tail(20)}`))), timeoutMs);
+      const timer = setTimeout(
+        () => done(() => reject(new Error(`${options.name}: no line matching ${pattern} within ${timeoutMs} ms:\n${tail(20)}`))),
+        timeoutMs,
+      );
       const done = (settle: () => void) => {
         clearTimeout(timer);
         waiters.delete(check);

@@ -37,8 +37,13 @@ const itemByQuestion = new Map(
 // which tells the API it is the same training run coming back, not a new one (README: what /register means).
 const trainedSteps = (() => {
   try {
-    return readFileSync(values.log!, 'utf8').split('\n').filter((line) => line.trim())
-      .filter((line) => { const e = JSON.parse(line) as TrainerRecord; return e.ev === 'acked' && e.status === 200; }).length;
+    return readFileSync(values.log!, 'utf8')
+      .split('\n')
+      .filter((line) => line.trim())
+      .filter((line) => {
+        const e = JSON.parse(line) as TrainerRecord;
+        return e.ev === 'acked' && e.status === 200;
+      }).length;
   } catch {
     return 0;
   }
@@ -56,7 +61,12 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 let downSince: number | undefined;
 
 /** One HTTP call, retried until the API answers with a status in `accept` (the API may be dead or restarting). */
-async function call(method: string, path: string, body: unknown, accept: (status: number) => boolean): Promise<{ status: number; json: any }> {
+async function call(
+  method: string,
+  path: string,
+  body: unknown,
+  accept: (status: number) => boolean,
+): Promise<{ status: number; json: any }> {
   for (;;) {
     const started = Date.now();
     let failure: string;
@@ -93,10 +103,21 @@ const itemOf = (group: { messages: { role: string; content: unknown }[][] | null
 };
 
 async function register(): Promise<void> {
-  await call('POST', '/register', {
-    wandb_group: 'chaos', wandb_project: 'chaos', batch_size: Number(values['batch-size']), max_token_len: 8192,
-    checkpoint_dir: 'ckpt', save_checkpoint_interval: 0, starting_step: trainedSteps, num_steps: Number(values['num-steps']),
-  }, (status) => status === 200);
+  await call(
+    'POST',
+    '/register',
+    {
+      wandb_group: 'chaos',
+      wandb_project: 'chaos',
+      batch_size: Number(values['batch-size']),
+      max_token_len: 8192,
+      checkpoint_dir: 'ckpt',
+      save_checkpoint_interval: 0,
+      starting_step: trainedSteps,
+      num_steps: Number(values['num-steps']),
+    },
+    (status) => status === 200,
+  );
   record({ ev: 'registered' });
 }
 
