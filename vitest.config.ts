@@ -2,8 +2,10 @@ import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
 // 'clotho' resolves to src/index.ts in the tests, as it does for tsc and the CLI in a checkout: the "clotho-source"
-// condition of package.json's exports (the published package resolves it to dist/).
-const conditions = ['clotho-source', ...defaultServerConditions];
+// condition of package.json's exports (the published package resolves it to dist/). Without "module": dependencies
+// that Node loads itself must resolve as Node resolves them (the AWS SDK's "module" build is for bundlers: its
+// imports have no file extensions).
+const conditions = ['clotho-source', ...defaultServerConditions.filter((condition) => condition !== 'module')];
 
 export default defineConfig({
   resolve: { conditions },

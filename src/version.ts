@@ -1,7 +1,12 @@
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from './store/paths.js';
 
-/** The Clotho version of this code, from package.json: recorded on every workflow Clotho starts (memo and search attribute). */
-export const CLOTHO_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+/**
+ * The Clotho version of this code, from package.json: recorded on every workflow Clotho starts (memo and search
+ * attribute). Found by walking up, as the sources (`src/`) and the compiled package (`dist/src/`) sit at different depths.
+ */
+export const CLOTHO_VERSION: string = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
 /**
  * The oldest Clotho version whose runs this code can replay (ARCHITECTURE.md, "Replay and patches"). A release that
