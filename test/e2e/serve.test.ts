@@ -15,6 +15,7 @@ afterAll(async () => {
 });
 
 describe('clotho serve', () => {
+  // Its own waits (serve registering, filling its share, three batches) add up to more than the suite's 120 s default.
   it('feeds the trainer beside an HTTP environment, holds back at max_batches_offpolicy, and stops at the last step', async () => {
     const address = inject('temporalAddress');
     api = await startApiProcess({ temporalAddress: address });
@@ -92,5 +93,5 @@ describe('clotho serve', () => {
     } finally {
       if (serve.child.exitCode === null) serve.child.kill('SIGKILL');
     }
-  });
+  }, 300_000);
 });

@@ -64,7 +64,9 @@ server.registerTool(
     write({ kind: 'executed', key, text, result, pid: process.pid, at: Date.now() });
     const hang = values['hang-file'];
     if (hang && existsSync(hang) && Number(readFileSync(hang, 'utf8')) === number) {
-      writeFileSync(`${hang}.hung`, key ?? '');
+      // Written whole, then renamed: the test must never read the file half written.
+      writeFileSync(`${hang}.hung.tmp`, key ?? '');
+      renameSync(`${hang}.hung.tmp`, `${hang}.hung`);
       renameSync(hang, `${hang}.done`);
       return new Promise<never>(() => undefined);
     }
