@@ -18,8 +18,10 @@ export interface ToolContext<Item = unknown> extends Liveness {
   turn: number;
   call: number;
   /**
-   * Unique per episode, turn and call, and the same on every retry: pass it to services with side effects so that
-   * they can refuse a repeat. Clotho itself reuses a recorded result rather than calling a tool twice.
+   * Unique per episode, turn and call, and the same on every attempt. Clotho never runs a call whose result it
+   * recorded; a call interrupted between its effect and that record (its worker killed) runs again with this key. A
+   * tool with side effects honours it as a payment API does: keep the keys it acted on with their results and answer
+   * a repeat from there, or send it to the service (an `Idempotency-Key` header; MCP calls carry it in `_meta`).
    */
   idempotencyKey: string;
 }
