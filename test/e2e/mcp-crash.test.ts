@@ -223,9 +223,11 @@ describe.each(['remote', 'local'] as const)('MCP tool calls across kill -9 (%s t
         `plain server: ${plainRuns.length} executions for ${resultsOf('plain').length} results, ${twice.length} duplicates; ` +
         `stalls after kill ${legs.map((l) => `${l.stall.toFixed(1)} s (restarted at ${l.restart.toFixed(1)} s)`).join(', ')}`,
     );
-    // The tool step's 10 s heartbeat timeout (or the workflow task's 10 s timeout, local) bounds the stall, not 300 s:
-    // the call is retried within seconds of both that timeout and the restarted process being ready.
-    for (const { stall, restart } of legs) expect(stall, at).toBeLessThan(Math.max(restart, 10) + 10);
+    // The tool step's 10 s heartbeat timeout (or the workflow task's 10 s timeout, local) bounds the stall, not its 300 s
+    // start-to-close timeout: the call is retried once that timeout and the restart are both past. The server may hand
+    // the retry to a poll the killed process left open (temporalio/temporal#1058), which costs one more timeout (21.2 s in
+    // one CI run), hence 2 × 10.
+    for (const { stall, restart } of legs) expect(stall, at).toBeLessThan(Math.max(restart, 10) + 10 + 10);
   }, 480_000);
 });
 
