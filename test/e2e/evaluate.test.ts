@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClotho } from '../support/cli.js';
 import { temporalEnv } from '../support/runs.js';
-import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
+import { gsm8kResponder, gsm8kCommand } from '../support/gsm8k-model.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 
 // Right on even items, wrong on odd ones: from a vLLM-like server, and from one that answers with messages only
@@ -24,18 +24,9 @@ describe('clotho evaluate', () => {
     async (kind) => {
       const model = models[kind]!;
       const dir = await mkdtemp(join(tmpdir(), 'clotho-eval-'));
-      const { code, stdout, stderr } = await runClotho([
-        'evaluate',
-        'gsm8k',
-        '--env.data_path',
-        GSM8K_TEST,
-        '--items',
-        '10',
-        '--openai.base_url',
-        model.baseUrl,
-        '--env.data_dir_to_save_evals',
-        dir,
-      ]);
+      const { code, stdout, stderr } = await runClotho(
+        gsm8kCommand('evaluate', model.baseUrl, { items: 10, 'env.data_dir_to_save_evals': dir }),
+      );
       expect(stderr).toBe('');
       expect(code).toBe(0);
       const metrics = JSON.parse(await readFile(join(dir, 'metrics.json'), 'utf8'));
@@ -63,22 +54,12 @@ describe('clotho process against a server that answers with messages only', () =
   it('fails each group saying what the server lacks and which server types give it, since its groups are for training', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'clotho-plain-process-'));
     const { code, stdout, stderr } = await runClotho(
-      [
-        'process',
-        'gsm8k',
-        '--env.data_path',
-        GSM8K_TEST,
-        '--env.total_steps',
-        '2',
-        '--env.group_size',
-        '2',
-        '--openai.base_url',
-        models['messages-only']!.baseUrl,
-        '--store',
-        join(dir, 'store'),
-        '--env.data_path_to_save_groups',
-        join(dir, 'out.jsonl'),
-      ],
+      gsm8kCommand('process', models['messages-only']!.baseUrl, {
+        'env.total_steps': 2,
+        'env.group_size': 2,
+        store: join(dir, 'store'),
+        'env.data_path_to_save_groups': join(dir, 'out.jsonl'),
+      }),
       temporalEnv(),
     );
     expect(code).toBe(1);

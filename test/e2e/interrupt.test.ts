@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTemporalCli, isServerListening } from '../../temporal-dev/index.js';
 import { Client, Connection } from '@temporalio/client';
 import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
-import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
+import { gsm8kResponder, gsm8kCommand } from '../support/gsm8k-model.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 
 let model: ScriptedOpenAI;
@@ -25,22 +25,12 @@ describe('clotho process on embedded defaults', () => {
     const home = await mkdtemp(join(tmpdir(), 'clotho-home-'));
     const out = join(home, 'groups.jsonl');
     const run = spawnClotho(
-      [
-        'process',
-        'gsm8k',
-        '--env.data_path',
-        GSM8K_TEST,
-        '--env.total_steps',
-        '50',
-        '--env.group_size',
-        '2',
-        '--env.max_groups_in_flight',
-        '2',
-        '--openai.base_url',
-        model.baseUrl,
-        '--env.data_path_to_save_groups',
-        out,
-      ],
+      gsm8kCommand('process', model.baseUrl, {
+        'env.total_steps': 50,
+        'env.group_size': 2,
+        'env.max_groups_in_flight': 2,
+        'env.data_path_to_save_groups': out,
+      }),
       { TEMPORAL_ADDRESS: '', CLOTHO_HOME: home, TEMPORAL_CLI_PATH: await ensureTemporalCli() },
       { processGroup: true },
     );

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
-import { GSM8K_TEST, gsm8kItems, gsm8kResponder } from '../support/gsm8k-model.js';
+import { GSM8K_TEST, gsm8kItems, gsm8kResponder, gsm8kCommand } from '../support/gsm8k-model.js';
 import { readGroups } from '../support/groups.js';
 import { temporalEnv as env } from '../support/runs.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
@@ -26,22 +26,12 @@ describe('clotho process', () => {
   it('writes Atropos-shaped groups to JSONL and an HTML page beside it', async () => {
     const out = join(dir, 'gsm8k.jsonl');
     const { code, stdout, stderr } = await runClotho(
-      [
-        'process',
-        'gsm8k',
-        '--env.data_path',
-        GSM8K_TEST,
-        '--env.total_steps',
-        '5',
-        '--env.group_size',
-        '3',
-        '--openai.base_url',
-        model.baseUrl,
-        '--env.data_path_to_save_groups',
-        out,
-        '--store',
-        join(dir, 'store'),
-      ],
+      gsm8kCommand('process', model.baseUrl, {
+        'env.total_steps': 5,
+        'env.group_size': 3,
+        'env.data_path_to_save_groups': out,
+        store: join(dir, 'store'),
+      }),
       env(),
     );
     expect(stderr).toBe('');
@@ -65,28 +55,15 @@ describe('clotho process', () => {
   it('delivers every item exactly once when the process is killed -9 mid-run and started again', async () => {
     const runId = uniqueId('crash');
     const out = join(dir, `${runId}.jsonl`);
-    const args = [
-      'process',
-      'gsm8k',
-      '--env.data_path',
-      GSM8K_TEST,
-      '--env.total_steps',
-      '16',
-      '--env.group_size',
-      '2',
-      '--env.max_groups_in_flight',
-      '2',
-      '--steps.generate.heartbeat_timeout',
-      '5',
-      '--env.run_id',
-      runId,
-      '--openai.base_url',
-      model.baseUrl,
-      '--env.data_path_to_save_groups',
-      out,
-      '--store',
-      join(dir, 'store'),
-    ];
+    const args = gsm8kCommand('process', model.baseUrl, {
+      'env.total_steps': 16,
+      'env.group_size': 2,
+      'env.max_groups_in_flight': 2,
+      'steps.generate.heartbeat_timeout': 5,
+      'env.run_id': runId,
+      'env.data_path_to_save_groups': out,
+      store: join(dir, 'store'),
+    });
     const first = spawnClotho(args, env());
     await waitFor(async () => existsSync(out) && (await readGroups(out)).length >= 3, 60_000, 'the first groups');
     first.child.kill('SIGKILL');

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { runClotho, startClothoView, type CliRun } from '../support/cli.js';
-import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
+import { gsm8kResponder, gsm8kCommand } from '../support/gsm8k-model.js';
 import { ensureS3ServerBinary, startS3Server, type S3Server } from '../support/s3-server.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
@@ -51,24 +51,13 @@ describe.skipIf(binary.status !== 'ready')('reading a run from an S3 store', () 
     const saved = join(dir, `${runId}.jsonl`);
     const env = { ...server.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') };
     const processed = await runClotho(
-      [
-        'process',
-        'gsm8k',
-        '--env.data_path',
-        GSM8K_TEST,
-        '--env.total_steps',
-        String(GROUPS),
-        '--env.group_size',
-        '2',
-        '--env.run_id',
-        runId,
-        '--openai.base_url',
-        model.baseUrl,
-        '--store',
+      gsm8kCommand('process', model.baseUrl, {
+        'env.total_steps': String(GROUPS),
+        'env.group_size': 2,
+        'env.run_id': runId,
         store,
-        '--env.data_path_to_save_groups',
-        saved,
-      ],
+        'env.data_path_to_save_groups': saved,
+      }),
       env,
     );
     expect(processed.code, processed.stderr).toBe(0);

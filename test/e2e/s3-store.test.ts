@@ -3,7 +3,7 @@ import { groupOfKey } from '../../src/store/retention.js';
 import type { TrajectoryStore } from '../../src/store/trajectory-store.js';
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
 import { spawnClotho, waitFor } from '../support/cli.js';
-import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
+import { gsm8kResponder, gsm8kCommand } from '../support/gsm8k-model.js';
 import { ensureS3ServerBinary, startS3Server, type S3Server } from '../support/s3-server.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
@@ -47,24 +47,13 @@ describe.skipIf(binary.status !== 'ready')('--store s3:// on a real S3 server', 
 
     const runId = uniqueId('s3');
     const serve = spawnClotho(
-      [
-        'serve',
-        'gsm8k',
-        '--batcher-id',
-        api.batcherId,
-        '--env.run_id',
-        runId,
-        '--env.data_path',
-        GSM8K_TEST,
-        '--env.group_size',
-        '2',
-        '--env.max_batches_offpolicy',
-        '2',
-        '--openai.base_url',
-        model.baseUrl,
-        '--store',
-        url,
-      ],
+      gsm8kCommand('serve', model.baseUrl, {
+        'batcher-id': api.batcherId,
+        'env.run_id': runId,
+        'env.group_size': 2,
+        'env.max_batches_offpolicy': 2,
+        store: url,
+      }),
       { ...server.env, TEMPORAL_ADDRESS: address },
     );
     try {

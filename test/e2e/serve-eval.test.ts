@@ -8,7 +8,7 @@ import { readTransactionLog } from '../../src/cli/wandb/transaction-log.js';
 import type { envRun } from '../../src/workflows/env-run.js';
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
 import { spawnClotho, waitFor } from '../support/cli.js';
-import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
+import { gsm8kResponder, gsm8kCommand } from '../support/gsm8k-model.js';
 import { startScriptedOpenAI, type Responder, type ScriptedOpenAI } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
 import { freePort } from '../../temporal-dev/index.js';
@@ -48,38 +48,20 @@ describe('clotho serve --env.steps_per_eval', () => {
     const wandbDir = join(dir, 'wandb-root');
     const port = await freePort();
     const serve = spawnClotho(
-      [
-        'serve',
-        'gsm8k',
-        '--batcher-id',
-        api.batcherId,
-        '--env.run_id',
-        runId,
-        '--env.data_path',
-        GSM8K_TEST,
-        '--env.group_size',
-        '2',
-        '--env.max_batches_offpolicy',
-        '1',
-        '--openai.base_url',
-        model.baseUrl,
-        '--store',
-        api.store,
-        '--env.steps_per_eval',
-        '2',
-        '--env.eval_items',
-        '2',
-        '--env.max_eval_workers',
-        '1',
-        '--env.data_dir_to_save_evals',
-        join(dir, 'evals'),
-        '--env.use_wandb',
-        'true',
-        '--env.min_items_sent_before_logging',
-        '1',
-        '--metrics-port',
-        String(port),
-      ],
+      gsm8kCommand('serve', model.baseUrl, {
+        'batcher-id': api.batcherId,
+        'env.run_id': runId,
+        'env.group_size': 2,
+        'env.max_batches_offpolicy': 1,
+        store: api.store,
+        'env.steps_per_eval': 2,
+        'env.eval_items': 2,
+        'env.max_eval_workers': 1,
+        'env.data_dir_to_save_evals': join(dir, 'evals'),
+        'env.use_wandb': true,
+        'env.min_items_sent_before_logging': 1,
+        'metrics-port': String(port),
+      }),
       { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, WANDB_MODE: 'offline', WANDB_DIR: wandbDir },
     );
     try {

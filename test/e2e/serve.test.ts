@@ -3,7 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import { envRunStatusQuery } from '../../src/workflows/messages.js';
 import { apiClient, group, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
 import { spawnClotho, waitFor } from '../support/cli.js';
-import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
+import { gsm8kResponder, gsm8kCommand } from '../support/gsm8k-model.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
 
@@ -30,24 +30,13 @@ describe('clotho serve', () => {
       .json;
     const runId = uniqueId('serve');
     const serve = spawnClotho(
-      [
-        'serve',
-        'gsm8k',
-        '--batcher-id',
-        api.batcherId,
-        '--env.run_id',
-        runId,
-        '--env.data_path',
-        GSM8K_TEST,
-        '--env.group_size',
-        '2',
-        '--env.max_batches_offpolicy',
-        '2',
-        '--openai.base_url',
-        model.baseUrl,
-        '--store',
-        api.store,
-      ],
+      gsm8kCommand('serve', model.baseUrl, {
+        'batcher-id': api.batcherId,
+        'env.run_id': runId,
+        'env.group_size': 2,
+        'env.max_batches_offpolicy': 2,
+        store: api.store,
+      }),
       { TEMPORAL_ADDRESS: address },
     );
     try {

@@ -7,7 +7,7 @@ import { batcherViewQuery } from '../../src/workflows/messages.js';
 import { apiClient, startApiProcess, type ApiProcess } from '../support/api-process.js';
 import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
-import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
+import { gsm8kResponder, gsm8kCommand } from '../support/gsm8k-model.js';
 import { startScriptedOpenAI } from '../support/scripted-openai.js';
 import { testConnection, uniqueId } from '../support/temporal.js';
 
@@ -102,24 +102,13 @@ describe('clotho sft-gen and dpo-gen as trainers of a real `clotho api` process'
     try {
       const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') };
       const processed = await runClotho(
-        [
-          'process',
-          'gsm8k',
-          '--env.data_path',
-          GSM8K_TEST,
-          '--env.total_steps',
-          '2',
-          '--env.group_size',
-          '3',
-          '--env.run_id',
-          runId,
-          '--openai.base_url',
-          model.baseUrl,
-          '--env.data_path_to_save_groups',
-          out,
-          '--store',
+        gsm8kCommand('process', model.baseUrl, {
+          'env.total_steps': 2,
+          'env.group_size': 3,
+          'env.run_id': runId,
+          'env.data_path_to_save_groups': out,
           store,
-        ],
+        }),
         env,
       );
       expect(processed.code).toBe(0);

@@ -12,7 +12,7 @@ import { repoRoot } from '../../src/store/paths.js';
 import { FileSystemStore } from '../../src/store/trajectory-store.js';
 import { apiClient, startApiProcess, TRAINER } from '../support/api-process.js';
 import { runClotho, startClothoView, waitFor, type CliRun } from '../support/cli.js';
-import { GSM8K_TEST, gsm8kItems, gsm8kResponder } from '../support/gsm8k-model.js';
+import { gsm8kItems, gsm8kResponder, gsm8kCommand } from '../support/gsm8k-model.js';
 import { defaultLogprob, encodeChat, encodeCompletion, startScriptedOpenAI } from '../support/scripted-openai.js';
 import { testConnection, uniqueId } from '../support/temporal.js';
 
@@ -326,26 +326,14 @@ describe('clotho view', () => {
       const temporal = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') };
       const store = join(dir, 'run-store');
       const processed = await runClotho(
-        [
-          'process',
-          'gsm8k',
-          '--env.data_path',
-          GSM8K_TEST,
-          '--env.total_steps',
-          '4',
-          '--env.group_size',
-          '2',
-          '--env.run_id',
-          runId,
-          '--env.ensure_scores_are_not_same',
-          'true',
-          '--openai.base_url',
-          model.baseUrl,
-          '--store',
+        gsm8kCommand('process', model.baseUrl, {
+          'env.total_steps': 4,
+          'env.group_size': 2,
+          'env.run_id': runId,
+          'env.ensure_scores_are_not_same': true,
           store,
-          '--env.data_path_to_save_groups',
-          join(dir, `${runId}.jsonl`),
-        ],
+          'env.data_path_to_save_groups': join(dir, `${runId}.jsonl`),
+        }),
         temporal,
       );
       expect(processed.stderr).toContain('item 1 failed');

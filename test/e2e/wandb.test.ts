@@ -8,7 +8,7 @@ import { MASKED, type ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { freePort } from '../../temporal-dev/index.js';
 import { apiClient, startApiProcess, TRAINER } from '../support/api-process.js';
 import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
-import { GSM8K_TEST, gsm8kItems, gsm8kResponder } from '../support/gsm8k-model.js';
+import { GSM8K_TEST, gsm8kItems, gsm8kResponder, gsm8kCommand } from '../support/gsm8k-model.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 import { startRecordingWandbServer } from '../support/wandb-server.js';
 import { prometheusSamples } from '../support/prometheus.js';
@@ -189,28 +189,15 @@ describe('clotho serve --env.use_wandb --metrics-port', () => {
       await http.post('/register', { ...TRAINER, wandb_project: 'proj-e2e', wandb_group: 'grp-e2e', batch_size: 4, num_steps: 3 });
       expect((await http.get('/batch')).json).toEqual({ batch: null });
       serve = spawnClotho(
-        [
-          'serve',
-          'gsm8k',
-          '--batcher-id',
-          api.batcherId,
-          '--env.data_path',
-          GSM8K_TEST,
-          '--env.group_size',
-          '2',
-          '--env.max_batches_offpolicy',
-          '2',
-          '--openai.base_url',
-          model.baseUrl,
-          '--store',
-          api.store,
-          '--env.use_wandb',
-          'true',
-          '--env.min_items_sent_before_logging',
-          '1',
-          '--metrics-port',
-          String(port),
-        ],
+        gsm8kCommand('serve', model.baseUrl, {
+          'batcher-id': api.batcherId,
+          'env.group_size': 2,
+          'env.max_batches_offpolicy': 2,
+          store: api.store,
+          'env.use_wandb': true,
+          'env.min_items_sent_before_logging': 1,
+          'metrics-port': String(port),
+        }),
         { ...temporal(), WANDB_MODE: 'offline', WANDB_DIR: root },
       );
       await waitFor(() => serve!.stdout().includes('registered as gsm8k_0'), 90_000, 'clotho serve to register');
@@ -281,21 +268,10 @@ describe('clotho evaluate --env.use_wandb', () => {
     const halfRight = await startScriptedOpenAI({ responder: gsm8kResponder((item) => item % 2 === 0) });
     try {
       const root = join(dir, 'eval');
-      const { code, stdout } = await runClotho(
-        [
-          'evaluate',
-          'gsm8k',
-          '--items',
-          '4',
-          '--env.data_path',
-          GSM8K_TEST,
-          '--openai.base_url',
-          halfRight.baseUrl,
-          '--env.use_wandb',
-          'true',
-        ],
-        { WANDB_MODE: 'offline', WANDB_DIR: root },
-      );
+      const { code, stdout } = await runClotho(gsm8kCommand('evaluate', halfRight.baseUrl, { items: 4, 'env.use_wandb': true }), {
+        WANDB_MODE: 'offline',
+        WANDB_DIR: root,
+      });
       expect(code).toBe(0);
       expect(JSON.parse(stdout.slice(0, stdout.lastIndexOf('}') + 1))).toMatchObject({ items: 4, score: 0, correct: 0.5 });
       const { records } = await readRun(root);

@@ -34,3 +34,12 @@ export function gsm8kResponder(correct: (itemIndex: number, sample: number) => b
     return { choices, delayMs };
   };
 }
+
+/**
+ * `clotho <command> gsm8k` on the shipped test split, asking the model at `baseUrl`; `flags` are the command's other
+ * flags by name (`{ 'env.group_size': 2, store }`), written as `--name value` in their order.
+ */
+export function gsm8kCommand(command: string, baseUrl: string, flags: Record<string, string | number | boolean>): string[] {
+  const all = { 'env.data_path': GSM8K_TEST, 'openai.base_url': baseUrl, ...flags };
+  return [command, 'gsm8k', ...Object.entries(all).flatMap(([name, value]) => [`--${name}`, String(value)])];
+}
