@@ -40,43 +40,35 @@ class ByteSink {
     this.buf.copy(next, 0, 0, this.length);
     this.buf = next;
   }
+  /** Reserves `size` bytes, writes them at the end and moves the end past them. */
+  #put(size: number, write: (at: number) => void): void {
+    this.reserve(size);
+    write(this.length);
+    this.length += size;
+  }
   u32(v: number): void {
-    this.reserve(4);
-    this.buf.writeUInt32LE(v, this.length);
-    this.length += 4;
+    this.#put(4, (at) => this.buf.writeUInt32LE(v, at));
   }
   i32(v: number): void {
-    this.reserve(4);
-    this.buf.writeInt32LE(v, this.length);
-    this.length += 4;
+    this.#put(4, (at) => this.buf.writeInt32LE(v, at));
   }
   f32(v: number): void {
-    this.reserve(4);
-    this.buf.writeFloatLE(v, this.length);
-    this.length += 4;
+    this.#put(4, (at) => this.buf.writeFloatLE(v, at));
   }
   u64(v: number): void {
-    this.reserve(8);
-    this.buf.writeBigUInt64LE(BigInt(v), this.length);
-    this.length += 8;
+    this.#put(8, (at) => this.buf.writeBigUInt64LE(BigInt(v), at));
   }
   u8(v: number): void {
-    this.reserve(1);
-    this.buf.writeUInt8(v, this.length);
-    this.length += 1;
+    this.#put(1, (at) => this.buf.writeUInt8(v, at));
   }
   str(s: string): void {
     const bytes = Buffer.from(s, 'utf8');
     this.u64(bytes.length);
-    this.reserve(bytes.length);
-    bytes.copy(this.buf, this.length);
-    this.length += bytes.length;
+    this.#put(bytes.length, (at) => bytes.copy(this.buf, at));
   }
   pad(alignment: number): void {
     const padded = alignUp(this.length, alignment);
-    this.reserve(padded - this.length);
-    this.buf.fill(0, this.length, padded);
-    this.length = padded;
+    this.#put(padded - this.length, (at) => this.buf.fill(0, at, padded));
   }
   bytes(): Buffer {
     return this.buf.subarray(0, this.length);
