@@ -79,6 +79,18 @@ async function keys(store: TrajectoryStore): Promise<string[]> {
   return all.sort();
 }
 
+/** The trainer's registration: batches of 4 sequences shorter than 10 tokens. */
+const REGISTRATION = {
+  wandb_group: '',
+  wandb_project: '',
+  batch_size: 4,
+  max_token_len: 10,
+  checkpoint_dir: '',
+  save_checkpoint_interval: 1,
+  starting_step: 0,
+  num_steps: 10,
+};
+
 const apiKey = (idempotencyKey: string) => storeKey('api', createHash('sha256').update(idempotencyKey).digest('hex'));
 
 /** A batcher of batches of 4 sequences (two groups of 2) for sequences shorter than 10 tokens, and its service. */
@@ -87,18 +99,7 @@ async function start(store: TrajectoryStore, report: (line: string) => void = ()
   const batcherId = uniqueId('batcher');
   const handle = await client.workflow.start(batcher, { taskQueue, workflowId: batcherId, args: [{ trainer: { kind: 'http' } }] });
   await handle.executeUpdate(registerTrainerUpdate, {
-    args: [
-      {
-        wandb_group: '',
-        wandb_project: '',
-        batch_size: 4,
-        max_token_len: 10,
-        checkpoint_dir: '',
-        save_checkpoint_interval: 1,
-        starting_step: 0,
-        num_steps: 10,
-      },
-    ],
+    args: [REGISTRATION],
   });
   const retention = retentionFor(store, parseRetention('ack'), report);
   const service = createTemporalTrajectoryService({ client, store, batcherId, onDelivered: retention.onDelivered! });
@@ -208,18 +209,7 @@ describe('--trainer temporal: retention ack', () => {
         ...startedBy(true),
       });
       await handle.executeUpdate(registerTrainerUpdate, {
-        args: [
-          {
-            wandb_group: '',
-            wandb_project: '',
-            batch_size: 4,
-            max_token_len: 10,
-            checkpoint_dir: '',
-            save_checkpoint_interval: 1,
-            starting_step: 0,
-            num_steps: 10,
-          },
-        ],
+        args: [REGISTRATION],
       });
       const service = createTemporalTrajectoryService({ client: temporal.client, store, batcherId });
       await service.ingestGroups(['p', 'q'].map((id) => ({ group: ScoredDataGroupSchema.parse(sampleGroup(2, 3)), idempotencyKey: id })));
