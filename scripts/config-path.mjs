@@ -6,9 +6,10 @@
 // What it measures: `processCommand` (src/cli/commands/process.ts) hands argv to `planRun(argv, PROCESS_PLAN)` and
 // builds the workflow input with `envRunSettings(plan, …)`. Those two calls run three times for one command line: once
 // to load every module, once under V8's precise coverage (the files: those with a function that ran, plus process.ts
-// itself), and once with a non-pausing breakpoint on the entry of each of those functions, which gives the order in
-// which they were entered. A climb is an entry into a file of a higher layer (.dependency-cruiser.cjs) than the file of
-// the entry before it: the path going back up after a call down returned. `--trace` prints that sequence, file by file.
+// itself, counted with their folders: src/cli, src/config, …), and once with a non-pausing breakpoint on the entry of
+// each of those functions, which gives the order in which they were entered. A climb is an entry into a file of a
+// higher layer (.dependency-cruiser.cjs) than the file of the entry before it: the path going back up after a call
+// down returned. `--trace` prints that sequence, file by file.
 import inspector from 'node:inspector/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -29,13 +30,13 @@ const path = async () => envRunSettings(await planRun(argv, PROCESS_PLAN), false
 // Layer ranks from the layer rules: a layer's rank is the number of layers it may import besides itself.
 const { forbidden } = createRequire(import.meta.url)(join(root, '.dependency-cruiser.cjs'));
 const layerRules = forbidden.filter((rule) => rule.name.startsWith('layer-'));
-const folders = [...layerRules.map((rule) => rule.name.slice('layer-'.length)), 'cli'];
-const sample = (folder) => `src/${folder}/x.ts`;
+const layers = [...layerRules.map((rule) => rule.name.slice('layer-'.length)), 'cli'];
+const sample = (layer) => `src/${layer}/x.ts`;
 const rank = Object.fromEntries(
-  folders.map((folder) => {
-    const rule = layerRules.find((r) => r.name === `layer-${folder}`);
-    const above = rule ? folders.filter((f) => f !== folder && new RegExp(rule.to.path).test(sample(f))).length : 0;
-    return [folder, folders.length - 1 - above];
+  layers.map((layer) => {
+    const rule = layerRules.find((r) => r.name === `layer-${layer}`);
+    const above = rule ? layers.filter((l) => l !== layer && new RegExp(rule.to.path).test(sample(l))).length : 0;
+    return [layer, layers.length - 1 - above];
   }),
 );
 const layerOf = (file) => {
@@ -85,5 +86,9 @@ for (const [i, file] of sequence.entries()) {
   if (up) climbs++;
   if (process.argv.includes('--trace')) console.log(`${up ? '↑' : ' '} ${layerOf(file).padEnd(10)} ${file}`);
 }
-console.log(`clotho ${['process', ...argv.slice(0, -2)].join(' ')}: ${files.length} files, ${climbs} climbs back up the layers`);
+const folders = new Set(files.map((file) => file.split('/').slice(0, 2).join('/')));
+console.log(
+  `clotho ${['process', ...argv.slice(0, -2)].join(' ')}: ${files.length} files in ${folders.size} folders (${[...folders].join(', ')}), ` +
+    `${climbs} climbs back up the layers`,
+);
 for (const file of files) console.log(`  ${layerOf(file).padEnd(10)} ${file}`);
