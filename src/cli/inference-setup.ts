@@ -1,4 +1,3 @@
-import { ConfigError } from '../config/config-error.js';
 import { startLocalEngine, type RunningLocalEngine } from '../inference/local/start.js';
 import { createServerManager, type ServerManager } from '../inference/server-manager.js';
 import type { Continuation } from '../inference/continuation.js';
@@ -32,9 +31,6 @@ export interface RunInference {
  */
 export async function openInference(plan: RunPlan, model: string): Promise<RunInference> {
   const { env } = plan.config;
-  if (env.teacher_enabled && plan.config.teacher.length === 0) {
-    throw new ConfigError(['--teacher.base_url: --env.teacher_enabled needs a teacher server']);
-  }
   let servers = plan.config.servers;
   let engine: RunningLocalEngine | undefined;
   if (servers.length === 1 && !servers[0]!.base_url) {

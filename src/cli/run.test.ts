@@ -153,3 +153,15 @@ describe('planRun: Atropos fields without a Clotho setting of their own', () => 
     expect((await planRun(['gsm8k'], PROCESS_PLAN)).notices).toEqual([]);
   });
 });
+
+describe('planRun: settings each allowed alone that contradict each other', () => {
+  it('refuses teacher logprobs in a messages-only run or without a teacher server, with every other problem', async () => {
+    expect(await planProblems(['gsm8k', '--env.teacher_enabled', '--env.messages_only', '--env.batch_size', '12'])).toEqual([
+      expect.stringMatching(/^--env\.batch_size 12: /),
+      '--env.teacher_enabled: a messages-only run (--env.messages_only) has no tokens for teacher logprobs',
+      '--teacher.base_url: --env.teacher_enabled needs a teacher server',
+    ]);
+    const plan = await planRun(['gsm8k', '--env.teacher_enabled', '--teacher.base_url', 'http://teacher:8000/v1']);
+    expect(plan.config.teacher.map((s) => s.base_url)).toEqual(['http://teacher:8000/v1']);
+  });
+});

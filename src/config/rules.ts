@@ -89,11 +89,17 @@ function atroposFields(env: BaseEnvConfig, defaults: Record<string, unknown>, se
   return out;
 }
 
-/** Settings that each field's schema allows but that contradict each other, as Clotho runs them. */
-function combinations(env: BaseEnvConfig): string[] {
-  return env.messages_only && env.teacher_enabled
-    ? ['--env.teacher_enabled: a messages-only run (--env.messages_only) has no tokens for teacher logprobs']
-    : [];
+/**
+ * Settings that each field's schema allows but that contradict each other, as Clotho runs them: teacher logprobs need
+ * tokens and a teacher server.
+ */
+function combinations(env: BaseEnvConfig, teacher: ServerConfig[]): string[] {
+  const problems: string[] = [];
+  if (env.messages_only && env.teacher_enabled) {
+    problems.push('--env.teacher_enabled: a messages-only run (--env.messages_only) has no tokens for teacher logprobs');
+  }
+  if (env.teacher_enabled && teacher.length === 0) problems.push('--teacher.base_url: --env.teacher_enabled needs a teacher server');
+  return problems;
 }
 
 /**
@@ -102,11 +108,11 @@ function combinations(env: BaseEnvConfig): string[] {
  * @throws ConfigError naming every problem.
  */
 export function applyRules<Env extends BaseEnvConfig>(
-  config: { env: Env; servers: ServerConfig[] },
+  config: { env: Env; servers: ServerConfig[]; teacher: ServerConfig[] },
   defaults: Record<string, unknown>,
 ): { env: Env; servers: ServerConfig[]; notices: string[] } {
   const atropos = atroposFields(config.env, defaults, config.servers);
-  const problems = [...atropos.problems, ...combinations(config.env)];
+  const problems = [...atropos.problems, ...combinations(config.env, config.teacher)];
   if (problems.length > 0) throw new ConfigError(problems);
   const { maxGroupsInFlight } = atropos;
   const env = maxGroupsInFlight === undefined ? config.env : { ...config.env, max_groups_in_flight: maxGroupsInFlight };
