@@ -12,6 +12,7 @@
 const LAYERS = [
   ['schema', '^src/schema/'],
   ['store', '^src/store/'],
+  ['config', '^src/config/'],
   ['inference', '^src/inference/'],
   ['env', '^src/env/|^src/index\\.ts$'],
   ['activities', '^src/activities/'],
@@ -20,7 +21,7 @@ const LAYERS = [
   ['workers', '^src/workers/'],
   ['cli', '^src/cli/'],
 ];
-const rank = { schema: 0, store: 1, inference: 2, env: 3, activities: 4, workflows: 5, api: 6, workers: 6, cli: 7 };
+const rank = { schema: 0, store: 1, config: 2, inference: 3, env: 4, activities: 5, workflows: 6, api: 7, workers: 7, cli: 8 };
 const pathOf = (name) => LAYERS.find(([n]) => n === name)[1];
 
 /** What clients may import of the workflows by value: definitions (messages, ids, search attributes), no workflow code. */
@@ -33,7 +34,7 @@ const layerRules = LAYERS.filter(([name]) => name !== 'cli').map(([name, path]) 
     name: `layer-${name}`,
     severity: 'error',
     comment:
-      `${name} imports only the layers below it (schema < store < inference < env < activities < workflows < api, ` +
+      `${name} imports only the layers below it (schema < store < config < inference < env < activities < workflows < api, ` +
       'workers < cli); a type from above is `import type`. Move the code to the layer it belongs to.',
     from: { path },
     to: {

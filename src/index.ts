@@ -46,11 +46,11 @@ export {
 } from './env/tools.js';
 export { loadJsonl, resolveDataset, type DatasetSource } from './env/datasets.js';
 export { loadTable, tableFormatOf, type LoadTableOptions, type TableFormat } from './env/tables.js';
-export { ConfigError } from './env/config.js';
+export { ConfigError } from './config/config-error.js';
 export { playEpisode, resolveEnvConfig, type PlayOptions } from './env/testing.js';
 export type { AssistantTurn, Episode } from './env/episode.js';
 export { closeMcpServers, mcpTools, McpServerConfigSchema, type McpServerConfig } from './env/mcp.js';
-export type { BaseEnvConfig } from './schema/config.js';
+export type { BaseEnvConfig } from './config/schemas.js';
 export type { Message } from './schema/scored-data.js';
 export { choiceLetters, extractChoiceLetter, lastBoxed, stripThinking } from './env/answers.js';
 export { lengthPenalty, type LengthPenaltyOptions, type LengthPenaltyRule } from './env/length-penalty.js';

@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { startLocalEngine } from '../../src/inference/local/start.js';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
 import type { InferenceClient } from '../../src/inference/types.js';
-import { ServerConfigSchema } from '../../src/schema/config.js';
+import { ServerConfigSchema } from '../../src/config/schemas.js';
 import { MASKED, ScoredDataGroupSchema } from '../../src/schema/scored-data.js';
 import { benchMessages, startBenchTemporal, startBenchWorkers, type BenchWorkers } from '../support.js';
 

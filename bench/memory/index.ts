@@ -16,7 +16,7 @@ import { createReadStream } from 'node:fs';
 import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { defaultStepConfigs, toStepOptions } from '../../src/env/steps.js';
+import { defaultStepConfigs, toStepOptions } from '../../src/config/steps.js';
 import type { EnvRunInput } from '../../src/schema/rollout.js';
 import { envRun } from '../../src/workflows/env-run.js';
 import { startScriptedOpenAI } from '../../test/support/scripted-openai.js';

@@ -4,7 +4,7 @@
  *
  * Args: <temporal address> <store dir> <inference base URL> <task queue prefix> <group size> <llm concurrency>
  */
-import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/schema/config.js';
+import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/config/schemas.js';
 import { loadEnvironmentData } from '../../src/env/loaded.js';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
 import { FileSystemStore } from '../../src/store/trajectory-store.js';

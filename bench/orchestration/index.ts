@@ -21,7 +21,7 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
-import { ServerConfigSchema } from '../../src/schema/config.js';
+import { ServerConfigSchema } from '../../src/config/schemas.js';
 import { rolloutGroupId } from '../../src/workflows/messages.js';
 import { startScriptedOpenAI, type Responder } from '../../test/support/scripted-openai.js';
 import { readEpisodeHistory } from '../tool-use/history.js';

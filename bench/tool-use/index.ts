@@ -19,7 +19,7 @@ import type { ModelClient } from '../../src/env/define.js';
 import { runEpisode, type AssistantTurn } from '../../src/env/episode.js';
 import { loadEnvironmentData } from '../../src/env/loaded.js';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
-import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/schema/config.js';
+import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/config/schemas.js';
 import { rolloutGroupId } from '../../src/workflows/messages.js';
 import { startScriptedOpenAI } from '../../test/support/scripted-openai.js';
 import { GENERATIONS, requestsBetween, startBenchTemporal, startBenchWorkers, type BenchTemporal } from '../support.js';

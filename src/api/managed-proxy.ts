@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { responseJson } from './render.js';
-import { ServerConfigSchema, SERVER_TYPES, type ServerConfig } from '../schema/config.js';
+import { ServerConfigSchema, SERVER_TYPES, type ServerConfig } from '../config/schemas.js';
 import { MessageSchema } from '../schema/scored-data.js';
 import { InferenceError } from '../inference/errors.js';
 import { ManagedSession, nodeJson, type SessionRequest } from '../inference/managed-session.js';

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { isMultiTurn } from '../env/define.js';
-import { BaseEnvConfigSchema } from '../schema/config.js';
+import { BaseEnvConfigSchema } from '../config/schemas.js';
 import type { EvalSchedule } from '../schema/rollout.js';
 import type { RunPlan } from './run.js';
 import { runTaskQueues } from './runtime.js';

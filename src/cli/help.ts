@@ -1,7 +1,7 @@
-import { describeFlags } from '../env/config.js';
+import { flagHelp } from '../config/help.js';
+import type { CommandOptions } from '../config/resolve-run.js';
 import { loadEnvironment } from './registry.js';
 import { formatEnvironments, listEnvironments } from './commands/list.js';
-import { RUN_FLAGS, type PlanOptions } from './run.js';
 
 /**
  * A rollout command's help: its usage, then every flag of the named environment (gsm8k when none is named),
@@ -12,7 +12,7 @@ import { RUN_FLAGS, type PlanOptions } from './run.js';
 export async function environmentHelp(
   usage: string,
   args: string[],
-  options: PlanOptions = {},
+  options: CommandOptions = {},
   /** Defaults the command computes itself (from the environment's name), shown instead of the schema's. */
   computedDefaults: (environment: string) => Record<string, string> = () => ({}),
 ): Promise<string> {
@@ -20,16 +20,6 @@ export async function environmentHelp(
   const name = named ?? 'gsm8k';
   const environments = named === undefined ? `\n\nEnvironments:\n${formatEnvironments(await listEnvironments()).join('\n')}` : '';
   const loaded = await loadEnvironment(name);
-  const definition = { ...loaded, defaults: { ...loaded.defaults, ...options.defaults } };
-  const computed = computedDefaults(definition.name);
-  const rows = describeFlags(definition, { ...RUN_FLAGS, ...options.commandFlags }).map((r) =>
-    r.flag in computed ? { ...r, default: computed[r.flag]! } : r,
-  );
-  const width = Math.min(48, Math.max(...rows.map((r) => `${r.flag} ${r.type}`.length)));
-  const lines = rows.map((r) => {
-    const left = `${r.flag} ${r.type}`.padEnd(width);
-    const fallback = r.default === '' ? '' : ` (default ${r.default})`;
-    return `  ${left}  ${r.description}${fallback}`;
-  });
+  const lines = flagHelp(loaded, options, computedDefaults(loaded.name));
   return `${usage}${environments}\n\nFlags (${name}):\n${lines.join('\n')}`;
 }

@@ -2,7 +2,7 @@ import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ServerConfigSchema } from '../schema/config.js';
+import { ServerConfigSchema } from '../config/schemas.js';
 import { checkSameTokenizer } from './inference-setup.js';
 
 const server = (tokenizer_name: string) => ServerConfigSchema.parse({ base_url: 'http://127.0.0.1:1/v1', tokenizer_name });

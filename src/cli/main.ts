@@ -1,4 +1,4 @@
-import { ConfigError } from '../env/config.js';
+import { ConfigError } from '../config/config-error.js';
 import { createBatcherService } from './api-service.js';
 import { apiCommand, runApiCommand } from './commands/api.js';
 import { dpoGenCommand, DPO_GEN_USAGE } from './commands/dpo-gen.js';

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError } from '../env/config.js';
+import { ConfigError } from '../config/config-error.js';
 import { builtInEnvironments, loadEnvironment } from './registry.js';
 
 // A definition in plain JavaScript, so that fixtures need no SDK to be installed beside them.

@@ -4,7 +4,7 @@ import { register } from 'node:module';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { ConfigError } from '../env/config.js';
+import { ConfigError } from '../config/config-error.js';
 import type { AnyEnvironment } from '../env/define.js';
 
 /** Built-in environments, imported only when asked for so that one broken environment cannot break the others. */

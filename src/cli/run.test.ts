@@ -1,17 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../env/config.js';
+import { planProblems } from '../../test/support/plans.js';
 import { PROCESS_PLAN } from './commands/process.js';
 import { evalSchedule, processEvalNotices } from './eval-schedule.js';
 import { envRunSettings, planRun } from './run.js';
-
-const problemsOf = async (argv: string[]) => {
-  const error = await planRun(argv).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ConfigError);
-  return (error as ConfigError).problems;
-};
 
 describe('planRun: Atropos fields without a Clotho setting of their own', () => {
   it('takes over max_num_workers as groups in flight, and says so (use_wandb logs to W&B: no notice)', async () => {
@@ -25,7 +16,7 @@ describe('planRun: Atropos fields without a Clotho setting of their own', () => 
     const { config } = await planRun(['gsm8k', '--env.tokenizer_name', 'Qwen/Qwen3-0.6B', '--openai.base_url', 'http://gpu:8000/v1']);
     expect(config.servers.map((s) => s.tokenizer_name)).toEqual(['Qwen/Qwen3-0.6B']);
     expect(
-      await problemsOf([
+      await planProblems([
         'gsm8k',
         '--env.tokenizer_name',
         'a/b',
@@ -35,11 +26,11 @@ describe('planRun: Atropos fields without a Clotho setting of their own', () => 
         'c/d',
       ]),
     ).toEqual(['--env.tokenizer_name a/b and --openai.tokenizer_name c/d name different tokenizers for the policy']);
-    expect((await problemsOf(['gsm8k', '--env.tokenizer_name', 'a/b']))[0]).toMatch(/^--env\.tokenizer_name a\/b: the embedded engine/);
+    expect((await planProblems(['gsm8k', '--env.tokenizer_name', 'a/b']))[0]).toMatch(/^--env\.tokenizer_name a\/b: the embedded engine/);
   });
 
   it('refuses values Clotho cannot honour, naming each flag and why', async () => {
-    const problems = await problemsOf([
+    const problems = await planProblems([
       'gsm8k',
       '--env.batch_size',
       '12',
@@ -95,7 +86,7 @@ describe('planRun: Atropos fields without a Clotho setting of their own', () => 
       /^--env\.steps_per_eval, --env\.eval_handling, --env\.eval_limit_ratio, --env\.eval_items: no effect in `clotho process`/,
     );
     expect(processEvalNotices(await planRun(['gsm8k']))).toEqual([]);
-    expect(await problemsOf(['gsm8k', '--env.eval_limit_ratio', '1.5'])).toEqual([expect.stringMatching(/^--env\.eval_limit_ratio: /)]);
+    expect(await planProblems(['gsm8k', '--env.eval_limit_ratio', '1.5'])).toEqual([expect.stringMatching(/^--env\.eval_limit_ratio: /)]);
   });
 
   it('puts the thinking fields and worker_timeout into the env-run input', async () => {
@@ -160,5 +151,17 @@ describe('planRun: Atropos fields without a Clotho setting of their own', () => 
 
   it("says nothing about a command's own defaults", async () => {
     expect((await planRun(['gsm8k'], PROCESS_PLAN)).notices).toEqual([]);
+  });
+});
+
+describe('planRun: settings each allowed alone that contradict each other', () => {
+  it('refuses teacher logprobs in a messages-only run or without a teacher server, with every other problem', async () => {
+    expect(await planProblems(['gsm8k', '--env.teacher_enabled', '--env.messages_only', '--env.batch_size', '12'])).toEqual([
+      expect.stringMatching(/^--env\.batch_size 12: /),
+      '--env.teacher_enabled: a messages-only run (--env.messages_only) has no tokens for teacher logprobs',
+      '--teacher.base_url: --env.teacher_enabled needs a teacher server',
+    ]);
+    const plan = await planRun(['gsm8k', '--env.teacher_enabled', '--teacher.base_url', 'http://teacher:8000/v1']);
+    expect(plan.config.teacher.map((s) => s.base_url)).toEqual(['http://teacher:8000/v1']);
   });
 });

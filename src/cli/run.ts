@@ -1,103 +1,28 @@
-import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
-import { isMultiTurn, type AnyEnvironment } from '../env/define.js';
-import { ConfigError, flagValue, resolveConfig, type ResolvedConfig } from '../env/config.js';
+import { ConfigError } from '../config/config-error.js';
+import { recordRunConfig } from '../config/run-config.js';
+import { resolveRun, type CommandOptions, type ResolvedRun } from '../config/resolve-run.js';
+import { isMultiTurn } from '../env/define.js';
 import { loadEnvironmentData, type LoadedEnvironment } from '../env/loaded.js';
 import { closeMcpServers } from '../env/mcp.js';
 import { reasoningOf } from '../env/thinking.js';
 import { loadEnvironment } from './registry.js';
-import { atroposFields, BaseEnvConfigSchema, type BaseEnvConfig } from '../schema/config.js';
 import type { EnvRunInput } from '../schema/rollout.js';
-import { openStore, STORE_FLAG_HELP } from '../store/open-store.js';
-import type { TrajectoryStore } from '../store/trajectory-store.js';
 import type { WorkerMetrics } from '../workers/metrics.js';
 import { startWorkers, type RunningWorkers } from '../workers/workers.js';
-import { INFERENCE_FLAGS, openInference, type RunInference } from './inference-setup.js';
+import { openInference, type RunInference } from './inference-setup.js';
 import { interruption } from './interrupt.js';
-import { recordRunConfig, runConfigKey, settleRunConfig, type RunConfigRecord, type SettledRunConfig } from './run-config.js';
 import { startRunMetrics } from './run-metrics.js';
 import { refuseUnreplayable } from './versions.js';
 import { openTemporal, runTaskQueues, type TemporalRuntime } from './runtime.js';
 
-/** Flags every rollout command takes besides the `--env.*`, `--openai.*`, `--teacher.*` and `--steps.*` namespaces. */
-export const RUN_FLAGS = {
-  store: z.string().min(1).optional().describe(STORE_FLAG_HELP),
-  ...INFERENCE_FLAGS,
-};
-
-/** One environment's run as the command line describes it. */
-export interface RunPlan {
-  runId: string;
-  definition: AnyEnvironment;
-  config: ResolvedConfig<z.ZodRawShape, typeof RUN_FLAGS>;
-  store: TrajectoryStore;
-  /** The environment config the run carries (recorded by this command, or adopted from the run); absent for evaluate. */
-  runConfig?: SettledRunConfig;
-}
-
-export interface PlanOptions {
-  commandFlags?: z.ZodRawShape;
-  /** The command's own defaults, below the environment's YAML and flags (Atropos's `process` keeps all groups). */
-  defaults?: Partial<BaseEnvConfig>;
-  /** Whether the command belongs to a run whose config it records or adopts (not `evaluate`, which has none). @default true */
-  runConfig?: boolean;
-}
+/** One environment's run as the command line describes it, its config resolved once (src/config). */
+export type RunPlan = ResolvedRun;
 
 /** Resolves `<environment> [flags]` into a run plan; throws ConfigError naming every bad flag. */
-export async function planRun(argv: string[], options: PlanOptions = {}): Promise<RunPlan & { args: string[]; notices: string[] }> {
+export async function planRun(argv: string[], options: CommandOptions = {}): Promise<RunPlan> {
   const [name, ...rest] = argv;
   if (!name || name.startsWith('-')) throw new ConfigError(['missing <environment> (for example: gsm8k; `clotho list` names them)']);
-  const loaded = await loadEnvironment(name);
-  const commandFlags = { ...RUN_FLAGS, ...options.commandFlags };
-  const carriesRunConfig = options.runConfig !== false;
-  // A run's recorded config is the defaults of every later command of it, so a worker needs none of its flags, not
-  // even the required ones; what the command sets itself is checked against it below.
-  const store = openPlanStore(flagValue(rest, 'store'));
-  const givenRunId = flagValue(rest, 'env.run_id');
-  const recorded = carriesRunConfig && givenRunId ? await store.tryGet<RunConfigRecord>(runConfigKey(givenRunId, loaded.name)) : undefined;
-  const definition = { ...loaded, defaults: { ...loaded.defaults, ...options.defaults, ...recorded?.env } };
-  const config = resolveConfig({ argv: rest, environment: definition, commandFlags });
-  const runId = config.env.run_id ?? newRunId(definition.name);
-  // Base fields only: an environment's defaults may also set its own fields.
-  const defaults = z.object(BaseEnvConfigSchema.shape).parse(definition.defaults ?? {}) as Record<string, unknown>;
-  const atropos = atroposFields(config.env, defaults, config.servers);
-  if (config.env.messages_only && config.env.teacher_enabled) {
-    atropos.problems.push('--env.teacher_enabled: a messages-only run (--env.messages_only) has no tokens for teacher logprobs');
-  }
-  if (atropos.problems.length > 0) throw new ConfigError(atropos.problems);
-  config.servers = atropos.servers;
-  if (atropos.maxGroupsInFlight !== undefined) config.env.max_groups_in_flight = atropos.maxGroupsInFlight;
-  const notices = atropos.notices;
-  // Resolved once per run: every later command of the run (resume, `clotho worker`) takes the run's fields.
-  let runConfig: SettledRunConfig | undefined;
-  if (carriesRunConfig) {
-    const settled = await settleRunConfig(store, runId, definition.name, config.env, config.given.env);
-    config.env = settled.env as typeof config.env;
-    runConfig = settled.settled;
-  }
-  return {
-    runId,
-    definition,
-    config: config as RunPlan['config'],
-    store,
-    args: config.rest.args,
-    notices,
-    ...(runConfig ? { runConfig } : {}),
-  };
-}
-
-function openPlanStore(flag: string | undefined): TrajectoryStore {
-  try {
-    return openStore(flag);
-  } catch (error) {
-    throw new ConfigError([(error as Error).message]);
-  }
-}
-
-/** `gsm8k-20261121-121500-a1b2`: sortable, unique enough, readable in the Temporal UI. */
-function newRunId(environment: string): string {
-  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  return `${environment}-${stamp}-${randomBytes(2).toString('hex')}`;
+  return resolveRun(await loadEnvironment(name), rest, options);
 }
 
 /** The env-run workflow's input for a plan (everything but the sink and the number of groups). */

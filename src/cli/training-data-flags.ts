@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { ConfigError } from '../env/config.js';
+import { ConfigError } from '../config/config-error.js';
 import { openStore } from '../store/open-store.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 

@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
-import { ConfigError } from '../env/config.js';
+import { ConfigError } from '../config/config-error.js';
 import { canFinish, CLOTHO_VERSION, finisherOf, REPLAY_BASELINE } from '../version.js';
 import { VERSION, VERSION_MEMO } from '../workflows/search-attributes.js';
 

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { BaseEnvConfig } from '../schema/config.js';
+import type { BaseEnvConfig } from '../config/schemas.js';
 import type { Message } from '../schema/scored-data.js';
 import type { Tool, ToolCallRequest, MalformedToolCall } from './tools.js';
 

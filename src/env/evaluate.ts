@@ -1,5 +1,5 @@
 import type { GenerateOptions, GenerateRequest, Completion } from '../inference/types.js';
-import type { BaseEnvConfig } from '../schema/config.js';
+import type { BaseEnvConfig } from '../config/schemas.js';
 import type { EvaluationMetrics, ModelClient } from './define.js';
 import { runEpisode, type AssistantTurn } from './episode.js';
 import type { LoadedEnvironment } from './loaded.js';

@@ -5,7 +5,7 @@
  * `step`: a worker that dies mid-game resumes at the turn it reached, with the same cards still to come.
  */
 import { z } from 'zod';
-import type { BaseEnvConfig } from '../schema/config.js';
+import type { BaseEnvConfig } from '../config/schemas.js';
 import type { Message } from '../schema/scored-data.js';
 import { stripThinking } from './answers.js';
 import { defineEnvironment, type EnvConfig, type EnvironmentDefinition } from './define.js';

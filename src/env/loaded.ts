@@ -1,4 +1,4 @@
-import type { BaseEnvConfig } from '../schema/config.js';
+import type { BaseEnvConfig } from '../config/schemas.js';
 import type { AnyEnvironment, ItemSource } from './define.js';
 
 /** An environment ready to serve activities: its definition, resolved config and loaded items. */

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { Message } from '../schema/scored-data.js';
-import { resolveConfig } from './config.js';
+import { resolveConfig } from '../config/resolve.js';
 import type { EnvConfig, EnvironmentDefinition, ModelClient } from './define.js';
 import { runEpisode, type AssistantTurn, type Episode } from './episode.js';
 

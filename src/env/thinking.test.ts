@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BaseEnvConfigSchema } from '../schema/config.js';
+import { BaseEnvConfigSchema } from '../config/schemas.js';
 import { defineEnvironment } from './define.js';
 import type { Message } from '../schema/scored-data.js';
 import { playEpisode } from './testing.js';

@@ -3,7 +3,7 @@
  * read from an environment's config: the reasoning asked of the model with every request, and the thinking system
  * prompt put before each conversation.
  */
-import type { BaseEnvConfig } from '../schema/config.js';
+import type { BaseEnvConfig } from '../config/schemas.js';
 import type { Reasoning } from '../schema/rollout.js';
 import type { Message } from '../schema/scored-data.js';
 

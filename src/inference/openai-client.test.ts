@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { ServerConfigSchema } from '../schema/config.js';
+import { ServerConfigSchema } from '../config/schemas.js';
 import type { Message } from '../schema/scored-data.js';
 import {
   defaultLogprob,

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { z } from 'zod';
-import type { ServerConfig } from '../schema/config.js';
+import type { ServerConfig } from '../config/schemas.js';
 import { intArray, isLogprobEntries, parseHotFirst } from '../schema/number-rows.js';
 import { MASKED, MASKED_LOGPROB } from '../schema/scored-data.js';
 import { callSignal } from './call-signal.js';

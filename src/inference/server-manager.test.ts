@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ServerConfigSchema, type ServerConfig } from '../schema/config.js';
+import { ServerConfigSchema, type ServerConfig } from '../config/schemas.js';
 import type { Backend } from './backends/index.js';
 import { InferenceError } from './errors.js';
 import { createServerManager, type ServerManager, type ServerManagerOptions } from './server-manager.js';

@@ -1,4 +1,4 @@
-import type { ServerConfig } from '../schema/config.js';
+import type { ServerConfig } from '../config/schemas.js';
 import { createBackend, type Backend, type PromptLogprobs } from './backends/index.js';
 import { parseRequest, parseTokenRequest } from './backends/backend.js';
 import { callSignal } from './call-signal.js';

@@ -136,7 +136,7 @@ export interface EnvRunInput {
   environment: string;
   /**
    * sha256 of the environment config the run carries, whose value is in the trajectory store at
-   * `<run>/<env>/run-config`: every worker of the run serves it (src/cli/run-config.ts). Absent in older runs.
+   * `<run>/<env>/run-config`: every worker of the run serves it (src/config/run-config.ts). Absent in older runs.
    */
   configDigest?: string;
   /** Groups to produce; items are 0 … totalGroups-1 (the environment maps an index to its data). */

@@ -99,7 +99,7 @@ describe('.dependency-cruiser.cjs', () => {
     const { ruleSet } = await extractDepcruiseOptions(join(root, '.dependency-cruiser.cjs'));
     expect(ruleSet!.forbidden!.map((rule) => rule.name)).toEqual([
       'no-circular',
-      ...['schema', 'store', 'inference', 'env', 'activities', 'workflows', 'api', 'workers'].map((l) => `layer-${l}`),
+      ...['schema', 'store', 'config', 'inference', 'env', 'activities', 'workflows', 'api', 'workers'].map((l) => `layer-${l}`),
       'workflow-internals',
       'workflow-sandbox',
       'environments-public-sdk',

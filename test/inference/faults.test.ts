@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { InferenceError } from '../../src/inference/errors.js';
 import { createServerManager, type ServerManager, type ServerManagerOptions } from '../../src/inference/server-manager.js';
 import type { GenerateRequest } from '../../src/inference/types.js';
-import { ServerConfigSchema } from '../../src/schema/config.js';
+import { ServerConfigSchema } from '../../src/config/schemas.js';
 import { startLlamaServer, type NativeServer, type NativeServerOptions } from '../support/native-servers.js';
 import { startScriptedOpenAI, type Responder, type ScriptedOpenAI, type ScriptedOutcome } from '../support/scripted-openai.js';
 

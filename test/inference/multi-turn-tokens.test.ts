@@ -13,7 +13,7 @@ import { ChatTemplate } from '../../src/inference/local/chat-template.js';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
 import { loadTokenizer, type Tokenizer } from '../../src/inference/tokenizer.js';
 import type { Completion, GenerateOptions } from '../../src/inference/types.js';
-import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/schema/config.js';
+import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/config/schemas.js';
 import { MASKED, MASKED_LOGPROB, type Message, type ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { FileSystemStore } from '../../src/store/trajectory-store.js';
 import { startWorkers } from '../../src/workers/workers.js';

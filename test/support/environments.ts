@@ -25,3 +25,18 @@ export const guessNumber = defineEnvironment({
     return { messages: [{ role: 'user', content: guess < item.secret ? 'higher' : 'lower' }], done: false };
   },
 });
+
+/** A single-turn environment with two fields of its own and defaults of its own, for the config pipeline's tests. */
+export const toy = defineEnvironment({
+  name: 'toy',
+  description: 'a test environment',
+  config: {
+    split: z.enum(['train', 'test']).default('train').describe('which split to read'),
+    data_path: z.string().nullable().default(null),
+  },
+  defaults: { group_size: 8, max_token_length: 1024 },
+  load: async () => ({ size: 1, get: () => 'item' }),
+  prompt: () => [],
+  parse: (completion) => completion,
+  score: () => 0,
+});

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalEngine, type RunningLocalEngine } from '../../src/inference/local/start.js';
 import { defineEnvironment } from '../../src/env/define.js';
 import { createServerManager, type ServerManager } from '../../src/inference/server-manager.js';
-import { ServerConfigSchema } from '../../src/schema/config.js';
+import { ServerConfigSchema } from '../../src/config/schemas.js';
 import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { startHarness, type Harness } from '../support/harness.js';

@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../../env/config.js';
+import { ConfigError } from '../../config/config-error.js';
 import type { RolloutGroupInput, RolloutGroupResult } from '../../schema/rollout.js';
 import { openStore, storeLabel } from '../../store/open-store.js';
 import { storeKey, type TrajectoryStore } from '../../store/trajectory-store.js';

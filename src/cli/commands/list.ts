@@ -1,4 +1,4 @@
-import { ConfigError } from '../../env/config.js';
+import { ConfigError } from '../../config/config-error.js';
 import type { AnyEnvironment } from '../../env/define.js';
 import { builtInEnvironments, loadEnvironment } from '../registry.js';
 import type { CommandIo } from '../io.js';

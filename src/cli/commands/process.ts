@@ -1,14 +1,15 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ConfigError } from '../../env/config.js';
+import { ConfigError } from '../../config/config-error.js';
+import type { CommandOptions } from '../../config/resolve-run.js';
 import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
 import type { envRun } from '../../workflows/env-run.js';
 import type { CommandIo } from '../io.js';
 import { progressLine, watchProgress } from '../progress.js';
 import { writeGroupsHtml } from '../report-html.js';
 import { processEvalNotices } from '../eval-schedule.js';
-import { envRunSettings, planRun, raceWatching, withRunSession, type PlanOptions, type RunPlan } from '../run.js';
+import { envRunSettings, planRun, raceWatching, withRunSession, type RunPlan } from '../run.js';
 import { METRICS_FLAGS } from '../run-metrics.js';
 import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
@@ -21,7 +22,7 @@ Runs total_steps rollout groups of an environment and writes them, Atropos-shape
 --env.data_path_to_save_groups (default data/<environment>.jsonl) with an HTML page beside it.`;
 
 /** Atropos's `process` defaults: keep every group and its messages (YAML and flags still win). */
-export const PROCESS_PLAN: PlanOptions = {
+export const PROCESS_PLAN: CommandOptions = {
   defaults: { ensure_scores_are_not_same: false, include_messages: true },
   commandFlags: METRICS_FLAGS,
 };

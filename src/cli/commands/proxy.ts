@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { startApiServer } from '../../api/server.js';
-import { ServerConfigSchema, SERVER_TYPES, type ServerConfig } from '../../schema/config.js';
+import { ServerConfigSchema, SERVER_TYPES, type ServerConfig } from '../../config/schemas.js';
 import { createManagedProxy } from '../../api/managed-proxy.js';
 import { loadTokenizer } from '../../inference/tokenizer.js';
 import { untilInterrupted } from '../interrupt.js';

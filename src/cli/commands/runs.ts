@@ -1,6 +1,6 @@
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../../env/config.js';
+import { ConfigError } from '../../config/config-error.js';
 import { canFinish, CLOTHO_VERSION, finisherOf, REPLAY_BASELINE } from '../../version.js';
 import { ENVIRONMENT } from '../../workflows/search-attributes.js';
 import type { CommandIo } from '../io.js';

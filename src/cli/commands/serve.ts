@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError } from '../../env/config.js';
+import { ConfigError } from '../../config/config-error.js';
 import type { EnvRegistration } from '../../schema/api.js';
 import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
 import type { batcher } from '../../workflows/batcher.js';

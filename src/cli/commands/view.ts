@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { status as devServerStatus } from '../../../temporal-dev/index.js';
 import { startApiServer } from '../../api/server.js';
-import { ConfigError } from '../../env/config.js';
+import { ConfigError } from '../../config/config-error.js';
 import { openStore, storeLabel } from '../../store/open-store.js';
 import { FileSystemStore, type TrajectoryStore } from '../../store/trajectory-store.js';
 import type { CommandIo } from '../io.js';

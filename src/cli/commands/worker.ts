@@ -1,4 +1,4 @@
-import { ConfigError } from '../../env/config.js';
+import { ConfigError } from '../../config/config-error.js';
 import type { CommandIo } from '../io.js';
 import { planRun, withRunSession } from '../run.js';
 import { METRICS_FLAGS } from '../run-metrics.js';

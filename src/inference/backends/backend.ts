@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ServerConfig } from '../../schema/config.js';
+import type { ServerConfig } from '../../config/schemas.js';
 import { parseHotFirst } from '../../schema/number-rows.js';
 import { callSignal } from '../call-signal.js';
 import { classifyError, InferenceError, parseRetryAfter } from '../errors.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ServerConfigSchema } from '../../schema/config.js';
+import { ServerConfigSchema } from '../../config/schemas.js';
 import { createBackend } from './index.js';
 
 const config = (server_type: string) => ServerConfigSchema.parse({ base_url: 'http://127.0.0.1:1/v1', server_type });

@@ -1,4 +1,4 @@
-import type { ServerConfig } from '../../schema/config.js';
+import type { ServerConfig } from '../../config/schemas.js';
 import type { Backend, BackendOptions } from './backend.js';
 import { createLlamaBackend } from './llama.js';
 import { createOpenAIBackend } from './openai.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ServerConfigSchema } from '../../schema/config.js';
+import { ServerConfigSchema } from '../../config/schemas.js';
 import { llamaTemplate, llamaTokenize, scriptedSample, startLlamaServer, type NativeServer } from '../../../test/support/native-servers.js';
 import { defaultLogprob } from '../../../test/support/scripted-openai.js';
 import type { GenerateRequest } from '../types.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ServerConfig } from '../../schema/config.js';
+import type { ServerConfig } from '../../config/schemas.js';
 import { type Completion, type GenerateOptions, type GenerateRequest, type TokenGenerateRequest } from '../types.js';
 import { callJson, checkAligned, parseResponse, serverRoot, type Backend } from './backend.js';
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ServerConfigSchema } from '../../schema/config.js';
+import { ServerConfigSchema } from '../../config/schemas.js';
 import { encodeChat, encodeCompletion, type ScriptedOpenAI } from '../../../test/support/scripted-openai.js';
 import { InferenceError } from '../errors.js';
 import { loadTokenizer, type Tokenizer } from '../tokenizer.js';

@@ -1,4 +1,4 @@
-import type { ServerConfig } from '../../schema/config.js';
+import type { ServerConfig } from '../../config/schemas.js';
 import { InferenceError } from '../errors.js';
 import { createOpenAIClient } from '../openai-client.js';
 import { loadTokenizer, type Tokenizer } from '../tokenizer.js';

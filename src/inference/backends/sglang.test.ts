@@ -1,5 +1,5 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ServerConfigSchema } from '../../schema/config.js';
+import { ServerConfigSchema } from '../../config/schemas.js';
 import { scriptedSample, startSglangServer, type NativeServer } from '../../../test/support/native-servers.js';
 import { defaultLogprob } from '../../../test/support/scripted-openai.js';
 import { loadTokenizer, type Tokenizer } from '../tokenizer.js';

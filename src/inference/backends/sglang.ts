@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ServerConfig } from '../../schema/config.js';
+import type { ServerConfig } from '../../config/schemas.js';
 import { loadTokenizer } from '../tokenizer.js';
 import { type Completion, type GenerateOptions, type GenerateRequest, type TokenGenerateRequest } from '../types.js';
 import { callJson, checkAligned, lazyTokenizer, parseResponse, serverRoot, type Backend, type BackendOptions } from './backend.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ServerConfigSchema } from '../../schema/config.js';
+import { ServerConfigSchema } from '../../config/schemas.js';
 import {
   scriptedSample,
   startVllmServer,

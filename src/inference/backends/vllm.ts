@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ServerConfig } from '../../schema/config.js';
+import type { ServerConfig } from '../../config/schemas.js';
 import { intArray, intRows, isNumberRecord } from '../../schema/number-rows.js';
 import { InferenceError } from '../errors.js';
 import { type Completion, type GenerateOptions, type TokenGenerateRequest } from '../types.js';

@@ -1,4 +1,4 @@
-import { StepConfigSchema, type StepConfig } from '../schema/config.js';
+import { StepConfigSchema, type StepConfig } from './schemas.js';
 import { STEP_NAMES, type StepName, type StepOptions, type StepOptionsTable } from '../schema/rollout.js';
 
 /** Step configs of a run, in seconds, as config files and flags speak them. */

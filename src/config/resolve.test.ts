@@ -3,22 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigError, describeFlags, resolveConfig } from './config.js';
-import { defineEnvironment } from './define.js';
-
-const toy = defineEnvironment({
-  name: 'toy',
-  description: 'a test environment',
-  config: {
-    split: z.enum(['train', 'test']).default('train').describe('which split to read'),
-    data_path: z.string().nullable().default(null),
-  },
-  defaults: { group_size: 8, max_token_length: 1024 },
-  load: async () => ({ size: 1, get: () => 'item' }),
-  prompt: () => [],
-  parse: (completion) => completion,
-  score: () => 0,
-});
+import { toy } from '../../test/support/environments.js';
+import { ConfigError } from './config-error.js';
+import { resolveConfig } from './resolve.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'clotho-config-'));
 let files = 0;
@@ -258,27 +245,5 @@ describe('resolveConfig', () => {
       'unknown flag --max-group (did you mean --max-groups?)',
       '--max-groups: expected a positive integer, got "z"',
     ]);
-  });
-});
-
-describe('describeFlags', () => {
-  it('lists every flag with its type, the effective default and a description', () => {
-    const rows = describeFlags(toy, { 'max-groups': z.number().int().positive().describe('groups to produce') });
-    const row = (flag: string) => rows.find((r) => r.flag === flag);
-    expect(row('--env.group_size')).toEqual({
-      flag: '--env.group_size',
-      type: 'positive integer',
-      default: '8',
-      description: 'rollouts per item',
-    });
-    expect(row('--env.split')).toMatchObject({ type: 'one of train, test', default: 'train', description: 'which split to read' });
-    expect(row('--env.wandb_name')).toMatchObject({ type: 'string or None', default: 'None' });
-    expect(row('--openai.timeout')).toMatchObject({ default: '1200', description: 'request timeout in seconds' });
-    expect(row('--env.batch_size')).toMatchObject({ type: 'integer', default: '-1' });
-    expect(row('--openai.tokenizer_name')!.description).not.toBe(row('--env.tokenizer_name')!.description);
-    expect(row('--steps.<step>.maximum_attempts')).toMatchObject({ default: '5' });
-    expect(row('--max-groups')).toMatchObject({ description: 'groups to produce' });
-    // Every base, server and step field is described; only the toy's own undescribed field is not.
-    expect(rows.filter((r) => r.description === '').map((r) => r.flag)).toEqual(['--env.data_path']);
   });
 });

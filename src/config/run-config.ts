@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import { ConfigError } from '../env/config.js';
 import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
+import { ConfigError } from './config-error.js';
 
 /**
  * `env` fields that belong to one process, not to the run: where this command writes, what it logs, how it reaches
@@ -59,13 +59,13 @@ export async function recordRunConfig(store: TrajectoryStore, runId: string, rec
  * run's is refused, naming each field with both values; per-process fields ({@link PER_PROCESS_FIELDS}) stay its own.
  * Returns the env config the command must use.
  */
-export async function settleRunConfig(
+export async function settleRunConfig<Env extends Record<string, unknown>>(
   store: TrajectoryStore,
   runId: string,
   environment: string,
-  env: Record<string, unknown>,
+  env: Env,
   given: readonly string[],
-): Promise<{ env: Record<string, unknown>; settled: SettledRunConfig }> {
+): Promise<{ env: Env; settled: SettledRunConfig }> {
   const key = runConfigKey(runId, environment);
   const existing = await store.tryGet<RunConfigRecord>(key);
   if (!existing) {
@@ -84,8 +84,10 @@ export async function settleRunConfig(
     ]);
   }
   // The run's fields, plus this process's own; fields a newer environment version added keep this command's values.
+  const own = Object.fromEntries(PER_PROCESS_FIELDS.filter((k) => k in env).map((k) => [k, env[k]]));
   return {
-    env: { ...env, ...existing.env, ...Object.fromEntries(PER_PROCESS_FIELDS.filter((k) => k in env).map((k) => [k, env[k]])) },
+    // The recorded fields were this environment's config when the run started: the same shape.
+    env: { ...env, ...existing.env, ...own } as Env,
     settled: { record: existing, how: 'adopted' },
   };
 }

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError } from '../env/config.js';
 import { FileSystemStore } from '../store/trajectory-store.js';
 import { runClotho } from '../../test/support/cli.js';
+import { planProblems } from '../../test/support/plans.js';
 import { recordRunConfig, runConfigKey, type RunConfigRecord } from './run-config.js';
-import { envRunSettings, planRun } from './run.js';
+import { envRunSettings, planRun } from '../cli/run.js';
 
 const loggedTools = fileURLToPath(new URL('../../test/support/logged-tools-env.ts', import.meta.url));
 let dir: string;
@@ -22,14 +22,7 @@ async function start(argv: string[]) {
   return plan;
 }
 
-const refusal = async (argv: string[]) => {
-  const error = await planRun([...argv, '--store', dir]).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ConfigError);
-  return (error as ConfigError).problems;
-};
+const refusal = (argv: string[]) => planProblems([...argv, '--store', dir]);
 
 describe('the run carries its environment config', () => {
   it('records the first command’s run fields, without its per-process ones, and puts their digest in the env-run input', async () => {
