@@ -17,6 +17,7 @@ export {
   type GroupContext,
   type ItemSource,
   type JudgeContext,
+  type JsonSafe,
   type JudgeRequest,
   type Liveness,
   type MaybePromise,

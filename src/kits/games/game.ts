@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import type { BaseEnvConfig } from '../../schema/config.js';
 import type { Message } from '../../schema/scored-data.js';
-import { defineEnvironment, type EnvConfig, type EnvironmentDefinition } from '../../env/define.js';
+import type { EnvConfig, EnvironmentDefinition, JsonSafe } from '../../env/define.js';
 import { hashSeed, seededRandom, type SeededRandom } from '../../env/random.js';
 import {
   actionTools,
@@ -98,17 +98,23 @@ export interface GameSlot<State> {
   timedOut: boolean;
 }
 
-/** The trajectory's slot; one without a game is an infrastructure fault (retried, then the group fails), never a score. */
-function slotOf<State>(state: unknown): GameSlot<State> {
-  if (typeof state !== 'object' || state === null || !('game' in state))
-    throw new Error(`the trajectory's state slot holds no game: ${JSON.stringify(state)}`);
-  return state as GameSlot<State>;
+/**
+ * The trajectory's slot as the store gave it back; one without a game is an infrastructure fault (retried, then the
+ * group fails), never a score.
+ */
+function checked<State>(slot: GameSlot<State>): GameSlot<State> {
+  if (typeof slot !== 'object' || slot === null || !('game' in slot))
+    throw new Error(`the trajectory's state slot holds no game: ${JSON.stringify(slot)}`);
+  return slot;
 }
 
 const signed = (n: number): string => (n > 0 ? `+${n}` : String(n));
 
 /** The system prompt: the game's rules, its actions, and how to reply. */
-function systemPrompt<Extra extends z.ZodRawShape>(game: Game<unknown, Extra>, config: GameConfig<Extra>): string {
+function systemPrompt<Extra extends z.ZodRawShape>(
+  game: Pick<Game<unknown, Extra>, 'rules' | 'actions'>,
+  config: GameConfig<Extra>,
+): string {
   const example = game.actions[0]!.example ?? actionUsage(game.actions[0]!);
   const how = config.offer_tools
     ? 'call one of the tools, or write the command as the last line of your reply'
@@ -129,8 +135,8 @@ function systemPrompt<Extra extends z.ZodRawShape>(game: Game<unknown, Extra>, c
  * slot; the score is the return, the sum of the game's rewards.
  */
 export function defineGame<State, Extra extends z.ZodRawShape>(
-  game: Game<State, Extra>,
-): EnvironmentDefinition<GameItem, null, typeof GAME_CONFIG & Extra> {
+  game: Game<State, Extra> & { start(context: GameContext<GameConfig<Extra>>): JsonSafe<State> },
+): EnvironmentDefinition<GameItem, null, typeof GAME_CONFIG & Extra, GameSlot<State>> {
   type Config = GameConfig<Extra>;
   // The definition's config type is the generic intersection, which TypeScript cannot look into; it is this one.
   const of = (config: unknown) => config as Config;
@@ -141,7 +147,7 @@ export function defineGame<State, Extra extends z.ZodRawShape>(
   };
   const readText = (text: string, config: Config) => (game.parseText ? game.parseText(text, config) : parseCommand(text, game.actions));
 
-  return defineEnvironment({
+  return {
     name: game.name,
     description: game.description,
     config: { ...GAME_CONFIG, ...game.config },
@@ -155,18 +161,18 @@ export function defineGame<State, Extra extends z.ZodRawShape>(
       const config = of(resolved);
       const { context, state } = begin(item, config);
       return [
-        { role: 'system', content: systemPrompt(game as Game<unknown, Extra>, config) },
+        { role: 'system', content: systemPrompt(game, config) },
         { role: 'user', content: game.observe(state, context) },
       ];
     },
     tools: (_item, config) => (of(config).offer_tools ? actionTools(game.actions) : []),
-    initialState(item, _sample, config): GameSlot<State> {
+    initialState(item, _sample, config) {
       const { context, state } = begin(item, of(config));
       return { game: state, random: context.random.state, steps: 0, reward: 0, invalid: 0, done: false, timedOut: false };
     },
     step({ item, messages, state, turn }, resolved) {
       const config = of(resolved);
-      const slot = slotOf<State>(state);
+      const slot = checked(state);
       if (slot.done) return { messages: [], done: true, reward: 0 };
       const context = contextOf(item.seed, slot.random, config);
       const reply = messages.findLast((m) => m.role === 'assistant') ?? {};
@@ -206,7 +212,7 @@ export function defineGame<State, Extra extends z.ZodRawShape>(
     },
     parse: () => null,
     score({ item, state, config }) {
-      const slot = slotOf<State>(state);
+      const slot = checked(state);
       const context = contextOf(item.seed, slot.random, of(config));
       return {
         score: slot.reward,
@@ -219,5 +225,5 @@ export function defineGame<State, Extra extends z.ZodRawShape>(
         },
       };
     },
-  });
+  };
 }

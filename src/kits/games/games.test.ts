@@ -209,7 +209,7 @@ describe('defineGame', () => {
 
   it('keeps the game and its generator in a JSON-safe slot: a step resumed from the stored slot plays the same', async () => {
     const item = await itemAt(4);
-    let slot = guessing.initialState!(item, 0, config) as GameSlot<Guessing>;
+    let slot = guessing.initialState!(item, 0, config);
     expect(slot).toEqual({
       game: { target: targetOf(item), rerolls: 0 },
       random: expect.any(Number),
@@ -219,7 +219,7 @@ describe('defineGame', () => {
       done: false,
       timedOut: false,
     });
-    const stepWith = (state: unknown, reply: Message, turn: number) =>
+    const stepWith = (state: GameSlot<Guessing>, reply: Message, turn: number) =>
       guessing.step!(
         {
           item,
@@ -236,12 +236,12 @@ describe('defineGame', () => {
         config,
       );
     for (let turn = 0; turn < 3; turn++) {
-      const stored = JSON.parse(JSON.stringify(slot));
+      const stored = JSON.parse(JSON.stringify(slot)) as GameSlot<Guessing>;
       const live = await stepWith(slot, say('reroll'), turn);
       const resumed = await stepWith(stored, say('reroll'), turn);
       expect(resumed).toEqual(live);
       expect(JSON.parse(JSON.stringify(live.state))).toEqual(live.state);
-      slot = live.state as GameSlot<Guessing>;
+      slot = live.state!;
     }
     // Three rerolls drew three numbers after the start's: the slot's generator continued the item's sequence.
     const random = seededRandom(item.seed);
@@ -253,7 +253,7 @@ describe('defineGame', () => {
     await stepWith(slot, say('reroll'), 3);
     expect(JSON.stringify(slot)).toBe(before);
     expect(await stepWith({ ...slot, done: true }, say('reroll'), 4)).toEqual({ messages: [], done: true, reward: 0 });
-    // A slot without a game is a fault to retry, never a score.
-    expect(() => stepWith(null, say('reroll'), 5)).toThrow(/state slot holds no game/);
+    // A slot without a game (a store that gave back something else) is a fault to retry, never a score.
+    expect(() => stepWith(null as never, say('reroll'), 5)).toThrow(/state slot holds no game/);
   });
 });
