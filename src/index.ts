@@ -8,10 +8,10 @@ export { z } from 'zod';
 export {
   defineEnvironment,
   fromItems,
-  toScoreResult,
   type AdvantageContext,
   type EnvConfig,
   type EnvironmentDefinition,
+  type EnvironmentSpec,
   type EvaluateContext,
   type EvaluationMetrics,
   type GroupContext,
@@ -68,14 +68,16 @@ export {
   defineReward,
   REWARD_FUNCTIONS,
   rewardSpecsField,
+  toScoreResult,
   type CombinedReward,
   type CombineRewardsOptions,
-  type RewardContext,
   type RewardDefinition,
+  type RewardEntry,
   type RewardFn,
   type RewardNormalization,
   type RewardRegistry,
   type RewardSpec,
+  type WeightedReward,
 } from './env/rewards.js';
 export { problemsError } from './env/problems.js';
 export { hashSeed, seededRandom, type SeededRandom } from './env/random.js';

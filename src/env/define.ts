@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { BaseEnvConfig } from '../schema/config.js';
 import type { Message } from '../schema/scored-data.js';
+import { combineRewards, type RewardEntry, type RewardFn } from './rewards.js';
 import type { Tool, ToolCallRequest, MalformedToolCall } from './tools.js';
 
 /**
@@ -214,11 +215,11 @@ export interface EvaluateContext<Config> {
 export type ToolOffer = Tool | Record<string, unknown>;
 
 /**
- * An environment: a data source, a prompt, a parser and a reward, optionally tools, a multi-turn step and
- * an evaluation. Composed of small functions rather than a base class. `State` is the type of each trajectory's state
- * slot (what `initialState` returns; any state when unnamed).
+ * An environment as its author writes it for {@link defineEnvironment}: a data source, a prompt, a parser and a
+ * reward, optionally tools, a multi-turn step and an evaluation. Composed of small functions rather than a base class.
+ * `State` is the type of each trajectory's state slot (what `initialState` returns; any state when unnamed).
  */
-export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape, State = unknown> {
+export interface EnvironmentSpec<Item, Parsed, Extra extends z.ZodRawShape, State = unknown> {
   name: string;
   description: string;
   /** The environment's own config fields (`--env.<field>`), beside Atropos's base fields. */
@@ -255,8 +256,15 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
    * never a reward. `score` reads the answers from `judgements`.
    */
   judge?(context: JudgeContext<Item, Parsed, EnvConfig<Extra>>): MaybePromise<JudgeRequest[]>;
-  /** A sample's reward (and optionally metrics) from its parsed answer, the item and any judgements; deterministic. */
-  score(context: ScoreContext<Item, Parsed, EnvConfig<Extra>, State>): MaybePromise<number | ScoreResult>;
+  /**
+   * The reward, from the parsed answer, the item, the state and any judgements; deterministic. One function of the
+   * trajectory (a number, or a score with metrics), or a weighted list of reward functions that see the same context,
+   * combined by {@link combineRewards}: built-ins by name with parameters (`'accuracy'`,
+   * `{ name: 'length', weight: 0.5, params: { max_length: 300 } }`) and the environment's own
+   * (`{ name: 'correct', weight: 2, reward: ({ item, parsed }) => … }`). The score is the weighted sum; each named
+   * function's value is a metric. A function alone scores as the list of that one function, unnamed.
+   */
+  score: RewardFn<Item, Parsed, EnvConfig<Extra>, State> | readonly RewardEntry<Item, Parsed, EnvConfig<Extra>, State>[];
   /**
    * Answers an assistant turn: further messages (the next user turn, a game's observation), whether the episode is
    * done, the new state and the turn's reward. Without `step`, an episode with executable tools ends at the first
@@ -282,6 +290,20 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
   evaluate?(context: EvaluateContext<EnvConfig<Extra>>): Promise<EvaluationMetrics>;
 }
 
+/**
+ * An environment as {@link defineEnvironment} gives it and Clotho runs it: its spec, with a reward list bound into
+ * one `score` function.
+ */
+export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape, State = unknown> extends EnvironmentSpec<
+  Item,
+  Parsed,
+  Extra,
+  State
+> {
+  /** A sample's reward (and optionally metrics); a list in the spec is their weighted combination. */
+  score(context: ScoreContext<Item, Parsed, EnvConfig<Extra>, State>): MaybePromise<number | ScoreResult>;
+}
+
 /** The resolved config an environment sees: base fields plus its own. */
 export type EnvConfig<Extra extends z.ZodRawShape> = BaseEnvConfig & z.infer<z.ZodObject<Extra>>;
 
@@ -290,20 +312,17 @@ export type EnvConfig<Extra extends z.ZodRawShape> = BaseEnvConfig & z.infer<z.Z
 export type AnyEnvironment = EnvironmentDefinition<any, any, any, any>;
 
 /**
- * Declares an environment; the identity function that gives its parts their types. `State` is inferred from
- * `initialState` (`null` without one) and checked to be {@link JsonSafe}.
+ * Declares an environment: gives its parts their types, and binds a reward list into its `score` function here, so a
+ * bad name or parameter throws as the module loads (`gsm8k.score[1]: unknown reward function …`). `State` is inferred
+ * from `initialState` (`null` without one) and checked to be {@link JsonSafe}.
  */
 export function defineEnvironment<Item, Parsed, Extra extends z.ZodRawShape, State = null>(
-  definition: EnvironmentDefinition<Item, Parsed, Extra, State> & {
+  spec: EnvironmentSpec<Item, Parsed, Extra, State> & {
     initialState?(item: Item, sample: number, config: EnvConfig<Extra>): JsonSafe<State>;
   },
 ): EnvironmentDefinition<Item, Parsed, Extra, State> {
-  return definition;
-}
-
-/** Normalises a reward function's answer. */
-export function toScoreResult(value: number | ScoreResult): ScoreResult {
-  return typeof value === 'number' ? { score: value } : value;
+  const { score } = spec;
+  return { ...spec, score: typeof score === 'function' ? score : combineRewards(score, { field: `${spec.name}.score` }).score };
 }
 
 /** Whether an environment takes more than one assistant turn: it has a step or offers tools to run. */
