@@ -168,13 +168,19 @@ describe("an environment's score as a list of reward functions", () => {
     expect(() =>
       defineEnvironment({
         ...base,
-        score: ['acuracy', { name: 'ok', weight: Number.NaN, reward: () => 1 }, { name: 'ok', reward: () => 1 }],
+        score: [
+          'acuracy',
+          { name: 'ok', weight: Number.NaN, reward: () => 1 },
+          { name: 'ok', reward: () => 1 },
+          { name: 'ok', reward: () => 0 },
+        ],
       }),
     ).toThrow(
       [
         'invalid reward functions:',
         '  sums.score[0]: unknown reward function "acuracy"; known: accuracy, format, length, repetition_penalty, cosine_scaled',
         '  sums.score[1].weight: a finite number',
+        '  sums.score[3]: a second reward named "ok": give one another name',
       ].join('\n'),
     );
   });

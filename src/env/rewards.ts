@@ -144,15 +144,14 @@ function resolve<Item, Parsed, Config extends BaseEnvConfig, State>(
   if (entries.length === 0) problems.push({ path: [], message: 'name at least one reward function' });
   entries.forEach((entry, i) => {
     const weight = typeof entry === 'string' ? 1 : (entry.weight ?? 1);
-    if (typeof weight !== 'number' || !Number.isFinite(weight))
-      return void problems.push({ path: [i, 'weight'], message: 'a finite number' });
-    const made = isOwn(entry)
-      ? { resolved: { metric: entry.name ?? null, fn: entry.reward, needsAnswer: false } }
-      : builtIn(entry, registry);
+    if (!Number.isFinite(weight)) return void problems.push({ path: [i, 'weight'], message: 'a finite number' });
+    const own = isOwn(entry);
+    const made = own ? { resolved: { metric: entry.name ?? null, fn: entry.reward, needsAnswer: false } } : builtIn(entry, registry);
     if ('problems' in made) return void problems.push(...made.problems.map((p) => ({ ...p, path: [i, ...p.path] })));
     const { metric } = made.resolved;
     if (metric !== null && resolved.some((r) => r.metric === metric)) {
-      return void problems.push({ path: [i], message: `a second reward named "${metric}": give one its own "metric"` });
+      const fix = own ? 'give one another name' : 'give one its own "metric"';
+      return void problems.push({ path: [i], message: `a second reward named "${metric}": ${fix}` });
     }
     resolved.push({ ...made.resolved, weight });
   });
