@@ -1,6 +1,6 @@
 /**
- * dependency-cruiser's rules: the layers of `src/` (ARCHITECTURE.md, Layers), the workflow sandbox and the
- * environments' one door into Clotho. `npm run lint` runs `depcruise src environments --config .dependency-cruiser.cjs`;
+ * dependency-cruiser's rules: the layers of `src/` (ARCHITECTURE.md, Layers), the SDK's core and its kits, the workflow
+ * sandbox and the environments' one door into Clotho. `npm run lint` runs `depcruise src environments --config .dependency-cruiser.cjs`;
  * `src/workflows/imports.test.ts` checks that a broken rule is reported.
  *
  * The graph is what loads at run time: with `tsPreCompilationDeps: false` each file is read as the compiler emits it,
@@ -14,7 +14,8 @@ const LAYERS = [
   ['store', '^src/store/'],
   ['config', '^src/config/'],
   ['inference', '^src/inference/'],
-  ['env', '^src/env/|^src/index\\.ts$'],
+  // The SDK: its core (src/env), its kits (src/kits/<kit>) and its public entry.
+  ['env', '^src/(env|kits)/|^src/index\\.ts$'],
   ['activities', '^src/activities/'],
   ['workflows', '^src/workflows/'],
   ['api', '^src/api/'],
@@ -90,6 +91,22 @@ module.exports = {
         "own package: no path into src/, and no other environment's files.",
       from: { path: '^environments/([^/]+)/' },
       to: { path: '^(src/|environments/)', pathNot: '^environments/$1/' },
+    },
+    {
+      name: 'sdk-core-not-kits',
+      severity: 'error',
+      comment:
+        "The SDK's core does not know its kits (games, sandbox, judging, images): a kit imports the core, and only the " +
+        'public entry (src/index.ts) brings them together. Move what the core needs out of the kit into the core.',
+      from: { path: '^src/env/' },
+      to: { path: '^src/kits/' },
+    },
+    {
+      name: 'kits-apart',
+      severity: 'error',
+      comment: 'Each kit stands on the core alone: what two kits share belongs in the core.',
+      from: { path: '^src/kits/([^/]+)/' },
+      to: { path: '^src/kits/', pathNot: '^src/kits/$1/' },
     },
     {
       name: 'sdk-above-environments',

@@ -29,7 +29,7 @@ if (!hasBwrap()) {
   if (!hasBwrap()) fail('apt-get installed bubblewrap but bwrap is still not on the PATH');
 }
 
-// The same namespaces the sandbox asks for, as the same user (nobody when we are root, as src/env/sandbox.ts runs it);
+// The same namespaces the sandbox asks for, as the same user (nobody when we are root, as src/kits/sandbox/sandbox.ts runs it);
 // a failure here is the kernel or the container refusing them.
 const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
 const trial = run(

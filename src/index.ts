@@ -8,15 +8,16 @@ export { z } from 'zod';
 export {
   defineEnvironment,
   fromItems,
-  toScoreResult,
   type AdvantageContext,
   type EnvConfig,
   type EnvironmentDefinition,
+  type EnvironmentSpec,
   type EvaluateContext,
   type EvaluationMetrics,
   type GroupContext,
   type ItemSource,
   type JudgeContext,
+  type JsonSafe,
   type JudgeRequest,
   type Liveness,
   type MaybePromise,
@@ -55,22 +56,6 @@ export type { Message } from './schema/scored-data.js';
 export { choiceLetters, extractChoiceLetter, lastBoxed, stripThinking } from './env/answers.js';
 export { lengthPenalty, type LengthPenaltyOptions, type LengthPenaltyRule } from './env/length-penalty.js';
 export {
-  formatConversation,
-  judgedPair,
-  PAIRWISE_JUDGE_SYSTEM_PROMPT,
-  pairwiseJudgePrompt,
-  pairwiseRequestIds,
-  pairwiseRequests,
-  parseBoxedChoice,
-  preferenceOf,
-  tallyPairwise,
-  type PairwisePromptOptions,
-  type PairwiseRequestOptions,
-  type PairwiseTally,
-} from './env/judging.js';
-export { imageDataUrl, imageMediaType, imagePart, parseDataUrl, textPart, type ImageUrlPart, type TextPart } from './env/images.js';
-export { decodePng, encodePng, type RgbaImage } from './env/png.js';
-export {
   extractMathAnswer,
   goldMathAnswer,
   mathAnswersEqual,
@@ -83,15 +68,41 @@ export {
   defineReward,
   REWARD_FUNCTIONS,
   rewardSpecsField,
+  toScoreResult,
   type CombinedReward,
   type CombineRewardsOptions,
-  type RewardContext,
   type RewardDefinition,
+  type RewardEntry,
   type RewardFn,
   type RewardNormalization,
   type RewardRegistry,
   type RewardSpec,
+  type WeightedReward,
 } from './env/rewards.js';
+export { problemsError } from './env/problems.js';
+export { hashSeed, seededRandom, type SeededRandom } from './env/random.js';
+
+// The kits: parts of some environments (games, sandboxed code, pairwise judging, images), built on the core above.
+export {
+  actionTools,
+  commandFromCall,
+  parseCommand,
+  readMove,
+  type GameAction,
+  type GameCommand,
+  type GameMove,
+  type Unreadable,
+} from './kits/games/moves.js';
+export {
+  defineGame,
+  GAME_CONFIG,
+  type Game,
+  type GameConfig,
+  type GameContext,
+  type GameItem,
+  type GameOutcome,
+  type GameSlot,
+} from './kits/games/game.js';
 export {
   DEFAULT_SANDBOX_LIMITS,
   runSandboxed,
@@ -101,26 +112,20 @@ export {
   type SandboxLimits,
   type SandboxOptions,
   type SandboxResult,
-} from './env/sandbox.js';
+} from './kits/sandbox/sandbox.js';
 export {
-  actionTools,
-  commandFromCall,
-  defineGame,
-  GAME_CONFIG,
-  hashSeed,
-  parseCommand,
-  readMove,
-  seededRandom,
-  type Game,
-  type GameAction,
-  type GameCommand,
-  type GameConfig,
-  type GameContext,
-  type GameItem,
-  type GameMove,
-  type GameOutcome,
-  type GameSlot,
-  type SeededRandom,
-  type Unreadable,
-} from './env/games.js';
-export { problemsError } from './env/problems.js';
+  formatConversation,
+  judgedPair,
+  PAIRWISE_JUDGE_SYSTEM_PROMPT,
+  pairwiseJudgePrompt,
+  pairwiseRequestIds,
+  pairwiseRequests,
+  parseBoxedChoice,
+  preferenceOf,
+  tallyPairwise,
+  type PairwisePromptOptions,
+  type PairwiseRequestOptions,
+  type PairwiseTally,
+} from './kits/judging/pairwise.js';
+export { imageDataUrl, imageMediaType, imagePart, parseDataUrl, textPart, type ImageUrlPart, type TextPart } from './kits/images/images.js';
+export { decodePng, encodePng, type RgbaImage } from './kits/images/png.js';

@@ -46,7 +46,7 @@ const config = {
     .default(null)
     .describe('regular expression whose first group is the gold answer in answer_field, e.g. "####\\s*(.+)" for GSM8K'),
   reward_fns: rewardSpecsField(['accuracy']).describe(
-    'reward functions: names or {name, weight, metric, ...params} objects (JSON, or names separated by commas)',
+    'reward functions: names or {name|type, weight, metric, params} objects (JSON, or names separated by commas)',
   ),
   reward_normalization: z.enum(['none', 'sum']).default('none').describe('none: score = Σ weight × reward; sum: divided by Σ weight'),
   shuffle_seed: z.number().int().nullable().default(null).describe('shuffle the rows with this seed; None: file order'),
@@ -54,7 +54,7 @@ const config = {
 
 type Config = z.infer<z.ZodObject<typeof config>>;
 
-// One combination per resolved config: the functions are made once, not per trajectory.
+// The config's list, bound once per resolved config: the functions are made once, not per trajectory.
 const combined = new WeakMap<object, CombinedReward>();
 function rewardsOf(cfg: Config): CombinedReward {
   let rewards = combined.get(cfg);
@@ -99,5 +99,5 @@ export default defineEnvironment({
   // Kept with the trajectory for inspection; the reward functions read the completion themselves.
   parse: (completion) => extractMathAnswer(completion),
 
-  score: ({ completion, item, config: cfg }) => rewardsOf(cfg).score({ completion, answer: item.answer }),
+  score: (context) => rewardsOf(context.config).score(context),
 });

@@ -1,4 +1,4 @@
-import { defineEnvironment, GAME_CONFIG, hashSeed, z, type EnvironmentDefinition, type GameItem } from 'clotho';
+import { defineEnvironment, GAME_CONFIG, hashSeed, z, type EnvironmentDefinition, type GameItem, type GameSlot } from 'clotho';
 import adventure from './adventure.js';
 import blackjack from './blackjack.js';
 import taxi from './taxi.js';
@@ -19,6 +19,9 @@ export interface GamesItem extends GameItem {
 const ownDefaults = Object.fromEntries(NAMES.map((name) => [name, z.object(GAMES[name].config).parse({})])) as Record<GameName, object>;
 /** The config a game's hooks get: its own fields at their defaults, then this environment's (base fields, seed, …). */
 const configFor = (game: GameName, config: object): never => ({ ...ownDefaults[game], ...config }) as never;
+/** The item's game; its state slot holds that game's state, whichever game it is. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each game has its own config shape (configFor gives it)
+const gameOf = (item: GamesItem): EnvironmentDefinition<GameItem, null, any, GameSlot<unknown>> => GAMES[item.game];
 
 /**
  * Blackjack, Taxi and the text adventure behind one name: `--env.game` picks one, or `all` (the default) takes them in
@@ -44,13 +47,13 @@ export default defineEnvironment({
   },
 
   // Every hook is the item's game's own, with that game's fields at their defaults beside this config.
-  prompt: (item, config) => GAMES[item.game].prompt(item, configFor(item.game, config)),
-  tools: (item, config) => GAMES[item.game].tools!(item, configFor(item.game, config)),
-  initialState: (item, sample, config) => GAMES[item.game].initialState!(item, sample, configFor(item.game, config)),
+  prompt: (item, config) => gameOf(item).prompt(item, configFor(item.game, config)),
+  tools: (item, config) => gameOf(item).tools!(item, configFor(item.game, config)),
+  initialState: (item, sample, config) => gameOf(item).initialState!(item, sample, configFor(item.game, config)),
   step(context, config) {
     const own = configFor(context.item.game, config);
-    return GAMES[context.item.game].step!({ ...context, config: own }, own);
+    return gameOf(context.item).step!({ ...context, config: own }, own);
   },
   parse: () => null,
-  score: (context) => GAMES[context.item.game].score({ ...context, config: configFor(context.item.game, context.config) }),
+  score: (context) => gameOf(context.item).score({ ...context, config: configFor(context.item.game, context.config) }),
 });

@@ -31,7 +31,7 @@ async function scoreOf(item: McqaItem, completion: string, finishReason = 'stop'
     heartbeat: () => undefined,
   };
   const parsed = await mcqa.parse(completion, item, base);
-  const context: ScoreContext<McqaItem, string | null, typeof config> = {
+  const context: ScoreContext<McqaItem, string | null, typeof config, null> = {
     ...base,
     parsed,
     completion,

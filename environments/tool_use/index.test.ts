@@ -74,7 +74,7 @@ describe('tool_use config and data', () => {
       { role: 'user', content: item.question },
     ]);
     expect(SYSTEM_PROMPT).toContain('\\boxed{}');
-    const state = toolUse.initialState!(item, 0, config) as { kv: Record<string, unknown> };
+    const state = toolUse.initialState!(item, 0, config);
     expect(state).toEqual({ kv: item.kv });
     state.kv.extra = 1;
     expect(item.kv).not.toHaveProperty('extra');

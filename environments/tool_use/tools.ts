@@ -25,10 +25,9 @@ export const calculator = defineTool({
 });
 
 /** The store in the state slot, created on first use when the episode started without one. */
-function store(ctx: ToolContext): Record<string, number | string> {
-  if (typeof ctx.state !== 'object' || ctx.state === null) ctx.state = { kv: {} };
-  if (typeof ctx.state.kv !== 'object' || ctx.state.kv === null) ctx.state.kv = {};
-  return (ctx.state as ToolUseState).kv;
+function store(ctx: ToolContext<unknown, Partial<ToolUseState> | null>): Record<string, number | string> {
+  ctx.state ??= {};
+  return (ctx.state.kv ??= {});
 }
 
 const Key = z.string().min(1).max(100).describe('the key, e.g. "sales/brask/mar"');

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { toScoreResult } from '../env/define.js';
+import { toScoreResult } from '../env/rewards.js';
 import { withThinkingPrompt } from '../env/thinking.js';
 import { isTool, toOpenAITool } from '../env/tools.js';
 import { parseToolCalls } from '../inference/tool-calls.js';

@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { continuePrompt, type Continuation } from '../inference/continuation.js';
 import { hermesAssistantMessage } from '../inference/tool-calls.js';
-import { messageImages } from '../env/images.js';
+import { messageImages } from '../kits/images/images.js';
 import type { Completion, InferenceClient } from '../inference/types.js';
 import { toApplicationFailure } from '../inference/errors.js';
 import { buildTrainingSequence, extendTrainingSequence, TokenizationDriftError } from '../inference/openai-client.js';

@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { mkdir, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
-import { groupImages } from '../env/images.js';
+import { groupImages } from '../kits/images/images.js';
 import { parseHotFirst } from '../schema/number-rows.js';
 import {
   HotScoredDataGroupSchema,

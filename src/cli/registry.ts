@@ -40,7 +40,8 @@ const DefinitionSchema = z.looseObject({
   load: fn,
   prompt: fn,
   parse: fn,
-  score: fn,
+  // defineEnvironment binds a reward list into one function; an object made without it must give the function.
+  score: z.custom((v) => typeof v === 'function', 'expected a function (defineEnvironment makes one of a reward list)'),
   step: fn.optional(),
   evaluate: fn.optional(),
 });

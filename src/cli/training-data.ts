@@ -1,4 +1,4 @@
-import { seededRandom as sdkSeededRandom } from '../env/games.js';
+import { seededRandom as sdkSeededRandom } from '../env/random.js';
 import type { Message, ScoredDataGroup, ToolDefinition } from '../schema/scored-data.js';
 
 /**

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { BaseEnvConfig } from '../config/schemas.js';
 import type { Message } from '../schema/scored-data.js';
+import { combineRewards, type RewardEntry, type RewardFn } from './rewards.js';
 import type { Tool, ToolCallRequest, MalformedToolCall } from './tools.js';
 
 /**
@@ -57,8 +58,21 @@ export interface ModelCallOptions {
   onProgress?: () => void;
 }
 
+/**
+ * `T` when every part of it comes back from JSON as it went in (the trajectory's state slot is stored durably), else
+ * `T` with each part that does not (a function, a Date, a Map or Set, a bigint) turned into the message
+ * `'not JSON-safe'`, which the compiler then names in its error. `unknown` stays `unknown`.
+ */
+export type JsonSafe<T> = unknown extends T
+  ? T
+  : T extends string | number | boolean | null | undefined
+    ? T
+    : T extends bigint | symbol | Date | RegExp | Map<unknown, unknown> | Set<unknown> | ((...args: never[]) => unknown)
+      ? 'not JSON-safe'
+      : { [K in keyof T]: JsonSafe<T[K]> };
+
 /** Where a trajectory stands when its final answer is parsed. */
-export interface ParseContext<Item, Config = BaseEnvConfig> extends Liveness {
+export interface ParseContext<Item, Config = BaseEnvConfig, State = unknown> extends Liveness {
   item: Item;
   config: Config;
   /** The sample's index in its group (0 … group_size-1). */
@@ -70,12 +84,12 @@ export interface ParseContext<Item, Config = BaseEnvConfig> extends Liveness {
   /** The whole trajectory, prompt included; frozen (shared with Clotho's group state): copy a message to change it. */
   messages: Message[];
   finishReason: string;
-  /** The trajectory's state slot (see `initialState` and `step`). */
-  state: unknown;
+  /** The trajectory's state slot as the last step or tool left it (see `initialState` and `step`). */
+  state: State;
 }
 
 /** What a reward function sees for one trajectory. */
-export interface ScoreContext<Item, Parsed, Config = BaseEnvConfig> extends ParseContext<Item, Config> {
+export interface ScoreContext<Item, Parsed, Config = BaseEnvConfig, State = unknown> extends ParseContext<Item, Config, State> {
   parsed: Parsed;
   /** The final assistant message's text. */
   completion: string;
@@ -121,17 +135,18 @@ export interface ScoreResult {
 }
 
 /** What an environment answers after an assistant turn in a multi-turn episode. */
-export interface StepResult {
+export interface StepResult<State = unknown> {
   /** Messages to append (tool results, the next user turn); may be empty when done. */
   messages: Message[];
   done: boolean;
   /** The trajectory's new state slot; unchanged when absent. JSON-safe: it is stored durably. */
-  state?: unknown;
+  state?: State;
   /** This turn's reward, for per-turn credit (`turnRewards`, `advantages`). */
   reward?: number;
 }
 
-export interface StepContext<Item, Config = BaseEnvConfig> extends Liveness {
+/** What `step` sees after an assistant turn. */
+export interface StepContext<Item, Config = BaseEnvConfig, State = unknown> extends Liveness {
   item: Item;
   /**
    * The trajectory so far; its messages are frozen (shared with Clotho's group state, so an edit in place would reach
@@ -143,7 +158,7 @@ export interface StepContext<Item, Config = BaseEnvConfig> extends Liveness {
   /** The sample's index in its group. */
   sample: number;
   /** The trajectory's state slot as the last step or tool left it (`initialState` at first). */
-  state: unknown;
+  state: State;
   /** Results of the tools Clotho executed for this turn, already appended to `messages`. */
   toolResults: ToolResultMessage[];
   /** What `setup` returned for this group (null without setup). */
@@ -200,10 +215,11 @@ export interface EvaluateContext<Config> {
 export type ToolOffer = Tool | Record<string, unknown>;
 
 /**
- * An environment: a data source, a prompt, a parser and a reward, optionally tools, a multi-turn step and
- * an evaluation. Composed of small functions rather than a base class.
+ * An environment as its author writes it for {@link defineEnvironment}: a data source, a prompt, a parser and a
+ * reward, optionally tools, a multi-turn step and an evaluation. Composed of small functions rather than a base class.
+ * `State` is the type of each trajectory's state slot (what `initialState` returns; any state when unnamed).
  */
-export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape> {
+export interface EnvironmentSpec<Item, Parsed, Extra extends z.ZodRawShape, State = unknown> {
   name: string;
   description: string;
   /** The environment's own config fields (`--env.<field>`), beside Atropos's base fields. */
@@ -222,14 +238,17 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
   tools?(item: Item, config: EnvConfig<Extra>): MaybePromise<ToolOffer[]>;
   /** Strings that end a generation (an environment's turn markers, say). */
   stop?: string[];
-  /** Each trajectory's state slot before its first turn (a game's start); null when absent. JSON-safe. */
-  initialState?(item: Item, sample: number, config: EnvConfig<Extra>): unknown;
+  /**
+   * Each trajectory's state slot before its first turn (a game's start); null when absent. Steps, tools, `parse` and
+   * `score` read it as `state`, typed as this returns it. JSON-safe: it is stored with every turn.
+   */
+  initialState?(item: Item, sample: number, config: EnvConfig<Extra>): State;
   /** Runs once per group before generation; its JSON-safe result is passed to steps, tools and scores as `group`. */
   setup?(context: GroupContext<Item, EnvConfig<Extra>>): MaybePromise<unknown>;
   /** Runs once per group when it ends, scored or failed, with what `setup` returned. */
   teardown?(context: GroupContext<Item, EnvConfig<Extra>> & { group: unknown }): MaybePromise<void>;
   /** The model's answer from its final completion (what `score` reads as `parsed`); deterministic. */
-  parse(completion: string, item: Item, context: ParseContext<Item, EnvConfig<Extra>>): MaybePromise<Parsed>;
+  parse(completion: string, item: Item, context: ParseContext<Item, EnvConfig<Extra>, State>): MaybePromise<Parsed>;
   /**
    * Questions for the judge model (`--judge.*`) about the whole group, before it is scored (RLAIF: pairs of
    * completions, forward and reversed, several votes). They are asked in the group's `judge` activity, on the LLM
@@ -237,14 +256,21 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
    * never a reward. `score` reads the answers from `judgements`.
    */
   judge?(context: JudgeContext<Item, Parsed, EnvConfig<Extra>>): MaybePromise<JudgeRequest[]>;
-  /** A sample's reward (and optionally metrics) from its parsed answer, the item and any judgements; deterministic. */
-  score(context: ScoreContext<Item, Parsed, EnvConfig<Extra>>): MaybePromise<number | ScoreResult>;
+  /**
+   * The reward, from the parsed answer, the item, the state and any judgements; deterministic. One function of the
+   * trajectory (a number, or a score with metrics), or a weighted list of reward functions that see the same context,
+   * combined by {@link combineRewards}: built-ins by name with parameters (`'accuracy'`,
+   * `{ name: 'length', weight: 0.5, params: { max_length: 300 } }`) and the environment's own
+   * (`{ name: 'correct', weight: 2, reward: ({ item, parsed }) => … }`). The score is the weighted sum; each named
+   * function's value is a metric. A function alone scores as the list of that one function, unnamed.
+   */
+  score: RewardFn<Item, Parsed, EnvConfig<Extra>, State> | readonly RewardEntry<Item, Parsed, EnvConfig<Extra>, State>[];
   /**
    * Answers an assistant turn: further messages (the next user turn, a game's observation), whether the episode is
    * done, the new state and the turn's reward. Without `step`, an episode with executable tools ends at the first
    * assistant turn that calls none.
    */
-  step?(context: StepContext<Item, EnvConfig<Extra>>, config: EnvConfig<Extra>): MaybePromise<StepResult>;
+  step?(context: StepContext<Item, EnvConfig<Extra>, State>, config: EnvConfig<Extra>): MaybePromise<StepResult<State>>;
   /**
    * Rescores the whole group once each trajectory has its score (Atropos's length penalty when every answer is
    * right, say): the scores in, one score per trajectory out.
@@ -264,23 +290,39 @@ export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape
   evaluate?(context: EvaluateContext<EnvConfig<Extra>>): Promise<EvaluationMetrics>;
 }
 
+/**
+ * An environment as {@link defineEnvironment} gives it and Clotho runs it: its spec, with a reward list bound into
+ * one `score` function.
+ */
+export interface EnvironmentDefinition<Item, Parsed, Extra extends z.ZodRawShape, State = unknown> extends EnvironmentSpec<
+  Item,
+  Parsed,
+  Extra,
+  State
+> {
+  /** A sample's reward (and optionally metrics); a list in the spec is their weighted combination. */
+  score(context: ScoreContext<Item, Parsed, EnvConfig<Extra>, State>): MaybePromise<number | ScoreResult>;
+}
+
 /** The resolved config an environment sees: base fields plus its own. */
 export type EnvConfig<Extra extends z.ZodRawShape> = BaseEnvConfig & z.infer<z.ZodObject<Extra>>;
 
 // Environments differ in item, parse and config types; the registry holds them side by side.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one type for environments of different type arguments (`unknown` would refuse their methods' parameters)
-export type AnyEnvironment = EnvironmentDefinition<any, any, any>;
+export type AnyEnvironment = EnvironmentDefinition<any, any, any, any>;
 
-/** Declares an environment; the identity function that gives its parts their types. */
-export function defineEnvironment<Item, Parsed, Extra extends z.ZodRawShape>(
-  definition: EnvironmentDefinition<Item, Parsed, Extra>,
-): EnvironmentDefinition<Item, Parsed, Extra> {
-  return definition;
-}
-
-/** Normalises a reward function's answer. */
-export function toScoreResult(value: number | ScoreResult): ScoreResult {
-  return typeof value === 'number' ? { score: value } : value;
+/**
+ * Declares an environment: gives its parts their types, and binds a reward list into its `score` function here, so a
+ * bad name or parameter throws as the module loads (`gsm8k.score[1]: unknown reward function …`). `State` is inferred
+ * from `initialState` (`null` without one) and checked to be {@link JsonSafe}.
+ */
+export function defineEnvironment<Item, Parsed, Extra extends z.ZodRawShape, State = null>(
+  spec: EnvironmentSpec<Item, Parsed, Extra, State> & {
+    initialState?(item: Item, sample: number, config: EnvConfig<Extra>): JsonSafe<State>;
+  },
+): EnvironmentDefinition<Item, Parsed, Extra, State> {
+  const { score } = spec;
+  return { ...spec, score: typeof score === 'function' ? score : combineRewards(score, { field: `${spec.name}.score` }).score };
 }
 
 /** Whether an environment takes more than one assistant turn: it has a step or offers tools to run. */

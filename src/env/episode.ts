@@ -1,6 +1,7 @@
 import type { Message } from '../schema/scored-data.js';
-import { toScoreResult, type ModelClient, type ToolResultMessage } from './define.js';
+import type { ModelClient, ToolResultMessage } from './define.js';
 import type { LoadedEnvironment } from './loaded.js';
+import { toScoreResult } from './rewards.js';
 import { withThinkingPrompt } from './thinking.js';
 import { executeToolCall, isTool, parseToolCalls, toOpenAITool, type ToolCallOutcome } from './tools.js';
 

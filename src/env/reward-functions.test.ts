@@ -1,10 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { combineRewards, type RewardSpec } from './rewards.js';
+import { z } from 'zod';
+import type { ScoreContext } from './define.js';
+import { REWARD_FUNCTIONS } from './rewards.js';
 
-/** One built-in function with these parameters, as a plain (completion, answer) → value function. */
-const reward = (spec: RewardSpec) => {
-  const combined = combineRewards([spec]);
-  return (completion: string, answer: unknown = null) => combined.score({ completion, answer }).metrics![combined.metrics[0]!]!;
+/** One built-in function with these parameters, as a plain (completion, gold answer) → value function. */
+const reward = (spec: string | { name: string; [param: string]: unknown }) => {
+  const { name, ...params } = typeof spec === 'string' ? { name: spec } : spec;
+  const definition = REWARD_FUNCTIONS[name]!;
+  const fn = definition.create(z.strictObject(definition.params).parse(params));
+  // What the built-ins read of a trajectory: its completion and its item's gold answer.
+  return (completion: string, answer: unknown = null) => fn({ completion, item: { answer } } as ScoreContext<unknown, unknown>) as number;
 };
 
 describe('accuracy', () => {

@@ -1,11 +1,10 @@
 /**
  * The built-in reward functions of the registry (./rewards.ts). Names and parameters follow Atropos's
  * `atroposlib/envs/reward_fns` where it has the function, and the paper it took the function from where it does not
- * (each says which).
+ * (each says which). They read the completion and, where they need one, the gold answer: the item's `answer`.
  */
 import { z } from 'zod';
-import { stripThinking } from './answers.js';
-import { lastBoxed } from './answers.js';
+import { lastBoxed, stripThinking } from './answers.js';
 import { goldMathAnswer, lastNumber, mathAnswersEqual } from './math-answer.js';
 import type { RewardDefinition, RewardRegistry } from './rewards.js';
 
@@ -32,6 +31,9 @@ function isCorrect(completion: string, gold: unknown, params: Correctness): bool
   return golds.some((g) => mathAnswersEqual(given, goldMathAnswer(g), params));
 }
 
+/** The gold answer as the item holds it (text, a number, a list of accepted answers), null without one. */
+const goldOf = (item: unknown): unknown => (typeof item === 'object' && item !== null && 'answer' in item ? item.answer : null);
+
 const UNIT = z.enum(['chars', 'words']).default('chars').describe('what length counts');
 const lengthOf = (text: string, unit: 'chars' | 'words') => (unit === 'chars' ? text.length : text.split(/\s+/).filter(Boolean).length);
 
@@ -46,8 +48,8 @@ const accuracy = define({
   },
   create:
     (params) =>
-    ({ completion, answer }) =>
-      isCorrect(completion, answer, params) ? params.correct_reward : params.incorrect_reward,
+    ({ completion, item }) =>
+      isCorrect(completion, goldOf(item), params) ? params.correct_reward : params.incorrect_reward,
 });
 
 // One reasoning block first, then a non-empty answer, and no reasoning after it.
@@ -133,11 +135,11 @@ const cosineScaled = define({
   },
   create:
     (params) =>
-    ({ completion, answer }) => {
+    ({ completion, item }) => {
       const progress = Math.min(lengthOf(completion, params.unit) / params.max_len, 1);
       const cosine = Math.cos(progress * Math.PI);
       // From `start` at length 0 to `end` at max_len: a right answer falls from max to min, a wrong one rises from min to max.
-      const [start, end] = isCorrect(completion, answer, params)
+      const [start, end] = isCorrect(completion, goldOf(item), params)
         ? [params.max_value_correct, params.min_value_correct]
         : [params.min_value_wrong, params.max_value_wrong];
       return end + 0.5 * (start - end) * (1 + cosine);

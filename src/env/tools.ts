@@ -5,12 +5,15 @@ import type { ToolCallRequest } from '../inference/tool-calls.js';
 
 export { parseToolCalls, type MalformedToolCall, type ToolCallRequest } from '../inference/tool-calls.js';
 
-/** What a tool sees besides its arguments. */
-export interface ToolContext<Item = unknown> extends Liveness {
+/**
+ * What a tool sees besides its arguments. `State` is the environment's state slot as the tool reads it (a tool that
+ * names none may read and change any).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a tool that does not name the state it keeps fits any environment's (public API)
+export interface ToolContext<Item = unknown, State = any> extends Liveness {
   item: Item;
-  /** The trajectory's state slot; a tool may change it (assign or mutate), and the change is stored durably. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the environment's own state, whatever its type: tools assign and mutate it freely (public API)
-  state: any;
+  /** The trajectory's state slot; a tool may change it (assign or mutate), and the change is stored durably. JSON-safe. */
+  state: State;
   /** What the group's `setup` returned (null without setup). */
   group: unknown;
   /** The sample's index in its group, the turn and the call's place in that turn. */
@@ -31,27 +34,32 @@ export interface ToolContext<Item = unknown> extends Liveness {
  * the model should see (bad input, nothing found); any other exception is an infrastructure failure, retried by the
  * `tool` step's policy and, when retries run out, the group's failure — never a reward.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- defaults for a list of tools of different arguments and items (`unknown` would refuse their `execute`)
-export interface Tool<Args = any, Item = any> {
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- defaults for a list of tools of different arguments, items and states (`unknown` would refuse their `execute`)
+export interface Tool<Args = any, Item = any, State = any> {
   name: string;
   description: string;
   /** The arguments: a zod schema (validated and converted to JSON Schema) or a JSON Schema object. */
   parameters: z.ZodType<Args> | Record<string, unknown>;
   /** Runs the call; a string or a JSON-safe object becomes the tool message. Throw {@link ToolError} for a failure the model should see. */
-  execute(args: Args, context: ToolContext<Item>): MaybePromise<string | Record<string, unknown>>;
+  execute(args: Args, context: ToolContext<Item, State>): MaybePromise<string | Record<string, unknown>>;
 }
 
-/** Declares a tool; the identity function that types `execute`'s arguments from `parameters`. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a tool that does not name its item type fits any environment
-export function defineTool<S extends z.ZodType, Item = any>(tool: {
+/**
+ * Declares a tool; the identity function that types `execute`'s arguments from `parameters`. Its item and state types
+ * come from `execute`'s context where it names them (`ctx: ToolContext<MyItem, MyState>`).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a tool that does not name its item or state type fits any environment
+export function defineTool<S extends z.ZodType, Item = any, State = any>(tool: {
   name: string;
   description: string;
   parameters: S;
   /** Runs the call with the arguments parsed by the schema; as {@link Tool.execute}. */
-  execute(args: z.infer<S>, context: ToolContext<Item>): MaybePromise<string | Record<string, unknown>>;
-}): Tool<z.infer<S>, Item>;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a tool that does not name its item type fits any environment
-export function defineTool<Item = any>(tool: Tool<Record<string, unknown>, Item>): Tool<Record<string, unknown>, Item>;
+  execute(args: z.infer<S>, context: ToolContext<Item, State>): MaybePromise<string | Record<string, unknown>>;
+}): Tool<z.infer<S>, Item, State>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a tool that does not name its item or state type fits any environment
+export function defineTool<Item = any, State = any>(
+  tool: Tool<Record<string, unknown>, Item, State>,
+): Tool<Record<string, unknown>, Item, State>;
 export function defineTool(tool: Tool): Tool {
   return tool;
 }

@@ -41,6 +41,10 @@ const FIXTURE: Record<string, string> = {
   'src/store/p.ts': "import { q } from './q.js';\nexport const p = () => q;",
   'src/store/q.ts': "import { p } from './p.js';\nexport const q = () => p;", // a circle
   'src/env/registry.ts': "export const load = () => import('../../environments/foo/index.js');", // the SDK loads its users
+  'src/env/core.ts': "import { deal } from '../kits/cards/deal.js';\nexport const core = () => deal;", // the core, a kit
+  'src/kits/cards/deal.ts': "import { pure } from '../../schema/pure.js';\nexport const deal = () => pure;", // allowed
+  'src/kits/dice/roll.ts':
+    "import { load } from '../../env/registry.js';\nimport { deal } from '../cards/deal.js';\nexport const roll = [load, deal];", // the core: allowed; another kit
   'src/activities/signal.ts': [
     "import { ping } from '../workflows/messages.js';", // allowed: the client-facing definitions
     "import type { run } from '../workflows/run.js';", // allowed: a type is erased
@@ -82,14 +86,16 @@ async function fixtureViolations(): Promise<string[]> {
 }
 
 describe('.dependency-cruiser.cjs', () => {
-  it("reports each broken layer, the workflow sandbox and the environments' door, and nothing the rules allow", async () => {
+  it("reports each broken layer, the core and its kits, the workflow sandbox and the environments' door, and nothing the rules allow", async () => {
     expect(await fixtureViolations()).toEqual([
       'environments-public-sdk: environments/foo/index.ts → environments/bar/index.ts',
       'environments-public-sdk: environments/foo/index.ts → src/schema/pure.ts',
+      'kits-apart: src/kits/dice/roll.ts → src/kits/cards/deal.ts',
       'layer-schema: src/schema/a.ts → src/cli/c.ts',
       'layer-workers: src/workers/w.ts → src/api/start.ts',
       'no-circular: src/store/p.ts → src/store/q.ts',
       'sdk-above-environments: src/env/registry.ts → environments/foo/index.ts',
+      'sdk-core-not-kits: src/env/core.ts → src/kits/cards/deal.ts',
       'workflow-internals: src/api/start.ts → src/workflows/run.ts',
       'workflow-sandbox: src/workflows/reads.ts → fs',
     ]);
@@ -103,6 +109,8 @@ describe('.dependency-cruiser.cjs', () => {
       'workflow-internals',
       'workflow-sandbox',
       'environments-public-sdk',
+      'sdk-core-not-kits',
+      'kits-apart',
       'sdk-above-environments',
     ]);
   });

@@ -2,7 +2,8 @@ import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { combineRewards } from '../../src/env/rewards.js';
+import dataset from '../../environments/dataset/index.js';
+import { playEpisode } from '../../src/env/testing.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { expectWellFormedGroup } from '../support/groups.js';
 import { processEngineGroup, runEvaluate, runProcess, useScratch } from '../support/runs.js';
@@ -148,13 +149,17 @@ describe('dataset environment', () => {
       16,
     );
     expectWellFormedGroup(group, { maxTrained: 16 });
-    const rewards = combineRewards(JSON.parse(REWARDS));
     for (const i of group.tokens.keys()) {
       // The score is the weighted rewards of the text the engine generated, against the item's gold solution.
       const [system, user, assistant] = group.messages![i]!;
       expect(system).toEqual({ role: 'system', content: SYSTEM });
-      const { solution } = PROBLEMS.find((p) => p.problem === user!.content)!;
-      expect(group.scores[i]).toBe(rewards.score({ completion: String(assistant!.content), answer: solution }).score);
+      const { problem, solution } = PROBLEMS.find((p) => p.problem === user!.content)!;
+      const replayed = await playEpisode(dataset, {
+        item: { prompt: problem, answer: solution },
+        replies: [String(assistant!.content)],
+        argv: mathFlags(jsonl),
+      });
+      expect(group.scores[i]).toBe(replayed.score);
     }
   });
 });

@@ -4,7 +4,8 @@ import blackjackEnv, { blackjackGame } from '../../environments/games/blackjack.
 import games, { type GamesItem } from '../../environments/games/index.js';
 import { adventurePlan, taxiPlan } from '../../environments/games/solve.js';
 import taxiEnv, { taxiGame } from '../../environments/games/taxi.js';
-import { seededRandom, type GameCommand } from '../../src/env/games.js';
+import { seededRandom } from '../../src/env/random.js';
+import type { GameCommand } from '../../src/kits/games/moves.js';
 import { resolveEnvConfig } from '../../src/env/testing.js';
 import { loadTokenizer } from '../../src/inference/tokenizer.js';
 import { MASKED, type Message, type ScoredDataGroup } from '../../src/schema/scored-data.js';

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { shapeQuestion, TASKS } from '../../environments/multimodal/shapes.js';
 import { humanAnswers, writeVqaParquet } from '../../environments/multimodal/testing.js';
-import { imageDataUrl } from '../../src/env/images.js';
+import { imageDataUrl } from '../../src/kits/images/images.js';
 import { loadTokenizer } from '../../src/inference/tokenizer.js';
 import { MASKED, type Message } from '../../src/schema/scored-data.js';
 import { expectWellFormedGroup } from '../support/groups.js';

@@ -10,7 +10,7 @@ import { mmluParquet } from '../../environments/mcqa/fixtures.js';
 import { questionText, type McqaItem } from '../../environments/mcqa/index.js';
 import { shapeQuestion, TASKS } from '../../environments/multimodal/shapes.js';
 import { FIXTURE_QUESTIONS, writeFixture as writeChats } from '../../environments/rlaif/fixture.js';
-import { isImageUrlPart } from '../../src/env/images.js';
+import { isImageUrlPart } from '../../src/kits/images/images.js';
 import { resolveEnvConfig } from '../../src/env/testing.js';
 import type { Message } from '../../src/schema/scored-data.js';
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';

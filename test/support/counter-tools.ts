@@ -136,7 +136,7 @@ export const counterTools = defineEnvironment({
     counterLog.teardowns.push(groupId);
   },
   step: ({ toolResults, sample, state }) => {
-    if ((state as { sample: number }).sample !== sample) throw new Error(`step of sample ${sample} got the state of another`);
+    if (state.sample !== sample) throw new Error(`step of sample ${sample} got the state of another`);
     return { messages: [], done: toolResults.length === 0, reward: toolResults.every((r) => !r.content.startsWith('Error')) ? 0.5 : -0.5 };
   },
   parse: async (completion) => {
@@ -149,7 +149,7 @@ export const counterTools = defineEnvironment({
       const [verdict] = await judge.complete([{ role: 'user', content: `Is ${parsed} right? Answer yes or no.` }]);
       return verdict!.includes('yes') ? 1 : -1;
     }
-    return { score: parsed === (state as { total: number }).total ? 1 : -1, metrics: { total: (state as { total: number }).total } };
+    return { score: parsed === state.total ? 1 : -1, metrics: { total: state.total } };
   },
   advantages: ({ turnRewards }) => turnRewards,
 });

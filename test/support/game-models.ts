@@ -1,4 +1,4 @@
-import type { GameCommand } from '../../src/env/games.js';
+import type { GameCommand } from '../../src/kits/games/moves.js';
 import type { Responder, ScriptedChoice } from './scripted-openai.js';
 
 /**

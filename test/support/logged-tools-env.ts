@@ -40,5 +40,5 @@ export default defineEnvironment({
     };
   },
   parse: (completion) => Number(completion.match(/-?\d+/g)?.at(-1) ?? NaN),
-  score: ({ parsed, state }) => (parsed === (state as { total: number }).total ? 1 : -1),
+  score: ({ parsed, state }) => (parsed === state.total ? 1 : -1),
 });

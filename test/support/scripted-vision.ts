@@ -1,5 +1,5 @@
-import { decodePng } from '../../src/env/png.js';
-import { imageMediaType, isImageUrlPart, parseDataUrl } from '../../src/env/images.js';
+import { decodePng } from '../../src/kits/images/png.js';
+import { imageMediaType, isImageUrlPart, parseDataUrl } from '../../src/kits/images/images.js';
 import { openAIError, startScriptedOpenAI, type ScriptedOpenAI } from './scripted-openai.js';
 
 /** A question the vision server knows, by the exact bytes of its image. */

@@ -2,7 +2,7 @@
  * A seeded PRNG (mulberry32): the chaos test draws every random choice from it, so a failing run is rerun with
  * the seed it printed (`CHAOS_SEED=<n>`). Timing still varies between runs; the schedule does not.
  */
-import { seededRandom } from '../../../src/env/games.js';
+import { seededRandom } from '../../../src/env/random.js';
 
 export interface Prng {
   readonly seed: number;

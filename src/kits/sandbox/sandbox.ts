@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, lstatSync, readlinkSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute, join, normalize, posix } from 'node:path';
-import { repoRoot } from '../store/paths.js';
+import { repoRoot } from '../../store/paths.js';
 
 /**
  * Runs untrusted code (a model's program) in a bubblewrap sandbox: its own user, pid, network, IPC, UTS and cgroup

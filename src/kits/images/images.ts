@@ -1,4 +1,4 @@
-import type { Message } from '../schema/scored-data.js';
+import type { Message } from '../../schema/scored-data.js';
 
 /** An OpenAI chat content part carrying an image (`{ type: 'image_url', image_url: { url } }`). */
 export interface ImageUrlPart {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../schema/scored-data.js';
+import type { Message } from '../../schema/scored-data.js';
 import { groupImages, imageDataUrl, imageMediaType, imagePart, isImageUrlPart, messageImages, parseDataUrl, textPart } from './images.js';
 import { encodePng } from './png.js';
 

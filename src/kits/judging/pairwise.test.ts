@@ -8,7 +8,7 @@ import {
   preferenceOf,
   tallyPairwise,
   PAIRWISE_JUDGE_SYSTEM_PROMPT,
-} from './judging.js';
+} from './pairwise.js';
 
 const conversation = [
   { role: 'system', content: 'Be brief.' },

@@ -4,9 +4,9 @@
  * with the responses in both orders, so that a judge that favours a position favours both responses equally.
  * Pure functions, shared by environments that use the `judge` hook.
  */
-import type { Message } from '../schema/scored-data.js';
-import { lastBoxed, stripThinking } from './answers.js';
-import type { JudgeRequest } from './define.js';
+import type { Message } from '../../schema/scored-data.js';
+import { lastBoxed, stripThinking } from '../../env/answers.js';
+import type { JudgeRequest } from '../../env/define.js';
 
 /** The judge's standing instructions: how to read the comparison and how to answer. */
 export const PAIRWISE_JUDGE_SYSTEM_PROMPT =

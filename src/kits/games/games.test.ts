@@ -1,65 +1,11 @@
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Message } from '../schema/scored-data.js';
-import {
-  actionTools,
-  commandFromCall,
-  defineGame,
-  hashSeed,
-  parseCommand,
-  readMove,
-  seededRandom,
-  type Game,
-  type GameAction,
-  type GameSlot,
-} from './games.js';
-import { playEpisode, resolveEnvConfig } from './testing.js';
-import { wrapped } from './loaded.js';
-
-describe('seededRandom', () => {
-  it('gives the same sequence for a seed and resumes from its saved state', () => {
-    fc.assert(
-      fc.property(fc.integer(), fc.integer({ min: 0, max: 50 }), (seed, cut) => {
-        const whole = seededRandom(seed);
-        const expected = Array.from({ length: cut + 20 }, () => whole.next());
-        const first = seededRandom(seed);
-        const head = Array.from({ length: cut }, () => first.next());
-        const saved = JSON.parse(JSON.stringify({ random: first.state })) as { random: number };
-        const resumed = seededRandom(saved.random);
-        expect([...head, ...Array.from({ length: 20 }, () => resumed.next())]).toEqual(expected);
-      }),
-    );
-  });
-
-  it('draws integers uniformly in range, picks, and shuffles into permutations', () => {
-    const random = seededRandom(7);
-    const counts = Array.from({ length: 13 }, () => 0);
-    for (let i = 0; i < 13_000; i++) counts[random.int(13)]!++;
-    for (const count of counts) expect(count).toBeGreaterThan(850); // 1000 expected each
-    for (let i = 0; i < 1000; i++) expect(random.next()).toBeGreaterThanOrEqual(0);
-    expect(['a', 'b', 'c']).toContain(random.pick(['a', 'b', 'c']));
-    const shuffled = random.shuffle([1, 2, 3, 4, 5, 6]);
-    expect([...shuffled].sort()).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(() => random.int(0)).toThrow(RangeError);
-    expect(() => random.pick([])).toThrow(RangeError);
-    expect(seededRandom(1).next()).not.toBe(seededRandom(2).next());
-  });
-});
-
-describe('hashSeed', () => {
-  it('is a deterministic unsigned 32-bit hash that tells its parts apart', () => {
-    expect(hashSeed(0, 1)).toBe(hashSeed(0, 1));
-    expect(hashSeed(0, 1)).not.toBe(hashSeed(1, 0));
-    expect(hashSeed('1', 2)).not.toBe(hashSeed(12));
-    fc.assert(
-      fc.property(fc.integer(), fc.nat(), (a, b) => {
-        const h = hashSeed(a, b);
-        expect(Number.isInteger(h) && h >= 0 && h < 2 ** 32).toBe(true);
-      }),
-    );
-  });
-});
+import { wrapped } from '../../env/loaded.js';
+import { hashSeed, seededRandom } from '../../env/random.js';
+import { playEpisode, resolveEnvConfig } from '../../env/testing.js';
+import type { Message } from '../../schema/scored-data.js';
+import { defineGame, type Game, type GameSlot } from './game.js';
+import { actionTools, commandFromCall, parseCommand, readMove, type GameAction } from './moves.js';
 
 const ACTIONS: GameAction[] = [
   {
@@ -167,6 +113,7 @@ const guessing = defineGame(rules);
 const config = resolveEnvConfig(guessing, []);
 // Through the runtime's wrapping, as a run reads items.
 const itemAt = async (i: number, argv: string[] = []) => wrapped(await guessing.load(resolveEnvConfig(guessing, argv))).get(i);
+
 const targetOf = (item: { seed: number }) => seededRandom(item.seed).int(10);
 const say = (content: string): Message => ({ role: 'assistant', content });
 const toolCall = (name: string, args: Record<string, unknown>, id: string): Message => ({
@@ -262,7 +209,7 @@ describe('defineGame', () => {
 
   it('keeps the game and its generator in a JSON-safe slot: a step resumed from the stored slot plays the same', async () => {
     const item = await itemAt(4);
-    let slot = guessing.initialState!(item, 0, config) as GameSlot<Guessing>;
+    let slot = guessing.initialState!(item, 0, config);
     expect(slot).toEqual({
       game: { target: targetOf(item), rerolls: 0 },
       random: expect.any(Number),
@@ -272,7 +219,7 @@ describe('defineGame', () => {
       done: false,
       timedOut: false,
     });
-    const stepWith = (state: unknown, reply: Message, turn: number) =>
+    const stepWith = (state: GameSlot<Guessing>, reply: Message, turn: number) =>
       guessing.step!(
         {
           item,
@@ -289,12 +236,12 @@ describe('defineGame', () => {
         config,
       );
     for (let turn = 0; turn < 3; turn++) {
-      const stored = JSON.parse(JSON.stringify(slot));
+      const stored = JSON.parse(JSON.stringify(slot)) as GameSlot<Guessing>;
       const live = await stepWith(slot, say('reroll'), turn);
       const resumed = await stepWith(stored, say('reroll'), turn);
       expect(resumed).toEqual(live);
       expect(JSON.parse(JSON.stringify(live.state))).toEqual(live.state);
-      slot = live.state as GameSlot<Guessing>;
+      slot = live.state!;
     }
     // Three rerolls drew three numbers after the start's: the slot's generator continued the item's sequence.
     const random = seededRandom(item.seed);
@@ -306,7 +253,7 @@ describe('defineGame', () => {
     await stepWith(slot, say('reroll'), 3);
     expect(JSON.stringify(slot)).toBe(before);
     expect(await stepWith({ ...slot, done: true }, say('reroll'), 4)).toEqual({ messages: [], done: true, reward: 0 });
-    // A slot without a game is a fault to retry, never a score.
-    expect(() => stepWith(null, say('reroll'), 5)).toThrow(/state slot holds no game/);
+    // A slot without a game (a store that gave back something else) is a fault to retry, never a score.
+    expect(() => stepWith(null as never, say('reroll'), 5)).toThrow(/state slot holds no game/);
   });
 });
