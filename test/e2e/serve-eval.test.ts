@@ -65,8 +65,13 @@ describe('clotho serve --env.steps_per_eval', () => {
       { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, WANDB_MODE: 'offline', WANDB_DIR: wandbDir },
     );
     try {
-      await waitFor(() => serve.stdout().includes('registered as gsm8k'), 90_000, 'clotho serve to register');
-      expect(serve.stdout()).toContain('evaluating 2 items every 2 trainer steps (STOP_TRAIN)');
+      // Printed after the registration line, in a write of its own: wait for it rather than read it at registration.
+      await waitFor(
+        () => serve.stdout().includes('evaluating 2 items every 2 trainer steps (STOP_TRAIN)'),
+        90_000,
+        'the evaluation schedule',
+      );
+      expect(serve.stdout()).toContain('registered as gsm8k');
       // The trainer takes batches until serve stops at step 4 (after the evaluation at step 4).
       let done = false;
       const exited = serve.exited.finally(() => (done = true));
