@@ -12,6 +12,8 @@ import json
 import sys
 from typing import Optional
 
+from pydantic import ValidationError
+
 from .building import BuildError, build_env
 from .loading import EnvSpecError, load_env_class, parse_spec
 
@@ -38,6 +40,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     except BuildError as error:
         return error.exit_code
+    except ValidationError as error:
+        # Atropos's CLI lets pydantic's error out as a traceback; the message is what matters.
+        print(f"clotho-atropos: {error}", file=sys.stderr)
+        return 2
     if built is None:
         return 0  # help was printed
     if args.command == "describe":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import sys
 import threading
@@ -85,6 +86,9 @@ def build_env(
         built.append(self)
 
     stderr = io.StringIO()
+    # Atropos's error handler logs the usage error's message rather than printing it.
+    log_capture = logging.StreamHandler(stderr)
+    log_capture.setLevel(logging.ERROR)
     with _lock:
         saved_argv, saved_resolve = sys.argv, atropos_base.resolve_openai_configs
         patched = {name: env_cls.__dict__.get(name) for name in MANAGERS.values()}
@@ -96,6 +100,7 @@ def build_env(
                 atropos_base.resolve_openai_configs = _as_list(saved_resolve)
             # The CLI prints the merged configs with rich (stdout), which may be a protocol channel; help stays there.
             asks_help = any(arg in ("-h", "--help") for arg in argv)
+            atropos_base.logger.addHandler(log_capture)
             with contextlib.redirect_stdout(sys.stdout if asks_help else sys.stderr), _tee_stderr(stderr):
                 env_cls.cli()
             exit_code = 0
@@ -103,6 +108,7 @@ def build_env(
             exit_code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
         finally:
             sys.argv = saved_argv
+            atropos_base.logger.removeHandler(log_capture)
             atropos_base.resolve_openai_configs = saved_resolve
             for name, original in patched.items():
                 if original is None:

@@ -1,0 +1,62 @@
+"""Fixtures: a tiny tokenizer on disk (the tests reach no Hub), the fake OpenAI server, argv for the test envs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+HERE = Path(__file__).resolve().parent
+ENVS = HERE / "envs"
+sys.path.insert(0, str(HERE))
+
+from openai_server import FakeOpenAI  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A byte-level BPE tokenizer with a ChatML template, trained on a sentence: what BaseEnv loads by name."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(["What is 12 + 30? Adding them gives \\boxed{42}"], trainer=trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    fast.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    folder = tmp_path_factory.mktemp("tokenizer")
+    fast.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="session")
+def openai_server() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def flags(tokenizer_dir: str, openai_server: FakeOpenAI) -> Callable[..., list[str]]:
+    """``flags("serve", "--env.group_size", "4")``: a mode and flags pointing at the tokenizer and the fake server."""
+
+    def make(mode: str, *extra: str) -> list[str]:
+        return [mode, "--env.tokenizer_name", tokenizer_dir, "--openai.base_url", openai_server.url, "--openai.model_name", "tiny", *extra]
+
+    return make
