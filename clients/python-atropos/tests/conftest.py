@@ -60,3 +60,30 @@ def flags(tokenizer_dir: str, openai_server: FakeOpenAI) -> Callable[..., list[s
         return [mode, "--env.tokenizer_name", tokenizer_dir, "--openai.base_url", openai_server.url, "--openai.model_name", "tiny", *extra]
 
     return make
+
+
+@pytest.fixture(scope="session")
+def temporal_address() -> Iterator[str]:
+    """`TEMPORAL_ADDRESS` when set, else a dev server started as clients/python's tests start one (the project's CLI)."""
+    external = os.environ.get("TEMPORAL_ADDRESS")
+    if external:
+        yield external
+        return
+    sys.path.insert(0, str(HERE.parents[1] / "python" / "tests"))
+    from servers import start_temporal_dev_server, wait_until  # clients/python/tests/servers.py
+
+    import asyncio
+
+    from temporalio.client import Client
+
+    server, address = start_temporal_dev_server()
+
+    async def serving() -> bool:
+        await Client.connect(address, namespace="default")
+        return True
+
+    try:
+        wait_until(lambda: asyncio.run(serving()), timeout=120, what=f"the Temporal dev server on {address}", interval=0.5)
+        yield address
+    finally:
+        server.stop()

@@ -1,7 +1,7 @@
 """A trivial OpenAI-compatible HTTP server for the tests: it adds the numbers it is asked about.
 
 Choice i of a chat completion answers correctly when i is even and off by one when it is odd, so a group
-has differing scores. Requests are counted per path. Not a mock of atroposlib: the environments' own
+has differing scores. Requests are counted per path, generations (not health checks) apart. Not a mock of atroposlib: the environments' own
 ServerManager and the openai client talk to it over HTTP.
 """
 
@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class FakeOpenAI:
     def __init__(self) -> None:
         self.requests: Counter[str] = Counter()
+        self.generations = 0
         self.delay = 0.0
         server = self
 
@@ -28,7 +29,8 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 server.requests[self.path] += 1
-                if server.delay and body.get("max_tokens") != 1:
+                if body.get("max_tokens") != 1:  # not ServerManager's health check
+                    server.generations += 1
                     time.sleep(server.delay)
                 if self.path.endswith("/chat/completions"):
                     prompt = body["messages"][-1]["content"]
@@ -46,11 +48,14 @@ class FakeOpenAI:
                 reply.update(id="cmpl-test", created=int(time.time()), model=body.get("model", "tiny"),
                              usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2})
                 data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the caller was killed (the crash test)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"

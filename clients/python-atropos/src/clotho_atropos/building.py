@@ -11,6 +11,7 @@ names, types, defaults, precedence, error messages and ``--help``; the object is
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import logging
@@ -78,6 +79,12 @@ def build_env(
     With the option (the default) the merged config is handed over as a one-element list, so the servers
     are the ones the flags name; without it the environment gets exactly what Atropos would give it.
     """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError("build_env runs Atropos's CLI, which cannot run on an event loop: call it before one, or in asyncio.to_thread")
     if not argv or argv[0] not in MANAGERS and argv[0] not in ("-h", "--help"):
         raise BuildError(f"expected one of {', '.join(MANAGERS)} first, got {argv[:1]}", 2, "")
     built: list[BaseEnv] = []

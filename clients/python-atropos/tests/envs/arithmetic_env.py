@@ -65,7 +65,8 @@ class ArithmeticEnv(BaseEnv):
         if self.config.hf_dataset:
             from datasets import Dataset
 
-            self.train = Dataset.from_list(rows)
+            # Shuffled, as gsm8k_server.py shuffles its split: row access then goes through an index mapping.
+            self.train = Dataset.from_list(rows).shuffle(seed=self.config.seed)
         else:
             self.train = rows
         self.test = rows[:4]
