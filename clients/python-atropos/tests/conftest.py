@@ -46,8 +46,8 @@ def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture(scope="session")
-def openai_server() -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI()
+def openai_server(tokenizer_dir: str) -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI(tokenizer=tokenizer_dir)
     yield server
     server.close()
 

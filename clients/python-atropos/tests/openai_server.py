@@ -12,11 +12,18 @@ import re
 import threading
 import time
 from collections import Counter
+from typing import Optional
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeOpenAI:
-    def __init__(self) -> None:
+    def __init__(self, tokenizer: Optional[str] = None) -> None:
+        """With ``tokenizer`` (a folder) it also serves vLLM's ``/generate`` (token ids in, ids and logprobs out)."""
+        self.tokenizer = None
+        if tokenizer is not None:
+            from transformers import AutoTokenizer
+
+            self.tokenizer = AutoTokenizer.from_pretrained(tokenizer)
         self.requests: Counter[str] = Counter()
         self.generations = 0
         self.delay = 0.0
@@ -32,7 +39,9 @@ class FakeOpenAI:
                 if body.get("max_tokens") != 1:  # not ServerManager's health check
                     server.generations += 1
                     time.sleep(server.delay)
-                if self.path.endswith("/chat/completions"):
+                if self.path == "/generate" and server.tokenizer is not None:
+                    reply = server.generate(body)
+                elif self.path.endswith("/chat/completions"):
                     prompt = body["messages"][-1]["content"]
                     reply = {"object": "chat.completion", "choices": [
                         {"index": i, "message": {"role": "assistant", "content": _answer(prompt, i)}, "finish_reason": "stop"}
@@ -45,8 +54,18 @@ class FakeOpenAI:
                 else:
                     self.send_error(404)
                     return
-                reply.update(id="cmpl-test", created=int(time.time()), model=body.get("model", "tiny"),
-                             usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2})
+                if self.path != "/generate":
+                    reply.update(id="cmpl-test", created=int(time.time()), model=body.get("model", "tiny"),
+                                 usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2})
+                self._send(reply)
+
+            def do_GET(self) -> None:  # noqa: N802 - vLLM's health probe
+                if self.path == "/health":
+                    self._send({})
+                else:
+                    self.send_error(404)
+
+            def _send(self, reply: dict) -> None:
                 data = json.dumps(reply).encode()
                 try:
                     self.send_response(200)
@@ -60,6 +79,17 @@ class FakeOpenAI:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def generate(self, body: dict) -> dict:
+        """vLLM's native ``/generate`` as Atropos's VLLMServer calls it: ``{"logprobs": [[[{id: lp}], ...]], "finish_reasons"}``."""
+        prompt = self.tokenizer.decode(body["prompt"]["prompt_token_ids"])
+        # Answer the last question in the prompt (a multi-turn prompt holds the earlier ones too).
+        last_user = prompt.rsplit("user\n", 1)[-1]
+        outputs = []
+        for i in range(body.get("n", 1)):
+            ids = self.tokenizer.encode(_answer(last_user, i), add_special_tokens=False) + [self.tokenizer.eos_token_id]
+            outputs.append([[{str(t): -0.25}] for t in ids[: body.get("max_tokens", 64)]])
+        return {"logprobs": outputs, "finish_reasons": ["stop"] * len(outputs)}
 
     def close(self) -> None:
         self.httpd.shutdown()

@@ -208,3 +208,43 @@ def test_a_class_without_checkpoints_saves_nothing(flags) -> None:
 
     checkpoint, described = run(acts, scenario)
     assert checkpoint == {"cursor": 1, "data": None} and described["usesCheckpoint"] is False
+
+
+def test_a_multi_step_group_through_managed_server(flags, tokenizer_dir) -> None:
+    # server_type vllm: ManagedServer asks vLLM's /generate for exact token ids and logprobs, twice per rollout.
+    acts = activities_for("multistep_env.py", flags("serve", "--openai.tokenizer_name", tokenizer_dir))
+
+    async def scenario(call):
+        item = await call(acts.next_item, {"cursor": 0})
+        return await call(acts.collect, {"itemIndex": 0, "item": item["item"]})
+
+    collected = run(acts, scenario)
+    assert collected["status"] == "scored"
+    [group] = collected["groups"]
+    tokens, masks, logprobs = group["tokens"][0], group["masks"][0], group["inference_logprobs"][0]
+    assert len(tokens) == len(masks) == len(logprobs)
+    # Two generated spans in one sequence: prompt -100 / 1.0, completion = token ids / real logprobs, twice.
+    trained = [i for i, m in enumerate(masks) if m != -100]
+    spans = sum(1 for i in trained if i - 1 not in trained)
+    assert spans == 2 and all(masks[i] == tokens[i] and logprobs[i] == -0.25 for i in trained)
+    assert all(logprobs[i] == 1.0 for i, m in enumerate(masks) if m == -100)
+    assert len(group["messages"][0]) == 4
+
+
+def test_groups_collected_side_by_side_stay_apart(flags, openai_server) -> None:
+    # As under Atropos's serve, several groups are in flight on one event loop and one environment object.
+    acts = activities_for("arithmetic_env.py", flags("serve"))
+
+    async def scenario(call):
+        items = [await call(acts.next_item, {"cursor": i}) for i in range(6)]
+        openai_server.delay = 0.2
+        try:
+            return items, await asyncio.gather(*(call(acts.collect, {"itemIndex": i, "item": it["item"]}) for i, it in enumerate(items)))
+        finally:
+            openai_server.delay = 0.0
+
+    items, collected = run(acts, scenario)
+    for item, out in zip(items, collected):
+        question = item["item"]["$tuple"][0]
+        assert out["status"] == "scored" and len(out["groups"]) == 1
+        assert out["groups"][0]["messages"][0][1]["content"] == question
