@@ -87,3 +87,9 @@ def temporal_address() -> Iterator[str]:
         yield address
     finally:
         server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _in_a_scratch_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Atropos's process mode makes data/ in the working directory: keep it out of the checkout."""
+    monkeypatch.chdir(tmp_path)
