@@ -248,3 +248,18 @@ def test_groups_collected_side_by_side_stay_apart(flags, openai_server) -> None:
         question = item["item"]["$tuple"][0]
         assert out["status"] == "scored" and len(out["groups"]) == 1
         assert out["groups"][0]["messages"][0][1]["content"] == question
+
+
+def test_groups_into_the_trajectory_store(flags, tmp_path) -> None:
+    acts = activities_for("arithmetic_env.py", flags("serve"))
+    key = "run-1/arithmetic/item-0/atropos"
+
+    async def scenario(call):
+        item = await call(acts.next_item, {"cursor": 0})
+        return await call(acts.collect, {"itemIndex": 0, "item": item["item"], "store": {"root": str(tmp_path), "key": key}})
+
+    collected = run(acts, scenario)
+    assert "groups" not in collected and collected["groupRefs"] == [{"key": f"{key}/group-0"}]
+    assert collected["scores"] == [[1.0, -1.0, 1.0, -1.0]]
+    stored = json.loads((tmp_path / f"{key}/group-0.json").read_text())
+    assert stored["scores"] == [1.0, -1.0, 1.0, -1.0] and len(stored["tokens"]) == 4

@@ -13,6 +13,8 @@ Names and payloads (JSON objects, camelCase as Clotho's TypeScript workflows sen
 
 ``Collected``: ``{status: "scored", groups: [ScoredDataGroup...], list, dropped: [{index, reason}], backlog: [item...], seconds}``
 or ``{status: "declined", reason, dropped, backlog, seconds}``. Items travel encoded by ``codec.encode_item``.
+With ``store: {root, key}`` in the input (a file-system trajectory store), each kept group is written to
+``<key>/group-<i>`` and the result has ``groupRefs: [{key}]`` and ``scores`` in place of ``groups``.
 
 An exception from the environment fails the activity with its type and Python traceback, so Temporal
 retries it under the step's policy and, once attempts run out, fails the workflow with the traceback;
@@ -32,6 +34,7 @@ from temporalio.exceptions import ApplicationError
 from .building import BuiltEnv
 from .codec import NotJsonError, decode_item, encode_item, group_to_json
 from .cursor import Checkpoint, CursorBehindError, ItemCursor
+from . import store
 from .groups import filter_groups
 
 T = TypeVar("T")
@@ -175,7 +178,13 @@ class AtroposActivities:
         if not kept:
             reason = dropped[0]["reason"] if dropped else "declined"
             return {"status": "declined", "reason": reason, "dropped": dropped, "seconds": seconds}
-        return {"status": "scored", "groups": groups_json, "list": was_list, "dropped": dropped, "seconds": seconds}
+        scored = {"status": "scored", "list": was_list, "dropped": dropped, "seconds": seconds}
+        target = request.get("store")
+        if isinstance(target, dict) and isinstance(target.get("root"), str) and isinstance(target.get("key"), str):
+            # Into the trajectory store, one entry per group: the result carries references and scores only.
+            refs = [store.put(target["root"], f"{target['key']}/group-{i}", g) for i, g in enumerate(groups_json)]
+            return {**scored, "groupRefs": refs, "scores": [g["scores"] for g in groups_json]}
+        return {**scored, "groups": groups_json}
 
     def _record(self, started: float, succeeded: bool) -> None:
         """Atropos's timing stats (``handle_env``), which its ``wandb_log`` reports through ``perf_stats``."""
