@@ -102,6 +102,7 @@ def test_kill_9_mid_group_then_a_new_worker_finishes_the_run(temporal_address: s
         process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
         ready = json.loads(process.stdout.readline())
         assert ready["event"] == "ready" and ready["taskQueue"] == queue
+        assert ready["className"] == "ArithmeticEnv" and ready["config"]["group_size"] == 2 and ready["slots"] == 10
         return process
 
     async def scenario():

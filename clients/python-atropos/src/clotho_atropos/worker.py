@@ -46,7 +46,8 @@ async def run_worker(
 
     ``max_concurrent`` defaults to the environment's ``max_num_workers`` (Atropos's limit on groups in
     flight per process) plus two, so the cursor and evaluation are never queued behind a full set of groups.
-    With ``announce``, one JSON line ``{"event": "ready", ...}`` goes to stdout once polling starts.
+    With ``announce``, one JSON line ``{"event": "ready", "taskQueue", "slots", ...atroposDescribe}`` goes to
+    stdout once polling starts.
     """
     stop = stop or asyncio.Event()
     await built.env.setup()
@@ -66,7 +67,8 @@ async def run_worker(
         with _signals_set(stop):
             running = asyncio.ensure_future(worker.run())
             if announce:
-                line = {"event": "ready", "taskQueue": task_queue, "className": type(built.env).__name__, "mode": built.mode, "slots": slots}
+                # With the description, so the command can record the run's config without a second start.
+                line = {"event": "ready", "taskQueue": task_queue, "slots": slots, **(await activities.describe())}
                 print(json.dumps(line), flush=True)
             stopping = asyncio.ensure_future(stop.wait())
             try:
