@@ -26,7 +26,7 @@ export function versionTags(version: string | undefined): {
  * Clotho version (memo), and the group's deadline (Atropos's worker_timeout) when the run has one.
  */
 export function rolloutGroupOptions(
-  input: EnvRunInput,
+  input: Pick<EnvRunInput, 'runId' | 'environment' | 'groupTimeoutSeconds'> & { searchAttributes: boolean },
   itemIndex: number,
   runVersion: string | undefined,
 ): Pick<ChildWorkflowOptions, 'workflowId' | 'parentClosePolicy' | 'typedSearchAttributes' | 'workflowExecutionTimeout' | 'memo'> {
@@ -36,7 +36,7 @@ export function rolloutGroupOptions(
     workflowId: rolloutGroupId(input.runId, input.environment, itemIndex),
     parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
     ...(input.groupTimeoutSeconds === undefined ? {} : { workflowExecutionTimeout: input.groupTimeoutSeconds * 1000 }),
-    typedSearchAttributes: input.group.searchAttributes
+    typedSearchAttributes: input.searchAttributes
       ? [
           { key: ENVIRONMENT, value: input.environment },
           { key: RUN_ID, value: input.runId },
