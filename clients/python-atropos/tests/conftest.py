@@ -21,28 +21,10 @@ from openai_server import FakeOpenAI  # noqa: E402
 
 @pytest.fixture(scope="session")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A byte-level BPE tokenizer with a ChatML template, trained on a sentence: what BaseEnv loads by name."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    """The tiny tokenizer (``tiny_tokenizer.py``) in a folder of the session's."""
+    from tiny_tokenizer import save_tiny_tokenizer
 
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300,
-        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(["What is 12 + 30? Adding them gives \\boxed{42}"], trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    fast.chat_template = (
-        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-    )
-    folder = tmp_path_factory.mktemp("tokenizer")
-    fast.save_pretrained(folder)
-    return str(folder)
+    return save_tiny_tokenizer(str(tmp_path_factory.mktemp("tokenizer")))
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import json
 import sys
+import threading
 from typing import Optional
 
 from pydantic import ValidationError
@@ -27,6 +28,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     worker.add_argument("--namespace")
     worker.add_argument("--max-concurrent", type=int)
     worker.add_argument("--heartbeat-interval", type=float, default=2.0)
+    worker.add_argument("--exit-with-stdin", action="store_true", help="stop when stdin closes (the command that started it died)")
     describe = commands.add_parser("describe", help="print the environment Atropos's CLI builds, as JSON")
     for sub in (worker, describe):
         sub.add_argument("env", help="path/to/env.py[:ClassName]")
@@ -53,17 +55,29 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
     from .worker import run_worker
 
-    asyncio.run(
-        run_worker(
+    async def serve() -> None:
+        stop = asyncio.Event()
+        if args.exit_with_stdin:
+            loop = asyncio.get_running_loop()
+            threading.Thread(target=_set_at_end_of_stdin, args=(loop, stop), daemon=True).start()
+        await run_worker(
             built,
             task_queue=args.task_queue,
             address=args.address,
             namespace=args.namespace,
             max_concurrent=args.max_concurrent,
             heartbeat_interval=args.heartbeat_interval,
+            stop=stop,
         )
-    )
+
+    asyncio.run(serve())
     return 0
+
+
+def _set_at_end_of_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """Blocks until stdin closes, then sets ``stop``: the pipe closes when its parent dies, even by kill -9."""
+    sys.stdin.buffer.read()
+    loop.call_soon_threadsafe(stop.set)
 
 
 if __name__ == "__main__":
