@@ -7,6 +7,7 @@ import { inferenceCommand, INFERENCE_USAGE } from './commands/inference.js';
 import { inspectCommand, INSPECT_USAGE } from './commands/inspect.js';
 import { listCommand, LIST_USAGE } from './commands/list.js';
 import { runsCommand, RUNS_USAGE } from './commands/runs.js';
+import { atroposProcessCommand } from './atropos/process.js';
 import { PROCESS_PLAN, processCommand, PROCESS_USAGE } from './commands/process.js';
 import { SERVE_FLAGS, serveCommand, SERVE_USAGE } from './commands/serve.js';
 import { sftGenCommand, SFT_GEN_USAGE } from './commands/sft-gen.js';
@@ -28,7 +29,8 @@ interface Command {
 const COMMANDS: Record<string, Command> = {
   process: {
     summary: 'run an environment durably and write scored groups to JSONL + HTML',
-    run: processCommand,
+    // An Atropos environment's run (`--atropos env.py`) has a command of its own: the worker is Python's.
+    run: (args, io) => (args.includes('--atropos') ? atroposProcessCommand(args, io) : processCommand(args, io)),
     help: (args) =>
       environmentHelp(PROCESS_USAGE, args, PROCESS_PLAN, (name) => ({ '--env.data_path_to_save_groups': `data/${name}.jsonl` })),
   },

@@ -150,6 +150,30 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
   };
 }
 
+/**
+ * Starts the workflow worker of an Atropos run: the workflow bundle plus the trajectory activities its deliveries
+ * use. The environment's activities are the Python worker's (clients/python-atropos), on a queue of their own.
+ */
+export async function startAtroposWorkflowWorker(setup: {
+  address: string;
+  connection?: TemporalConnectionOptions;
+  namespace: string;
+  store: TrajectoryStore;
+  taskQueue: string;
+}): Promise<RunningWorkers> {
+  installRuntime();
+  const connection = await NativeConnection.connect(setup.connection ?? { address: setup.address });
+  const worker = await Worker.create({
+    connection,
+    namespace: setup.namespace,
+    taskQueue: setup.taskQueue,
+    workflowBundle: await workflowBundle(),
+    stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START,
+    activities: createTrajectoryActivities({ store: setup.store }),
+  });
+  return runningWorker(worker, connection);
+}
+
 /** Task queue of the batcher workflow and its state activities (the API process runs its worker). */
 export const BATCHER_TASK_QUEUE = 'clotho-workflows';
 
@@ -173,6 +197,10 @@ export async function startBatcherWorker(setup: {
     stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START,
     activities: createBatcherActivities({ store: setup.store, ...(setup.onTrained ? { onTrained: setup.onTrained } : {}) }),
   });
+  return runningWorker(worker, connection);
+}
+
+function runningWorker(worker: Worker, connection: NativeConnection): RunningWorkers {
   const done = worker.run().finally(() => connection.close());
   return {
     done,
