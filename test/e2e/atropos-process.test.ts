@@ -1,0 +1,112 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { arithmeticResponder, ATROPOS_ENVS, atroposPython } from '../support/atropos.js';
+import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
+import { readGroups } from '../support/groups.js';
+import { temporalEnv, useScratch } from '../support/runs.js';
+import { startScriptedOpenAI } from '../support/scripted-openai.js';
+import { uniqueId } from '../support/temporal.js';
+
+const scratch = useScratch('clotho-atropos-process-');
+let env: Record<string, string>;
+let tokenizer: string;
+
+// A fresh clone installs the Python venv here (about 90 s), once.
+beforeAll(async () => {
+  const python = await atroposPython(scratch.path());
+  tokenizer = python.tokenizer;
+  env = { ...temporalEnv(), ...python.env };
+}, 300_000);
+
+/** `clotho process --atropos <envs>/<file>` with the test tokenizer, writing into the scratch folder. */
+function atroposProcess(file: string, out: string, baseUrl: string, ...flags: string[]): string[] {
+  return [
+    'process',
+    '--atropos',
+    join(ATROPOS_ENVS, file),
+    '--env.tokenizer_name',
+    tokenizer,
+    '--openai.base_url',
+    baseUrl,
+    '--env.data_path_to_save_groups',
+    out,
+    '--store',
+    scratch.path('store'),
+    ...flags,
+  ];
+}
+
+describe('clotho process --atropos', () => {
+  it("writes an Atropos environment's groups to JSONL and HTML with the progress line", async () => {
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder() }));
+    const out = scratch.path('arithmetic.jsonl');
+    const { code, stdout, stderr } = await runClotho(
+      atroposProcess('arithmetic_env.py', out, model.baseUrl, '--env.total_steps', '5'),
+      env,
+    );
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/groups 5\/5 · 0 in flight · mean score -0\.500 · failed 0 · dropped 0/);
+    const groups = await readGroups(out);
+    expect(groups).toHaveLength(5);
+    for (const group of groups) expect(group.scores).toEqual([1, -1, -1, -1]);
+    expect(await readFile(scratch.path('arithmetic.html'), 'utf8')).toContain('5 groups');
+  });
+
+  it('counts the groups an environment declines by reason, and serves the items it puts back', async () => {
+    const out = scratch.path('declining.jsonl');
+    const { code, stdout } = await runClotho(
+      atroposProcess('declining_env.py', out, 'http://127.0.0.1:9/v1', '--env.total_steps', '4'),
+      env,
+    );
+    expect(code).toBe(0);
+    const delivered = (await readGroups(out)).length;
+    const declined = 4 - delivered;
+    expect(declined).toBeGreaterThan(0);
+    expect(stdout).toContain(`groups 4/4 · 0 in flight · mean score 0.500 · failed 0 · dropped ${declined} (declined ${declined})`);
+  });
+
+  it('fails a group whose collect_trajectories keeps raising, with the Python traceback in clotho inspect', async () => {
+    const runId = uniqueId('atropos-fail');
+    const args = atroposProcess('flaky_env.py', scratch.path(`${runId}.jsonl`), 'http://127.0.0.1:9/v1', '--env.total_steps', '1');
+    const failing = { ...env, FLAKY_ENV_ALWAYS_FAIL: '1' };
+    const { code, stdout, stderr } = await runClotho([...args, '--env.run_id', runId, '--steps.generate.maximum_attempts', '2'], failing);
+    expect(code).toBe(1);
+    expect(stdout).toContain('groups 1/1 · 0 in flight · mean score – · failed 1');
+    expect(stderr).toContain('item 0 failed: inference server hiccup on item 1');
+    const inspect = await runClotho(['inspect', `clotho/${runId}/flaky_env/item-0`], env);
+    expect(inspect.stdout).toContain('atroposCollect [attempt 2, FAILED]');
+    expect(inspect.stdout).toMatch(/traceback:[\s\S]*flaky_env\.py", line \d+, in collect_trajectories/);
+  });
+
+  it('delivers every group exactly once when both process groups are killed -9 mid-run and the command runs again', async () => {
+    // 150 ms a call, two groups at a time: the run of 12 groups is still going when it is killed.
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder(150) }));
+    const runId = uniqueId('atropos-crash');
+    const out = scratch.path(`${runId}.jsonl`);
+    const args = [
+      ...atroposProcess('arithmetic_env.py', out, model.baseUrl, '--env.total_steps', '12', '--env.max_num_workers', '2'),
+      '--env.run_id',
+      runId,
+    ];
+    const first = spawnClotho(args, env, { processGroup: true });
+    await waitFor(async () => existsSync(out) && (await readGroups(out)).length >= 3, 120_000, 'the first groups');
+    const python = execFileSync('ps', ['-o', 'pid=', '--ppid', String(first.child.pid)], { encoding: 'utf8' })
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    for (const pid of [first.child.pid!, ...python]) process.kill(-pid, 'SIGKILL');
+    expect(await first.exited).toBe('SIGKILL');
+    expect((await readGroups(out)).length).toBeLessThan(12);
+
+    const second = await runClotho(args, env);
+    expect(second.stderr).toBe('');
+    expect(second.code).toBe(0);
+    const questions = (await readGroups(out)).map((g) => String(g.messages![0]![1]!.content));
+    expect(questions).toHaveLength(12);
+    expect(new Set(questions).size).toBe(12);
+  });
+});
