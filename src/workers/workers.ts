@@ -150,57 +150,26 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
   };
 }
 
-/**
- * Starts the workflow worker of an Atropos run: the workflow bundle plus the trajectory activities its deliveries
- * use. The environment's activities are the Python worker's (clients/python-atropos), on a queue of their own.
- */
-export async function startAtroposWorkflowWorker(setup: {
+/** Where a worker of one task queue connects, and the store its activities use. */
+interface OneQueueSetup {
   address: string;
   connection?: TemporalConnectionOptions;
   namespace: string;
   store: TrajectoryStore;
-  taskQueue: string;
-}): Promise<RunningWorkers> {
+}
+
+/** Starts a worker of the workflow bundle and `activities` on one task queue. */
+async function startOneQueueWorker(setup: OneQueueSetup, taskQueue: string, activities: object): Promise<RunningWorkers> {
   installRuntime();
   const connection = await NativeConnection.connect(setup.connection ?? { address: setup.address });
   const worker = await Worker.create({
     connection,
     namespace: setup.namespace,
-    taskQueue: setup.taskQueue,
+    taskQueue,
     workflowBundle: await workflowBundle(),
     stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START,
-    activities: createTrajectoryActivities({ store: setup.store }),
+    activities,
   });
-  return runningWorker(worker, connection);
-}
-
-/** Task queue of the batcher workflow and its state activities (the API process runs its worker). */
-export const BATCHER_TASK_QUEUE = 'clotho-workflows';
-
-/** Starts the worker of the batcher workflow: the workflow bundle plus the batcher's store activities. */
-export async function startBatcherWorker(setup: {
-  address: string;
-  connection?: TemporalConnectionOptions;
-  namespace: string;
-  store: TrajectoryStore;
-  taskQueue?: string;
-  /** Called with the groups of each batch a `--trainer temporal` trainer trained (retention deletes them). */
-  onTrained?: (refs: string[]) => Promise<void>;
-}): Promise<RunningWorkers> {
-  installRuntime();
-  const connection = await NativeConnection.connect(setup.connection ?? { address: setup.address });
-  const worker = await Worker.create({
-    connection,
-    namespace: setup.namespace,
-    taskQueue: setup.taskQueue ?? BATCHER_TASK_QUEUE,
-    workflowBundle: await workflowBundle(),
-    stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START,
-    activities: createBatcherActivities({ store: setup.store, ...(setup.onTrained ? { onTrained: setup.onTrained } : {}) }),
-  });
-  return runningWorker(worker, connection);
-}
-
-function runningWorker(worker: Worker, connection: NativeConnection): RunningWorkers {
   const done = worker.run().finally(() => connection.close());
   return {
     done,
@@ -209,4 +178,27 @@ function runningWorker(worker: Worker, connection: NativeConnection): RunningWor
       await done;
     },
   };
+}
+
+/**
+ * Starts the workflow worker of an Atropos run: the workflow bundle plus the trajectory activities its deliveries
+ * use. The environment's activities are the Python worker's (clients/python-atropos), on a queue of their own.
+ */
+export function startAtroposWorkflowWorker(setup: OneQueueSetup & { taskQueue: string }): Promise<RunningWorkers> {
+  return startOneQueueWorker(setup, setup.taskQueue, createTrajectoryActivities({ store: setup.store }));
+}
+
+/** Task queue of the batcher workflow and its state activities (the API process runs its worker). */
+export const BATCHER_TASK_QUEUE = 'clotho-workflows';
+
+/** Starts the worker of the batcher workflow: the workflow bundle plus the batcher's store activities. */
+export function startBatcherWorker(
+  setup: OneQueueSetup & {
+    taskQueue?: string;
+    /** Called with the groups of each batch a `--trainer temporal` trainer trained (retention deletes them). */
+    onTrained?: (refs: string[]) => Promise<void>;
+  },
+): Promise<RunningWorkers> {
+  const activities = createBatcherActivities({ store: setup.store, ...(setup.onTrained ? { onTrained: setup.onTrained } : {}) });
+  return startOneQueueWorker(setup, setup.taskQueue ?? BATCHER_TASK_QUEUE, activities);
 }

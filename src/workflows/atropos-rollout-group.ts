@@ -1,6 +1,6 @@
-import { upsertSearchAttributes } from '@temporalio/workflow';
+import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { AtroposActivities, AtroposGroupInput, AtroposGroupResult } from '../schema/atropos.js';
-import { stepActivities } from './activity-options.js';
+import { activityOptions } from './activity-options.js';
 import { MEAN_SCORE, STATUS } from './search-attributes.js';
 
 /**
@@ -12,7 +12,11 @@ import { MEAN_SCORE, STATUS } from './search-attributes.js';
  * with it, never dropped or scored. History: started, one workflow task, the activity, one task, completed.
  */
 export async function atroposRolloutGroup(input: AtroposGroupInput): Promise<AtroposGroupResult> {
-  const { atroposCollect } = stepActivities<AtroposActivities>(input.collect, input.taskQueue, `item ${input.itemIndex}`);
+  // Never local: the collect runs in the Python worker, on its queue.
+  const { atroposCollect } = proxyActivities<AtroposActivities>({
+    ...activityOptions(input.collect, input.taskQueue),
+    summary: `item ${input.itemIndex}`,
+  });
   // The key rollout groups of Clotho's own environments use for their items (`storeKey` in src/store).
   const key = `${input.runId}/${input.environment}/item-${input.itemIndex}`;
   let collected;

@@ -1,16 +1,28 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { arithmeticResponder, ATROPOS_ENVS, atroposPython } from '../support/atropos.js';
 import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
 import { readGroups } from '../support/groups.js';
 import { temporalEnv, useScratch } from '../support/runs.js';
 import { startScriptedOpenAI } from '../support/scripted-openai.js';
-import { uniqueId } from '../support/temporal.js';
+import { testConnection, uniqueId } from '../support/temporal.js';
 
 const scratch = useScratch('clotho-atropos-process-');
+const RECORD = process.env.CLOTHO_RECORD_HISTORIES === '1';
+
+/** With CLOTHO_RECORD_HISTORIES=1, writes a workflow's history among test/replay's committed histories. */
+async function record(file: string, workflowId: string): Promise<void> {
+  if (!RECORD) return;
+  const { client } = await testConnection();
+  await writeFile(
+    new URL(`../replay/histories/${file}`, import.meta.url),
+    historyToJSON(await client.workflow.getHandle(workflowId).fetchHistory()),
+  );
+}
 let env: Record<string, string>;
 let tokenizer: string;
 
@@ -43,10 +55,9 @@ describe('clotho process --atropos', () => {
   it("writes an Atropos environment's groups to JSONL and HTML with the progress line", async () => {
     const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder() }));
     const out = scratch.path('arithmetic.jsonl');
-    const { code, stdout, stderr } = await runClotho(
-      atroposProcess('arithmetic_env.py', out, model.baseUrl, '--env.total_steps', '5'),
-      env,
-    );
+    const runId = uniqueId('atropos');
+    const args = atroposProcess('arithmetic_env.py', out, model.baseUrl, '--env.total_steps', '5', '--env.run_id', runId);
+    const { code, stdout, stderr } = await runClotho(args, env);
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(stdout).toMatch(/groups 5\/5 · 0 in flight · mean score -0\.500 · failed 0 · dropped 0/);
@@ -54,19 +65,20 @@ describe('clotho process --atropos', () => {
     expect(groups).toHaveLength(5);
     for (const group of groups) expect(group.scores).toEqual([1, -1, -1, -1]);
     expect(await readFile(scratch.path('arithmetic.html'), 'utf8')).toContain('5 groups');
+    await record('atropos-rollout-group-scored.json', `clotho/${runId}/arithmetic_env/item-0`);
   });
 
   it('counts the groups an environment declines by reason, and serves the items it puts back', async () => {
     const out = scratch.path('declining.jsonl');
-    const { code, stdout } = await runClotho(
-      atroposProcess('declining_env.py', out, 'http://127.0.0.1:9/v1', '--env.total_steps', '4'),
-      env,
-    );
+    const runId = uniqueId('atropos-declining');
+    const args = atroposProcess('declining_env.py', out, 'http://127.0.0.1:9/v1', '--env.total_steps', '4', '--env.run_id', runId);
+    const { code, stdout } = await runClotho(args, env);
     expect(code).toBe(0);
     const delivered = (await readGroups(out)).length;
     const declined = 4 - delivered;
     expect(declined).toBeGreaterThan(0);
     expect(stdout).toContain(`groups 4/4 · 0 in flight · mean score 0.500 · failed 0 · dropped ${declined} (declined ${declined})`);
+    await record('atropos-env-run-backlog.json', `clotho/${runId}/declining_env`);
   });
 
   it('fails a group whose collect_trajectories keeps raising, with the Python traceback in clotho inspect', async () => {
@@ -80,6 +92,7 @@ describe('clotho process --atropos', () => {
     const inspect = await runClotho(['inspect', `clotho/${runId}/flaky_env/item-0`], env);
     expect(inspect.stdout).toContain('atroposCollect [attempt 2, FAILED]');
     expect(inspect.stdout).toMatch(/traceback:[\s\S]*flaky_env\.py", line \d+, in collect_trajectories/);
+    await record('atropos-rollout-group-failed.json', `clotho/${runId}/flaky_env/item-0`);
   });
 
   it('delivers every group exactly once when both process groups are killed -9 mid-run and the command runs again', async () => {
