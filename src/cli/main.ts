@@ -8,6 +8,7 @@ import { inspectCommand, INSPECT_USAGE } from './commands/inspect.js';
 import { listCommand, LIST_USAGE } from './commands/list.js';
 import { runsCommand, RUNS_USAGE } from './commands/runs.js';
 import { atroposProcessCommand } from './atropos/process.js';
+import { atroposServeCommand } from './atropos/serve.js';
 import { PROCESS_PLAN, processCommand, PROCESS_USAGE } from './commands/process.js';
 import { SERVE_FLAGS, serveCommand, SERVE_USAGE } from './commands/serve.js';
 import { sftGenCommand, SFT_GEN_USAGE } from './commands/sft-gen.js';
@@ -36,7 +37,7 @@ const COMMANDS: Record<string, Command> = {
   },
   serve: {
     summary: "feed a running `clotho api`'s trainer, as an Atropos environment in serve mode",
-    run: serveCommand,
+    run: (args, io) => (args.includes('--atropos') ? atroposServeCommand(args, io) : serveCommand(args, io)),
     help: (args) => environmentHelp(SERVE_USAGE, args, { commandFlags: SERVE_FLAGS }),
   },
   evaluate: {
@@ -130,7 +131,8 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
   }
   try {
     // Help loads the named environment, so an unknown or broken one is reported like any other error.
-    if (command.help && (args.includes('--help') || args.includes('-h'))) {
+    // An Atropos environment's flags are its class's: Atropos's own --help lists them (the command runs it).
+    if (command.help && (args.includes('--help') || args.includes('-h')) && !args.includes('--atropos')) {
       io.out(await command.help(args.filter((a) => a !== '--help' && a !== '-h')));
       return 0;
     }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { EnvRunProgress, StepOptions, StoreRef } from './rollout.js';
+import type { BatcherRoom, EnvRunProgress, GroupSink, StepOptions, StoreRef } from './rollout.js';
 
 /**
  * What crosses the boundary between Clotho's workflows and the Python worker that serves an Atropos `BaseEnv`
@@ -108,8 +108,10 @@ export interface AtroposEnvRunInput {
   /** Groups to start (Atropos's total_steps). */
   totalGroups: number;
   maxInFlight: number;
-  /** Where delivered groups go: the JSONL file `process` writes. */
-  sink: { kind: 'jsonl'; path: string };
+  /** Where delivered groups go: the JSONL file `process` writes, or the batcher `serve` feeds. */
+  sink: Exclude<GroupSink, { kind: 'none' }>;
+  /** Sequences per group (Atropos's group_size): the batcher's room is counted in groups of it. */
+  groupSize: number;
   storeRoot: string;
   taskQueues: { workflows: string; atropos: string };
   steps: { next: StepOptions; collect: StepOptions; deliver: StepOptions };
@@ -117,4 +119,6 @@ export interface AtroposEnvRunInput {
   /** Atropos's worker_timeout: a group's deadline, after which it is dropped (`timeout`). */
   groupTimeoutSeconds?: number;
   progress?: AtroposProgress;
+  /** The batcher's last pushed room, carried across continue-as-new. */
+  room?: BatcherRoom;
 }

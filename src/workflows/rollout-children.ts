@@ -60,13 +60,18 @@ export function timedOutGroup(itemIndex: number, groupSize: number, policyVersio
 
 /** A scored group as the batcher takes it: its store key is its idempotency key, so a repeat is ignored. */
 export function deliveredGroup(result: RolloutGroupResult, envId: number, policyVersion: number | null): GroupRef {
+  return storedGroupRef(result.group!.key, result.groupSize, envId, policyVersion, result.longestSequence);
+}
+
+/** A group in the store as the batcher takes it, by its key (also its idempotency key). */
+export function storedGroupRef(key: string, size: number, envId: number, policyVersion: number | null, longestSequence?: number): GroupRef {
   return {
-    id: result.group!.key,
-    ref: result.group!.key,
+    id: key,
+    ref: key,
     envId,
-    size: result.groupSize,
+    size,
     policyVersion,
     receivedAt: Date.now(),
-    ...(result.longestSequence === undefined ? {} : { longestSequence: result.longestSequence }),
+    ...(longestSequence === undefined ? {} : { longestSequence }),
   };
 }

@@ -1,28 +1,16 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { arithmeticResponder, ATROPOS_ENVS, atroposPython } from '../support/atropos.js';
+import { arithmeticResponder, ATROPOS_ENVS, atroposPython, recordHistory } from '../support/atropos.js';
 import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
 import { readGroups } from '../support/groups.js';
 import { temporalEnv, useScratch } from '../support/runs.js';
 import { startScriptedOpenAI } from '../support/scripted-openai.js';
-import { testConnection, uniqueId } from '../support/temporal.js';
+import { uniqueId } from '../support/temporal.js';
 
 const scratch = useScratch('clotho-atropos-process-');
-const RECORD = process.env.CLOTHO_RECORD_HISTORIES === '1';
-
-/** With CLOTHO_RECORD_HISTORIES=1, writes a workflow's history among test/replay's committed histories. */
-async function record(file: string, workflowId: string): Promise<void> {
-  if (!RECORD) return;
-  const { client } = await testConnection();
-  await writeFile(
-    new URL(`../replay/histories/${file}`, import.meta.url),
-    historyToJSON(await client.workflow.getHandle(workflowId).fetchHistory()),
-  );
-}
 let env: Record<string, string>;
 let tokenizer: string;
 
@@ -65,7 +53,7 @@ describe('clotho process --atropos', () => {
     expect(groups).toHaveLength(5);
     for (const group of groups) expect(group.scores).toEqual([1, -1, -1, -1]);
     expect(await readFile(scratch.path('arithmetic.html'), 'utf8')).toContain('5 groups');
-    await record('atropos-rollout-group-scored.json', `clotho/${runId}/arithmetic_env/item-0`);
+    await recordHistory('atropos-rollout-group-scored.json', `clotho/${runId}/arithmetic_env/item-0`);
   });
 
   it('counts the groups an environment declines by reason, and serves the items it puts back', async () => {
@@ -78,7 +66,7 @@ describe('clotho process --atropos', () => {
     const declined = 4 - delivered;
     expect(declined).toBeGreaterThan(0);
     expect(stdout).toContain(`groups 4/4 · 0 in flight · mean score 0.500 · failed 0 · dropped ${declined} (declined ${declined})`);
-    await record('atropos-env-run-backlog.json', `clotho/${runId}/declining_env`);
+    await recordHistory('atropos-env-run-backlog.json', `clotho/${runId}/declining_env`);
   });
 
   it('fails a group whose collect_trajectories keeps raising, with the Python traceback in clotho inspect', async () => {
@@ -92,7 +80,7 @@ describe('clotho process --atropos', () => {
     const inspect = await runClotho(['inspect', `clotho/${runId}/flaky_env/item-0`], env);
     expect(inspect.stdout).toContain('atroposCollect [attempt 2, FAILED]');
     expect(inspect.stdout).toMatch(/traceback:[\s\S]*flaky_env\.py", line \d+, in collect_trajectories/);
-    await record('atropos-rollout-group-failed.json', `clotho/${runId}/flaky_env/item-0`);
+    await recordHistory('atropos-rollout-group-failed.json', `clotho/${runId}/flaky_env/item-0`);
   });
 
   it('delivers every group exactly once when both process groups are killed -9 mid-run and the command runs again', async () => {

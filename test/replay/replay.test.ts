@@ -179,6 +179,8 @@ describe('replay of recorded histories', () => {
     // An Atropos env-run: its cursor, declined groups, items put back and served again, deliveries to JSONL; and a
     // scored Atropos group and one failed after a retry (test/e2e/atropos-process.test.ts records them).
     'atropos-env-run-backlog.json',
+    // Feeding a batcher: its room pushed, groups signalled with their policy version (test/e2e/atropos-serve.test.ts).
+    'atropos-env-run-batcher.json',
     'atropos-rollout-group-scored.json',
     'atropos-rollout-group-failed.json',
   ])('replays %s against the current workflow code', async (name) => {

@@ -1,8 +1,11 @@
 import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ensureAtroposPython } from '../../src/cli/atropos/python.js';
 import type { Responder } from './scripted-openai.js';
+import { testConnection } from './temporal.js';
 
 /** The Atropos-style environments written for clients/python-atropos's tests. */
 export const ATROPOS_ENVS = fileURLToPath(new URL('../../clients/python-atropos/tests/envs/', import.meta.url));
@@ -27,4 +30,12 @@ export function arithmeticResponder(delayMs = 0): Responder {
     const sum = Number(a) + Number(b);
     return { delayMs, choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: `\\boxed{${i === 0 ? sum : sum + 1}}` })) };
   };
+}
+
+/** With CLOTHO_RECORD_HISTORIES=1, writes a workflow's history among test/replay's committed histories. */
+export async function recordHistory(file: string, workflowId: string): Promise<void> {
+  if (process.env.CLOTHO_RECORD_HISTORIES !== '1') return;
+  const { client } = await testConnection();
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  await writeFile(new URL(`../replay/histories/${file}`, import.meta.url), historyToJSON(history));
 }
