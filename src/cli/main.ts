@@ -9,6 +9,7 @@ import { listCommand, LIST_USAGE } from './commands/list.js';
 import { runsCommand, RUNS_USAGE } from './commands/runs.js';
 import { atroposProcessCommand } from './atropos/process.js';
 import { atroposServeCommand } from './atropos/serve.js';
+import { atroposWorkerCommand } from './atropos/worker.js';
 import { PROCESS_PLAN, processCommand, PROCESS_USAGE } from './commands/process.js';
 import { SERVE_FLAGS, serveCommand, SERVE_USAGE } from './commands/serve.js';
 import { sftGenCommand, SFT_GEN_USAGE } from './commands/sft-gen.js';
@@ -47,7 +48,7 @@ const COMMANDS: Record<string, Command> = {
   },
   worker: {
     summary: "run a run's workers (scale out, or resume after a crash) against TEMPORAL_ADDRESS",
-    run: workerCommand,
+    run: (args, io) => (args.includes('--atropos') ? atroposWorkerCommand(args, io) : workerCommand(args, io)),
     help: (args) => environmentHelp(WORKER_USAGE, args, { commandFlags: METRICS_FLAGS }),
   },
   api: {

@@ -8,7 +8,7 @@ import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
 import { readGroups } from '../support/groups.js';
 import { temporalEnv, useScratch } from '../support/runs.js';
 import { startScriptedOpenAI } from '../support/scripted-openai.js';
-import { uniqueId } from '../support/temporal.js';
+import { testConnection, uniqueId } from '../support/temporal.js';
 
 const scratch = useScratch('clotho-atropos-process-');
 let env: Record<string, string>;
@@ -83,31 +83,58 @@ describe('clotho process --atropos', () => {
     await recordHistory('atropos-rollout-group-failed.json', `clotho/${runId}/flaky_env/item-0`);
   });
 
-  it('delivers every group exactly once when both process groups are killed -9 mid-run and the command runs again', async () => {
+  /** Starts a run of 12 arithmetic groups, two at a time, and kills -9 the command's and the Python worker's process groups mid-run. */
+  async function killedMidRun(runId: string, out: string): Promise<string[]> {
     // 150 ms a call, two groups at a time: the run of 12 groups is still going when it is killed.
     const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder(150) }));
-    const runId = uniqueId('atropos-crash');
-    const out = scratch.path(`${runId}.jsonl`);
-    const args = [
-      ...atroposProcess('arithmetic_env.py', out, model.baseUrl, '--env.total_steps', '12', '--env.max_num_workers', '2'),
-      '--env.run_id',
-      runId,
-    ];
+    const flags = ['--env.total_steps', '12', '--env.max_num_workers', '2', '--env.run_id', runId];
+    const args = atroposProcess('arithmetic_env.py', out, model.baseUrl, ...flags);
     const first = spawnClotho(args, env, { processGroup: true });
-    await waitFor(async () => existsSync(out) && (await readGroups(out)).length >= 3, 120_000, 'the first groups');
+    // Complete lines only: a delivery may be half written when the file is read.
+    const lines = async () => (existsSync(out) ? (await readFile(out, 'utf8')).split('\n').length - 1 : 0);
+    await waitFor(async () => (await lines()) >= 3, 120_000, 'the first groups');
     const python = execFileSync('ps', ['-o', 'pid=', '--ppid', String(first.child.pid)], { encoding: 'utf8' })
       .trim()
       .split(/\s+/)
       .map(Number);
     for (const pid of [first.child.pid!, ...python]) process.kill(-pid, 'SIGKILL');
     expect(await first.exited).toBe('SIGKILL');
-    expect((await readGroups(out)).length).toBeLessThan(12);
+    expect(await lines()).toBeLessThan(12);
+    return args;
+  }
 
-    const second = await runClotho(args, env);
-    expect(second.stderr).toBe('');
-    expect(second.code).toBe(0);
+  /** Every one of the run's 12 groups in the JSONL, each once. */
+  async function expectEachGroupOnce(out: string): Promise<void> {
     const questions = (await readGroups(out)).map((g) => String(g.messages![0]![1]!.content));
     expect(questions).toHaveLength(12);
     expect(new Set(questions).size).toBe(12);
+  }
+
+  it('delivers every group exactly once when both process groups are killed -9 mid-run and the command runs again', async () => {
+    const runId = uniqueId('atropos-crash');
+    const out = scratch.path(`${runId}.jsonl`);
+    const args = await killedMidRun(runId, out);
+    const second = await runClotho(args, env);
+    expect(second.stderr).toBe('');
+    expect(second.code).toBe(0);
+    await expectEachGroupOnce(out);
+  });
+
+  it('finishes a killed run with clotho worker --atropos, in the run’s mode', async () => {
+    const runId = uniqueId('atropos-worker');
+    const out = scratch.path(`${runId}.jsonl`);
+    const [, ...rest] = await killedMidRun(runId, out);
+    // `process --atropos env.py <flags>` becomes `worker --atropos env.py process <flags>`.
+    const worker = spawnClotho(['worker', ...rest.slice(0, 2), 'process', ...rest.slice(2)], env);
+    try {
+      const { client } = await testConnection();
+      const result = await client.workflow.getHandle(`clotho/${runId}/arithmetic_env`).result();
+      expect(result).toMatchObject({ completed: 12, delivered: 12, failed: 0 });
+      expect(worker.stdout()).toContain(`workers of run ${runId} polling`);
+      await expectEachGroupOnce(out);
+    } finally {
+      worker.child.kill('SIGTERM');
+    }
+    expect(await worker.exited).toBe(0);
   });
 });

@@ -100,13 +100,21 @@ export interface AtroposSession {
  */
 export async function withAtroposSession(
   argv: string[],
-  mode: 'serve' | 'process',
+  mode: 'serve' | 'process' | 'worker',
   commandFlags: z.ZodRawShape,
   io: CommandIo,
   body: (session: AtroposSession) => Promise<number>,
 ): Promise<number> {
-  const { spec, clotho, atropos } = splitAtroposArgv(argv);
+  const { spec, clotho, atropos: given } = splitAtroposArgv(argv);
   const { runId: givenRunId, flags, steps } = clothoFlags(clotho, commandFlags);
+  // A worker joins a run, in the run's Atropos mode: named first, as Atropos's own CLI names it (`env.py serve …`).
+  const joining = mode === 'worker';
+  const [named, ...rest] = given;
+  if (joining && givenRunId === null) throw new ConfigError(['--env.run_id: required, to name the run whose workers these are']);
+  if (joining && named !== 'serve' && named !== 'process')
+    throw new ConfigError(["--atropos env.py serve|process: the run's Atropos mode"]);
+  const atroposMode = joining ? (named as 'serve' | 'process') : mode;
+  const atropos = joining ? rest : given;
   const store = openStore(flags.store as string | undefined);
   if (!(store instanceof FileSystemStore))
     throw new ConfigError(['--store: an Atropos run writes its groups from Python, into a directory only']);
@@ -121,7 +129,7 @@ export async function withAtroposSession(
     const endpoint = temporal.endpoint;
     let worker;
     try {
-      worker = await startAtroposWorker({ python, spec, mode, atroposArgs: atropos, taskQueue: queues.env, ...endpoint });
+      worker = await startAtroposWorker({ python, spec, mode: atroposMode, atroposArgs: atropos, taskQueue: queues.env, ...endpoint });
     } catch (error) {
       if (!(error instanceof AtroposWorkerExit)) throw error;
       (error.code === 0 ? io.out : io.err)(error.output);
@@ -131,6 +139,9 @@ export async function withAtroposSession(
       const { config } = worker.ready;
       // The worker's config, as Atropos built it, is the run's: a resumed run whose flags build another is refused.
       const settled = await settleRunConfig(store, runId, environment, config, Object.keys(config));
+      if (settled.settled.how === 'new' && joining) {
+        throw new ConfigError([`run ${runId} (${environment}) has no recorded config: start it with clotho process or serve --atropos`]);
+      }
       if (settled.settled.how === 'new') await recordRunConfig(store, runId, settled.settled.record);
       const workflows = await startAtroposWorkflowWorker({ ...endpoint, store, taskQueue: queues.workflows });
       try {
