@@ -62,7 +62,8 @@ export async function startAtroposWorker(options: AtroposWorkerOptions): Promise
     stderr.push(line);
     if (stderr.length > STDERR_KEPT) stderr.shift();
   });
-  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  // 'close', not 'exit': the last lines of its output are read by then.
+  const exited = new Promise<number | string>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal ?? -1)));
   const stdout: string[] = [];
   const ready = await new Promise<AtroposReady>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
