@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { envRunStatusQuery } from '../../src/workflows/messages.js';
+import { envRunStatusQuery, waitingGroupsQuery } from '../../src/workflows/messages.js';
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
 import { arithmeticResponder, ATROPOS_ENVS, atroposPython, recordHistory } from '../support/atropos.js';
 import { spawnClotho, waitFor } from '../support/cli.js';
@@ -60,8 +60,15 @@ describe('clotho serve --atropos', () => {
       const queued = async () => (await http.getWithBody('/status-env', { env_id: envId })).json.self_queue_size as number;
       await waitFor(async () => (await queued()) >= 2, 60_000, 'the room of one batch to fill');
       const connection = await Connection.connect({ address });
-      const status = await new Client({ connection }).workflow.getHandle(`clotho/${runId}/arithmetic_env`).query(envRunStatusQuery);
+      const client = new Client({ connection });
+      const status = await client.workflow.getHandle(`clotho/${runId}/arithmetic_env`).query(envRunStatusQuery);
+      // Stamped with the policy that generated them: the trainer's step when they started (0: it has trained none).
+      const waiting = await client.workflow.getHandle(api.batcherId).query(waitingGroupsQuery, { offset: 0, limit: 10 });
       await connection.close();
+      expect(waiting.groups.map((g) => [g.envId, g.size, g.policyVersion])).toEqual([
+        [envId, 4, 0],
+        [envId, 4, 0],
+      ]);
       // Room for two groups: none started beyond them while nobody trains.
       expect(status.nextItem).toBe(2);
       expect(await queued()).toBe(2);
