@@ -69,6 +69,16 @@ describe('clotho process --atropos', () => {
     await recordHistory('atropos-env-run-backlog.json', `clotho/${runId}/declining_env`);
   });
 
+  it("refuses to resume a run with flags that build another config than the run's", async () => {
+    const runId = uniqueId('atropos-config');
+    const args = atroposProcess('flaky_env.py', scratch.path(`${runId}.jsonl`), 'http://127.0.0.1:9/v1', '--env.total_steps', '1');
+    expect((await runClotho([...args, '--env.run_id', runId], env)).code).toBe(0);
+    const { code, stderr } = await runClotho([...args, '--env.run_id', runId, '--env.group_size', '3'], env);
+    expect(code).toBe(2);
+    expect(stderr).toContain('--env.group_size: this command says 3, the run has 2');
+    expect(stderr).toContain("give the run's Atropos flags again");
+  });
+
   it('fails a group whose collect_trajectories keeps raising, with the Python traceback in clotho inspect', async () => {
     const runId = uniqueId('atropos-fail');
     const args = atroposProcess('flaky_env.py', scratch.path(`${runId}.jsonl`), 'http://127.0.0.1:9/v1', '--env.total_steps', '1');

@@ -138,7 +138,12 @@ export async function withAtroposSession(
     try {
       const { config } = worker.ready;
       // The worker's config, as Atropos built it, is the run's: a resumed run whose flags build another is refused.
-      const settled = await settleRunConfig(store, runId, environment, config, Object.keys(config));
+      const settled = await settleRunConfig(store, runId, environment, config, Object.keys(config)).catch((error: unknown) => {
+        if (!(error instanceof ConfigError)) throw error;
+        // The worker builds its environment from this command's flags: only the run's own flags build the run's.
+        const advice = "give the run's Atropos flags again (the worker builds its environment from them), or start a new run";
+        throw new ConfigError([...error.problems.slice(0, -1), advice]);
+      });
       if (settled.settled.how === 'new' && joining) {
         throw new ConfigError([`run ${runId} (${environment}) has no recorded config: start it with clotho process or serve --atropos`]);
       }
