@@ -1,7 +1,8 @@
 // The whole test suite: the linters (`npm run lint`: ESLint, dependency-cruiser's layer rules, tsc), vitest
-// (TypeScript) and pytest (the Python client), then one closing line with the totals, so that a run reads as passed
-// or failed at a glance (and CI can count it). A lint failure counts as one failed test; the tests run anyway.
-// With arguments (a subset of the tests, passed to vitest) neither the linters nor pytest run.
+// (TypeScript) and pytest (the Python trainer client and the Atropos worker), then one closing line with the totals,
+// so that a run reads as passed or failed at a glance (and CI can count it). A lint failure counts as one failed
+// test; the tests run anyway. With arguments (a subset of the tests, passed to vitest) neither the linters nor pytest
+// run.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 
@@ -29,8 +30,14 @@ const vitest = spawnSync(
     stdio: 'inherit',
   },
 );
-const pytest =
-  passThrough.length > 0 ? null : spawnSync('bash', ['scripts/python-tests.sh', `--junitxml=${results}/pytest.xml`], { stdio: 'inherit' });
+// Each Python package in its own venv, with its own report: the trainer client, and the Atropos worker (atroposlib).
+const pytests =
+  passThrough.length > 0
+    ? []
+    : ['python-tests.sh', 'python-atropos-tests.sh'].map((script, i) => ({
+        report: `${results}/pytest-${i}.xml`,
+        run: spawnSync('bash', [`scripts/${script}`, `--junitxml=${results}/pytest-${i}.xml`], { stdio: 'inherit' }),
+      }));
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
 try {
@@ -41,9 +48,9 @@ try {
 } catch {
   totals.failed += 1; // vitest wrote no report: it did not run to the end
 }
-if (pytest) {
+for (const pytest of pytests) {
   try {
-    const suite = readFileSync(`${results}/pytest.xml`, 'utf8').match(/<testsuite\b[^>]*>/)?.[0] ?? '';
+    const suite = readFileSync(pytest.report, 'utf8').match(/<testsuite\b[^>]*>/)?.[0] ?? '';
     const count = (name) => Number(suite.match(new RegExp(`\\b${name}="(\\d+)"`))?.[1] ?? 0);
     const failed = count('failures') + count('errors');
     totals.failed += failed;
@@ -58,4 +65,4 @@ if (lint && lint.status !== 0) {
   console.log('\nlint: FAILED (npm run lint), counted as one failed test');
 }
 console.log(`\ntests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
-process.exitCode = vitest.status !== 0 || (pytest && pytest.status !== 0) || totals.failed > 0 ? 1 : 0;
+process.exitCode = vitest.status !== 0 || pytests.some((p) => p.run.status !== 0) || totals.failed > 0 ? 1 : 0;

@@ -27,6 +27,8 @@ export interface TimelineStep {
   retries: { attempt: number; message: string }[];
   /** Why the step failed for good. */
   error?: string;
+  /** Where it failed, when a worker in another language raised it (an Atropos environment's Python traceback). */
+  trace?: string;
   input?: unknown;
   result?: unknown;
   /** The summary the workflow gave the activity (a tool call's name and arguments). */
@@ -189,7 +191,10 @@ function closeOf(event: HistoryEvent, decode: PayloadDecoder): { scheduledEventI
     return { scheduledEventId: num(done.scheduledEventId), fields: { status: 'completed', result: firstPayload(done.result, decode) } };
   const failed = event.activityTaskFailedEventAttributes;
   if (failed)
-    return { scheduledEventId: num(failed.scheduledEventId), fields: { status: 'failed', error: failureMessage(failed.failure) } };
+    return {
+      scheduledEventId: num(failed.scheduledEventId),
+      fields: { status: 'failed', error: failureMessage(failed.failure), ...foreignTrace(failed.failure) },
+    };
   const timedOut = event.activityTaskTimedOutEventAttributes;
   if (timedOut)
     return { scheduledEventId: num(timedOut.scheduledEventId), fields: { status: 'timed out', error: failureMessage(timedOut.failure) } };
@@ -219,6 +224,13 @@ export function failureMessage(failure: Failure | null | undefined): string {
   const parts: string[] = [];
   for (let f = failure; f; f = f.cause) if (f.message && !parts.includes(f.message)) parts.push(f.message);
   return parts.join(': ') || 'unknown failure';
+}
+
+/** The stack trace of a failure raised outside TypeScript (Clotho's own are in its logs), innermost first. */
+function foreignTrace(failure: Failure | null | undefined): { trace?: string } {
+  let trace: string | undefined;
+  for (let f = failure; f; f = f.cause) if (f.stackTrace && f.source !== 'TypeScriptSDK') trace = f.stackTrace;
+  return trace ? { trace: trace.trimEnd() } : {};
 }
 
 function firstPayload(payloads: { payloads?: Payload[] | null } | null | undefined, decode: PayloadDecoder): unknown {

@@ -7,6 +7,9 @@ import { inferenceCommand, INFERENCE_USAGE } from './commands/inference.js';
 import { inspectCommand, INSPECT_USAGE } from './commands/inspect.js';
 import { listCommand, LIST_USAGE } from './commands/list.js';
 import { runsCommand, RUNS_USAGE } from './commands/runs.js';
+import { atroposProcessCommand } from './atropos/process.js';
+import { atroposServeCommand } from './atropos/serve.js';
+import { atroposWorkerCommand } from './atropos/worker.js';
 import { PROCESS_PLAN, processCommand, PROCESS_USAGE } from './commands/process.js';
 import { SERVE_FLAGS, serveCommand, SERVE_USAGE } from './commands/serve.js';
 import { sftGenCommand, SFT_GEN_USAGE } from './commands/sft-gen.js';
@@ -28,13 +31,14 @@ interface Command {
 const COMMANDS: Record<string, Command> = {
   process: {
     summary: 'run an environment durably and write scored groups to JSONL + HTML',
-    run: processCommand,
+    // An Atropos environment's run (`--atropos env.py`) has a command of its own: the worker is Python's.
+    run: (args, io) => (args.includes('--atropos') ? atroposProcessCommand(args, io) : processCommand(args, io)),
     help: (args) =>
       environmentHelp(PROCESS_USAGE, args, PROCESS_PLAN, (name) => ({ '--env.data_path_to_save_groups': `data/${name}.jsonl` })),
   },
   serve: {
     summary: "feed a running `clotho api`'s trainer, as an Atropos environment in serve mode",
-    run: serveCommand,
+    run: (args, io) => (args.includes('--atropos') ? atroposServeCommand(args, io) : serveCommand(args, io)),
     help: (args) => environmentHelp(SERVE_USAGE, args, { commandFlags: SERVE_FLAGS }),
   },
   evaluate: {
@@ -44,7 +48,7 @@ const COMMANDS: Record<string, Command> = {
   },
   worker: {
     summary: "run a run's workers (scale out, or resume after a crash) against TEMPORAL_ADDRESS",
-    run: workerCommand,
+    run: (args, io) => (args.includes('--atropos') ? atroposWorkerCommand(args, io) : workerCommand(args, io)),
     help: (args) => environmentHelp(WORKER_USAGE, args, { commandFlags: METRICS_FLAGS }),
   },
   api: {
@@ -128,7 +132,8 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
   }
   try {
     // Help loads the named environment, so an unknown or broken one is reported like any other error.
-    if (command.help && (args.includes('--help') || args.includes('-h'))) {
+    // An Atropos environment's flags are its class's: Atropos's own --help lists them (the command runs it).
+    if (command.help && (args.includes('--help') || args.includes('-h')) && !args.includes('--atropos')) {
       io.out(await command.help(args.filter((a) => a !== '--help' && a !== '-h')));
       return 0;
     }

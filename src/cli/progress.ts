@@ -1,6 +1,7 @@
-import type { Connection, WorkflowHandle } from '@temporalio/client';
-import type { EnvRunResult, EnvRunStatus, EvalProgress, EvaluationResult } from '../schema/rollout.js';
+import type { Connection, WorkflowHandle, WorkflowResultType } from '@temporalio/client';
 import type { envRun } from '../workflows/env-run.js';
+import type { atroposEnvRun } from '../workflows/atropos-env-run.js';
+import type { EnvRunResult, EnvRunStatus, EvalProgress, EvaluationResult } from '../schema/rollout.js';
 import { envRunStatusQuery } from '../workflows/messages.js';
 import type { CommandIo } from './io.js';
 import { waitingSummary, waitingWatcher, type WaitingWork } from './waiting-work.js';
@@ -79,12 +80,12 @@ const waitingKinds = (waiting: readonly WaitingWork[]) =>
  * when what waits on a retry or a timeout changes) until it ends, or until `signal` aborts: then its calls to
  * Temporal are cancelled, so the connection can close under it.
  */
-export async function watchProgress(
-  handle: WorkflowHandle<typeof envRun>,
+export async function watchProgress<W extends typeof envRun | typeof atroposEnvRun>(
+  handle: WorkflowHandle<W>,
   io: CommandIo,
   connection: Connection,
   signal: AbortSignal,
-): Promise<EnvRunResult> {
+): Promise<WorkflowResultType<W>> {
   const started = Date.now();
   const reportEvaluations = evaluationReporter(io);
   let completedAtStart: number | undefined;
@@ -116,7 +117,7 @@ export async function watchProgress(
   try {
     const result = await connection.withAbortSignal(signal, () => handle.result());
     await polling;
-    reportEvaluations(result.evaluation);
+    reportEvaluations((result as EnvRunResult).evaluation);
     return result;
   } finally {
     clearInterval(timer);

@@ -113,6 +113,7 @@ export function formatSteps(timeline: Timeline): string[] {
       );
     }
     if (step.error) lines.push(`${pad}error: ${step.error}`);
+    if (step.trace) lines.push(`${pad}traceback:`, ...step.trace.split('\n').map((line) => `${pad}  ${line}`));
   }
   return lines;
 }

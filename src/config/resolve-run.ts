@@ -102,7 +102,7 @@ function openFlagStore(flag: string | undefined): TrajectoryStore {
 }
 
 /** `gsm8k-20261121-121500-a1b2`: sortable, unique enough, readable in the Temporal UI. */
-function newRunId(environment: string): string {
+export function newRunId(environment: string): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
   return `${environment}-${stamp}-${randomBytes(2).toString('hex')}`;
 }

@@ -150,28 +150,25 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
   };
 }
 
-/** Task queue of the batcher workflow and its state activities (the API process runs its worker). */
-export const BATCHER_TASK_QUEUE = 'clotho-workflows';
-
-/** Starts the worker of the batcher workflow: the workflow bundle plus the batcher's store activities. */
-export async function startBatcherWorker(setup: {
+/** Where a worker of one task queue connects, and the store its activities use. */
+interface OneQueueSetup {
   address: string;
   connection?: TemporalConnectionOptions;
   namespace: string;
   store: TrajectoryStore;
-  taskQueue?: string;
-  /** Called with the groups of each batch a `--trainer temporal` trainer trained (retention deletes them). */
-  onTrained?: (refs: string[]) => Promise<void>;
-}): Promise<RunningWorkers> {
+}
+
+/** Starts a worker of the workflow bundle and `activities` on one task queue. */
+async function startOneQueueWorker(setup: OneQueueSetup, taskQueue: string, activities: object): Promise<RunningWorkers> {
   installRuntime();
   const connection = await NativeConnection.connect(setup.connection ?? { address: setup.address });
   const worker = await Worker.create({
     connection,
     namespace: setup.namespace,
-    taskQueue: setup.taskQueue ?? BATCHER_TASK_QUEUE,
+    taskQueue,
     workflowBundle: await workflowBundle(),
     stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START,
-    activities: createBatcherActivities({ store: setup.store, ...(setup.onTrained ? { onTrained: setup.onTrained } : {}) }),
+    activities,
   });
   const done = worker.run().finally(() => connection.close());
   return {
@@ -181,4 +178,27 @@ export async function startBatcherWorker(setup: {
       await done;
     },
   };
+}
+
+/**
+ * Starts the workflow worker of an Atropos run: the workflow bundle plus the trajectory activities its deliveries
+ * use. The environment's activities are the Python worker's (clients/python-atropos), on a queue of their own.
+ */
+export function startAtroposWorkflowWorker(setup: OneQueueSetup & { taskQueue: string }): Promise<RunningWorkers> {
+  return startOneQueueWorker(setup, setup.taskQueue, createTrajectoryActivities({ store: setup.store }));
+}
+
+/** Task queue of the batcher workflow and its state activities (the API process runs its worker). */
+export const BATCHER_TASK_QUEUE = 'clotho-workflows';
+
+/** Starts the worker of the batcher workflow: the workflow bundle plus the batcher's store activities. */
+export function startBatcherWorker(
+  setup: OneQueueSetup & {
+    taskQueue?: string;
+    /** Called with the groups of each batch a `--trainer temporal` trainer trained (retention deletes them). */
+    onTrained?: (refs: string[]) => Promise<void>;
+  },
+): Promise<RunningWorkers> {
+  const activities = createBatcherActivities({ store: setup.store, ...(setup.onTrained ? { onTrained: setup.onTrained } : {}) });
+  return startOneQueueWorker(setup, setup.taskQueue ?? BATCHER_TASK_QUEUE, activities);
 }

@@ -67,7 +67,7 @@ describe('groups past their deadline (worker_timeout)', () => {
   });
 
   it('set the child deadline only when the env-run input has one', () => {
-    const input = { runId: 'r', environment: 'e', group: { searchAttributes: false } } as Parameters<typeof rolloutGroupOptions>[0];
+    const input = { runId: 'r', environment: 'e', searchAttributes: false };
     expect(rolloutGroupOptions(input, 3, undefined)).not.toHaveProperty('workflowExecutionTimeout');
     expect(rolloutGroupOptions({ ...input, groupTimeoutSeconds: 60 }, 3, undefined).workflowExecutionTimeout).toBe(60_000);
     expect(rolloutGroupOptions(input, 3, '0.2.0').memo).toEqual({ clothoVersion: '0.2.0' });

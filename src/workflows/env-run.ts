@@ -54,7 +54,7 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     const policyVersion = sink.kind === 'batcher' ? (room?.currentStep ?? null) : null;
     try {
       const child = await startChild(rolloutGroup, {
-        ...rolloutGroupOptions(input, itemIndex, version),
+        ...rolloutGroupOptions({ ...input, searchAttributes: group.searchAttributes }, itemIndex, version),
         args: [{ ...group, runId: input.runId, environment: input.environment, itemIndex, policyVersion }],
       });
       finished.push(await child.result());

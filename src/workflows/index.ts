@@ -15,3 +15,5 @@ export { envRun } from './env-run.js';
 export { rolloutGroup } from './rollout-group.js';
 export { batcher } from './batcher.js';
 export { evaluation } from './evaluation.js';
+export { atroposEnvRun } from './atropos-env-run.js';
+export { atroposRolloutGroup } from './atropos-rollout-group.js';

@@ -26,7 +26,7 @@ export function versionTags(version: string | undefined): {
  * Clotho version (memo), and the group's deadline (Atropos's worker_timeout) when the run has one.
  */
 export function rolloutGroupOptions(
-  input: EnvRunInput,
+  input: Pick<EnvRunInput, 'runId' | 'environment' | 'groupTimeoutSeconds'> & { searchAttributes: boolean },
   itemIndex: number,
   runVersion: string | undefined,
 ): Pick<ChildWorkflowOptions, 'workflowId' | 'parentClosePolicy' | 'typedSearchAttributes' | 'workflowExecutionTimeout' | 'memo'> {
@@ -36,7 +36,7 @@ export function rolloutGroupOptions(
     workflowId: rolloutGroupId(input.runId, input.environment, itemIndex),
     parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
     ...(input.groupTimeoutSeconds === undefined ? {} : { workflowExecutionTimeout: input.groupTimeoutSeconds * 1000 }),
-    typedSearchAttributes: input.group.searchAttributes
+    typedSearchAttributes: input.searchAttributes
       ? [
           { key: ENVIRONMENT, value: input.environment },
           { key: RUN_ID, value: input.runId },
@@ -60,13 +60,18 @@ export function timedOutGroup(itemIndex: number, groupSize: number, policyVersio
 
 /** A scored group as the batcher takes it: its store key is its idempotency key, so a repeat is ignored. */
 export function deliveredGroup(result: RolloutGroupResult, envId: number, policyVersion: number | null): GroupRef {
+  return storedGroupRef(result.group!.key, result.groupSize, envId, policyVersion, result.longestSequence);
+}
+
+/** A group in the store as the batcher takes it, by its key (also its idempotency key). */
+export function storedGroupRef(key: string, size: number, envId: number, policyVersion: number | null, longestSequence?: number): GroupRef {
   return {
-    id: result.group!.key,
-    ref: result.group!.key,
+    id: key,
+    ref: key,
     envId,
-    size: result.groupSize,
+    size,
     policyVersion,
     receivedAt: Date.now(),
-    ...(result.longestSequence === undefined ? {} : { longestSequence: result.longestSequence }),
+    ...(longestSequence === undefined ? {} : { longestSequence }),
   };
 }

@@ -158,7 +158,8 @@ describe('replay of recorded histories', () => {
   );
 
   // The recorders above write the rollout groups and env-run-launch-first.json; test/e2e/serve-weighted.test.ts the
-  // weighted batcher and env-run, src/store/retention.test.ts the trained release (all with CLOTHO_RECORD_HISTORIES=1).
+  // weighted batcher and env-run, src/store/retention.test.ts the trained release, test/e2e/atropos-process.test.ts the
+  // Atropos workflows (all with CLOTHO_RECORD_HISTORIES=1).
   it.each([
     'rollout-group-one-step-finish.json',
     'rollout-group-tools-one-step-finish.json',
@@ -175,6 +176,13 @@ describe('replay of recorded histories', () => {
     'env-run-weighted-launch-first.json',
     // A --trainer temporal batcher releasing a trained batch (src/store/retention.test.ts records it).
     'batcher-trained-release.json',
+    // An Atropos env-run: its cursor, declined groups, items put back and served again, deliveries to JSONL; and a
+    // scored Atropos group and one failed after a retry (test/e2e/atropos-process.test.ts records them).
+    'atropos-env-run-backlog.json',
+    // Feeding a batcher: its room pushed, groups signalled with their policy version (test/e2e/atropos-serve.test.ts).
+    'atropos-env-run-batcher.json',
+    'atropos-rollout-group-scored.json',
+    'atropos-rollout-group-failed.json',
   ])('replays %s against the current workflow code', async (name) => {
     const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
     expect(history.events.length).toBeGreaterThan(10);

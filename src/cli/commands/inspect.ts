@@ -126,7 +126,9 @@ function header(workflowId: string, runId: string, timeline: Timeline): string[]
   const lines = [`${workflowId} (${timeline.workflowType}, run ${runId}): ${took}, started ${new Date(timeline.startedAt).toISOString()}`];
   if (input.runId !== undefined) {
     const turns = input.maxTurns !== undefined && input.maxTurns > 1 ? ` · up to ${input.maxTurns} turns` : '';
-    lines.push(`run ${input.runId} · environment ${input.environment} · item ${input.itemIndex} · group of ${input.groupSize}${turns}`);
+    lines.push(
+      `run ${input.runId} · environment ${input.environment} · item ${input.itemIndex}${input.groupSize === undefined ? '' : ` · group of ${input.groupSize}`}${turns}`,
+    );
   }
   return lines;
 }

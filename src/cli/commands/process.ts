@@ -4,12 +4,13 @@ import { resolve } from 'node:path';
 import { ConfigError } from '../../config/config-error.js';
 import type { CommandOptions } from '../../config/resolve-run.js';
 import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
+import type { atroposEnvRun } from '../../workflows/atropos-env-run.js';
 import type { envRun } from '../../workflows/env-run.js';
 import type { CommandIo } from '../io.js';
 import { progressLine, watchProgress } from '../progress.js';
 import { writeGroupsHtml } from '../report-html.js';
 import { processEvalNotices } from '../eval-schedule.js';
-import { envRunSettings, planRun, raceWatching, withRunSession, type RunPlan } from '../run.js';
+import { envRunSettings, planRun, raceWatching, withRunSession } from '../run.js';
 import { METRICS_FLAGS } from '../run-metrics.js';
 import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
@@ -49,7 +50,12 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
     // The dev server this command started stops with it; its SQLite file keeps the history for `clotho temporal start`.
     if (ui && temporal.endpoint.started)
       io.out('  (the dev server stops with this run; `npx clotho temporal start` serves its history again at this link)');
-    const watch = () => raceWatching((signal) => runToEnd(plan, temporal, input, io, signal), workers.done.then(never), interrupted);
+    const watch = () =>
+      raceWatching(
+        (signal) => runToEnd(temporal, { runId: plan.runId, environment: plan.definition.name }, { type: 'envRun', input }, io, signal),
+        workers.done.then(never),
+        interrupted,
+      );
     const result = await withWandbLogging(
       {
         plan,
@@ -62,47 +68,56 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
       watch,
       (r) => (r.failed > 0 ? 1 : 0),
     );
-    io.status?.('');
-    io.out(progressLine({ ...result, total: totalGroups, inFlight: 0 }, 1, result.completed).replace(/ · [\d.]+ groups\/s/, ''));
-    if (existsSync(path)) {
-      const html = path.replace(/\.jsonl$/, '') + '.html';
-      await writeGroupsHtml(path, html, `${plan.definition.name} · ${plan.runId}`);
-      io.out(`wrote ${result.delivered} groups to ${path} and ${html}`);
-    }
-    for (const failure of result.failures) io.err(`item ${failure.itemIndex} failed: ${failure.message}`);
-    return result.failed > 0 ? 1 : 0;
+    return reportProcessed(result, totalGroups, path, `${plan.definition.name} · ${plan.runId}`, io);
   });
 }
 
+/** A finished `process` run's last lines: the progress line, the HTML page beside the JSONL, each failure; its exit code. */
+export async function reportProcessed(result: EnvRunResult, total: number, path: string, title: string, io: CommandIo): Promise<number> {
+  io.status?.('');
+  io.out(progressLine({ ...result, total, inFlight: 0 }, 1, result.completed).replace(/ · [\d.]+ groups\/s/, ''));
+  if (existsSync(path)) {
+    const html = path.replace(/\.jsonl$/, '') + '.html';
+    await writeGroupsHtml(path, html, title);
+    io.out(`wrote ${result.delivered} groups to ${path} and ${html}`);
+  }
+  for (const failure of result.failures) io.err(`item ${failure.itemIndex} failed: ${failure.message}`);
+  return result.failed > 0 ? 1 : 0;
+}
+
+/** A run's env-run workflow: its type, and the input to start it with. */
+export type EnvRunStart =
+  { type: 'envRun'; input: Parameters<typeof envRun>[0] } | { type: 'atroposEnvRun'; input: Parameters<typeof atroposEnvRun>[0] };
+
 /** Starts the run's env-run (or attaches to it when resuming) and shows progress until it ends. */
-async function runToEnd(
-  plan: RunPlan,
+export async function runToEnd(
   temporal: TemporalRuntime,
-  input: EnvRunInput,
+  { runId, environment }: { runId: string; environment: string },
+  start: EnvRunStart,
   io: CommandIo,
   signal: AbortSignal,
 ): Promise<EnvRunResult> {
-  const workflowId = envRunId(plan.runId, plan.definition.name);
+  const workflowId = envRunId(runId, environment);
   let handle;
   try {
-    handle = await temporal.client.workflow.start<typeof envRun>('envRun', {
+    handle = await temporal.client.workflow.start<typeof envRun | typeof atroposEnvRun>(start.type, {
       workflowId,
-      taskQueue: runTaskQueues(plan.runId, plan.definition.name).workflows,
-      args: [input],
+      taskQueue: runTaskQueues(runId, environment).workflows,
+      args: [start.input as never],
       ...startedBy(temporal.searchAttributes),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-    io.out(`run ${plan.runId} has already finished; showing its result`);
-    handle = temporal.client.workflow.getHandle<typeof envRun>(workflowId);
+    io.out(`run ${runId} has already finished; showing its result`);
+    handle = temporal.client.workflow.getHandle<typeof envRun | typeof atroposEnvRun>(workflowId);
   }
   return watchProgress(handle, io, temporal.connection, signal);
 }
 
 /** Atropos's rule: a new run never overwrites a file; it takes the first free `_1`, `_2`, … suffix. */
-function jsonlPath(requested: string, resumed: boolean): string {
+export function jsonlPath(requested: string, resumed: boolean): string {
   const path = resolve(requested);
   if (resumed || !existsSync(path)) return path;
   const stem = path.replace(/\.jsonl$/, '');

@@ -32,8 +32,13 @@ export const SERVE_FLAGS = {
     .describe('workflow id of the batcher behind `clotho api` (its newest training run is fed: `<id>/run-<n>` after a new run)'),
 };
 
+/** The step a serving run stops at: the trainer's last step, or total_steps when that comes first (-1: the trainer's). */
+export function lastStep(totalSteps: number, trainerSteps: number): number {
+  return Math.min(totalSteps > 0 ? totalSteps : Number.MAX_SAFE_INTEGER, trainerSteps > 0 ? trainerSteps : Number.MAX_SAFE_INTEGER);
+}
+
 /** Registers the environment with the batcher, waiting while the trainer has not started (Atropos's rule). */
-async function registerWithBatcher(
+export async function registerWithBatcher(
   temporal: TemporalRuntime,
   batcherId: string,
   registration: EnvRegistration,
@@ -87,11 +92,7 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
         workflowId: batcherId,
         envId: registered.env_id,
         maxBatchesOffpolicy: env.max_batches_offpolicy,
-        // The trainer's last step, or total_steps when that comes first (-1: the trainer's).
-        stopAtStep: Math.min(
-          env.total_steps > 0 ? env.total_steps : Number.MAX_SAFE_INTEGER,
-          registered.num_steps > 0 ? registered.num_steps : Number.MAX_SAFE_INTEGER,
-        ),
+        stopAtStep: lastStep(env.total_steps, registered.num_steps),
       },
       ...(schedule ? { evaluation: schedule } : {}),
     };

@@ -1,0 +1,237 @@
+"""The activities a Clotho workflow drives an Atropos environment with, on one environment object per process.
+
+Names and payloads (JSON objects, camelCase as Clotho's TypeScript workflows send them):
+
+- ``atroposDescribe()`` → ``{className, name, mode, config, usesCheckpoint, maxNumWorkers}``
+- ``atroposNextItem({cursor, checkpoint?})`` → ``{cursor, item, exhausted, fastForwarded, fastForwardSeconds, restoredFrom}``
+- ``atroposCollect({itemIndex, item, postprocess?, maxTokenLen?})`` → a ``Collected`` (below); with
+  ``postprocess: false`` → ``{status: "collected", groups, list, backlog, seconds}``, the groups as returned
+- ``atroposPostprocess({itemIndex, item, groups, list, maxTokenLen?})`` → a ``Collected`` without ``backlog``
+- ``atroposEvaluate({step?})`` → ``{result, metrics, seconds}``
+- ``atroposCheckpoint({step})`` → ``{cursor, data}`` (``data`` null when the class saves nothing)
+- ``atroposMetrics({step})`` → ``{metrics}``: what ``wandb_log`` logs (and still logs to wandb when it is on)
+
+``Collected``: ``{status: "scored", groups: [ScoredDataGroup...], list, dropped: [{index, reason}], backlog: [item...], seconds}``
+or ``{status: "declined", reason, dropped, backlog, seconds}``. Items travel encoded by ``codec.encode_item``.
+With ``store: {root, key}`` in the input (a file-system trajectory store), each kept group is written to
+``<key>/group-<i>`` and the result has ``groupRefs: [{key}]`` and ``scores`` in place of ``groups``.
+
+An exception from the environment fails the activity with its type and Python traceback, so Temporal
+retries it under the step's policy and, once attempts run out, fails the workflow with the traceback;
+it is never turned into a dropped or scored group. ``None`` from ``collect_trajectories`` is ``declined``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Awaitable, TypeVar
+
+import wandb
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from .building import BuiltEnv
+from .codec import NotJsonError, decode_item, encode_item, group_to_json
+from .cursor import Checkpoint, CursorBehindError, ItemCursor
+from . import store
+from .groups import filter_groups
+
+T = TypeVar("T")
+
+ACTIVITY_NAMES = ("atroposDescribe", "atroposNextItem", "atroposCollect", "atroposPostprocess", "atroposEvaluate", "atroposCheckpoint", "atroposMetrics")
+
+
+class AtroposActivities:
+    """Holds the built environment; its bound ``@activity.defn`` methods are what a worker registers."""
+
+    def __init__(self, built: BuiltEnv, heartbeat_interval: float = 2.0) -> None:
+        self.built = built
+        self.env = built.env
+        self.cursor = ItemCursor(built.env)
+        self.heartbeat_interval = heartbeat_interval
+
+    @property
+    def activities(self) -> list:
+        return [self.describe, self.next_item, self.collect, self.postprocess, self.evaluate, self.checkpoint, self.metrics]
+
+    @activity.defn(name="atroposDescribe")
+    async def describe(self, _raw: Any = None) -> dict:
+        env = self.env
+        return {
+            "className": type(env).__name__,
+            "name": type(env).name,
+            "mode": self.built.mode,
+            "config": env.config.model_dump(mode="json"),
+            "usesCheckpoint": self.cursor.keeps_checkpoints,
+            "maxNumWorkers": env.max_num_workers,
+        }
+
+    @activity.defn(name="atroposNextItem")
+    async def next_item(self, raw: Any) -> dict:
+        request = _object(raw, "atroposNextItem")
+        index = _int(request, "cursor")
+        checkpoint = Checkpoint.parse(request.get("checkpoint"))
+        try:
+            taken = await self.cursor.item_at(index, checkpoint, progress=lambda n: activity.heartbeat({"fastForwarded": n}))
+        except CursorBehindError as error:
+            raise ApplicationError(str(error), type="AtroposCursorBehind", non_retryable=True) from error
+        return {
+            "cursor": index,
+            "item": encode_item(taken.item),
+            "exhausted": taken.exhausted,
+            "fastForwarded": taken.fast_forwarded,
+            "fastForwardSeconds": taken.fast_forward_seconds,
+            "restoredFrom": taken.restored_from,
+        }
+
+    @activity.defn(name="atroposCollect")
+    async def collect(self, raw: Any) -> dict:
+        request = _object(raw, "atroposCollect")
+        item = decode_item(request.get("item"))
+        started = time.time()
+        result = await self._heartbeating(self.env.collect_trajectories(item))
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise ApplicationError(f"collect_trajectories returned {type(result).__name__}, expected (groups, backlog)", type="AtroposBadReturn", non_retryable=True)
+        groups, backlog = result
+        backlog_json = [encode_item(b) for b in (backlog or [])]
+        if groups is None or (hasattr(groups, "__len__") and len(groups) == 0):
+            self._record(started, succeeded=False)
+            return {"status": "declined", "reason": "declined", "dropped": [], "backlog": backlog_json, "seconds": time.time() - started}
+        if not request.get("postprocess", True):
+            # For a workflow that runs atroposPostprocess as a step of its own: the groups as they came.
+            was_list = isinstance(groups, list)
+            raw_groups = _groups_json(groups if was_list else [groups])
+            return {"status": "collected", "groups": raw_groups, "list": was_list, "backlog": backlog_json, "seconds": time.time() - started}
+        groups = await self._heartbeating(self.env.postprocess_histories(groups))
+        collected = await self._scored(groups, item, request, started)
+        collected["backlog"] = backlog_json
+        return collected
+
+    @activity.defn(name="atroposPostprocess")
+    async def postprocess(self, raw: Any) -> dict:
+        request = _object(raw, "atroposPostprocess")
+        item = decode_item(request.get("item"))
+        started = time.time()
+        groups = request.get("groups")
+        if not isinstance(groups, list) or not groups:
+            raise ApplicationError("atroposPostprocess expects groups: a non-empty list", type="AtroposBadInput", non_retryable=True)
+        # The shape collect_trajectories returned: a list of groups, or one group.
+        groups = await self._heartbeating(self.env.postprocess_histories(groups if request.get("list", False) else groups[0]))
+        return await self._scored(groups, item, request, started)
+
+    @activity.defn(name="atroposEvaluate")
+    async def evaluate(self, raw: Any = None) -> dict:
+        request = _object(raw or {}, "atroposEvaluate")
+        if "step" in request:
+            self.env.curr_step = _int(request, "step")
+        buffered = getattr(self.env, "eval_metrics", None)
+        before = len(buffered) if isinstance(buffered, list) else 0
+        started = time.time()
+        result = await self._heartbeating(self.env.evaluate())
+        # Atropos's environments buffer (name, value) pairs in eval_metrics for their next wandb_log.
+        after = getattr(self.env, "eval_metrics", None)
+        new = after[before:] if isinstance(after, list) else []
+        metrics = {str(pair[0]): pair[1] for pair in new if isinstance(pair, (tuple, list)) and len(pair) == 2}
+        return {"result": _json_or_repr(result), "metrics": _json_or_repr(metrics), "seconds": time.time() - started}
+
+    @activity.defn(name="atroposCheckpoint")
+    async def checkpoint(self, raw: Any = None) -> dict:
+        request = _object(raw or {}, "atroposCheckpoint")
+        return (await self.cursor.checkpoint(int(request.get("step", 0)))).to_json()
+
+    @activity.defn(name="atroposMetrics")
+    async def metrics(self, raw: Any = None) -> dict:
+        request = _object(raw or {}, "atroposMetrics")
+        if "step" in request:
+            self.env.curr_step = _int(request, "step")
+        logged: dict = {}
+        real_log = wandb.log
+        use_wandb = self.env.config.use_wandb
+
+        def capture(data: dict, *args: Any, **kwargs: Any) -> None:
+            logged.update(data)
+            if use_wandb and wandb.run is not None:
+                real_log(data, *args, **kwargs)
+
+        # wandb_log only calls wandb.log with use_wandb; it is read before the first await.
+        wandb.log = capture
+        self.env.config.use_wandb = True
+        try:
+            await self.env.wandb_log({})
+        finally:
+            wandb.log = real_log
+            self.env.config.use_wandb = use_wandb
+        numbers = {k: v for k, v in logged.items() if isinstance(v, (int, float)) or hasattr(v, "item")}
+        return {"metrics": _json_or_repr(numbers)}
+
+    async def _scored(self, groups: Any, item: Any, request: dict, started: float) -> dict:
+        was_list = isinstance(groups, list)
+        as_list = groups if was_list else [groups]
+        if "maxTokenLen" in request:
+            self.env.max_token_len = _int(request, "maxTokenLen")
+        # Atropos's serve aborts on a sequence at or past the trainer's max_token_len; process does not.
+        kept, dropped = await filter_groups(self.env, as_list, item, abort_on_length=self.built.mode == "serve")
+        groups_json = _groups_json(kept)
+        self._record(started, succeeded=bool(kept))
+        seconds = time.time() - started
+        if not kept:
+            reason = dropped[0]["reason"] if dropped else "declined"
+            return {"status": "declined", "reason": reason, "dropped": dropped, "seconds": seconds}
+        scored = {"status": "scored", "list": was_list, "dropped": dropped, "seconds": seconds}
+        target = request.get("store")
+        if isinstance(target, dict) and isinstance(target.get("root"), str) and isinstance(target.get("key"), str):
+            # Into the trajectory store, one entry per group: the result carries references and scores only.
+            refs = [store.put(target["root"], f"{target['key']}/group-{i}", g) for i, g in enumerate(groups_json)]
+            return {**scored, "groupRefs": refs, "scores": [g["scores"] for g in groups_json]}
+        return {**scored, "groups": groups_json}
+
+    def _record(self, started: float, succeeded: bool) -> None:
+        """Atropos's timing stats (``handle_env``), which its ``wandb_log`` reports through ``perf_stats``."""
+        duration = max(0.0, time.time() - started)
+        self.env.task_duration.append(duration)
+        self.env.task_successful.append(1 if succeeded else 0)
+        (self.env.succeeded_task_duration if succeeded else self.env.failed_task_duration).append(duration)
+
+    async def _heartbeating(self, work: Awaitable[T]) -> T:
+        """Awaits ``work``, heartbeating meanwhile: a dead worker is noticed within the heartbeat timeout, and a cancel arrives."""
+        task = asyncio.ensure_future(work)
+        started = time.monotonic()
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=self.heartbeat_interval)
+                if done:
+                    return task.result()
+                activity.heartbeat({"seconds": round(time.monotonic() - started, 1)})
+        except BaseException:
+            task.cancel()
+            raise
+
+
+def _object(raw: Any, name: str) -> dict:
+    if not isinstance(raw, dict):
+        raise ApplicationError(f"{name} expects a JSON object, got {raw!r:.200}", type="AtroposBadInput", non_retryable=True)
+    return raw
+
+
+def _int(request: dict, key: str) -> int:
+    value = request.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ApplicationError(f"{key}: expected an integer, got {value!r:.100}", type="AtroposBadInput", non_retryable=True)
+    return value
+
+
+def _groups_json(groups: list) -> list:
+    try:
+        return [group_to_json(g, f"group {i}") for i, g in enumerate(groups)]
+    except NotJsonError as error:
+        raise ApplicationError(str(error), type="AtroposGroupNotJson", non_retryable=True) from error
+
+
+def _json_or_repr(value: Any) -> Any:
+    try:
+        return group_to_json(value, "value")
+    except NotJsonError:
+        return repr(value)
+
+

@@ -1,0 +1,114 @@
+"""JSON for what crosses Temporal: items (round-tripped exactly) and scored groups (Atropos's wire JSON).
+
+An item from ``get_next_item`` is recorded by the workflow and handed back to ``collect_trajectories``,
+possibly in another process, so it must come back as the same Python value. Atropos's environments
+return dicts, tuples of frozensets of message items, numpy values... ``encode_item`` writes plain JSON
+for JSON values and tags the rest (``{"$tuple": [...]}``, ``{"$frozenset": ...}``, ``{"$set": ...}``,
+``{"$bytes": base64}``, ``{"$dict": [[k, v], ...]}`` for non-string keys, ``{"$ndarray": ...}``), and
+``{"$pickle": base64}`` for anything else (a dataclass, a pydantic model): the run's own code reads it back.
+
+A scored group is what Atropos would ``json.dumps`` to its API, so ``group_to_json`` is lossy the same
+way (tuples become lists) and stricter: numpy values become numbers, and a value JSON cannot carry
+(NaN, infinity, an object) is an error naming where it is, never a silently different group.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import pickle
+from enum import Enum
+from typing import Any
+
+try:  # numpy comes with atroposlib; keep the codec importable without it
+    import numpy as np
+except ImportError:  # pragma: no cover
+    np = None  # type: ignore[assignment]
+
+_TAGS = ("$tuple", "$frozenset", "$set", "$bytes", "$dict", "$ndarray", "$pickle")
+
+
+class NotJsonError(TypeError):
+    """A scored group holds a value Atropos's API could not take as JSON."""
+
+
+def encode_item(value: Any) -> Any:
+    """A JSON-safe form of ``value`` that ``decode_item`` turns back into an equal value of the same types."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int) and type(value) is int:
+        return value
+    if isinstance(value, float) and type(value) is float:
+        return value if math.isfinite(value) else {"$pickle": _pickled(value)}
+    if isinstance(value, list) and type(value) is list:
+        return [encode_item(v) for v in value]
+    if isinstance(value, tuple) and type(value) is tuple:
+        return {"$tuple": [encode_item(v) for v in value]}
+    if type(value) is frozenset:
+        return {"$frozenset": [encode_item(v) for v in value]}
+    if type(value) is set:
+        return {"$set": [encode_item(v) for v in value]}
+    if type(value) is bytes:
+        return {"$bytes": base64.b64encode(value).decode("ascii")}
+    if type(value) is dict:
+        if all(isinstance(k, str) for k in value) and not (len(value) == 1 and next(iter(value)) in _TAGS):
+            return {k: encode_item(v) for k, v in value.items()}
+        return {"$dict": [[encode_item(k), encode_item(v)] for k, v in value.items()]}
+    if np is not None and isinstance(value, np.ndarray) and value.dtype != object:
+        return {"$ndarray": {"dtype": value.dtype.str, "shape": list(value.shape), "data": base64.b64encode(value.tobytes()).decode("ascii")}}
+    return {"$pickle": _pickled(value)}
+
+
+def decode_item(value: Any) -> Any:
+    """The inverse of ``encode_item``."""
+    if isinstance(value, list):
+        return [decode_item(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        tag, inner = next(iter(value.items()))
+        if tag == "$tuple":
+            return tuple(decode_item(v) for v in inner)
+        if tag == "$frozenset":
+            return frozenset(decode_item(v) for v in inner)
+        if tag == "$set":
+            return {decode_item(v) for v in inner}
+        if tag == "$bytes":
+            return base64.b64decode(inner)
+        if tag == "$dict":
+            return {decode_item(k): decode_item(v) for k, v in inner}
+        if tag == "$ndarray":
+            assert np is not None
+            return np.frombuffer(base64.b64decode(inner["data"]), dtype=np.dtype(inner["dtype"])).reshape(inner["shape"]).copy()
+        if tag == "$pickle":
+            return pickle.loads(base64.b64decode(inner))
+    return {k: decode_item(v) for k, v in value.items()}
+
+
+def _pickled(value: Any) -> str:
+    return base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")
+
+
+def group_to_json(group: Any, where: str = "group") -> Any:
+    """Atropos's JSON of a scored group (or any value in one); raises ``NotJsonError`` naming the path."""
+    if group is None or isinstance(group, (bool, str)):
+        return group
+    if isinstance(group, int):
+        return int(group)
+    if isinstance(group, float):
+        if not math.isfinite(group):
+            raise NotJsonError(f"{where} is {group}, which JSON cannot carry")
+        return float(group)
+    if isinstance(group, dict):
+        return {str(k): group_to_json(v, f"{where}.{k}") for k, v in group.items()}
+    if isinstance(group, (list, tuple)):
+        return [group_to_json(v, f"{where}[{i}]") for i, v in enumerate(group)]
+    if np is not None and isinstance(group, np.ndarray):
+        return group_to_json(group.tolist(), where)
+    if np is not None and isinstance(group, np.generic):
+        return group_to_json(group.item(), where)
+    if isinstance(group, Enum):
+        return group_to_json(group.value, where)
+    if hasattr(group, "model_dump"):  # pydantic models (openai's message objects)
+        return group_to_json(group.model_dump(mode="json"), where)
+    raise NotJsonError(f"{where} is a {type(group).__name__}, which Atropos's API cannot take as JSON")

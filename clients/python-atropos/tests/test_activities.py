@@ -1,0 +1,265 @@
+"""The activities called directly (temporalio's ActivityEnvironment) on environments built from argv."""
+
+import asyncio
+import json
+
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from clotho_atropos import AtroposActivities, ItemCursor, build_env, load_env_class
+from clotho_atropos.cursor import CursorBehindError
+from conftest import ENVS
+
+
+def activities_for(spec: str, argv: list[str], **options) -> AtroposActivities:
+    built = build_env(load_env_class(str(ENVS / spec)), argv)
+    return AtroposActivities(built, **options)
+
+
+def run(activities: AtroposActivities, scenario, **environment):
+    """Runs ``setup()`` then ``scenario(call)`` on one event loop, as the worker does."""
+
+    async def main():
+        await activities.env.setup()
+        env = ActivityEnvironment()
+        for name, value in environment.items():
+            setattr(env, name, value)
+        return await scenario(lambda fn, *args: env.run(fn, *args))
+
+    return asyncio.run(main())
+
+
+def test_items_and_a_scored_group(flags) -> None:
+    acts = activities_for("arithmetic_env.py", flags("serve"))
+
+    async def scenario(call):
+        items = [await call(acts.next_item, {"cursor": i}) for i in range(3)]
+        collected = await call(acts.collect, {"itemIndex": 0, "item": items[0]["item"], "maxTokenLen": 4096})
+        return items, collected
+
+    items, collected = run(acts, scenario)
+    assert [i["cursor"] for i in items] == [0, 1, 2] and not any(i["exhausted"] for i in items)
+    question, answer = items[0]["item"]["$tuple"]
+    assert question.startswith("What is ") and isinstance(answer, int)
+    assert collected["status"] == "scored" and collected["list"] is False and collected["dropped"] == [] and collected["backlog"] == []
+    [group] = collected["groups"]
+    json.dumps(group, allow_nan=False)
+    assert group["scores"] == [1.0, -1.0, 1.0, -1.0]  # the fake model is right on even choices
+    assert len(group["tokens"]) == 4 and all(isinstance(t, int) for t in group["tokens"][0])
+    assert group["masks"][0][0] == -100 and group["masks"][0][-1] == group["tokens"][0][-1]
+    assert group["messages"][1][-1]["content"].startswith("Adding them gives")
+    # Filled in by Atropos's handle_send_to_api, as it does before posting.
+    assert group["overrides"] is None and group["distill_token_ids"] is None
+
+
+def test_a_lost_result_gets_the_same_item_again(flags) -> None:
+    acts = activities_for("arithmetic_env.py", flags("serve"))
+
+    async def scenario(call):
+        first = await call(acts.next_item, {"cursor": 0})
+        await call(acts.next_item, {"cursor": 1})
+        again = await call(acts.next_item, {"cursor": 0})
+        return first, again
+
+    first, again = run(acts, scenario)
+    assert first["item"] == again["item"]
+    assert acts.cursor.taken == 2  # the iterator was not asked again
+
+
+def test_an_item_no_longer_kept_is_refused(flags) -> None:
+    built = build_env(load_env_class(str(ENVS / "arithmetic_env.py")), flags("serve"))
+    cursor = ItemCursor(built.env, keep=2)
+
+    async def scenario():
+        await built.env.setup()
+        for i in range(4):
+            await cursor.item_at(i)
+        await cursor.item_at(0)
+
+    with pytest.raises(CursorBehindError, match="item 0 was taken by this process 4 items ago"):
+        asyncio.run(scenario())
+
+
+def test_declined_groups_and_the_backlog(flags) -> None:
+    def collect_two(mode: str):
+        acts = activities_for("declining_env.py", flags(mode))
+
+        async def scenario(call):
+            out = []
+            for i in range(2):
+                item = await call(acts.next_item, {"cursor": i})
+                out.append(await call(acts.collect, {"itemIndex": i, "item": item["item"]}))
+            return out
+
+        return run(acts, scenario)
+
+    none, equal = collect_two("serve")
+    assert none == {"status": "declined", "reason": "declined", "dropped": [], "backlog": [{"n": 1}], "seconds": none["seconds"]}
+    assert equal["status"] == "declined" and equal["reason"] == "identical scores"
+    assert equal["dropped"] == [{"index": 0, "reason": "identical scores"}]
+    # Atropos's process mode turns ensure_scores_are_not_same off, so the same group is kept there.
+    _, kept = collect_two("process")
+    assert kept["status"] == "scored" and kept["groups"][0]["scores"] == [0.5, 0.5]
+    # ...and include_messages synthesises messages from the tokens, as Atropos's process does.
+    assert kept["groups"][0]["messages"][0][0] == {"role": "user", "content": "two equal scores"}
+
+
+def test_an_exception_fails_the_activity(flags) -> None:
+    acts = activities_for("flaky_env.py", flags("serve"))
+
+    async def scenario(call):
+        item = await call(acts.next_item, {"cursor": 0})
+        with pytest.raises(ConnectionError, match="hiccup on item 1"):
+            await call(acts.collect, {"itemIndex": 0, "item": item["item"]})
+        return await call(acts.collect, {"itemIndex": 0, "item": item["item"]})
+
+    assert run(acts, scenario)["status"] == "scored"
+
+
+def test_heartbeats_while_collecting(flags, openai_server) -> None:
+    acts = activities_for("arithmetic_env.py", flags("serve"), heartbeat_interval=0.1)
+    beats = []
+
+    async def scenario(call):
+        item = await call(acts.next_item, {"cursor": 0})
+        openai_server.delay = 0.6
+        try:
+            return await call(acts.collect, {"itemIndex": 0, "item": item["item"]})
+        finally:
+            openai_server.delay = 0.0
+
+    assert run(acts, scenario, on_heartbeat=lambda *details: beats.append(details))["status"] == "scored"
+    assert len(beats) >= 3
+
+
+def test_postprocess_as_a_step_of_its_own(flags) -> None:
+    acts = activities_for("arithmetic_env.py", flags("serve"))
+
+    async def scenario(call):
+        item = await call(acts.next_item, {"cursor": 0})
+        raw = await call(acts.collect, {"itemIndex": 0, "item": item["item"], "postprocess": False})
+        raw = json.loads(json.dumps(raw))  # as Temporal would carry it
+        done = await call(acts.postprocess, {"itemIndex": 0, "item": item["item"], "groups": json.loads(json.dumps(raw["groups"])), "list": raw["list"]})
+        return raw, done
+
+    raw, done = run(acts, scenario)
+    assert raw["status"] == "collected" and "overrides" not in raw["groups"][0]
+    assert done["status"] == "scored" and done["groups"][0]["overrides"] is None
+
+
+def test_evaluate_and_metrics(flags, openai_server) -> None:
+    acts = activities_for("arithmetic_env.py", flags("evaluate"))
+
+    async def scenario(call):
+        item = await call(acts.next_item, {"cursor": 0})
+        await call(acts.collect, {"itemIndex": 0, "item": item["item"]})
+        evaluated = await call(acts.evaluate, {"step": 3})
+        return evaluated, await call(acts.metrics, {"step": 3})
+
+    evaluated, metrics = run(acts, scenario)
+    assert evaluated["metrics"] == {"eval/percent_correct": 1.0} and evaluated["result"] is None
+    logged = metrics["metrics"]
+    assert logged["train/percent_correct"] == 0.5 and logged["eval/percent_correct"] == 1.0
+    assert logged["train/completion_lengths"] > 0 and "server/server_0_request_time_avg" in logged
+
+
+def test_a_restarted_process_fast_forwards_to_the_cursor(flags) -> None:
+    argv = flags("serve")
+    first = activities_for("arithmetic_env.py", argv)
+    restarted = activities_for("arithmetic_env.py", argv)
+
+    async def scenario(call):
+        await restarted.env.setup()
+        served = [await call(first.next_item, {"cursor": i}) for i in range(51)]
+        resumed = await call(restarted.next_item, {"cursor": 50})
+        return served, resumed
+
+    served, resumed = run(first, scenario)
+    assert resumed["fastForwarded"] == 50 and resumed["item"] == served[50]["item"]
+    assert restarted.cursor.taken == 51
+
+
+def test_a_checkpoint_is_restored_then_fast_forwarded(flags) -> None:
+    spec = "arithmetic_env.py:CheckpointedArithmeticEnv"
+    first = activities_for(spec, flags("serve"))
+    restarted = activities_for(spec, flags("serve"))
+
+    async def taking_a_checkpoint(call):
+        await restarted.env.setup()
+        served = [await call(first.next_item, {"cursor": i}) for i in range(30)]
+        checkpoint = await call(first.checkpoint, {"step": 2})
+        served += [await call(first.next_item, {"cursor": i}) for i in range(30, 36)]
+        resumed = await call(restarted.next_item, {"cursor": 35, "checkpoint": checkpoint})
+        return served, checkpoint, resumed, await call(restarted.describe)
+
+    served, checkpoint, resumed, described = run(first, taking_a_checkpoint)
+    assert checkpoint == {"cursor": 30, "data": {"iter": 30}}
+    assert resumed["restoredFrom"] == 30 and resumed["fastForwarded"] == 5
+    assert resumed["item"] == served[35]["item"] and restarted.env.iter == 36
+    assert described["usesCheckpoint"] is True
+
+
+def test_a_class_without_checkpoints_saves_nothing(flags) -> None:
+    acts = activities_for("arithmetic_env.py", flags("serve"))
+
+    async def scenario(call):
+        await call(acts.next_item, {"cursor": 0})
+        return await call(acts.checkpoint, {"step": 1}), await call(acts.describe)
+
+    checkpoint, described = run(acts, scenario)
+    assert checkpoint == {"cursor": 1, "data": None} and described["usesCheckpoint"] is False
+
+
+def test_a_multi_step_group_through_managed_server(flags, tokenizer_dir) -> None:
+    # server_type vllm: ManagedServer asks vLLM's /generate for exact token ids and logprobs, twice per rollout.
+    acts = activities_for("multistep_env.py", flags("serve", "--openai.tokenizer_name", tokenizer_dir))
+
+    async def scenario(call):
+        item = await call(acts.next_item, {"cursor": 0})
+        return await call(acts.collect, {"itemIndex": 0, "item": item["item"]})
+
+    collected = run(acts, scenario)
+    assert collected["status"] == "scored"
+    [group] = collected["groups"]
+    tokens, masks, logprobs = group["tokens"][0], group["masks"][0], group["inference_logprobs"][0]
+    assert len(tokens) == len(masks) == len(logprobs)
+    # Two generated spans in one sequence: prompt -100 / 1.0, completion = token ids / real logprobs, twice.
+    trained = [i for i, m in enumerate(masks) if m != -100]
+    spans = sum(1 for i in trained if i - 1 not in trained)
+    assert spans == 2 and all(masks[i] == tokens[i] and logprobs[i] == -0.25 for i in trained)
+    assert all(logprobs[i] == 1.0 for i, m in enumerate(masks) if m == -100)
+    assert len(group["messages"][0]) == 4
+
+
+def test_groups_collected_side_by_side_stay_apart(flags, openai_server) -> None:
+    # As under Atropos's serve, several groups are in flight on one event loop and one environment object.
+    acts = activities_for("arithmetic_env.py", flags("serve"))
+
+    async def scenario(call):
+        items = [await call(acts.next_item, {"cursor": i}) for i in range(6)]
+        openai_server.delay = 0.2
+        try:
+            return items, await asyncio.gather(*(call(acts.collect, {"itemIndex": i, "item": it["item"]}) for i, it in enumerate(items)))
+        finally:
+            openai_server.delay = 0.0
+
+    items, collected = run(acts, scenario)
+    for item, out in zip(items, collected):
+        question = item["item"]["$tuple"][0]
+        assert out["status"] == "scored" and len(out["groups"]) == 1
+        assert out["groups"][0]["messages"][0][1]["content"] == question
+
+
+def test_groups_into_the_trajectory_store(flags, tmp_path) -> None:
+    acts = activities_for("arithmetic_env.py", flags("serve"))
+    key = "run-1/arithmetic/item-0/atropos"
+
+    async def scenario(call):
+        item = await call(acts.next_item, {"cursor": 0})
+        return await call(acts.collect, {"itemIndex": 0, "item": item["item"], "store": {"root": str(tmp_path), "key": key}})
+
+    collected = run(acts, scenario)
+    assert "groups" not in collected and collected["groupRefs"] == [{"key": f"{key}/group-0"}]
+    assert collected["scores"] == [[1.0, -1.0, 1.0, -1.0]]
+    stored = json.loads((tmp_path / f"{key}/group-0.json").read_text())
+    assert stored["scores"] == [1.0, -1.0, 1.0, -1.0] and len(stored["tokens"]) == 4

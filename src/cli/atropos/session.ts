@@ -1,0 +1,193 @@
+import { basename } from 'node:path';
+import type { z } from 'zod';
+import type { AnyEnvironment } from '../../env/define.js';
+import { ConfigError } from '../../config/config-error.js';
+import { resolveConfig } from '../../config/resolve.js';
+import type { AtroposEnvRunInput, AtroposReady } from '../../schema/atropos.js';
+import type { StepOptionsTable } from '../../schema/rollout.js';
+import { openStore } from '../../store/open-store.js';
+import { FileSystemStore } from '../../store/trajectory-store.js';
+import { startAtroposWorkflowWorker, type RunningWorkers } from '../../workers/workers.js';
+import { envRunId } from '../commands/process.js';
+import { interruption } from '../interrupt.js';
+import type { CommandIo } from '../io.js';
+import { newRunId, RUN_FLAGS } from '../../config/resolve-run.js';
+import { recordRunConfig, settleRunConfig, type RunConfigRecord } from '../../config/run-config.js';
+import { openTemporal, runTaskQueues, type TemporalRuntime } from '../runtime.js';
+import { refuseUnreplayable } from '../versions.js';
+import { ensureAtroposPython } from './python.js';
+import { AtroposWorkerExit, startAtroposWorker, type AtroposWorker } from './worker-process.js';
+
+/** `--atropos path/to/env.py[:Class]`, and Clotho's own flags of the run; every other argument is Atropos's. */
+export interface AtroposArgv {
+  spec: string;
+  clotho: string[];
+  atropos: string[];
+}
+
+/** Flags Clotho reads itself and Atropos never sees: where the run's data lives, its step policies, which run, the batcher. */
+const isClothoFlag = (name: string) => ['store', 'env.run_id', 'batcher-id'].includes(name) || name.startsWith('steps.');
+
+/** Splits a command line of `--atropos` into the environment, Clotho's flags and Atropos's (passed on unchanged). */
+export function splitAtroposArgv(argv: string[]): AtroposArgv {
+  const clotho: string[] = [];
+  const atropos: string[] = [];
+  let spec: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const name = arg.startsWith('--') ? arg.slice(2).split('=')[0]! : undefined;
+    const valued = name !== undefined && !arg.includes('=') && i + 1 < argv.length;
+    if (name === 'atropos') spec = arg.includes('=') ? arg.slice('--atropos='.length) : argv[++i];
+    else if (name !== undefined && isClothoFlag(name)) clotho.push(arg, ...(valued ? [argv[++i]!] : []));
+    else atropos.push(arg);
+  }
+  if (!spec) throw new ConfigError(['--atropos: expected path/to/env.py[:ClassName]']);
+  return { spec, clotho, atropos };
+}
+
+/** The run's environment name: the class named in the spec, else the file's stem (`gsm8k_server.py` → gsm8k_server). */
+export function atroposEnvironmentName(spec: string): string {
+  const [file, className] = spec.split(':');
+  return (className || basename(file!).replace(/\.py$/, '')).replace(/[^A-Za-z0-9._-]/g, '_');
+}
+
+/**
+ * Clotho's flags of an Atropos run, read by Clotho's own parser (so `--steps.*` take the same values and errors as
+ * for any environment): a stand-in environment with no fields of its own, since Atropos's class owns every `--env.*`.
+ */
+function clothoFlags(argv: string[], commandFlags: z.ZodRawShape) {
+  const standIn = { name: 'atropos', description: 'an Atropos environment', config: {} } as unknown as AnyEnvironment;
+  const resolved = resolveConfig({ argv, environment: standIn, commandFlags: { store: RUN_FLAGS.store, ...commandFlags } });
+  return { runId: resolved.env.run_id, flags: resolved.rest.flags as Record<string, unknown>, steps: resolved.steps };
+}
+
+/** The env-run's step policies: collect under `--steps.generate`'s (the step that asks the model), heartbeating. */
+export function atroposSteps(steps: StepOptionsTable, config: AtroposReady['config']): AtroposEnvRunInput['steps'] {
+  const workerTimeout = typeof config.worker_timeout === 'number' && config.worker_timeout > 0 ? config.worker_timeout * 1000 : undefined;
+  const onWorker = { local: false, heartbeatTimeoutMs: 10_000 };
+  return {
+    next: { ...steps.prepare, ...onWorker },
+    collect: { ...steps.generate, ...onWorker, startToCloseTimeoutMs: workerTimeout ?? steps.generate.startToCloseTimeoutMs },
+    deliver: steps.deliver,
+  };
+}
+
+/** What an Atropos run's command holds while it runs. */
+export interface AtroposSession {
+  runId: string;
+  environment: string;
+  /** Whether this command resumes a run (`--env.run_id`). */
+  resumed: boolean;
+  /** Clotho's command flags (`--batcher-id`). */
+  flags: Record<string, unknown>;
+  temporal: TemporalRuntime;
+  worker: AtroposWorker;
+  workflows: RunningWorkers;
+  /** The run's config, recorded from the worker's ready line. */
+  record: RunConfigRecord;
+  /** The env-run's input common to every sink. */
+  settings: Omit<AtroposEnvRunInput, 'sink' | 'totalGroups'>;
+  /** Rejects on Ctrl-C or SIGTERM. */
+  interrupted: Promise<never>;
+  /** Reject on Ctrl-C, or when either worker stops before the run ends. */
+  stopped: Promise<never>[];
+}
+
+/**
+ * Opens an Atropos run for `mode`: the Python worker (installing its venv first), which builds the environment as
+ * Atropos's CLI would from the flags and serves its activities on the run's env queue; the run's config, recorded from
+ * its ready line; the workflow worker; then runs `body` and closes all of it in reverse order. Atropos's `--help` and
+ * its errors about flags are printed as it prints them.
+ */
+export async function withAtroposSession(
+  argv: string[],
+  mode: 'serve' | 'process' | 'worker',
+  commandFlags: z.ZodRawShape,
+  io: CommandIo,
+  body: (session: AtroposSession) => Promise<number>,
+): Promise<number> {
+  const { spec, clotho, atropos: given } = splitAtroposArgv(argv);
+  const { runId: givenRunId, flags, steps } = clothoFlags(clotho, commandFlags);
+  // A worker joins a run, in the run's Atropos mode: named first, as Atropos's own CLI names it (`env.py serve …`).
+  const joining = mode === 'worker';
+  const [named, ...rest] = given;
+  if (joining && givenRunId === null) throw new ConfigError(['--env.run_id: required, to name the run whose workers these are']);
+  if (joining && named !== 'serve' && named !== 'process')
+    throw new ConfigError(["--atropos env.py serve|process: the run's Atropos mode"]);
+  const atroposMode = joining ? (named as 'serve' | 'process') : mode;
+  const atropos = joining ? rest : given;
+  const store = openStore(flags.store as string | undefined);
+  if (!(store instanceof FileSystemStore))
+    throw new ConfigError(['--store: an Atropos run writes its groups from Python, into a directory only']);
+  const environment = atroposEnvironmentName(spec);
+  const runId = givenRunId ?? newRunId(environment);
+  const python = await ensureAtroposPython((line) => io.err(`clotho ${mode}: ${line}`));
+  const temporal = await openTemporal();
+  const stop = interruption();
+  try {
+    if (givenRunId !== null) await refuseUnreplayable(temporal.client, `run ${runId}`, envRunId(runId, environment));
+    const queues = runTaskQueues(runId, environment);
+    const endpoint = temporal.endpoint;
+    let worker;
+    try {
+      worker = await startAtroposWorker({ python, spec, mode: atroposMode, atroposArgs: atropos, taskQueue: queues.env, ...endpoint });
+    } catch (error) {
+      if (!(error instanceof AtroposWorkerExit)) throw error;
+      (error.code === 0 ? io.out : io.err)(error.output);
+      return typeof error.code === 'number' ? error.code : 1;
+    }
+    try {
+      const { config } = worker.ready;
+      // The worker's config, as Atropos built it, is the run's: a resumed run whose flags build another is refused.
+      const settled = await settleRunConfig(store, runId, environment, config, Object.keys(config)).catch((error: unknown) => {
+        if (!(error instanceof ConfigError)) throw error;
+        // The worker builds its environment from this command's flags: only the run's own flags build the run's.
+        const advice = "give the run's Atropos flags again (the worker builds its environment from them), or start a new run";
+        throw new ConfigError([...error.problems.slice(0, -1), advice]);
+      });
+      if (settled.settled.how === 'new' && joining) {
+        throw new ConfigError([`run ${runId} (${environment}) has no recorded config: start it with clotho process or serve --atropos`]);
+      }
+      if (settled.settled.how === 'new') await recordRunConfig(store, runId, settled.settled.record);
+      const workflows = await startAtroposWorkflowWorker({ ...endpoint, store, taskQueue: queues.workflows });
+      try {
+        const settings = {
+          runId,
+          environment,
+          configDigest: settled.settled.record.digest,
+          maxInFlight: Math.max(1, worker.ready.maxNumWorkers),
+          groupSize: typeof config.group_size === 'number' ? config.group_size : 1,
+          storeRoot: store.root,
+          taskQueues: { workflows: queues.workflows, atropos: queues.env },
+          steps: atroposSteps(steps, config),
+          searchAttributes: temporal.searchAttributes,
+        };
+        const stopped = [
+          workflows.done.then(() => Promise.reject(new Error('the workflow worker stopped before the run finished'))),
+          worker.exited.then((code) => Promise.reject(new Error(`the Atropos worker exited (${code}) before the run finished`))),
+          stop.promise,
+        ];
+        // They reject when the workers stop at the end of the run too, when nothing races them any more.
+        for (const ending of stopped) ending.catch(() => undefined);
+        const session = {
+          runId,
+          environment,
+          resumed: givenRunId !== null,
+          flags,
+          temporal,
+          worker,
+          workflows,
+          record: settled.settled.record,
+        };
+        return await body({ ...session, settings, interrupted: stop.promise, stopped });
+      } finally {
+        await workflows.shutdown();
+      }
+    } finally {
+      await worker.stop();
+    }
+  } finally {
+    stop.dispose();
+    await temporal.close();
+  }
+}

@@ -1,0 +1,120 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { delimiter } from 'node:path';
+import { AtroposReadySchema, type AtroposReady } from '../../schema/atropos.js';
+import { ATROPOS_SOURCES } from './python.js';
+
+/** How to start the Python worker of one Atropos environment. */
+export interface AtroposWorkerOptions {
+  python: string;
+  /** `path/to/env.py[:ClassName]`. */
+  spec: string;
+  mode: 'serve' | 'process' | 'evaluate';
+  /** Atropos's own flags, unchanged. */
+  atroposArgs: string[];
+  taskQueue: string;
+  address: string;
+  namespace: string;
+}
+
+export interface AtroposWorker {
+  ready: AtroposReady;
+  /** Settles when the worker exits, with its exit code or signal. */
+  exited: Promise<number | string>;
+  /** Asks it to finish its activities and exit (SIGTERM to its process group), SIGKILL after `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Lines of the worker's stderr kept to explain an exit. */
+const STDERR_KEPT = 40;
+
+/**
+ * Starts the Python worker in a process group of its own (a terminal's Ctrl-C reaches this command, which stops it in
+ * order) and resolves once it polls, with the environment Atropos built (its ready line). Its stdin is a pipe it
+ * watches: if this process dies, even by kill -9, the worker sees end of file and exits, so no orphan serves the
+ * queue. Rejects with the end of its stderr (Atropos's own errors: a bad flag, an ambiguous class) if it exits first.
+ */
+export async function startAtroposWorker(options: AtroposWorkerOptions): Promise<AtroposWorker> {
+  const { python, spec, mode, atroposArgs, taskQueue, address, namespace } = options;
+  const args = [
+    '-m',
+    'clotho_atropos',
+    'worker',
+    '--exit-with-stdin',
+    '--task-queue',
+    taskQueue,
+    '--address',
+    address,
+    '--namespace',
+    namespace,
+  ];
+  const child = spawn(python, [...args, spec, mode, ...atroposArgs], {
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      PYTHONPATH: [ATROPOS_SOURCES, process.env.PYTHONPATH].filter(Boolean).join(delimiter),
+      PYTHONUNBUFFERED: '1',
+    },
+  });
+  const stderr: string[] = [];
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    stderr.push(line);
+    if (stderr.length > STDERR_KEPT) stderr.shift();
+  });
+  // 'close', not 'exit': the last lines of its output are read by then.
+  const exited = new Promise<number | string>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal ?? -1)));
+  const stdout: string[] = [];
+  const ready = await new Promise<AtroposReady>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      const event = readyEvent(line);
+      if (event === undefined) return void stdout.push(line);
+      const parsed = AtroposReadySchema.safeParse(event);
+      if (parsed.success) resolve(parsed.data);
+      else reject(new Error(`the Atropos worker's ready line is not what Clotho expects: ${parsed.error.message}`));
+    });
+    child.on('error', reject);
+    void exited.then((code) => reject(new AtroposWorkerExit(code, [...stdout, ...stderr].join('\n'))));
+  });
+  return {
+    ready,
+    exited,
+    async stop(graceMs = 15_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      signalGroup(child.pid!, 'SIGTERM');
+      const timer = setTimeout(() => signalGroup(child.pid!, 'SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** The worker exited before it polled; `output` is what it printed (Atropos's help, or its error). */
+export class AtroposWorkerExit extends Error {
+  constructor(
+    readonly code: number | string,
+    readonly output: string,
+  ) {
+    super(`the Atropos worker exited (${code}) before it served:\n${output}`);
+  }
+}
+
+/** The ready line's object; any other line (Atropos's help, an environment's prints) is undefined. */
+function readyEvent(line: string): unknown {
+  if (!line.startsWith('{')) return undefined;
+  try {
+    const value = JSON.parse(line) as { event?: unknown };
+    return value.event === 'ready' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // Already gone.
+  }
+}

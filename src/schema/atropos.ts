@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import type { BatcherRoom, EnvRunProgress, GroupSink, StepOptions, StoreRef } from './rollout.js';
+
+/**
+ * What crosses the boundary between Clotho's workflows and the Python worker that serves an Atropos `BaseEnv`
+ * (clients/python-atropos, its activities' doc comment): the worker's ready line, the activities' payloads, and the
+ * workflows' inputs. Items are Atropos's, encoded by the worker's codec: opaque JSON to Clotho.
+ */
+
+/** The one JSON line the Python worker prints once it polls: its queue and the environment as Atropos built it. */
+export const AtroposReadySchema = z
+  .object({
+    event: z.literal('ready'),
+    taskQueue: z.string(),
+    slots: z.number().int().positive(),
+    className: z.string(),
+    name: z.string().nullable(),
+    mode: z.enum(['serve', 'process', 'evaluate']),
+    config: z.record(z.string(), z.unknown()),
+    usesCheckpoint: z.boolean(),
+    maxNumWorkers: z.number().int(),
+  })
+  .strict();
+export type AtroposReady = z.infer<typeof AtroposReadySchema>;
+
+/** `atroposNextItem`'s answer: item `cursor` of the environment's iterator, or `exhausted` when it returned None. */
+export interface AtroposNextItem {
+  cursor: number;
+  item: unknown;
+  exhausted: boolean;
+  fastForwarded: number;
+  fastForwardSeconds: number;
+  restoredFrom: number | null;
+}
+
+/** Groups Atropos's send filter kept back, each with its reason. */
+export interface AtroposDropped {
+  index: number;
+  reason: string;
+}
+
+/** `atroposCollect`'s answer with a store target: references to the kept groups, or why there are none. */
+export type AtroposCollected =
+  | {
+      status: 'scored';
+      list: boolean;
+      groupRefs: StoreRef[];
+      scores: number[][];
+      dropped: AtroposDropped[];
+      backlog: unknown[];
+      seconds: number;
+    }
+  | { status: 'declined'; reason: string; dropped: AtroposDropped[]; backlog: unknown[]; seconds: number };
+
+/** The Python worker's activities, as workflows call them (`proxyActivities<AtroposActivities>`). */
+export interface AtroposActivities {
+  atroposNextItem(input: { cursor: number }): Promise<AtroposNextItem>;
+  atroposCollect(input: { itemIndex: number; item: unknown; store: { root: string; key: string } }): Promise<AtroposCollected>;
+}
+
+/** One group of an Atropos run: its item, fixed when the env-run takes it from the cursor or the backlog. */
+export interface AtroposGroupInput {
+  runId: string;
+  environment: string;
+  itemIndex: number;
+  item: unknown;
+  /** The file-system trajectory store the worker writes the group into (`<root>/<key>.json`). */
+  storeRoot: string;
+  /** The Python worker's queue. */
+  taskQueue: string;
+  collect: StepOptions;
+  policyVersion: number | null;
+  /** Whether the server has Clotho's search attributes. */
+  searchAttributes: boolean;
+}
+
+/** A finished Atropos group: references to what it delivers, or the reason it delivers nothing. */
+export interface AtroposGroupResult {
+  itemIndex: number;
+  status: 'scored' | 'declined';
+  /** Why a declined group delivers nothing (`declined` when `collect_trajectories` returned None). */
+  reason?: string;
+  groups: StoreRef[];
+  scores: number[][];
+  /** Groups Atropos's send filter kept back, by reason. */
+  dropped: Record<string, number>;
+  /** Items `collect_trajectories` put back (Atropos's backlog): they go into the run's queue. */
+  backlog: unknown[];
+  policyVersion: number | null;
+}
+
+/** An Atropos env-run's progress: Clotho's, with reasons of Atropos's own, the cursor and the backlog. */
+export interface AtroposProgress extends EnvRunProgress {
+  dropped: Record<string, number>;
+  /** Items taken from the environment's iterator: the next `atroposNextItem` asks for this one. */
+  cursor: number;
+  /** Whether the iterator returned None: only the backlog feeds the run from then on. */
+  exhausted: boolean;
+  /** Items put back by groups, waiting for a group of their own (oldest first). */
+  backlog: unknown[];
+}
+
+export interface AtroposEnvRunInput {
+  runId: string;
+  environment: string;
+  /** sha256 of the run config recorded from the worker's ready line (`<run>/<env>/run-config`). */
+  configDigest: string;
+  /** Groups to start (Atropos's total_steps). */
+  totalGroups: number;
+  maxInFlight: number;
+  /** Where delivered groups go: the JSONL file `process` writes, or the batcher `serve` feeds. */
+  sink: Exclude<GroupSink, { kind: 'none' }>;
+  /** Sequences per group (Atropos's group_size): the batcher's room is counted in groups of it. */
+  groupSize: number;
+  storeRoot: string;
+  taskQueues: { workflows: string; atropos: string };
+  steps: { next: StepOptions; collect: StepOptions; deliver: StepOptions };
+  searchAttributes: boolean;
+  /** Atropos's worker_timeout: a group's deadline, after which it is dropped (`timeout`). */
+  groupTimeoutSeconds?: number;
+  progress?: AtroposProgress;
+  /** The batcher's last pushed room, carried across continue-as-new. */
+  room?: BatcherRoom;
+}

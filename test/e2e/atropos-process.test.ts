@@ -1,0 +1,150 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { arithmeticResponder, ATROPOS_ENVS, atroposPython, recordHistory } from '../support/atropos.js';
+import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
+import { readGroups } from '../support/groups.js';
+import { temporalEnv, useScratch } from '../support/runs.js';
+import { startScriptedOpenAI } from '../support/scripted-openai.js';
+import { testConnection, uniqueId } from '../support/temporal.js';
+
+const scratch = useScratch('clotho-atropos-process-');
+let env: Record<string, string>;
+let tokenizer: string;
+
+// A fresh clone installs the Python venv here (about 90 s), once.
+beforeAll(async () => {
+  const python = await atroposPython(scratch.path());
+  tokenizer = python.tokenizer;
+  env = { ...temporalEnv(), ...python.env };
+}, 300_000);
+
+/** `clotho process --atropos <envs>/<file>` with the test tokenizer, writing into the scratch folder. */
+function atroposProcess(file: string, out: string, baseUrl: string, ...flags: string[]): string[] {
+  return [
+    'process',
+    '--atropos',
+    join(ATROPOS_ENVS, file),
+    '--env.tokenizer_name',
+    tokenizer,
+    '--openai.base_url',
+    baseUrl,
+    '--env.data_path_to_save_groups',
+    out,
+    '--store',
+    scratch.path('store'),
+    ...flags,
+  ];
+}
+
+describe('clotho process --atropos', () => {
+  it("writes an Atropos environment's groups to JSONL and HTML with the progress line", async () => {
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder() }));
+    const out = scratch.path('arithmetic.jsonl');
+    const runId = uniqueId('atropos');
+    const args = atroposProcess('arithmetic_env.py', out, model.baseUrl, '--env.total_steps', '5', '--env.run_id', runId);
+    const { code, stdout, stderr } = await runClotho(args, env);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/groups 5\/5 · 0 in flight · mean score -0\.500 · failed 0 · dropped 0/);
+    const groups = await readGroups(out);
+    expect(groups).toHaveLength(5);
+    for (const group of groups) expect(group.scores).toEqual([1, -1, -1, -1]);
+    expect(await readFile(scratch.path('arithmetic.html'), 'utf8')).toContain('5 groups');
+    await recordHistory('atropos-rollout-group-scored.json', `clotho/${runId}/arithmetic_env/item-0`);
+  });
+
+  it('counts the groups an environment declines by reason, and serves the items it puts back', async () => {
+    const out = scratch.path('declining.jsonl');
+    const runId = uniqueId('atropos-declining');
+    const args = atroposProcess('declining_env.py', out, 'http://127.0.0.1:9/v1', '--env.total_steps', '4', '--env.run_id', runId);
+    const { code, stdout } = await runClotho(args, env);
+    expect(code).toBe(0);
+    const delivered = (await readGroups(out)).length;
+    const declined = 4 - delivered;
+    expect(declined).toBeGreaterThan(0);
+    expect(stdout).toContain(`groups 4/4 · 0 in flight · mean score 0.500 · failed 0 · dropped ${declined} (declined ${declined})`);
+    await recordHistory('atropos-env-run-backlog.json', `clotho/${runId}/declining_env`);
+  });
+
+  it("refuses to resume a run with flags that build another config than the run's", async () => {
+    const runId = uniqueId('atropos-config');
+    const args = atroposProcess('flaky_env.py', scratch.path(`${runId}.jsonl`), 'http://127.0.0.1:9/v1', '--env.total_steps', '1');
+    expect((await runClotho([...args, '--env.run_id', runId], env)).code).toBe(0);
+    const { code, stderr } = await runClotho([...args, '--env.run_id', runId, '--env.group_size', '3'], env);
+    expect(code).toBe(2);
+    expect(stderr).toContain('--env.group_size: this command says 3, the run has 2');
+    expect(stderr).toContain("give the run's Atropos flags again");
+  });
+
+  it('fails a group whose collect_trajectories keeps raising, with the Python traceback in clotho inspect', async () => {
+    const runId = uniqueId('atropos-fail');
+    const args = atroposProcess('flaky_env.py', scratch.path(`${runId}.jsonl`), 'http://127.0.0.1:9/v1', '--env.total_steps', '1');
+    const failing = { ...env, FLAKY_ENV_ALWAYS_FAIL: '1' };
+    const { code, stdout, stderr } = await runClotho([...args, '--env.run_id', runId, '--steps.generate.maximum_attempts', '2'], failing);
+    expect(code).toBe(1);
+    expect(stdout).toContain('groups 1/1 · 0 in flight · mean score – · failed 1');
+    expect(stderr).toContain('item 0 failed: inference server hiccup on item 1');
+    const inspect = await runClotho(['inspect', `clotho/${runId}/flaky_env/item-0`], env);
+    expect(inspect.stdout).toContain('atroposCollect [attempt 2, FAILED]');
+    expect(inspect.stdout).toMatch(/traceback:[\s\S]*flaky_env\.py", line \d+, in collect_trajectories/);
+    await recordHistory('atropos-rollout-group-failed.json', `clotho/${runId}/flaky_env/item-0`);
+  });
+
+  /** Starts a run of 12 arithmetic groups, two at a time, and kills -9 the command's and the Python worker's process groups mid-run. */
+  async function killedMidRun(runId: string, out: string): Promise<string[]> {
+    // 150 ms a call, two groups at a time: the run of 12 groups is still going when it is killed.
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder(150) }));
+    const flags = ['--env.total_steps', '12', '--env.max_num_workers', '2', '--env.run_id', runId];
+    const args = atroposProcess('arithmetic_env.py', out, model.baseUrl, ...flags);
+    const first = spawnClotho(args, env, { processGroup: true });
+    // Complete lines only: a delivery may be half written when the file is read.
+    const lines = async () => (existsSync(out) ? (await readFile(out, 'utf8')).split('\n').length - 1 : 0);
+    await waitFor(async () => (await lines()) >= 3, 120_000, 'the first groups');
+    const python = execFileSync('ps', ['-o', 'pid=', '--ppid', String(first.child.pid)], { encoding: 'utf8' })
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    for (const pid of [first.child.pid!, ...python]) process.kill(-pid, 'SIGKILL');
+    expect(await first.exited).toBe('SIGKILL');
+    expect(await lines()).toBeLessThan(12);
+    return args;
+  }
+
+  /** Every one of the run's 12 groups in the JSONL, each once. */
+  async function expectEachGroupOnce(out: string): Promise<void> {
+    const questions = (await readGroups(out)).map((g) => String(g.messages![0]![1]!.content));
+    expect(questions).toHaveLength(12);
+    expect(new Set(questions).size).toBe(12);
+  }
+
+  it('delivers every group exactly once when both process groups are killed -9 mid-run and the command runs again', async () => {
+    const runId = uniqueId('atropos-crash');
+    const out = scratch.path(`${runId}.jsonl`);
+    const args = await killedMidRun(runId, out);
+    const second = await runClotho(args, env);
+    expect(second.stderr).toBe('');
+    expect(second.code).toBe(0);
+    await expectEachGroupOnce(out);
+  });
+
+  it('finishes a killed run with clotho worker --atropos, in the run’s mode', async () => {
+    const runId = uniqueId('atropos-worker');
+    const out = scratch.path(`${runId}.jsonl`);
+    const [, ...rest] = await killedMidRun(runId, out);
+    // `process --atropos env.py <flags>` becomes `worker --atropos env.py process <flags>`.
+    const worker = spawnClotho(['worker', ...rest.slice(0, 2), 'process', ...rest.slice(2)], env);
+    try {
+      const { client } = await testConnection();
+      const result = await client.workflow.getHandle(`clotho/${runId}/arithmetic_env`).result();
+      expect(result).toMatchObject({ completed: 12, delivered: 12, failed: 0 });
+      expect(worker.stdout()).toContain(`workers of run ${runId} polling`);
+      await expectEachGroupOnce(out);
+    } finally {
+      worker.child.kill('SIGTERM');
+    }
+    expect(await worker.exited).toBe(0);
+  });
+});

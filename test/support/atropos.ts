@@ -1,0 +1,41 @@
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { ensureAtroposPython } from '../../src/cli/atropos/python.js';
+import type { Responder } from './scripted-openai.js';
+import { testConnection } from './temporal.js';
+
+/** The Atropos-style environments written for clients/python-atropos's tests. */
+export const ATROPOS_ENVS = fileURLToPath(new URL('../../clients/python-atropos/tests/envs/', import.meta.url));
+const TINY_TOKENIZER = fileURLToPath(new URL('../../clients/python-atropos/tests/tiny_tokenizer.py', import.meta.url));
+
+/**
+ * The Python that runs the Atropos worker (installing the project's venv when missing, as the CLI does), and the
+ * environment the CLI needs to run it offline: a generated tokenizer in `dir`, no Hub, no wandb.
+ */
+export async function atroposPython(dir: string): Promise<{ python: string; tokenizer: string; env: Record<string, string> }> {
+  const python = await ensureAtroposPython(() => undefined);
+  const offline = { HF_HUB_OFFLINE: '1', WANDB_MODE: 'disabled' };
+  await promisify(execFile)(python, [TINY_TOKENIZER, dir], { env: { ...process.env, ...offline } });
+  return { python, tokenizer: dir, env: { ...offline, CLOTHO_ATROPOS_PYTHON: python } };
+}
+
+/** Answers arithmetic_env.py's questions ("What is a + b?"): the first sample right, the others wrong. */
+export function arithmeticResponder(delayMs = 0): Responder {
+  return (body) => {
+    const messages = (body as { messages?: { content?: unknown }[] }).messages ?? [];
+    const [, a, b] = /What is (\d+) \+ (\d+)\?/.exec(String(messages.at(-1)?.content)) ?? [];
+    const sum = Number(a) + Number(b);
+    return { delayMs, choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: `\\boxed{${i === 0 ? sum : sum + 1}}` })) };
+  };
+}
+
+/** With CLOTHO_RECORD_HISTORIES=1, writes a workflow's history among test/replay's committed histories. */
+export async function recordHistory(file: string, workflowId: string): Promise<void> {
+  if (process.env.CLOTHO_RECORD_HISTORIES !== '1') return;
+  const { client } = await testConnection();
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  await writeFile(new URL(`../replay/histories/${file}`, import.meta.url), historyToJSON(history));
+}
