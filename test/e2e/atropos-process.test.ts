@@ -1,11 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { arithmeticResponder, ATROPOS_ENVS, atroposPython, recordHistory } from '../support/atropos.js';
 import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
-import { readGroups } from '../support/groups.js';
+import { completeLines, readGroups } from '../support/groups.js';
 import { temporalEnv, useScratch } from '../support/runs.js';
 import { startScriptedOpenAI } from '../support/scripted-openai.js';
 import { testConnection, uniqueId } from '../support/temporal.js';
@@ -100,16 +99,14 @@ describe('clotho process --atropos', () => {
     const flags = ['--env.total_steps', '12', '--env.max_num_workers', '2', '--env.run_id', runId];
     const args = atroposProcess('arithmetic_env.py', out, model.baseUrl, ...flags);
     const first = spawnClotho(args, env, { processGroup: true });
-    // Complete lines only: a delivery may be half written when the file is read.
-    const lines = async () => (existsSync(out) ? (await readFile(out, 'utf8')).split('\n').length - 1 : 0);
-    await waitFor(async () => (await lines()) >= 3, 120_000, 'the first groups');
+    await waitFor(async () => (await completeLines(out)) >= 3, 120_000, 'the first groups');
     const python = execFileSync('ps', ['-o', 'pid=', '--ppid', String(first.child.pid)], { encoding: 'utf8' })
       .trim()
       .split(/\s+/)
       .map(Number);
     for (const pid of [first.child.pid!, ...python]) process.kill(-pid, 'SIGKILL');
     expect(await first.exited).toBe('SIGKILL');
-    expect(await lines()).toBeLessThan(12);
+    expect(await completeLines(out)).toBeLessThan(12);
     return args;
   }
 

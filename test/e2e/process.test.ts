@@ -1,11 +1,10 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
 import { GSM8K_TEST, gsm8kItems, gsm8kResponder, gsm8kCommand } from '../support/gsm8k-model.js';
-import { readGroups } from '../support/groups.js';
+import { completeLines, readGroups } from '../support/groups.js';
 import { temporalEnv as env } from '../support/runs.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
@@ -65,7 +64,7 @@ describe('clotho process', () => {
       store: join(dir, 'store'),
     });
     const first = spawnClotho(args, env());
-    await waitFor(async () => existsSync(out) && (await readGroups(out)).length >= 3, 60_000, 'the first groups');
+    await waitFor(async () => (await completeLines(out)) >= 3, 60_000, 'the first groups');
     first.child.kill('SIGKILL');
     expect(await first.exited).toBe('SIGKILL');
     const before = (await readGroups(out)).length;

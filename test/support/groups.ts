@@ -1,4 +1,5 @@
 /** Scored groups read back from the files runs write, and their token fields checked as a trainer reads them. */
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { expect } from 'vitest';
 import { MASKED, MASKED_LOGPROB, type ScoredDataGroup } from '../../src/schema/scored-data.js';
@@ -9,6 +10,11 @@ export async function readJsonl<T>(path: string): Promise<T[]> {
     .split('\n')
     .filter((line) => line.trim())
     .map((line) => JSON.parse(line) as T);
+}
+
+/** How many whole lines a JSON-lines file being written holds (0 before it exists): a poll must not parse a half-written one. */
+export async function completeLines(path: string): Promise<number> {
+  return existsSync(path) ? (await readFile(path, 'utf8')).split('\n').length - 1 : 0;
 }
 
 /** The groups a run wrote with `--env.data_path_to_save_groups`. */
