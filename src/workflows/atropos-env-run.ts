@@ -14,7 +14,7 @@ import type { BatcherRoom } from '../schema/rollout.js';
 import { activityOptions } from './activity-options.js';
 import { atroposRolloutGroup } from './atropos-rollout-group.js';
 import { initialAtroposProgress, outOfItems, recordAtroposResults } from './atropos-env-run-state.js';
-import { recordFailure, roomForGroups } from './env-run-state.js';
+import { groupsToLaunch, pastLastStep, recordFailure } from './env-run-state.js';
 import { causeOf, envRunStatusQuery, ingestGroupsSignal, roomChangedSignal, watchRoomSignal } from './messages.js';
 import { rolloutGroupOptions, runVersion, storedGroupRef } from './rollout-children.js';
 
@@ -101,15 +101,10 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
     progress.delivered += deliveries.length;
   };
 
-  const stopped = () => sink.kind === 'batcher' && room !== undefined && room.currentStep >= sink.stopAtStep;
+  const stopped = () => pastLastStep(sink, room);
   const more = () => !workflowInfo().continueAsNewSuggested && !stopped() && progress.nextItem < input.totalGroups;
-  const free = (): number => {
-    const slots = input.maxInFlight - inFlight.size;
-    if (sink.kind !== 'batcher') return slots;
-    if (!room) return 0;
-    const pending = inFlight.size + finished.length;
-    return Math.min(slots, roomForGroups(room, progress.delivered, pending, sink.maxBatchesOffpolicy, input.groupSize));
-  };
+  const free = (): number =>
+    groupsToLaunch(input.maxInFlight - inFlight.size, sink, room, progress.delivered, inFlight.size + finished.length, input.groupSize);
 
   if (batcher && sink.kind === 'batcher') {
     await batcher.signal(watchRoomSignal, { workflowId: workflowInfo().workflowId, envId: sink.envId });

@@ -1,4 +1,4 @@
-import type { BatcherRoom, DropReason, EnvRunProgress, RolloutGroupResult } from '../schema/rollout.js';
+import type { BatcherRoom, DropReason, EnvRunProgress, GroupSink, RolloutGroupResult } from '../schema/rollout.js';
 
 /** Failures kept in the progress (the rest are counted); the Temporal UI has every one. */
 const FAILURES_KEPT = 20;
@@ -69,4 +69,26 @@ export function roomForGroups(
   const limit = share < 1 ? Math.ceil(whole * share - 1e-9) : Math.floor(whole);
   const inTransit = Math.max(0, delivered - room.receivedGroups);
   return Math.max(0, limit - room.queuedGroups - inTransit - pending);
+}
+
+/** Whether a run feeding a batcher has reached the trainer's last step (`stopAtStep`): it launches no more groups. */
+export function pastLastStep(sink: GroupSink, room: BatcherRoom | undefined): boolean {
+  return sink.kind === 'batcher' && room !== undefined && room.currentStep >= sink.stopAtStep;
+}
+
+/**
+ * How many groups a run may launch now: its free slots and, feeding a batcher, no more than the room
+ * `max_batches_offpolicy` leaves ({@link roomForGroups}); none before the batcher's first push of its room.
+ */
+export function groupsToLaunch(
+  slots: number,
+  sink: GroupSink,
+  room: BatcherRoom | undefined,
+  delivered: number,
+  pending: number,
+  groupSize: number,
+): number {
+  if (sink.kind !== 'batcher') return slots;
+  if (!room) return 0;
+  return Math.min(slots, roomForGroups(room, delivered, pending, sink.maxBatchesOffpolicy, groupSize));
 }

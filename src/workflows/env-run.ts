@@ -12,7 +12,7 @@ import type { TrajectoryActivities } from '../activities/trajectories.js';
 import type { BatcherRoom, EnvRunInput, EnvRunResult, RolloutGroupResult } from '../schema/rollout.js';
 import { activityOptions } from './activity-options.js';
 import { evaluationDue, initialEvalProgress, runEvaluation, trainingLimit } from './env-run-eval.js';
-import { initialProgress, recordFailure, recordFinished, roomForGroups } from './env-run-state.js';
+import { groupsToLaunch, initialProgress, pastLastStep, recordFailure, recordFinished } from './env-run-state.js';
 import { causeOf, envRunStatusQuery, ingestGroupsSignal, recordDropsSignal, roomChangedSignal, watchRoomSignal } from './messages.js';
 import { deliveredGroup, rolloutGroupOptions, runVersion, timedOut, timedOutGroup } from './rollout-children.js';
 import { rolloutGroup } from './rollout-group.js';
@@ -86,17 +86,19 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
 
   // Feeding a batcher, new groups wait while the env's groups in flight and queued would exceed
   // max_batches_offpolicy batches (Atropos's backpressure), and stop at the trainer's last step.
-  const stopped = () => sink.kind === 'batcher' && room !== undefined && room.currentStep >= sink.stopAtStep;
+  const stopped = () => pastLastStep(sink, room);
   const more = () => !workflowInfo().continueAsNewSuggested && !stopped() && progress.nextItem < input.totalGroups;
-  const free = (): number => {
-    // While an evaluation runs, STOP_TRAIN launches nothing and LIMIT_TRAIN a share (Atropos's add_train_workers).
-    const slots = trainingLimit(schedule, evals, input.maxInFlight) - inFlight.size;
-    if (sink.kind !== 'batcher') return slots;
-    if (!room) return 0;
-    // Groups that finished while the last delivery was on its way wait in `finished`: they take room too.
-    const pending = inFlight.size + finished.length;
-    return Math.min(slots, roomForGroups(room, progress.delivered, pending, sink.maxBatchesOffpolicy, group.groupSize));
-  };
+  // While an evaluation runs, STOP_TRAIN launches nothing and LIMIT_TRAIN a share (Atropos's add_train_workers).
+  // Groups that finished while the last delivery was on its way wait in `finished`: they take room too.
+  const free = (): number =>
+    groupsToLaunch(
+      trainingLimit(schedule, evals, input.maxInFlight) - inFlight.size,
+      sink,
+      room,
+      progress.delivered,
+      inFlight.size + finished.length,
+      group.groupSize,
+    );
 
   // Each run asks again: the batcher keeps one watch per workflow id, and pushes its room now and on every change.
   if (batcher && sink.kind === 'batcher') {
