@@ -1,3 +1,4 @@
+import { TARGETS } from './kills.js';
 import type { ChaosOptions } from './run.js';
 
 /** A chaos run's size and schedule: everything but the seed and where it writes. */
@@ -36,6 +37,39 @@ export const LONG: ChaosProfile = {
   ...SHORT,
   schedule: { ...SHORT.schedule, killsPerTarget: 4, killDelayS: [0.5, 6] },
   numSteps: 400,
+  endTimeoutS: 300,
+  rolloutHistories: 5,
+};
+
+/**
+ * The short version of the Atropos run (`clotho serve --atropos arithmetic_env.py`, in `npm test`): its Python worker
+ * killed -9 twice mid-group, its command coming back once as `clotho serve --atropos` and once as `clotho worker
+ * --atropos`. A killed worker's collects move only when their 10 s heartbeat timeout has run out, and its replacement
+ * starts (Python importing Atropos and building the environment: 5–15 s on a busy machine) in parallel with that, so
+ * the bound counts from it being up: max(up, 10 s) + 25 s. The 25 s are one more heartbeat timeout (10 s: Temporal
+ * may hand a retried collect to a poll the dead worker left open, temporalio/temporal#1058, as the MCP crash test
+ * saw), the collect itself, its delivery and the batcher's next reading (1–3 s), and the rest for a loaded two-core
+ * machine (CI), where timing bounds are what flakes first.
+ */
+export const ATROPOS_SHORT: ChaosProfile = {
+  ...SHORT,
+  atropos: true,
+  schedule: {
+    ...SHORT.schedule,
+    targets: ['env'],
+    killsPerTarget: 2,
+    boundFloorS: 10,
+    bounds: { ...SHORT.schedule.bounds, env: 25 },
+    giveUpS: 90,
+  },
+  numSteps: 30,
+};
+
+/** The long version of the Atropos run (`CHAOS_ATROPOS=1 npm run test:chaos`): every process killed, four times each. */
+export const ATROPOS_LONG: ChaosProfile = {
+  ...ATROPOS_SHORT,
+  schedule: { ...ATROPOS_SHORT.schedule, targets: TARGETS, killsPerTarget: 4, killDelayS: [0.5, 6] },
+  numSteps: 300,
   endTimeoutS: 300,
   rolloutHistories: 5,
 };
