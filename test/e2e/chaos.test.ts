@@ -58,7 +58,11 @@ describe('chaos: kill -9 of the Atropos Python worker', () => {
     expectSurvived(report);
     const a = report.accounting!;
     // arithmetic_env's groups are never declined or filtered here (the scripted model's samples score 1 and -1).
-    expect({ failed: a.failed, dropped: a.dropped, batcherDropped: a.droppedByBatcher }).toEqual({ failed: 0, dropped: {}, batcherDropped: {} });
+    expect({ failed: a.failed, dropped: a.dropped, batcherDropped: a.droppedByBatcher }).toEqual({
+      failed: 0,
+      dropped: {},
+      batcherDropped: {},
+    });
     expect(a.delivered, `every started group delivered (seed ${report.seed})`).toBe(a.started);
     expect(report.kills.map((k) => [k.target, k.modelCallsInFlight! > 0])).toEqual([
       ['env', true],

@@ -189,7 +189,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   report.summary = summaryLine(options.seed, report.accounting, report.kills, report.replays);
   log(report.summary);
   // Histories worth committing come from a run that passed.
-  if (options.recordHistoriesTo && report.problems.length === 0) await recordHistories(histories, options.recordHistoriesTo, options.atropos ? 'atropos-' : '', log);
+  if (options.recordHistoriesTo && report.problems.length === 0)
+    await recordHistories(histories, options.recordHistoriesTo, options.atropos ? 'atropos-' : '', log);
   if (report.problems.length > 0) log(`chaos: FAILED (seed ${options.seed}, files in ${dir}):\n- ${report.problems.join('\n- ')}`);
   else if (!options.keep) await rm(dir, { recursive: true, force: true });
   return report;
