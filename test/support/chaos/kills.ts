@@ -12,6 +12,8 @@ export interface KillRecord {
   target: Target;
   /** How the environment process came back (alternately `clotho worker` and `clotho serve`). */
   mode?: EnvMode;
+  /** Model calls in flight at the kill of an Atropos run's Python worker: the groups it was killed in the middle of. */
+  modelCallsInFlight?: number;
   at: number;
   killedAt: number;
   restartAt: number;
@@ -48,6 +50,12 @@ export interface ChaosSchedule {
   /** Seconds between a kill and the restart, drawn uniformly. */
   restartDelayS: [number, number];
   bounds: RecoveryBounds;
+  /**
+   * When set, a kill's bound counts from the restarted process being up rather than from its restart:
+   * `max(seconds to up, boundFloorS) + bounds[target]`, for a restart whose own start-up is long and varies (a Python
+   * worker importing Atropos), and work that moves only once a timeout of `boundFloorS` has run out since the kill.
+   */
+  boundFloorS?: number;
   /** Seconds after which a kill counts as not recovered from, and the chaos stops. */
   giveUpS: number;
   /** Groups that must be left in the run before a kill, so that its recovery can be seen. */
@@ -108,28 +116,38 @@ export async function runKills(options: {
     if (left !== undefined) pace(options.pacing, (left - schedule.minGroupsLeft) / (order.length - i));
 
     const mode: EnvMode | undefined = target === 'env' ? modes[envKills++ % 2] : undefined;
+    const calls = target === 'env' && world.setup.atropos ? await world.midGroup() : undefined;
     const killedAt = Date.now();
     const kill: KillRecord = {
       n: i + 1,
       target,
       ...(mode ? { mode } : {}),
+      ...(calls === undefined ? {} : { modelCallsInFlight: calls }),
       at: (killedAt - startedAt) / 1000,
       killedAt,
       restartAt: 0,
       boundS: restartDelay / 1000 + schedule.bounds[target],
     };
     kills.push(kill);
+    const midGroup = calls === undefined ? '' : ` (its Python worker, ${calls} model calls in flight)`;
     log(
-      `chaos: kill ${kill.n} of ${order.length}: ${target} at ${kill.at.toFixed(1)} s; restart in ${(restartDelay / 1000).toFixed(1)} s${mode ? ` as clotho ${mode}` : ''}`,
+      `chaos: kill ${kill.n} of ${order.length}: ${target}${midGroup} at ${kill.at.toFixed(1)} s; restart in ${(restartDelay / 1000).toFixed(1)} s${mode ? ` as clotho ${mode}` : ''}`,
     );
     const ingestedBefore = monitor.received(world.envId) ?? 0;
-    await world.kill(target);
+    try {
+      await world.kill(target);
+    } catch (error) {
+      kill.error = `kill failed: ${(error as Error).message}`;
+      return { kills, stoppedEarly: `kill ${kill.n} (${target}): ${kill.error}` };
+    }
     await pause(restartDelay);
     kill.restartAt = Date.now();
     // A group received after the restart must be new, not one the batcher took in just before the kill.
     const snapshot = target === 'env' ? (monitor.received(world.envId) ?? ingestedBefore) : ingestedBefore;
     try {
       kill.upAt = await world.start(target, mode);
+      if (schedule.boundFloorS !== undefined)
+        kill.boundS = Math.max((kill.upAt - killedAt) / 1000, schedule.boundFloorS) + schedule.bounds[target];
     } catch (error) {
       kill.error = `restart failed: ${(error as Error).message}`;
       return { kills, stoppedEarly: `kill ${kill.n} (${target}): ${kill.error}` };

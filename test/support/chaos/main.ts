@@ -1,6 +1,7 @@
 // The long chaos test, one process per call: node --import tsx test/support/chaos/main.ts (scripts/chaos.mjs runs it
 // for several seeds). Settings come from the environment, so that a failing seed is rerun exactly as it ran:
 //   CHAOS_PROFILE=short  the short version's settings (default: the long one's)
+//   CHAOS_ATROPOS=1    the Atropos run (clotho serve --atropos arithmetic_env.py; its Python worker is the env target)
 //   CHAOS_SEED         the seed (default: a fresh one, printed)
 //   CHAOS_KILLS        kills of each target (default 4)
 //   CHAOS_TARGETS      which to kill, comma-separated: env,api,trainer,temporal (default all)
@@ -9,7 +10,7 @@
 //   CHAOS_RECORD_HISTORIES=dir   keep the env-run's and batcher's histories there (env-run-chaos.json, batcher-chaos.json)
 //   CHAOS_KEEP=1       keep the run's directory (logs, SQLite file, histories) even when it passed
 import { chaosSeed } from './prng.js';
-import { LONG, SHORT, type ChaosProfile } from './profiles.js';
+import { ATROPOS_LONG, ATROPOS_SHORT, LONG, SHORT, type ChaosProfile } from './profiles.js';
 import { runChaos } from './run.js';
 import { killAllTracked } from './supervisor.js';
 import type { Target } from './world.js';
@@ -23,7 +24,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 const number = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
-const base = process.env.CHAOS_PROFILE === 'short' ? SHORT : LONG;
+const short = process.env.CHAOS_PROFILE === 'short';
+const base = process.env.CHAOS_ATROPOS === '1' ? (short ? ATROPOS_SHORT : ATROPOS_LONG) : short ? SHORT : LONG;
 const profile: ChaosProfile = {
   ...base,
   numSteps: number('CHAOS_STEPS', base.numSteps),

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureTemporalCli, startDevServer, type DevServer } from '../../../temporal-dev/index.js';
@@ -29,6 +30,22 @@ export interface ChaosSetup {
   numSteps: number;
   leaseSeconds: number;
   trainerLog: string;
+  /** The run's environment: `gsm8k`, or the Atropos environment's name. */
+  environment: string;
+  /** The trainer's data: one JSON line with the `question` of each item, in the run's order. */
+  itemsFile: string;
+  /** Set for a run of an Atropos environment (`clotho serve --atropos`): see ./atropos.ts. */
+  atropos?: AtroposRun;
+}
+
+/** How the chaos run starts its Atropos environment. */
+export interface AtroposRun {
+  /** `path/to/env.py[:Class]`. */
+  spec: string;
+  /** Atropos's flags of the run (every command of the run gives the same). */
+  flags: string[];
+  /** What the CLI needs to run the Python worker offline (`CLOTHO_ATROPOS_PYTHON`, no Hub). */
+  env: Record<string, string>;
 }
 
 /** A dev server in a process group of its own (kill -9 takes the group), on a SQLite file that survives it. */
@@ -80,7 +97,7 @@ function clotho(setup: ChaosSetup, role: string, address: string, args: string[]
     command: process.execPath,
     args: [clothoBin, ...args],
     // This run's own server, whatever the caller's environment points at.
-    env: { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: 'default' },
+    env: { ...setup.atropos?.env, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: 'default' },
     logFile: join(setup.dir, `${role}.log`),
     cwd: repoRoot,
   });
@@ -103,17 +120,16 @@ export async function startApi(setup: ChaosSetup, address: string): Promise<{ pr
 /** How the environment process is (re)started: the run's own command, or `clotho worker` for the same run. */
 export type EnvMode = 'serve' | 'worker';
 
-/** `clotho serve` (ready once registered, with its env id) or `clotho worker` (ready once polling). */
+/** `clotho serve` (ready once registered, with its env id) or `clotho worker` (ready once polling), with or without `--atropos`. */
 export async function startEnv(
   setup: ChaosSetup,
   address: string,
   mode: EnvMode,
 ): Promise<{ process: Supervised; readyAt: number; envId?: number }> {
+  const { atropos } = setup;
   const common = [
     '--env.run_id',
     setup.runId,
-    '--env.data_path',
-    GSM8K_TEST,
     '--env.group_size',
     String(setup.groupSize),
     '--openai.base_url',
@@ -121,22 +137,28 @@ export async function startEnv(
     '--store',
     setup.store,
   ];
+  // Atropos's flags are the run's config, the same on every command of the run; max_batches_offpolicy is one of them.
+  const offpolicy = ['--env.max_batches_offpolicy', String(setup.maxBatchesOffpolicy)];
+  const run = atropos ? [...common, ...offpolicy, '--env.total_steps', String(setup.numSteps), ...atropos.flags] : common;
+  const environment = atropos ? ['--atropos', atropos.spec] : ['gsm8k', '--env.data_path', GSM8K_TEST];
   if (mode === 'worker') {
-    const worker = clotho(setup, 'env', address, ['worker', 'gsm8k', ...common]);
+    // `clotho worker --atropos env.py serve …` joins the run in its Atropos mode.
+    const worker = clotho(setup, 'env', address, ['worker', ...environment, ...(atropos ? ['serve'] : []), ...run]);
     return { process: worker, readyAt: await worker.waitForLine(/workers of run .* polling/, 120_000) };
   }
-  const serve = clotho(setup, 'env', address, [
-    'serve',
-    'gsm8k',
-    '--batcher-id',
-    setup.batcherId,
-    '--env.max_batches_offpolicy',
-    String(setup.maxBatchesOffpolicy),
-    ...common,
-  ]);
+  const serveFlags = ['--batcher-id', setup.batcherId, ...(atropos ? [] : offpolicy)];
+  const serve = clotho(setup, 'env', address, ['serve', ...environment, ...serveFlags, ...run]);
   const readyAt = await serve.waitForLine(/registered as .*\(env_id \d+\)/, 120_000);
   const envId = Number(serve.lines.find((l) => /\(env_id \d+\)/.test(l.text))!.text.match(/\(env_id (\d+)\)/)![1]);
   return { process: serve, readyAt, envId };
+}
+
+/** The pid (and process group) of the Python worker an `--atropos` command started: its child running clotho_atropos. */
+export function atroposWorkerPid(command: Supervised): number {
+  const children = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(command.pid)], { encoding: 'utf8' });
+  const line = children.split('\n').find((l) => l.includes('clotho_atropos'));
+  if (!line) throw new Error(`${command.name} has no Python worker among its children:\n${children}`);
+  return Number(line.trim().split(/\s+/)[0]);
 }
 
 /** The trainer, ready once it has registered (its log says so). */
@@ -159,7 +181,7 @@ export async function startTrainer(setup: ChaosSetup): Promise<{ process: Superv
       '--num-steps',
       String(setup.numSteps),
       '--data',
-      GSM8K_TEST,
+      setup.itemsFile,
     ],
     logFile: join(setup.dir, 'trainer.log'),
     cwd: repoRoot,

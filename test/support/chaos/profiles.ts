@@ -39,3 +39,41 @@ export const LONG: ChaosProfile = {
   endTimeoutS: 300,
   rolloutHistories: 5,
 };
+
+/**
+ * The short version of the Atropos run (`clotho serve --atropos arithmetic_env.py`, in `npm test`): its Python worker
+ * killed -9 twice mid-group, its command coming back once as `clotho serve --atropos` and once as `clotho worker
+ * --atropos`. A killed worker's collects move only when their 10 s heartbeat timeout has run out, and its replacement
+ * starts (node, then Python importing Atropos and building the environment: 10–20 s on a busy two-core machine) in
+ * parallel with that, so the bound counts from it being up: max(up, 10 s) + 25 s. The 25 s are one more 10 s timeout
+ * (Temporal may hand a retried collect, or a workflow task on the dead command's sticky queue, to a poll the dead
+ * process left open, temporalio/temporal#1058, as the MCP crash test saw; seen here too), the collect itself, its
+ * delivery and the batcher's next reading (1–3 s), and the rest for a loaded CI machine, where timing bounds are what
+ * flakes first.
+ */
+export const ATROPOS_SHORT: ChaosProfile = {
+  ...SHORT,
+  atropos: true,
+  schedule: {
+    ...SHORT.schedule,
+    targets: ['env'],
+    killsPerTarget: 2,
+    boundFloorS: 10,
+    bounds: { ...SHORT.schedule.bounds, env: 25 },
+    giveUpS: 90,
+  },
+  numSteps: 30,
+};
+
+/**
+ * The long version of the Atropos run (`CHAOS_ATROPOS=1 npm run test:chaos`): the Python worker killed four times.
+ * Not yet every process: with `CHAOS_TARGETS=env,api,trainer,temporal`, a run whose Temporal server was killed had its
+ * Python worker stop taking tasks (seed 2826878972), and its command then outlived the worker's kill.
+ */
+export const ATROPOS_LONG: ChaosProfile = {
+  ...ATROPOS_SHORT,
+  schedule: { ...ATROPOS_SHORT.schedule, killsPerTarget: 4, killDelayS: [0.5, 6] },
+  numSteps: 300,
+  endTimeoutS: 300,
+  rolloutHistories: 5,
+};

@@ -12,7 +12,7 @@ export function recoveryTable(kills: KillRecord[]): string {
   const header = ['kill', 'target', 'at (s)', 'restart (s)', 'up (s)', 'ingested (s)', 'acked (s)', 'recovered after (s)', 'bound (s)'];
   const rows = kills.map((k) => [
     String(k.n),
-    k.mode ? `${k.target} → ${k.mode}` : k.target,
+    targetLabel(k),
     k.at.toFixed(1),
     s(after(k, k.restartAt || undefined)),
     s(after(k, k.upAt)),
@@ -28,9 +28,17 @@ export function recoveryTable(kills: KillRecord[]): string {
     ...rows.map(line),
     'Times are seconds after the kill. restart: the killed process was started again; up: it listened / registered /',
     'polled / served; ingested: the batcher received a group after the restart; acked: the trainer acked a batch after',
-    'the restart. Recovered: env → ingested; trainer → acked; api and temporal → both. Bound: restart delay + allowance.',
+    'the restart. Recovered: env → ingested; trainer → acked; api and temporal → both. Bound: restart delay + allowance,',
+    "or max(up, floor) + allowance where the profile sets a floor. env (python, n calls): an Atropos run's Python worker,",
+    'killed with n model calls of its groups in flight.',
   ].join('\n');
 }
+
+/** `env → serve`; `env (python, 2 calls) → worker` for an Atropos run's Python worker killed mid-group. */
+const targetLabel = (k: KillRecord) => {
+  const target = k.modelCallsInFlight === undefined ? k.target : `${k.target} (python, ${k.modelCallsInFlight} calls)`;
+  return k.mode ? `${target} → ${k.mode}` : target;
+};
 
 export const withinBound = (k: KillRecord) => k.recoveredAt !== undefined && (k.recoveredAt - k.killedAt) / 1000 <= k.boundS;
 
@@ -101,7 +109,7 @@ export function recoveryBreakdown(kill: KillRecord, histories: NamedHistory[], t
     if (slow.ev === 'slow') parts.push(`slow ${slow.path} (${s(slow.ms)}) answered at ${s(after(kill, slow.t))}`);
   }
   parts.push(`ingested at ${s(after(kill, kill.ingestedAt))}`, `acked at ${s(after(kill, kill.ackedAt))}`);
-  return `kill ${kill.n} (${kill.target}${kill.mode ? ` → ${kill.mode}` : ''}): ${parts.join(' · ')}`;
+  return `kill ${kill.n} (${targetLabel(kill)}): ${parts.join(' · ')}`;
 }
 
 export function summaryLine(seed: number, accounting: Accounting | undefined, kills: KillRecord[], replays: ReplayOutcome[]): string {

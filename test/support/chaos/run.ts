@@ -6,9 +6,11 @@ import { Client, Connection } from '@temporalio/client';
 import { envRunId } from '../../../src/cli/commands/process.js';
 import type { EnvRunResult } from '../../../src/schema/rollout.js';
 import { waitFor } from '../cli.js';
-import { gsm8kResponder } from '../gsm8k-model.js';
+import { arithmeticResponder } from '../atropos.js';
+import { GSM8K_TEST, gsm8kResponder } from '../gsm8k-model.js';
 import { startScriptedOpenAI, type Responder } from '../scripted-openai.js';
 import { account, type Accounting } from './accounting.js';
+import { ATROPOS_ENVIRONMENT, prepareAtroposRun } from './atropos.js';
 import { exportHistories, firstChildCompletedAfter, replayHistories, type ExportedHistory, type ReplayOutcome } from './histories.js';
 import { runKills, type ChaosSchedule, type KillRecord } from './kills.js';
 import { startMonitor, type Monitor } from './monitor.js';
@@ -22,10 +24,13 @@ import { ChaosWorld, type UnexpectedExit } from './world.js';
 /**
  * The chaos test (issue 8, points 6 and 7): a `clotho serve gsm8k` run feeding `clotho api` and a trainer that leases
  * and acks, on a dev server of its own; kill -9 of each process at random moments, each restarted; then the account of
- * every group, and a replay of the run's histories against the current workflow code.
+ * every group, and a replay of the run's histories against the current workflow code. With `atropos`, the run is
+ * `clotho serve --atropos arithmetic_env.py` (issue 24, point 7) and the environment process killed is its Python worker.
  */
 export interface ChaosOptions {
   seed: number;
+  /** Run Atropos's arithmetic_env.py under `clotho serve --atropos` rather than gsm8k. */
+  atropos?: boolean;
   schedule: ChaosSchedule;
   /** Rollouts per group; also the trainer's batch size, so that every group is a batch of its own. */
   groupSize: number;
@@ -39,7 +44,7 @@ export interface ChaosOptions {
   endTimeoutS: number;
   /** Rollout-group histories exported and replayed beside the env-run's and the batcher's. */
   rolloutHistories: number;
-  /** Copies the env-run's and batcher's (first-run) histories there as env-run-chaos.json and batcher-chaos.json. */
+  /** Copies the env-run's and batcher's (first-run) histories there as env-run-chaos.json and batcher-chaos.json (atropos-…, with `atropos`). */
   recordHistoriesTo?: string;
   /** Keep the run's directory (logs, SQLite, histories) even when it passed. */
   keep?: boolean;
@@ -75,11 +80,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   resetIncarnations();
   const dir = await mkdtemp(join(tmpdir(), 'clotho-chaos-'));
   log(`chaos: logs, SQLite file and histories in ${dir}`);
+  // Groups the run may start: the trainer's steps, those in flight at its end and those the batcher may hold.
+  const items = options.numSteps + 8 * (options.maxBatchesOffpolicy + 1);
+  const atropos = options.atropos ? await prepareAtroposRun(dir, items) : undefined;
   const pacing = { delayMs: options.modelDelayMs };
-  const scripted = gsm8kResponder(correct);
+  const scripted = options.atropos ? arithmeticResponder() : gsm8kResponder(correct);
+  // Calls waiting for their answer: an Atropos run's Python worker is killed while one is (mid-group).
+  let callsInFlight = 0;
   const responder: Responder = async (body, call) => {
     const outcome = await scripted(body, call);
-    return 'choices' in outcome ? { ...outcome, delayMs: pacing.delayMs } : outcome;
+    if (!('choices' in outcome)) return outcome;
+    callsInFlight++;
+    await new Promise((resolve) => setTimeout(resolve, pacing.delayMs));
+    callsInFlight--;
+    return outcome;
   };
   const model = await startScriptedOpenAI({ responder });
   const setup: ChaosSetup = {
@@ -95,8 +109,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     numSteps: options.numSteps,
     leaseSeconds: options.leaseSeconds,
     trainerLog: join(dir, 'trainer-events.jsonl'),
+    environment: atropos ? ATROPOS_ENVIRONMENT : 'gsm8k',
+    itemsFile: atropos?.itemsFile ?? GSM8K_TEST,
+    ...(atropos ? { atropos: atropos.atropos } : {}),
   };
-  const world = new ChaosWorld(setup);
+  const world = new ChaosWorld(setup, () => callsInFlight);
   const report: ChaosReport = {
     seed: options.seed,
     dir,
@@ -143,7 +160,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // The histories that had to move again: the batcher's after a kill of the API, the trainer or the server; the
     // env-run's and the first group it saw finish after the restart, after a kill of the environment process or the server.
     const envSide = (k: KillRecord) => [
-      ...named('env-run', envRunId(setup.runId, 'gsm8k')),
+      ...named('env-run', envRunId(setup.runId, setup.environment)),
       ...named(shortId(inFlight.get(k) ?? ''), inFlight.get(k)),
     ];
     const breakdowns = report.kills.map((k) =>
@@ -172,7 +189,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   report.summary = summaryLine(options.seed, report.accounting, report.kills, report.replays);
   log(report.summary);
   // Histories worth committing come from a run that passed.
-  if (options.recordHistoriesTo && report.problems.length === 0) await recordHistories(histories, options.recordHistoriesTo, log);
+  if (options.recordHistoriesTo && report.problems.length === 0)
+    await recordHistories(histories, options.recordHistoriesTo, options.atropos ? 'atropos-' : '', log);
   if (report.problems.length > 0) log(`chaos: FAILED (seed ${options.seed}, files in ${dir}):\n- ${report.problems.join('\n- ')}`);
   else if (!options.keep) await rm(dir, { recursive: true, force: true });
   return report;
@@ -189,7 +207,7 @@ async function awaitEnd(
   report: ChaosReport,
   timeoutS: number,
 ): Promise<EnvRunResult | undefined> {
-  const handle = client.workflow.getHandle(envRunId(world.setup.runId, 'gsm8k'));
+  const handle = client.workflow.getHandle(envRunId(world.setup.runId, world.setup.environment));
   // A run already known to be broken gets a short wait: the report matters more than the rest of the run.
   const endTimeoutS = report.stoppedEarly ? Math.min(30, timeoutS) : timeoutS;
   const endBy = Date.now() + endTimeoutS * 1000;
@@ -235,13 +253,13 @@ async function awaitEnd(
  * workflow code.
  */
 async function exportAndReplay(client: Client, world: ChaosWorld, report: ChaosReport, rollouts: number) {
-  const { runId, batcherId, dir } = world.setup;
+  const { runId, batcherId, dir, environment } = world.setup;
   const started = report.accounting?.started ?? 0;
   const picks = new Set(
     Array.from({ length: Math.min(rollouts, started) }, (_, i) => Math.round((i * (started - 1)) / Math.max(1, rollouts - 1))),
   );
-  const workflows: Record<string, string> = { 'env-run': envRunId(runId, 'gsm8k'), batcher: batcherId };
-  for (const item of picks) workflows[`rollout item-${item}`] = `clotho/${runId}/gsm8k/item-${item}`;
+  const workflows: Record<string, string> = { 'env-run': envRunId(runId, environment), batcher: batcherId };
+  for (const item of picks) workflows[`rollout item-${item}`] = `clotho/${runId}/${environment}/item-${item}`;
   const histories: ExportedHistory[] = [];
   const inFlight = new Map<KillRecord, string>();
   try {
@@ -267,7 +285,7 @@ async function exportAndReplay(client: Client, world: ChaosWorld, report: ChaosR
   return { histories, inFlight };
 }
 
-/** `item-12` of `clotho/<run>/gsm8k/item-12`. */
+/** `item-12` of `clotho/<run>/<env>/item-12`. */
 const shortId = (workflowId: string) => workflowId.replace(/^.*\//, '');
 
 function problemsOf(report: ChaosReport): string[] {
@@ -280,6 +298,8 @@ function problemsOf(report: ChaosReport): string[] {
       );
     }
   }
+  for (const k of report.kills.filter((k) => k.modelCallsInFlight === 0))
+    problems.push(`kill ${k.n} (${k.target}) was not mid-group: no model call of the Python worker in flight within 10 s`);
   for (const exit of report.exits) problems.push(`${exit.name} exited on its own with ${exit.code}:\n${exit.tail}`);
   if (report.envIdChanges.length > 0)
     problems.push(`a restarted clotho serve registered as env ${report.envIdChanges.join(', ')}, not its first env id`);
@@ -298,11 +318,11 @@ function problemsOf(report: ChaosReport): string[] {
 }
 
 /** Keeps the first run of the env-run's and the batcher's histories as commit-ready files (compact JSON). */
-async function recordHistories(histories: ExportedHistory[], dir: string, log: (line: string) => void): Promise<void> {
+async function recordHistories(histories: ExportedHistory[], dir: string, prefix: string, log: (line: string) => void): Promise<void> {
   await mkdir(dir, { recursive: true });
   for (const [name, label] of [
-    ['env-run-chaos.json', 'env-run'],
-    ['batcher-chaos.json', 'batcher'],
+    [`${prefix}env-run-chaos.json`, 'env-run'],
+    [`${prefix}batcher-chaos.json`, 'batcher'],
   ] as const) {
     const first = histories.find((h) => h.label === label || h.label.startsWith(`${label} (run 1 `));
     if (!first) continue;

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 /** What the chaos trainer logs, one JSON line each (fsync'd one by one), with its time and pid ({@link TrainerEvent}). */
 export type TrainerRecord =
   | { ev: 'start' | 'registered' }
-  /** The batch's groups (by GSM8K item index) are trained: written before the ack, so a crash may repeat them. */
+  /** The batch's groups (by item index) are trained: written before the ack, so a crash may repeat them. */
   | { ev: 'trained'; lease: string; batch: string; items: number[] }
   | { ev: 'acked'; lease: string; batch: string; status: number }
   /** The API stopped answering at `path`; `reconnected` says when it answered again and after how long. */

@@ -2,7 +2,7 @@
 // batch (`GET /batch?lease_seconds=N`), "trains" by appending the batch's groups to its log (fsync'd), then acks
 // (`POST /batch/ack`). A crash between the two is what leases are for: the batch comes back once its lease runs out.
 // Run: node --import tsx test/support/chaos/trainer.ts --api URL --log FILE --lease-seconds N --batch-size B
-//        --num-steps S --data GSM8K_JSONL [--poll-ms 200] [--train-ms 0]
+//        --num-steps S --data ITEMS_JSONL [--poll-ms 200] [--train-ms 0]
 import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { TrainerRecord } from './trainer-log.js';
@@ -25,7 +25,8 @@ const leaseSeconds = Number(values['lease-seconds']);
 const pollMs = Number(values['poll-ms']);
 const trainMs = Number(values['train-ms']);
 
-// A group is known by the question it answers (the GSM8K test split has no two alike).
+// A group is known by the question it answers: its item is the line of `--data` with that `question` (the GSM8K test
+// split, or the Atropos run's items file), and no two lines are alike.
 const itemByQuestion = new Map(
   readFileSync(values.data!, 'utf8')
     .split('\n')
