@@ -5,7 +5,6 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ensureAtroposPython } from '../../src/cli/atropos/python.js';
 import type { Responder } from './scripted-openai.js';
-import { testConnection } from './temporal.js';
 
 /** The Atropos-style environments written for clients/python-atropos's tests. */
 export const ATROPOS_ENVS = fileURLToPath(new URL('../../clients/python-atropos/tests/envs/', import.meta.url));
@@ -35,6 +34,8 @@ export function arithmeticResponder(delayMs = 0): Responder {
 /** With CLOTHO_RECORD_HISTORIES=1, writes a workflow's history among test/replay's committed histories. */
 export async function recordHistory(file: string, workflowId: string): Promise<void> {
   if (process.env.CLOTHO_RECORD_HISTORIES !== '1') return;
+  // Imported here: temporal.ts registers vitest hooks when loaded, and bench/atropos uses this module outside vitest.
+  const { testConnection } = await import('./temporal.js');
   const { client } = await testConnection();
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
   await writeFile(new URL(`../replay/histories/${file}`, import.meta.url), historyToJSON(history));
