@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { arithmeticResponder, ATROPOS_ENVS, atroposPython } from '../../test/support/atropos.js';
 import { startScriptedOpenAI } from '../../test/support/scripted-openai.js';
 import { ensureAtroposRunApi } from '../api/atropos.js';
-import { startBenchTemporal, type BenchTemporal } from '../support.js';
+import { perGroup, startBenchTemporal, type BenchTemporal } from '../support.js';
 import { startAtroposStack, startClothoStack, type EnvLaunch, type Stack } from './stacks.js';
 import { startTrainer, takeBatches, type Window } from './trainer.js';
 
@@ -74,6 +74,7 @@ async function measure(start: () => Promise<Stack>): Promise<Figures> {
       warmup: WARMUP,
       readCpu: () => stack.readCpu(),
       problem: () => stack.problem(),
+      ...(stack.serverRequests ? { serverRequests: stack.serverRequests } : {}),
       timeoutMs: RUN_TIMEOUT_MS,
     });
     return { stack, window };
@@ -99,6 +100,13 @@ function report(latencyMs: number, atropos: Figures, clotho: Figures): void {
   const aside = (f: Figures) =>
     `${ms(f.window.selfCpuMs / f.window.groups)}, ${(f.window.emptyPolls / f.window.groups).toFixed(2)} empty polls`;
   console.log(`  not counted, per group: model server and trainer (this process) Atropos ${aside(atropos)}; Clotho ${aside(clotho)}`);
+  const requests = clotho.window.requests;
+  if (requests) {
+    const groups = clotho.window.groups;
+    console.log(
+      `  Temporal server requests per group: ${(requests.total / groups).toFixed(1)} (${perGroup(requests.byOperation, groups)})`,
+    );
+  }
 }
 
 async function main(): Promise<void> {

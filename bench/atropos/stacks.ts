@@ -34,6 +34,8 @@ export interface Stack {
   startEnv(): void;
   /** Why the stack cannot deliver any more (its environment process exited), or undefined. */
   problem(): string | undefined;
+  /** The Temporal server's requests so far by operation, where the stack has one. */
+  serverRequests?: () => Promise<Record<string, number>>;
   stop(): Promise<void>;
 }
 
@@ -101,7 +103,7 @@ export async function startClothoStack(temporal: BenchTemporal, launch: EnvLaunc
   const api = await startClothoApi({ temporalAddress: temporal.address, batcherId, store });
   const args = [join(repoRoot, 'bin', 'clotho.js'), 'serve', '--atropos', launch.envFile, '--batcher-id', batcherId, '--store', store];
   const env = { ...launch.env, TEMPORAL_ADDRESS: temporal.address };
-  return stackOf(
+  const stack = stackOf(
     api,
     {
       'Temporal server': () => treeCpuMs(temporal.serverPid),
@@ -111,4 +113,5 @@ export async function startClothoStack(temporal: BenchTemporal, launch: EnvLaunc
     },
     () => spawnKept(process.execPath, [...args, ...launch.atroposFlags], env, launch.scratch),
   );
+  return { ...stack, serverRequests: () => temporal.serverRequests() };
 }

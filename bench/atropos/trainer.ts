@@ -1,4 +1,5 @@
 /** The trainer both stacks of bench/atropos serve: Atropos's example trainer's calls, with no training between them. */
+import { requestsBetween } from '../support.js';
 
 /** What the trainer registers: batches of `batchSize` sequences, `steps` of them, no checkpoints. */
 const registration = (batchSize: number, steps: number) => ({
@@ -47,6 +48,8 @@ export interface Window {
   selfCpuMs: number;
   /** `GET /batch` calls that found no batch in the window: each costs the API (and Clotho's batcher) a request. */
   emptyPolls: number;
+  /** Requests the Temporal server answered in the window, by operation (Clotho's stack). */
+  requests?: { total: number; byOperation: Record<string, number> };
 }
 
 /** Options of {@link takeBatches}. */
@@ -58,13 +61,15 @@ export interface TakeOptions {
   readCpu: () => number[];
   /** Why the stack cannot deliver any more (a process exited), or undefined. */
   problem: () => string | undefined;
+  /** The Temporal server's requests so far by operation, where the stack has one. */
+  serverRequests?: () => Promise<Record<string, number>>;
   timeoutMs: number;
 }
 
 /** Takes `steps` batches, reading the time and the stack's CPU when the `warmup`-th and the last arrive. */
 export async function takeBatches(url: string, o: TakeOptions): Promise<Window> {
   const deadline = Date.now() + o.timeoutMs;
-  let open = { at: 0, cpuMs: [] as number[], self: process.cpuUsage() };
+  let open = { at: 0, cpuMs: [] as number[], self: process.cpuUsage(), requests: {} as Record<string, number> };
   let groups = 0;
   let emptyPolls = 0;
   for (let taken = 0; taken < o.steps;) {
@@ -79,10 +84,14 @@ export async function takeBatches(url: string, o: TakeOptions): Promise<Window> 
     }
     taken++;
     if (taken > o.warmup) groups += batch.length;
-    if (taken === o.warmup) open = { at: performance.now(), cpuMs: o.readCpu(), self: process.cpuUsage() };
+    if (taken === o.warmup) {
+      open = { at: performance.now(), cpuMs: o.readCpu(), self: process.cpuUsage(), requests: (await o.serverRequests?.()) ?? {} };
+    }
   }
   const self = process.cpuUsage(open.self);
+  const requests = await o.serverRequests?.();
   return {
+    ...(requests ? { requests: requestsBetween(open.requests, requests) } : {}),
     seconds: (performance.now() - open.at) / 1000,
     groups,
     cpuMs: o.readCpu().map((ms, i) => ms - open.cpuMs[i]!),
