@@ -88,13 +88,16 @@ export async function takeBatches(url: string, o: TakeOptions): Promise<Window> 
       open = { at: performance.now(), cpuMs: o.readCpu(), self: process.cpuUsage(), requests: (await o.serverRequests?.()) ?? {} };
     }
   }
+  const seconds = (performance.now() - open.at) / 1000;
+  const cpuMs = o.readCpu().map((ms, i) => ms - open.cpuMs[i]!);
   const self = process.cpuUsage(open.self);
+  // Read after the clock and CPU: the metrics request is not part of the window.
   const requests = await o.serverRequests?.();
   return {
     ...(requests ? { requests: requestsBetween(open.requests, requests) } : {}),
-    seconds: (performance.now() - open.at) / 1000,
+    seconds,
     groups,
-    cpuMs: o.readCpu().map((ms, i) => ms - open.cpuMs[i]!),
+    cpuMs,
     selfCpuMs: (self.user + self.system) / 1000,
     emptyPolls,
   };
