@@ -209,6 +209,14 @@ export function requestsBetween(
   return { total: Object.values(byOperation).reduce((a, b) => a + b, 0), byOperation };
 }
 
+/** `op n, …` per group, most frequent first. */
+export function perGroup(byOperation: Record<string, number>, groups: number): string {
+  return Object.entries(byOperation)
+    .sort((a, b) => b[1] - a[1])
+    .map(([op, count]) => `${op} ${(count / groups).toFixed(2)}`)
+    .join(', ');
+}
+
 /** Every run of a workflow id (an env-run continues as new) with its history length, from the server's visibility. */
 export async function workflowRuns(client: Client, workflowId: string): Promise<{ runId: string; events: number }[]> {
   const runs: { runId: string; events: number }[] = [];

@@ -32,6 +32,7 @@ import {
   benchMessages,
   GENERATIONS,
   generationsOf,
+  perGroup,
   requestsBetween,
   startBenchTemporal,
   startBenchWorkers,
@@ -237,14 +238,6 @@ async function measureSlow(bench: BenchTemporal, inFlight: number, mode: Generat
     await workers.shutdown();
     await slow.close();
   }
-}
-
-/** `op n, …` per group, most frequent first. */
-function perGroup(byOperation: Record<string, number>, groups: number): string {
-  return Object.entries(byOperation)
-    .sort((a, b) => b[1] - a[1])
-    .map(([op, count]) => `${op} ${(count / groups).toFixed(2)}`)
-    .join(', ');
 }
 
 await main();

@@ -1,18 +1,50 @@
-/** CPU time of this process and of the Temporal dev server, to tell work from waiting. */
-import { readFileSync } from 'node:fs';
+/** CPU time of this process, of the Temporal dev server and of whole process trees, to tell work from waiting. */
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on every common Linux build). */
 const TICKS_PER_S = 100;
 
+/** The fields of /proc/<pid>/stat after the command name, which is in parentheses and may hold spaces. */
+const statFields = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+
 /** User plus system CPU time of a process in ms, from /proc; NaN where there is no /proc. */
 export function processCpuMs(pid: number): number {
   try {
-    // Fields after the command name, which is in parentheses and may hold spaces: utime and stime are the 12th and 13th.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime are the 12th and 13th fields after the name.
+    const fields = statFields(pid);
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_S;
   } catch {
     return Number.NaN;
   }
+}
+
+/**
+ * CPU time in ms of a process and every live descendant (user and system), each with what its children that exited
+ * used (cutime, cstime): a command that runs its work in child processes is charged for all of it.
+ */
+export function treeCpuMs(root: number): number {
+  const children = new Map<number, number[]>();
+  const ticks = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let fields: string[];
+    try {
+      fields = statFields(Number(entry));
+    } catch {
+      continue; // exited while listed
+    }
+    const siblings = children.get(Number(fields[1])) ?? [];
+    siblings.push(Number(entry));
+    children.set(Number(fields[1]), siblings);
+    ticks.set(Number(entry), Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]));
+  }
+  let total = 0;
+  for (const pending = [root]; pending.length > 0;) {
+    const pid = pending.pop()!;
+    total += ticks.get(pid) ?? 0;
+    pending.push(...(children.get(pid) ?? []));
+  }
+  return (total * 1000) / TICKS_PER_S;
 }
 
 /** A stopwatch of CPU time: this process's and another's (the dev server's), in ms since it started. */

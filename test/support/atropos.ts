@@ -34,7 +34,7 @@ export function arithmeticResponder(delayMs = 0): Responder {
 /** With CLOTHO_RECORD_HISTORIES=1, writes a workflow's history among test/replay's committed histories. */
 export async function recordHistory(file: string, workflowId: string): Promise<void> {
   if (process.env.CLOTHO_RECORD_HISTORIES !== '1') return;
-  // Imported here: ./temporal.js registers vitest hooks, and the chaos harness uses this module outside vitest too.
+  // Imported here: ./temporal.js registers vitest hooks, and the chaos harness and bench:atropos use this module outside vitest.
   const { testConnection } = await import('./temporal.js');
   const { client } = await testConnection();
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
