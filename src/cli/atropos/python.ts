@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { clothoHome, repoRoot } from '../../store/paths.js';
@@ -41,6 +41,7 @@ export async function ensureAtroposPython(notice: (line: string) => void, env: N
       maxBuffer: 16 << 20,
     });
     await rm(copy, { recursive: true, force: true });
+    await pointScriptsAt(join(temporary, 'bin'), temporary, venv);
     await writeFile(join(temporary, STAMP), stamp);
     // Another command may have installed it meanwhile: the newer install replaces it whole.
     await rm(venv, { recursive: true, force: true });
@@ -54,4 +55,19 @@ export async function ensureAtroposPython(notice: (line: string) => void, env: N
     await rm(temporary, { recursive: true, force: true });
   }
   return python;
+}
+
+/**
+ * pip writes the venv's absolute path into its console scripts (`run-api`'s `#!` line) and `activate`: built under a
+ * temporary name and renamed, they would name a Python that no longer exists, so they are pointed at the final path.
+ */
+export async function pointScriptsAt(bin: string, built: string, final: string): Promise<void> {
+  for (const entry of await readdir(bin, { withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(bin, entry.name);
+    const text = await readFile(path);
+    // Text scripts only: the interpreter itself is a binary (or a link) that never names the venv.
+    if (text.includes(0) || !text.includes(built)) continue;
+    await writeFile(path, text.toString('utf8').replaceAll(built, final));
+  }
 }
