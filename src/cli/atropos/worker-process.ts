@@ -21,12 +21,20 @@ export interface AtroposWorker {
   ready: AtroposReady;
   /** Settles when the worker exits, with its exit code or signal. */
   exited: Promise<number | string>;
+  /** The last lines it printed (stdout and stderr), to explain an exit. */
+  lastLines(): string;
   /** Asks it to finish its activities and exit (SIGTERM to its process group), SIGKILL after `graceMs`. */
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Lines of the worker's stderr kept to explain an exit. */
-const STDERR_KEPT = 40;
+/** Lines of the worker's output kept to explain an exit. */
+const LINES_KEPT = 40;
+
+/** Appends `line`, keeping the last LINES_KEPT: a worker runs for days, printing what its environment prints. */
+function keep(lines: string[], line: string): void {
+  lines.push(line);
+  if (lines.length > LINES_KEPT) lines.shift();
+}
 
 /**
  * Starts the Python worker in a process group of its own (a terminal's Ctrl-C reaches this command, which stops it in
@@ -58,10 +66,7 @@ export async function startAtroposWorker(options: AtroposWorkerOptions): Promise
     },
   });
   const stderr: string[] = [];
-  createInterface({ input: child.stderr! }).on('line', (line) => {
-    stderr.push(line);
-    if (stderr.length > STDERR_KEPT) stderr.shift();
-  });
+  createInterface({ input: child.stderr! }).on('line', (line) => keep(stderr, line));
   // 'close', not 'exit': the last lines of its output are read by then.
   const exited = new Promise<number | string>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal ?? -1)));
   const stdout: string[] = [];
@@ -69,7 +74,7 @@ export async function startAtroposWorker(options: AtroposWorkerOptions): Promise
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
       const event = readyEvent(line);
-      if (event === undefined) return void stdout.push(line);
+      if (event === undefined) return keep(stdout, line);
       const parsed = AtroposReadySchema.safeParse(event);
       if (parsed.success) resolve(parsed.data);
       else reject(new Error(`the Atropos worker's ready line is not what Clotho expects: ${parsed.error.message}`));
@@ -80,6 +85,7 @@ export async function startAtroposWorker(options: AtroposWorkerOptions): Promise
   return {
     ready,
     exited,
+    lastLines: () => [...stdout, ...stderr].join('\n'),
     async stop(graceMs = 15_000) {
       if (child.exitCode !== null || child.signalCode !== null) return;
       signalGroup(child.pid!, 'SIGTERM');
