@@ -31,9 +31,13 @@ export function progressLine(status: EnvRunStatus, elapsedMs: number, completedA
       : last
         ? ` · eval at step ${last.step}: score ${last.metrics.score?.toFixed(3) ?? '–'}`
         : '';
+  // An Atropos class's timing stats (its wandb_log's perf_stats): the mean time a group's collect took.
+  const collect = status.logged?.metrics['train_perf/task_duration_mean'];
+  const timing = collect === undefined ? '' : ` · collect ${collect.toFixed(2)} s`;
   return (
     `groups ${status.completed}/${status.total} · ${status.inFlight} in flight · ${rate.toFixed(2)} groups/s · ` +
-    `mean score ${mean}${metrics} · failed ${status.failed} · dropped ${dropped}${reasons}${evaluating}${waiting ? ` · ${waiting}` : ''}`
+    `mean score ${mean}${metrics} · failed ${status.failed} · dropped ${dropped}${reasons}${evaluating}${timing}` +
+    (waiting ? ` · ${waiting}` : '')
   );
 }
 

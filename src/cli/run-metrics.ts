@@ -33,7 +33,18 @@ export async function startRunMetrics(plan: RunPlan, temporal: TemporalRuntime, 
   if (port === undefined && !plan.config.env.use_wandb) return { close: async () => undefined };
   const metrics = createWorkerMetrics({ rollingBufferLength: plan.config.servers[0]?.rolling_buffer_length });
   if (port === undefined) return { metrics, close: async () => undefined };
-  metrics.watchRun(plan.definition.name, () => temporal.client.workflow.getHandle(envRunId).query(envRunStatusQuery));
+  return serveRunMetrics(metrics, port, plan.definition.name, temporal, envRunId);
+}
+
+/** Serves `metrics` at --metrics-port with the run's groups, evaluations and logged metrics read from its env-run. */
+export async function serveRunMetrics(
+  metrics: WorkerMetrics,
+  port: number,
+  environment: string,
+  temporal: TemporalRuntime,
+  envRunId: string,
+): Promise<RunMetrics> {
+  metrics.watchRun(environment, () => temporal.client.workflow.getHandle(envRunId).query(envRunStatusQuery));
   const server = await startMetricsServer(metrics.registry, port);
   return { metrics, port: server.port, close: () => server.close() };
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { BatcherRoom, EnvRunProgress, GroupSink, StepOptions, StoreRef } from './rollout.js';
+import type { BatcherRoom, EnvRunProgress, EvalHandling, GroupSink, StepOptions, StoreRef } from './rollout.js';
 
 /**
  * What crosses the boundary between Clotho's workflows and the Python worker that serves an Atropos `BaseEnv`
@@ -52,9 +52,31 @@ export type AtroposCollected =
     }
   | { status: 'declined'; reason: string; dropped: AtroposDropped[]; backlog: unknown[]; seconds: number };
 
+/** What `save_checkpoint` wrote (null when it saved nothing), and how many items the iterator had given then. */
+export interface AtroposCheckpoint {
+  cursor: number;
+  data: unknown;
+}
+
+/** `atroposEvaluate`'s answer: what `evaluate()` returned and the metrics it buffered for its next `wandb_log`. */
+export interface AtroposEvaluated {
+  result: unknown;
+  metrics: unknown;
+  seconds: number;
+}
+
 /** The Python worker's activities, as workflows call them (`proxyActivities<AtroposActivities>`). */
 export interface AtroposActivities {
-  atroposNextItem(input: { cursor: number }): Promise<AtroposNextItem>;
+  atroposNextItem(input: { cursor: number; checkpoint?: AtroposCheckpoint | null }): Promise<AtroposNextItem>;
+  /** With `cursor`, a worker behind the run's cursor (a new one) first brings its iterator there, from `checkpoint`. */
+  atroposCheckpoint(input: {
+    step: number;
+    cursor?: number;
+    checkpoint?: AtroposCheckpoint | null;
+  }): Promise<AtroposCheckpoint & Pick<AtroposNextItem, 'restoredFrom' | 'fastForwarded'>>;
+  /** What the environment's `wandb_log` logs (it still logs to wandb when use_wandb is on): numbers only. */
+  atroposMetrics(input: { step?: number }): Promise<{ metrics: Record<string, number> }>;
+  atroposEvaluate(input: { step: number }): Promise<AtroposEvaluated>;
   atroposCollect(input: { itemIndex: number; item: unknown; store: { root: string; key: string } }): Promise<AtroposCollected>;
 }
 
@@ -98,6 +120,32 @@ export interface AtroposProgress extends EnvRunProgress {
   exhausted: boolean;
   /** Items put back by groups, waiting for a group of their own (oldest first). */
   backlog: unknown[];
+  /** The newest checkpoint of a class that keeps them, given with every `atroposNextItem` to restore from. */
+  checkpoint?: AtroposCheckpoint & { step: number };
+  /** The last time a worker brought its iterator to the cursor: the checkpoint it restored, and the items it skipped. */
+  restored?: { cursor: number; from: number | null; fastForwarded: number };
+  /** The trainer's step the run's hooks last saw, and the groups counted when the environment last logged. */
+  hooks?: { seenStep: number | null; loggedAt: number };
+}
+
+/** Atropos's `evaluate()` every `steps_per_eval` trainer steps (`env_step_checks`), under `serve` only. */
+export interface AtroposEvalSchedule {
+  everySteps: number;
+  handling: EvalHandling;
+  limitRatio: number;
+  /** Options of the `atroposEvaluate` activity: long, heartbeating. */
+  step: StepOptions;
+}
+
+/** What Atropos's own loop does besides collecting, that an env-run does in its place. */
+export interface AtroposRunHooks {
+  /** Whether the class keeps checkpoints (`save_checkpoint`/`load_checkpoint`, the ready line's `usesCheckpoint`). */
+  usesCheckpoint: boolean;
+  /** Under `serve`: a checkpoint whenever the trainer's step crosses a multiple of its checkpoint_interval (> 0). */
+  checkpointInterval?: number;
+  evaluation?: AtroposEvalSchedule;
+  /** Atropos's min_items_sent_before_logging: under `serve`, `wandb_log` waits for this many groups sent. */
+  minGroupsToLog: number;
 }
 
 export interface AtroposEnvRunInput {
@@ -119,6 +167,8 @@ export interface AtroposEnvRunInput {
   /** Atropos's worker_timeout: a group's deadline, after which it is dropped (`timeout`). */
   groupTimeoutSeconds?: number;
   progress?: AtroposProgress;
+  /** Checkpoints, metrics and evaluations; absent from runs started before them. */
+  hooks?: AtroposRunHooks;
   /** The batcher's last pushed room, carried across continue-as-new. */
   room?: BatcherRoom;
 }

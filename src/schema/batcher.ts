@@ -28,14 +28,24 @@ export const GroupRefSchema = z.object({
 export type GroupRef = z.infer<typeof GroupRefSchema>;
 
 /**
+ * Reasons of an Atropos env-run's groups with no reason of Clotho's own: `collect_trajectories` returned None
+ * (`declined`), or Atropos's send filter kept the group back for another reason (`filtered`; the env-run's progress
+ * keeps Atropos's own words).
+ */
+export const ATROPOS_DROP_REASONS = ['declined', 'filtered'] as const;
+
+/**
  * Why a group was not trained on: too old, reset away, with no sequences, too long for the trainer, refused by
  * a trainer worker (`dropBatch`), or dropped by the env-run that produced it (reported with `recordDrops`).
  */
-export const BatcherDropReasonSchema = z.enum(['stale', 'reset', 'empty', 'trainer_failed', ...DROP_REASONS]);
+export const BatcherDropReasonSchema = z.enum(['stale', 'reset', 'empty', 'trainer_failed', ...DROP_REASONS, ...ATROPOS_DROP_REASONS]);
 export type BatcherDropReason = z.infer<typeof BatcherDropReasonSchema>;
 
 /** The `recordDrops` signal: groups an env-run dropped before delivery, counted in the batcher's metrics. */
-export const RecordDropsSchema = z.object({ envId: int, dropped: z.partialRecord(z.enum(DROP_REASONS), int) });
+export const RecordDropsSchema = z.object({
+  envId: int,
+  dropped: z.partialRecord(z.enum([...DROP_REASONS, ...ATROPOS_DROP_REASONS]), int),
+});
 export type RecordDrops = z.infer<typeof RecordDropsSchema>;
 
 /** The `watchRoom` signal: an env-run asks to be pushed its env's room (`roomChanged`) now and on every change. */

@@ -242,6 +242,8 @@ export interface EnvRunProgress {
   metricSums?: Record<string, number>;
   /** Present when the run evaluates during training (`EnvRunInput.evaluation`). */
   evaluation?: EvalProgress;
+  /** What the environment's own logging last reported (an Atropos class's `wandb_log`), newest value of each. */
+  logged?: { step: number | null; metrics: Record<string, number> };
 }
 
 export type EnvRunResult = EnvRunProgress;

@@ -160,6 +160,20 @@ export function createWorkerMetrics(options: { rollingBufferLength?: number; def
       }
     },
   });
+  // An Atropos class's own numbers (its wandb_log: timing stats, percent correct), as its env-run last recorded them.
+  new Gauge({
+    name: 'clotho_env_logged_metric',
+    help: "What the environment's own logging last reported (an Atropos class's wandb_log), newest value of each metric.",
+    labelNames: ['environment', 'metric'] as const,
+    registers: [registry],
+    async collect() {
+      await refresh();
+      this.reset();
+      for (const [environment, { last }] of runs) {
+        for (const [metric, value] of Object.entries(last?.logged?.metrics ?? {})) this.set({ environment, metric }, value);
+      }
+    },
+  });
 
   let generated = 0;
   const inference = { seconds: [] as number[], attempts: [] as number[] };

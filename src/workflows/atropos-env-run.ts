@@ -3,6 +3,7 @@ import {
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
+  patched,
   proxyActivities,
   setHandler,
   startChild,
@@ -12,10 +13,11 @@ import type { TrajectoryActivities } from '../activities/trajectories.js';
 import type { AtroposActivities, AtroposEnvRunInput, AtroposGroupResult, AtroposProgress } from '../schema/atropos.js';
 import type { BatcherRoom } from '../schema/rollout.js';
 import { activityOptions } from './activity-options.js';
+import { atroposHooks } from './atropos-env-run-hooks.js';
 import { atroposRolloutGroup } from './atropos-rollout-group.js';
-import { initialAtroposProgress, outOfItems, recordAtroposResults } from './atropos-env-run-state.js';
+import { batcherDrops, initialAtroposProgress, outOfItems, recordAtroposResults, recordRestore } from './atropos-env-run-state.js';
 import { groupsToLaunch, pastLastStep, recordFailure } from './env-run-state.js';
-import { causeOf, envRunStatusQuery, ingestGroupsSignal, roomChangedSignal, watchRoomSignal } from './messages.js';
+import { causeOf, envRunStatusQuery, ingestGroupsSignal, recordDropsSignal, roomChangedSignal, watchRoomSignal } from './messages.js';
 import { rolloutGroupOptions, runVersion, storedGroupRef } from './rollout-children.js';
 
 /**
@@ -38,6 +40,9 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
   const inFlight = new Set<number>();
   const finished: AtroposGroupResult[] = [];
   let room: BatcherRoom | undefined = input.room;
+  // Runs started before checkpoints, metrics, evaluations and drops reported to the batcher replay without them.
+  const hooked = patched('atropos-run-hooks');
+  const hooks = hooked ? atroposHooks(input, progress) : undefined;
   setHandler(envRunStatusQuery, () => ({ ...progress, total: input.totalGroups, inFlight: inFlight.size }));
   setHandler(roomChangedSignal, (pushed) => {
     if (!room || pushed.version > room.version) room = pushed;
@@ -77,7 +82,10 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
   const take = async (): Promise<{ item: unknown } | undefined> => {
     if (progress.backlog.length > 0) return { item: progress.backlog.shift() };
     if (progress.exhausted) return undefined;
-    const next = await atroposNextItem({ cursor: progress.cursor });
+    const next = await atroposNextItem(
+      hooked ? { cursor: progress.cursor, checkpoint: progress.checkpoint ?? null } : { cursor: progress.cursor },
+    );
+    recordRestore(progress, progress.cursor, next.restoredFrom, next.fastForwarded);
     if (next.exhausted) {
       progress.exhausted = true;
       return undefined;
@@ -89,6 +97,10 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
   const deliver = async () => {
     const results = finished.splice(0);
     const deliveries = recordAtroposResults(progress, results);
+    const dropped = batcherDrops(results);
+    if (hooked && batcher && sink.kind === 'batcher' && Object.keys(dropped).length > 0) {
+      await batcher.signal(recordDropsSignal, { envId: sink.envId, dropped });
+    }
     if (deliveries.length === 0) return;
     if (sink.kind === 'jsonl') {
       await deliverToJsonl({ path: sink.path, firstLine: progress.delivered, groups: deliveries.map((d) => d.ref) });
@@ -102,14 +114,23 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
   };
 
   const stopped = () => pastLastStep(sink, room);
+  const evaluating = () => hooks?.evaluating() ?? false;
   const more = () => !workflowInfo().continueAsNewSuggested && !stopped() && progress.nextItem < input.totalGroups;
   const free = (): number =>
-    groupsToLaunch(input.maxInFlight - inFlight.size, sink, room, progress.delivered, inFlight.size + finished.length, input.groupSize);
+    groupsToLaunch(
+      (hooks?.limit(input.maxInFlight) ?? input.maxInFlight) - inFlight.size,
+      sink,
+      room,
+      progress.delivered,
+      inFlight.size + finished.length,
+      input.groupSize,
+    );
 
   if (batcher && sink.kind === 'batcher') {
     await batcher.signal(watchRoomSignal, { workflowId: workflowInfo().workflowId, envId: sink.envId });
   }
   for (;;) {
+    if (hooks) await hooks.atStep(room);
     while (more() && free() > 0) {
       const taken = await take();
       if (!taken) break;
@@ -117,14 +138,19 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
     }
     if (finished.length > 0) {
       await deliver();
+      if (hooks) await hooks.afterGroups();
       continue;
     }
     // Out of items with nothing in flight: no group can put one back, so the run ends short of totalGroups.
-    if (inFlight.size === 0 && (!more() || outOfItems(progress))) break;
-    const seen = { inFlight: inFlight.size, room: room?.version };
-    await condition(() => finished.length > 0 || inFlight.size !== seen.inFlight || room?.version !== seen.room);
+    if (inFlight.size === 0 && !evaluating() && (!more() || outOfItems(progress))) break;
+    const seen = { inFlight: inFlight.size, room: room?.version, evaluating: evaluating() };
+    await condition(
+      () => finished.length > 0 || inFlight.size !== seen.inFlight || room?.version !== seen.room || evaluating() !== seen.evaluating,
+    );
   }
-  if (progress.nextItem < input.totalGroups && !stopped() && !outOfItems(progress)) {
+  const continuing = progress.nextItem < input.totalGroups && !stopped() && !outOfItems(progress);
+  if (hooks) await hooks.atEnd(continuing);
+  if (continuing) {
     await condition(allHandlersFinished);
     return continueAsNew<typeof atroposEnvRun>({ ...input, progress, ...(room ? { room } : {}) });
   }

@@ -7,11 +7,11 @@ import type {
   BatcherMetrics,
   EnvCounters,
   GroupRef,
+  RecordDrops,
   RegisterTrainerResult,
   TakeResult,
   WaitingGroupsPage,
 } from '../schema/batcher.js';
-import type { DropReason } from '../schema/rollout.js';
 import { envAt, type EnvRecord } from './batcher-envs.js';
 import { findGroupsSummingToTarget, formBatches } from './batcher-packing.js';
 import { leaseIdOf, parseLeaseId } from './messages.js';
@@ -238,9 +238,10 @@ export function ingestGroup(state: BatcherState, group: GroupRef): BatcherIngest
 }
 
 /** Counts groups an env-run dropped before delivery (equal scores, say), so that metrics show every drop. */
-export function recordDrops(state: BatcherState, envId: number | null, dropped: Partial<Record<DropReason, number>>): void {
+export function recordDrops(state: BatcherState, envId: number | null, dropped: RecordDrops['dropped']): void {
   const counters = countersOf(state, envId).dropped;
-  for (const [reason, n] of Object.entries(dropped) as [DropReason, number][]) counters[reason] = (counters[reason] ?? 0) + n;
+  for (const [reason, n] of Object.entries(dropped) as [keyof RecordDrops['dropped'], number][])
+    counters[reason] = (counters[reason] ?? 0) + n;
 }
 
 /** `POST /scored_data_list`: each group as `ingestGroup`, with Atropos's summary of the buffered ones. */

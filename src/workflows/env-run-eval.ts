@@ -34,7 +34,11 @@ export function evaluationDue(progress: EvalProgress, step: number, everySteps: 
  * Training groups that may run at once now (Atropos's `add_train_workers`): all of `maxInFlight` without an
  * evaluation running or with NONE; none with STOP_TRAIN; `eval_limit_ratio` of them, rounded down, with LIMIT_TRAIN.
  */
-export function trainingLimit(schedule: EvalSchedule | undefined, progress: EvalProgress | undefined, maxInFlight: number): number {
+export function trainingLimit(
+  schedule: Pick<EvalSchedule, 'handling' | 'limitRatio'> | undefined,
+  progress: EvalProgress | undefined,
+  maxInFlight: number,
+): number {
   if (!schedule || progress?.running === null || progress?.running === undefined) return maxInFlight;
   if (schedule.handling === 'STOP_TRAIN') return 0;
   if (schedule.handling === 'LIMIT_TRAIN') return Math.floor(maxInFlight * schedule.limitRatio);

@@ -47,7 +47,8 @@ describe('clotho process --atropos', () => {
     const { code, stdout, stderr } = await runClotho(args, env);
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    expect(stdout).toMatch(/groups 5\/5 · 0 in flight · mean score -0\.500 · failed 0 · dropped 0/);
+    // Atropos's timing stats, from its wandb_log: the mean time a group's collect took.
+    expect(stdout).toMatch(/groups 5\/5 · 0 in flight · mean score -0\.500 · failed 0 · dropped 0 · collect \d+\.\d\d s/);
     const groups = await readGroups(out);
     expect(groups).toHaveLength(5);
     for (const group of groups) expect(group.scores).toEqual([1, -1, -1, -1]);
@@ -65,7 +66,7 @@ describe('clotho process --atropos', () => {
     const declined = 4 - delivered;
     expect(declined).toBeGreaterThan(0);
     expect(stdout).toContain(`groups 4/4 · 0 in flight · mean score 0.500 · failed 0 · dropped ${declined} (declined ${declined})`);
-    await recordHistory('atropos-env-run-backlog.json', `clotho/${runId}/declining_env`);
+    await recordHistory('atropos-env-run-hooks-backlog.json', `clotho/${runId}/declining_env`);
   });
 
   it("refuses to resume a run with flags that build another config than the run's", async () => {

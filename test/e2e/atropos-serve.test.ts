@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -5,9 +6,13 @@ import { envRunStatusQuery, waitingGroupsQuery } from '../../src/workflows/messa
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
 import { arithmeticResponder, ATROPOS_ENVS, atroposPython, recordHistory } from '../support/atropos.js';
 import { spawnClotho, waitFor } from '../support/cli.js';
+import { prometheusSamples } from '../support/prometheus.js';
 import { useScratch } from '../support/runs.js';
 import { startScriptedOpenAI } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
+import { freePort } from '../../temporal-dev/index.js';
+import type { AtroposProgress } from '../../src/schema/atropos.js';
+import type { atroposEnvRun } from '../../src/workflows/atropos-env-run.js';
 
 const scratch = useScratch('clotho-atropos-serve-');
 let api: ApiProcess | undefined;
@@ -93,9 +98,94 @@ describe('clotho serve --atropos', () => {
       }
       expect(await serve.exited).toBe(0);
       expect(serve.stdout()).toMatch(/delivered \d+ groups; failed 0/);
-      await recordHistory('atropos-env-run-batcher.json', `clotho/${runId}/arithmetic_env`);
+      await recordHistory('atropos-env-run-hooks-batcher.json', `clotho/${runId}/arithmetic_env`);
     } finally {
       if (serve.child.exitCode === null) serve.child.kill('SIGKILL');
     }
   }, 300_000);
+
+  it("checkpoints at the trainer's checkpoint_interval, restores after a kill -9 of the Python worker, evaluates and logs", async () => {
+    const address = inject('temporalAddress');
+    const own = await startApiProcess({ temporalAddress: address });
+    const http = apiClient(own.url);
+    // Batches of two groups of four, a checkpoint at every step, six steps.
+    await http.post('/register', { ...TRAINER, batch_size: 8, num_steps: 6, save_checkpoint_interval: 1 });
+    expect((await http.get('/batch')).json).toEqual({ batch: null });
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder(50) }));
+    const runId = uniqueId('atropos-hooks');
+    const workflowId = `clotho/${runId}/CheckpointedArithmeticEnv`;
+    const serveArgs = (port: number) => [
+      'serve',
+      '--atropos',
+      `${join(ATROPOS_ENVS, 'arithmetic_env.py')}:CheckpointedArithmeticEnv`,
+      ...['--batcher-id', own.batcherId, '--store', own.store, '--env.run_id', runId, '--env.tokenizer_name', tokenizer],
+      ...['--env.max_batches_offpolicy', '1', '--env.max_num_workers', '2', '--env.steps_per_eval', '2'],
+      ...['--env.min_items_sent_before_logging', '1', '--openai.base_url', model.baseUrl, '--metrics-port', String(port)],
+    ];
+    const questions: string[] = [];
+    const takeBatch = async () => {
+      const { batch } = (await http.get('/batch')).json as { batch: { messages: { content: string }[][] }[] | null };
+      for (const group of batch ?? []) questions.push(String(group.messages[0]![1]!.content));
+      return batch !== null;
+    };
+    const connection = await Connection.connect({ address });
+    const handle = new Client({ connection }).workflow.getHandle<typeof atroposEnvRun>(workflowId);
+    const status = async () => (await handle.query(envRunStatusQuery)) as unknown as AtroposProgress;
+    const port = await freePort();
+    const first = spawnClotho(serveArgs(port), env);
+    let second: ReturnType<typeof spawnClotho> | undefined;
+    try {
+      await waitFor(() => first.stdout().includes('registered as'), 120_000, 'clotho serve --atropos to register');
+      expect(first.stdout()).toContain('evaluating every 2 trainer steps (STOP_TRAIN)');
+      let taken = 0;
+      await waitFor(async () => (taken += Number(await takeBatch())) >= 3, 90_000, 'three batches');
+      await waitFor(async () => ((await status()).checkpoint?.step ?? 0) >= 3, 60_000, 'the checkpoint at step 3');
+      await waitFor(() => first.stdout().includes('evaluation at step 2: percent_correct 1.000'), 60_000, 'the evaluation at step 2');
+      // The environment's wandb_log numbers (Atropos's timing stats among them) and the evaluation, on /metrics.
+      const scraped = prometheusSamples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+      const env_ = 'environment="CheckpointedArithmeticEnv"';
+      expect(scraped.get(`clotho_env_logged_metric{${env_},metric="train_perf/task_duration_mean"}`)).toBeGreaterThan(0);
+      expect(scraped.get(`clotho_env_logged_metric{${env_},metric="train/percent_correct"}`)).toBe(0.25);
+      expect(scraped.get(`clotho_eval_metric{${env_},metric="percent_correct"}`)).toBe(1);
+
+      // kill -9 the Python worker's process group: the command stops, the run does not.
+      const before = await status();
+      const python = execFileSync('ps', ['-o', 'pid=', '--ppid', String(first.child.pid)], { encoding: 'utf8' })
+        .trim()
+        .split(/\s+/);
+      for (const pid of python) process.kill(-Number(pid), 'SIGKILL');
+      expect(await first.exited).not.toBe(0);
+      expect(before.checkpoint!.cursor).toBeGreaterThan(0);
+
+      second = spawnClotho(serveArgs(await freePort()), env);
+      let done = false;
+      const exited = second.exited.finally(() => (done = true));
+      await waitFor(
+        async () => {
+          if (!done) await takeBatch();
+          return done;
+        },
+        180_000,
+        'serve to reach the last step',
+      );
+      expect(await exited).toBe(0);
+      const result = await handle.result();
+      // The new worker restored the checkpoint, then skipped only the items taken after it.
+      expect(result.restored!.from).not.toBeNull();
+      expect(result.restored!.from).toBeGreaterThanOrEqual(before.checkpoint!.cursor);
+      expect(result.restored!.fastForwarded).toBe(result.restored!.cursor - result.restored!.from!);
+      expect(result.restored!.fastForwarded).toBeLessThan(result.restored!.cursor);
+      // No item served twice (the first 60 questions of the data set are distinct).
+      expect(questions.length).toBe(12);
+      expect(new Set(questions).size).toBe(questions.length);
+      expect(result.evaluation!.results[0]!.step).toBe(2);
+      expect(result.evaluation!.failed).toBe(0);
+      expect(second.stdout()).toMatch(/delivered \d+ groups; failed 0; evaluations \d+ \(skipped 0, failed 0\)/);
+      await recordHistory('atropos-env-run-hooks-restored.json', workflowId);
+    } finally {
+      await connection.close();
+      for (const run of [first, second]) if (run && run.child.exitCode === null) run.child.kill('SIGKILL');
+      await own.stop();
+    }
+  }, 400_000);
 });

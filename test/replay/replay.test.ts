@@ -176,13 +176,17 @@ describe('replay of recorded histories', () => {
     'env-run-weighted-launch-first.json',
     // A --trainer temporal batcher releasing a trained batch (src/store/retention.test.ts records it).
     'batcher-trained-release.json',
-    // An Atropos env-run: its cursor, declined groups, items put back and served again, deliveries to JSONL; and a
+    // An Atropos env-run before patched('atropos-run-hooks'): its cursor, declined groups, items put back and served again, deliveries to JSONL; and a
     // scored Atropos group and one failed after a retry (test/e2e/atropos-process.test.ts records them).
     'atropos-env-run-backlog.json',
     // Feeding a batcher: its room pushed, groups signalled with their policy version (test/e2e/atropos-serve.test.ts).
     'atropos-env-run-batcher.json',
     'atropos-rollout-group-scored.json',
     'atropos-rollout-group-failed.json',
+    // The same behind patched('atropos-run-hooks'): metrics logged every few groups (the JSONL run); checkpoints, a
+    // restore after the Python worker's kill -9, evaluations, logs and drops to the batcher (atropos-serve.test.ts).
+    'atropos-env-run-hooks-backlog.json',
+    'atropos-env-run-hooks-restored.json',
   ])('replays %s against the current workflow code', async (name) => {
     const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
     expect(history.events.length).toBeGreaterThan(10);

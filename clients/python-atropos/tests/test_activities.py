@@ -189,14 +189,32 @@ def test_a_checkpoint_is_restored_then_fast_forwarded(flags) -> None:
         served = [await call(first.next_item, {"cursor": i}) for i in range(30)]
         checkpoint = await call(first.checkpoint, {"step": 2})
         served += [await call(first.next_item, {"cursor": i}) for i in range(30, 36)]
-        resumed = await call(restarted.next_item, {"cursor": 35, "checkpoint": checkpoint})
+        resumed = await call(restarted.next_item, {"cursor": 35, "checkpoint": {"cursor": 30, "data": checkpoint["data"]}})
         return served, checkpoint, resumed, await call(restarted.describe)
 
     served, checkpoint, resumed, described = run(first, taking_a_checkpoint)
-    assert checkpoint == {"cursor": 30, "data": {"iter": 30}}
+    assert checkpoint == {"cursor": 30, "data": {"iter": 30}, "restoredFrom": None, "fastForwarded": 0}
     assert resumed["restoredFrom"] == 30 and resumed["fastForwarded"] == 5
     assert resumed["item"] == served[35]["item"] and restarted.env.iter == 36
     assert described["usesCheckpoint"] is True
+
+
+def test_a_new_worker_checkpoints_at_the_runs_cursor_not_at_its_own(flags) -> None:
+    spec = "arithmetic_env.py:CheckpointedArithmeticEnv"
+    first = activities_for(spec, flags("serve"))
+    restarted = activities_for(spec, flags("serve"))
+
+    async def scenario(call):
+        await restarted.env.setup()
+        for i in range(10):
+            await call(first.next_item, {"cursor": i})
+        earlier = await call(first.checkpoint, {"step": 1})
+        later = await call(restarted.checkpoint, {"step": 2, "cursor": 12, "checkpoint": {"cursor": 10, "data": earlier["data"]}})
+        return earlier, later
+
+    earlier, later = run(first, scenario)
+    assert earlier == {"cursor": 10, "data": {"iter": 10}, "restoredFrom": None, "fastForwarded": 0}
+    assert later == {"cursor": 12, "data": {"iter": 12}, "restoredFrom": 10, "fastForwarded": 2} and restarted.cursor.taken == 12
 
 
 def test_a_class_without_checkpoints_saves_nothing(flags) -> None:
@@ -207,7 +225,7 @@ def test_a_class_without_checkpoints_saves_nothing(flags) -> None:
         return await call(acts.checkpoint, {"step": 1}), await call(acts.describe)
 
     checkpoint, described = run(acts, scenario)
-    assert checkpoint == {"cursor": 1, "data": None} and described["usesCheckpoint"] is False
+    assert checkpoint["cursor"] == 1 and checkpoint["data"] is None and described["usesCheckpoint"] is False
 
 
 def test_a_multi_step_group_through_managed_server(flags, tokenizer_dir) -> None:

@@ -1,14 +1,25 @@
-import type { AtroposEnvRunInput } from '../../schema/atropos.js';
+import type { AtroposEnvRunInput, AtroposEvalSchedule } from '../../schema/atropos.js';
+import type { StepOptions } from '../../schema/rollout.js';
+import { evaluationsLine } from '../progress.js';
 import { currentRun } from '../batcher.js';
 import { envRunId, runToEnd } from '../commands/process.js';
 import { lastStep, registerWithBatcher, SERVE_FLAGS } from '../commands/serve.js';
 import type { CommandIo } from '../io.js';
 import { raceWatching } from '../run.js';
-import { withAtroposSession } from './session.js';
+import { numberOf, withAtroposSession } from './session.js';
 
-/** A number field of Atropos's config, or `fallback` where the class has none. */
-const numberOf = (config: Record<string, unknown>, field: string, fallback: number) =>
-  typeof config[field] === 'number' ? config[field] : fallback;
+/** An evaluation may take long; a worker that died is noticed by its heartbeat (the collect step's), not by this. */
+const EVALUATION_TIMEOUT_MS = 24 * 3600_000;
+const HANDLINGS = ['STOP_TRAIN', 'LIMIT_TRAIN', 'NONE'] as const;
+
+/** Atropos's evaluation during training: `evaluate()` every steps_per_eval trainer steps (none when ≤ 0), on the worker. */
+export function atroposEvalSchedule(config: Record<string, unknown>, collect: StepOptions): AtroposEvalSchedule | undefined {
+  const everySteps = numberOf(config, 'steps_per_eval', 0);
+  if (everySteps <= 0) return undefined;
+  const handling = HANDLINGS.find((h) => h === config.eval_handling) ?? 'STOP_TRAIN';
+  const limitRatio = numberOf(config, 'eval_limit_ratio', 0.5);
+  return { everySteps, handling, limitRatio, step: { ...collect, startToCloseTimeoutMs: EVALUATION_TIMEOUT_MS } };
+}
 
 /**
  * `clotho serve --atropos env.py[:Class] <Atropos's flags>`: registers the environment with the batcher behind
@@ -34,8 +45,11 @@ export function atroposServeCommand(argv: string[], io: CommandIo): Promise<numb
     };
     const registered = await registerWithBatcher(temporal, batcherId, registration, io, interrupted);
     io.out(`run ${runId}: registered as ${registered.wandb_name} (env_id ${registered.env_id}) at step ${registered.starting_step}`);
+    const evaluation = atroposEvalSchedule(config, settings.steps.collect);
+    if (evaluation) io.out(`evaluating every ${evaluation.everySteps} trainer steps (${evaluation.handling})`);
     const input: AtroposEnvRunInput = {
       ...settings,
+      hooks: { ...settings.hooks, checkpointInterval: registered.checkpoint_interval, ...(evaluation ? { evaluation } : {}) },
       totalGroups: Number.MAX_SAFE_INTEGER,
       sink: {
         kind: 'batcher',
@@ -49,7 +63,8 @@ export function atroposServeCommand(argv: string[], io: CommandIo): Promise<numb
       (signal) => runToEnd(temporal, { runId, environment }, { type: 'atroposEnvRun', input }, io, signal),
       ...stopped,
     );
-    io.out(`delivered ${result.delivered} groups; failed ${result.failed}`);
+    const evaluations = result.evaluation ? `; ${evaluationsLine(result.evaluation)}` : '';
+    io.out(`delivered ${result.delivered} groups; failed ${result.failed}${evaluations}`);
     return result.failed > 0 ? 1 : 0;
   });
 }

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { AnyEnvironment } from '../../env/define.js';
 import { ConfigError } from '../../config/config-error.js';
 import { resolveConfig } from '../../config/resolve.js';
-import type { AtroposEnvRunInput, AtroposReady } from '../../schema/atropos.js';
+import type { AtroposEnvRunInput, AtroposReady, AtroposRunHooks } from '../../schema/atropos.js';
 import type { StepOptionsTable } from '../../schema/rollout.js';
 import { openStore } from '../../store/open-store.js';
 import { FileSystemStore } from '../../store/trajectory-store.js';
@@ -16,6 +16,8 @@ import { recordRunConfig, settleRunConfig, type RunConfigRecord } from '../../co
 import { openTemporal, runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { refuseUnreplayable } from '../versions.js';
 import { ensureAtroposPython } from './python.js';
+import { METRICS_FLAGS, serveRunMetrics } from '../run-metrics.js';
+import { createWorkerMetrics } from '../../workers/metrics.js';
 import { AtroposWorkerExit, startAtroposWorker, type AtroposWorker } from './worker-process.js';
 
 /** `--atropos path/to/env.py[:Class]`, and Clotho's own flags of the run; every other argument is Atropos's. */
@@ -25,8 +27,8 @@ export interface AtroposArgv {
   atropos: string[];
 }
 
-/** Flags Clotho reads itself and Atropos never sees: where the run's data lives, its step policies, which run, the batcher. */
-const isClothoFlag = (name: string) => ['store', 'env.run_id', 'batcher-id'].includes(name) || name.startsWith('steps.');
+/** Flags Clotho reads itself and Atropos never sees: where the run's data lives, its step policies, which run, the batcher, /metrics. */
+const isClothoFlag = (name: string) => ['store', 'env.run_id', 'batcher-id', 'metrics-port'].includes(name) || name.startsWith('steps.');
 
 /** Splits a command line of `--atropos` into the environment, Clotho's flags and Atropos's (passed on unchanged). */
 export function splitAtroposArgv(argv: string[]): AtroposArgv {
@@ -45,6 +47,10 @@ export function splitAtroposArgv(argv: string[]): AtroposArgv {
   return { spec, clotho, atropos };
 }
 
+/** A number field of Atropos's config, or `fallback` where the class has none. */
+export const numberOf = (config: Record<string, unknown>, field: string, fallback: number): number =>
+  typeof config[field] === 'number' ? config[field] : fallback;
+
 /** The run's environment name: the class named in the spec, else the file's stem (`gsm8k_server.py` → gsm8k_server). */
 export function atroposEnvironmentName(spec: string): string {
   const [file, className] = spec.split(':');
@@ -57,7 +63,11 @@ export function atroposEnvironmentName(spec: string): string {
  */
 function clothoFlags(argv: string[], commandFlags: z.ZodRawShape) {
   const standIn = { name: 'atropos', description: 'an Atropos environment', config: {} } as unknown as AnyEnvironment;
-  const resolved = resolveConfig({ argv, environment: standIn, commandFlags: { store: RUN_FLAGS.store, ...commandFlags } });
+  const resolved = resolveConfig({
+    argv,
+    environment: standIn,
+    commandFlags: { store: RUN_FLAGS.store, ...METRICS_FLAGS, ...commandFlags },
+  });
   return { runId: resolved.env.run_id, flags: resolved.rest.flags as Record<string, unknown>, steps: resolved.steps };
 }
 
@@ -86,7 +96,7 @@ export interface AtroposSession {
   /** The run's config, recorded from the worker's ready line. */
   record: RunConfigRecord;
   /** The env-run's input common to every sink. */
-  settings: Omit<AtroposEnvRunInput, 'sink' | 'totalGroups'>;
+  settings: Omit<AtroposEnvRunInput, 'sink' | 'totalGroups' | 'hooks'> & { hooks: AtroposRunHooks };
   /** Rejects on Ctrl-C or SIGTERM. */
   interrupted: Promise<never>;
   /** Reject on Ctrl-C, or when either worker stops before the run ends. */
@@ -161,6 +171,7 @@ export async function withAtroposSession(
           taskQueues: { workflows: queues.workflows, atropos: queues.env },
           steps: atroposSteps(steps, config),
           searchAttributes: temporal.searchAttributes,
+          hooks: { usesCheckpoint: worker.ready.usesCheckpoint, minGroupsToLog: numberOf(config, 'min_items_sent_before_logging', 2) },
         };
         const stopped = [
           workflows.done.then(() => Promise.reject(new Error('the workflow worker stopped before the run finished'))),
@@ -181,7 +192,16 @@ export async function withAtroposSession(
           workflows,
           record: settled.settled.record,
         };
-        return await body({ ...session, settings, interrupted: stop.promise, stopped });
+        const port = flags['metrics-port'] as number | undefined;
+        const metrics =
+          port === undefined
+            ? undefined
+            : await serveRunMetrics(createWorkerMetrics(), port, environment, temporal, envRunId(runId, environment));
+        try {
+          return await body({ ...session, settings, interrupted: stop.promise, stopped });
+        } finally {
+          await metrics?.close();
+        }
       } finally {
         await workflows.shutdown();
       }

@@ -8,7 +8,8 @@ Names and payloads (JSON objects, camelCase as Clotho's TypeScript workflows sen
   ``postprocess: false`` → ``{status: "collected", groups, list, backlog, seconds}``, the groups as returned
 - ``atroposPostprocess({itemIndex, item, groups, list, maxTokenLen?})`` → a ``Collected`` without ``backlog``
 - ``atroposEvaluate({step?})`` → ``{result, metrics, seconds}``
-- ``atroposCheckpoint({step})`` → ``{cursor, data}`` (``data`` null when the class saves nothing)
+- ``atroposCheckpoint({step, cursor?, checkpoint?})`` → ``{cursor, data, restoredFrom, fastForwarded}`` (``data`` null when the class saves nothing;
+  with ``cursor``, the iterator is first brought to the run's cursor, from ``checkpoint`` when given)
 - ``atroposMetrics({step})`` → ``{metrics}``: what ``wandb_log`` logs (and still logs to wandb when it is on)
 
 ``Collected``: ``{status: "scored", groups: [ScoredDataGroup...], list, dropped: [{index, reason}], backlog: [item...], seconds}``
@@ -138,7 +139,10 @@ class AtroposActivities:
     @activity.defn(name="atroposCheckpoint")
     async def checkpoint(self, raw: Any = None) -> dict:
         request = _object(raw or {}, "atroposCheckpoint")
-        return (await self.cursor.checkpoint(int(request.get("step", 0)))).to_json()
+        at = _int(request, "cursor") if "cursor" in request else None
+        restore = Checkpoint.parse(request.get("checkpoint"))
+        saved, advanced = await self.cursor.checkpoint(int(request.get("step", 0)), at, restore)
+        return {**saved.to_json(), "restoredFrom": advanced.restored_from, "fastForwarded": advanced.fast_forwarded}
 
     @activity.defn(name="atroposMetrics")
     async def metrics(self, raw: Any = None) -> dict:

@@ -79,20 +79,7 @@ class ItemCursor:
                 return Taken(index=index, item=self._recent[index])
             if index < self.taken:
                 raise CursorBehindError(f"item {index} was taken by this process {self.taken - index} items ago and is no longer kept")
-            result = Taken(index=index)
-            if checkpoint is not None and checkpoint.data is not None and self.taken < checkpoint.cursor <= index:
-                self._load(checkpoint)
-                result.restored_from = checkpoint.cursor
-            started = time.perf_counter()
-            while self.taken < index:
-                if await self.env.get_next_item() is None:
-                    result.exhausted = True
-                    break
-                self.taken += 1
-                result.fast_forwarded += 1
-                if result.fast_forwarded % 1000 == 0:
-                    progress(result.fast_forwarded)
-            result.fast_forward_seconds = time.perf_counter() - started
+            result = await self._advance(index, checkpoint, progress)
             if result.exhausted:
                 return result
             item = await self.env.get_next_item()
@@ -107,16 +94,42 @@ class ItemCursor:
             result.item = item
             return result
 
-    async def checkpoint(self, step: int) -> Checkpoint:
-        """Runs the class's ``save_checkpoint(step)`` into a scratch folder and reads back what it wrote."""
+    async def _advance(self, index: int, checkpoint: Optional[Checkpoint], progress: Callable[[int], None]) -> Taken:
+        """Brings the iterator to ``index``: restores ``checkpoint`` when it is ahead of this process, then fast-forwards."""
+        result = Taken(index=index)
+        if checkpoint is not None and checkpoint.data is not None and self.taken < checkpoint.cursor <= index:
+            self._load(checkpoint)
+            result.restored_from = checkpoint.cursor
+        started = time.perf_counter()
+        while self.taken < index:
+            if await self.env.get_next_item() is None:
+                result.exhausted = True
+                break
+            self.taken += 1
+            result.fast_forwarded += 1
+            if result.fast_forwarded % 1000 == 0:
+                progress(result.fast_forwarded)
+        result.fast_forward_seconds = time.perf_counter() - started
+        return result
+
+    async def checkpoint(self, step: int, at: Optional[int] = None, restore: Optional[Checkpoint] = None) -> "tuple[Checkpoint, Taken]":
+        """Runs the class's ``save_checkpoint(step)`` into a scratch folder and reads back what it wrote.
+
+        With ``at`` (the run's cursor), a process whose iterator stands behind it (a new one) is first brought there,
+        from ``restore`` when it is ahead, so the checkpoint is of the run's position, not of this process's; the
+        ``Taken`` says how (nothing restored or skipped when it stood there).
+        """
         async with self._lock:
+            advanced = Taken(index=self.taken)
+            if at is not None and at > self.taken:
+                advanced = await self._advance(at, restore, lambda _n: None)
             with tempfile.TemporaryDirectory(prefix="clotho-atropos-ckpt-") as folder, _checkpoint_location(self.env, folder, step) as path:
                 self.env.save_checkpoint(step)
                 data = None
                 if os.path.exists(path):
                     with open(path) as f:
                         data = json.load(f)
-                return Checkpoint(cursor=self.taken, data=data)
+                return Checkpoint(cursor=self.taken, data=data), advanced
 
     def _load(self, checkpoint: Checkpoint) -> None:
         with tempfile.TemporaryDirectory(prefix="clotho-atropos-ckpt-") as folder, _checkpoint_location(self.env, folder, 0) as path:
