@@ -62,7 +62,7 @@ def test_evaluate_help_is_atropos_evaluate_help(arithmetic, capsys) -> None:
     assert "evaluate" in out and "--env.data_dir_to_save_evals" in out and "--openai.base_url" in out
 
 
-def test_bad_flags_fail_as_under_atropos(arithmetic, flags) -> None:
+def test_bad_flags_fail_as_under_atropos(arithmetic, flags, capsys) -> None:
     # A value of the wrong type: Atropos's CLI raises pydantic's error (a traceback under `python env.py`).
     with pytest.raises(ValidationError, match="env.group_size"):
         build_env(arithmetic, flags("serve", "--env.group_size", "many"))
@@ -71,6 +71,8 @@ def test_bad_flags_fail_as_under_atropos(arithmetic, flags) -> None:
         build_env(arithmetic, flags("serve", "--env.no_such_field", "1"))
     assert error.value.exit_code == 2
     assert "unrecognized arguments: --env.no_such_field" in error.value.output
+    # Shown as Atropos shows it (its logger, unconfigured, prints to stderr), not only kept.
+    assert "unrecognized arguments: --env.no_such_field" in capsys.readouterr().err
 
 
 def test_help_is_atropos_help(arithmetic, capsys) -> None:
