@@ -66,7 +66,7 @@ describe('clotho evaluate --atropos', () => {
     expect(vllm.requests.filter((r) => r.path === '/generate')).toHaveLength(6);
   });
 
-  it("prints the eval_metrics pairs of an environment that writes no files, and writes none", async () => {
+  it('prints the eval_metrics pairs of an environment that writes no files, and writes none', async () => {
     const run = await atroposEvaluate('declining_env.py', 'http://127.0.0.1:9/v1', []);
     expect(run.code, run.stderr).toBe(0);
     expect(printedMetrics(run.stdout)).toEqual({ 'eval/declined_share': 0.5 });
