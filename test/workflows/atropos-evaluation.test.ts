@@ -4,6 +4,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import type { AtroposEvaluated, AtroposEvaluationInput } from '../../src/schema/atropos.js';
 import { atroposEvaluation } from '../../src/workflows/atropos-evaluation.js';
+import { causeOf } from '../../src/workflows/messages.js';
 import { workflowBundle } from '../../src/workers/bundle.js';
 import { testConnection, uniqueId, uniqueTaskQueue } from '../support/temporal.js';
 
@@ -41,23 +42,20 @@ async function evaluateFailing(failures: number, maximumAttempts: number) {
       local: false,
     },
   };
+  const outcome: { result?: AtroposEvaluated; error?: Error; attempts: number[] } = { attempts };
   try {
-    const outcome = await worker
-      .runUntil(
-        temporal.client.workflow.execute(atroposEvaluation, {
-          taskQueue: queue,
-          workflowId: `clotho/${input.runId}/fake/eval-0`,
-          args: [input],
-        }),
-      )
-      .then(
-        (result) => ({ result }),
-        (error: unknown) => ({ error }),
-      );
-    return { ...outcome, attempts };
+    const started = temporal.client.workflow.execute(atroposEvaluation, {
+      taskQueue: queue,
+      workflowId: `clotho/${input.runId}/fake/eval-0`,
+      args: [input],
+    });
+    outcome.result = await worker.runUntil(started);
+  } catch (error) {
+    outcome.error = error as Error;
   } finally {
     await native.close();
   }
+  return outcome;
 }
 
 describe('atroposEvaluation with its activity replaced, on the real dev server', () => {
@@ -71,6 +69,6 @@ describe('atroposEvaluation with its activity replaced, on the real dev server',
     const { error, attempts } = await evaluateFailing(5, 2);
     expect(attempts).toEqual([1, 2]);
     expect(error).toBeInstanceOf(WorkflowFailedError);
-    expect(String((error as Error).cause?.cause)).toContain('evaluate raised on attempt 2');
+    expect(causeOf(error)).toBe('evaluate raised on attempt 2');
   });
 });
