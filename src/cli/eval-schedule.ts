@@ -6,7 +6,7 @@ import type { RunPlan } from './run.js';
 import { runTaskQueues } from './runtime.js';
 
 /** An evaluation may take long; a worker that died is noticed by its heartbeat, not by this. */
-const EVALUATION_TIMEOUT_MS = 24 * 3600_000;
+export const EVALUATION_TIMEOUT_MS = 24 * 3600_000;
 /** Environment code between two items (a slow tool, a judge) may keep the heartbeat quiet this long. */
 const EVALUATION_HEARTBEAT_MS = 120_000;
 

@@ -7,6 +7,7 @@ import { inferenceCommand, INFERENCE_USAGE } from './commands/inference.js';
 import { inspectCommand, INSPECT_USAGE } from './commands/inspect.js';
 import { listCommand, LIST_USAGE } from './commands/list.js';
 import { runsCommand, RUNS_USAGE } from './commands/runs.js';
+import { atroposEvaluateCommand } from './atropos/evaluate.js';
 import { atroposProcessCommand } from './atropos/process.js';
 import { atroposServeCommand } from './atropos/serve.js';
 import { atroposWorkerCommand } from './atropos/worker.js';
@@ -43,7 +44,7 @@ const COMMANDS: Record<string, Command> = {
   },
   evaluate: {
     summary: "evaluate the policy on an environment's items and report its metrics",
-    run: evaluateCommand,
+    run: (args, io) => (args.includes('--atropos') ? atroposEvaluateCommand(args, io) : evaluateCommand(args, io)),
     help: (args) => environmentHelp(EVALUATE_USAGE, args, { commandFlags: EVALUATE_FLAGS }),
   },
   worker: {

@@ -58,10 +58,14 @@ export interface AtroposCheckpoint {
   data: unknown;
 }
 
-/** `atroposEvaluate`'s answer: what `evaluate()` returned and the metrics it buffered for its next `wandb_log`. */
+/** `atroposEvaluate`'s answer: what the environment's `evaluate` produced. */
 export interface AtroposEvaluated {
+  /** What `evaluate` returned (most return None: null), as JSON or its repr. */
   result: unknown;
-  metrics: unknown;
+  /** The (name, value) pairs it appended to `eval_metrics`, over the metrics it gave `evaluate_log`. */
+  metrics: Record<string, unknown>;
+  /** The metrics it gave `evaluate_log` (which wrote them to data_dir_to_save_evals), or null when it did not call it. */
+  logged: Record<string, unknown> | null;
   seconds: number;
 }
 
@@ -76,8 +80,17 @@ export interface AtroposActivities {
   }): Promise<AtroposCheckpoint & Pick<AtroposNextItem, 'restoredFrom' | 'fastForwarded'>>;
   /** What the environment's `wandb_log` logs (it still logs to wandb when use_wandb is on): numbers only. */
   atroposMetrics(input: { step?: number }): Promise<{ metrics: Record<string, number> }>;
-  atroposEvaluate(input: { step: number }): Promise<AtroposEvaluated>;
   atroposCollect(input: { itemIndex: number; item: unknown; store: { root: string; key: string } }): Promise<AtroposCollected>;
+  atroposEvaluate(input: { step?: number }): Promise<AtroposEvaluated>;
+}
+
+/** One run of an Atropos environment's `evaluate` (`clotho evaluate --atropos`): where, and under which policy. */
+export interface AtroposEvaluationInput {
+  runId: string;
+  environment: string;
+  /** The Python worker's queue. */
+  taskQueue: string;
+  evaluate: StepOptions;
 }
 
 /** One group of an Atropos run: its item, fixed when the env-run takes it from the cursor or the backlog. */

@@ -104,7 +104,7 @@ describe('an Atropos env-run’s hooks', () => {
   });
 
   it('turns an evaluation’s numeric metrics into Clotho’s result', () => {
-    const evaluated = { result: null, metrics: { 'eval/percent_correct': 0.5, note: 'x', n: 3 }, seconds: 1 };
+    const evaluated = { result: null, metrics: { 'eval/percent_correct': 0.5, note: 'x', n: 3 }, logged: null, seconds: 1 };
     expect(evaluationResult(4, evaluated)).toEqual({ step: 4, metrics: { 'eval/percent_correct': 0.5, n: 3 }, percentCorrect: 0.5 });
   });
 });

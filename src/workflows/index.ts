@@ -17,3 +17,4 @@ export { batcher } from './batcher.js';
 export { evaluation } from './evaluation.js';
 export { atroposEnvRun } from './atropos-env-run.js';
 export { atroposRolloutGroup } from './atropos-rollout-group.js';
+export { atroposEvaluation } from './atropos-evaluation.js';

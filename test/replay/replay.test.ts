@@ -159,7 +159,7 @@ describe('replay of recorded histories', () => {
 
   // The recorders above write the rollout groups and env-run-launch-first.json; test/e2e/serve-weighted.test.ts the
   // weighted batcher and env-run, src/store/retention.test.ts the trained release, test/e2e/atropos-process.test.ts the
-  // Atropos workflows (all with CLOTHO_RECORD_HISTORIES=1).
+  // Atropos workflows, test/e2e/atropos-evaluate.test.ts the Atropos evaluations (all with CLOTHO_RECORD_HISTORIES=1).
   it.each([
     'rollout-group-one-step-finish.json',
     'rollout-group-tools-one-step-finish.json',
@@ -187,6 +187,10 @@ describe('replay of recorded histories', () => {
     // restore after the Python worker's kill -9, evaluations, logs and drops to the batcher (atropos-serve.test.ts).
     'atropos-env-run-hooks-backlog.json',
     'atropos-env-run-hooks-restored.json',
+    // `clotho evaluate --atropos`: one atroposEvaluate, answered, and failed after its retries with the traceback
+    // (test/e2e/atropos-evaluate.test.ts records them).
+    'atropos-evaluation.json',
+    'atropos-evaluation-failed.json',
   ])('replays %s against the current workflow code', async (name) => {
     const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
     expect(history.events.length).toBeGreaterThan(10);

@@ -157,10 +157,36 @@ def test_evaluate_and_metrics(flags, openai_server) -> None:
         return evaluated, await call(acts.metrics, {"step": 3})
 
     evaluated, metrics = run(acts, scenario)
-    assert evaluated["metrics"] == {"eval/percent_correct": 1.0} and evaluated["result"] is None
+    assert evaluated["metrics"] == {"eval/percent_correct": 1.0, "eval/items": 4} and evaluated["result"] is None
+    # Without data_dir_to_save_evals evaluate_log writes nothing; what it was given is still in the answer.
+    assert evaluated["logged"] == {"eval/percent_correct": 1.0, "eval/items": 4}
     logged = metrics["metrics"]
     assert logged["train/percent_correct"] == 0.5 and logged["eval/percent_correct"] == 1.0
     assert logged["train/completion_lengths"] > 0 and "server/server_0_request_time_avg" in logged
+
+
+def test_evaluate_writes_what_evaluate_log_writes(flags, tmp_path) -> None:
+    evals = tmp_path / "evals"
+    acts = activities_for("arithmetic_env.py", flags("evaluate", "--env.data_dir_to_save_evals", str(evals)))
+    evaluated = run(acts, lambda call: call(acts.evaluate, {}))
+    assert evaluated["logged"] == {"eval/percent_correct": 1.0, "eval/items": 4}
+    written = json.loads((evals / "metrics.json").read_text())
+    assert written["results"]["all"] == evaluated["logged"] and written["config_general"]["model_name"] == "tiny"
+    samples = [json.loads(line) for line in (evals / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 4 and all(s["correct"] for s in samples)
+    # The class's own evaluate_log is back once the activity ends.
+    assert "evaluate_log" not in vars(acts.env)
+
+
+def test_an_evaluate_that_raises_fails_the_activity(flags) -> None:
+    acts = activities_for("flaky_env.py", flags("evaluate"))
+
+    async def scenario(call):
+        with pytest.raises(ConnectionError, match="evaluation attempt 1"):
+            await call(acts.evaluate, {})
+        return await call(acts.evaluate, {})
+
+    assert run(acts, scenario)["metrics"] == {"eval/attempts": 2}
 
 
 def test_a_restarted_process_fast_forwards_to_the_cursor(flags) -> None:
@@ -247,6 +273,12 @@ def test_a_multi_step_group_through_managed_server(flags, tokenizer_dir) -> None
     assert spans == 2 and all(masks[i] == tokens[i] and logprobs[i] == -0.25 for i in trained)
     assert all(logprobs[i] == 1.0 for i, m in enumerate(masks) if m == -100)
     assert len(group["messages"][0]) == 4
+
+
+def test_a_multi_step_evaluation_through_managed_server(flags, tokenizer_dir) -> None:
+    acts = activities_for("multistep_env.py", flags("evaluate", "--openai.tokenizer_name", tokenizer_dir))
+    evaluated = run(acts, lambda call: call(acts.evaluate, {}))
+    assert evaluated["metrics"]["eval/mean_score"] == 1.0 and evaluated["metrics"]["eval/mean_tokens"] > 0
 
 
 def test_groups_collected_side_by_side_stay_apart(flags, openai_server) -> None:

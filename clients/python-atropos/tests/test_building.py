@@ -2,6 +2,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from clotho_atropos import BuildError, build_env, load_env_class
@@ -39,7 +40,29 @@ def test_process_mode_settings_as_atropos_makes_them(arithmetic, flags, tmp_path
     assert env.jsonl_writer is None and not os.path.exists("data/arithmetic.jsonl")
 
 
-def test_bad_flags_fail_as_under_atropos(arithmetic, flags) -> None:
+def test_evaluate_mode_as_atropos_makes_it(arithmetic, flags, tmp_path: Path, openai_server) -> None:
+    evals = tmp_path / "evals"
+    before = openai_server.generations
+    built = build_env(arithmetic, flags("evaluate", "--env.data_dir_to_save_evals", str(evals), "--env.group_size", "2"))
+    assert built is not None and built.mode == "evaluate"
+    env = built.env
+    assert env.config.use_wandb is True  # evaluate forces it on, as process does
+    assert env.config.group_size == 2 and env.config.data_dir_to_save_evals == str(evals)
+    assert getattr(env, "jsonl_writer", None) is None  # only process opens a JSONL
+    # The CLI writes the merged config before it would evaluate; the evaluation itself is left to the caller.
+    written = yaml.safe_load((evals / "evaluate_config.yaml").read_text())
+    assert written["env"]["group_size"] == 2 and written["env"]["use_wandb"] is True
+    assert written["openai"][0]["base_url"] == openai_server.url and written["slurm"] is False
+    assert openai_server.generations == before and sorted(p.name for p in evals.iterdir()) == ["evaluate_config.yaml"]
+
+
+def test_evaluate_help_is_atropos_evaluate_help(arithmetic, capsys) -> None:
+    assert build_env(arithmetic, ["evaluate", "--help"]) is None
+    out = capsys.readouterr().out
+    assert "evaluate" in out and "--env.data_dir_to_save_evals" in out and "--openai.base_url" in out
+
+
+def test_bad_flags_fail_as_under_atropos(arithmetic, flags, capsys) -> None:
     # A value of the wrong type: Atropos's CLI raises pydantic's error (a traceback under `python env.py`).
     with pytest.raises(ValidationError, match="env.group_size"):
         build_env(arithmetic, flags("serve", "--env.group_size", "many"))
@@ -48,6 +71,8 @@ def test_bad_flags_fail_as_under_atropos(arithmetic, flags) -> None:
         build_env(arithmetic, flags("serve", "--env.no_such_field", "1"))
     assert error.value.exit_code == 2
     assert "unrecognized arguments: --env.no_such_field" in error.value.output
+    # Shown as Atropos shows it (its logger, unconfigured, prints to stderr), not only kept.
+    assert "unrecognized arguments: --env.no_such_field" in capsys.readouterr().err
 
 
 def test_help_is_atropos_help(arithmetic, capsys) -> None:

@@ -90,6 +90,8 @@ export interface AtroposSession {
   resumed: boolean;
   /** Clotho's command flags (`--batcher-id`). */
   flags: Record<string, unknown>;
+  /** The `--steps.*` policies, resolved. */
+  steps: StepOptionsTable;
   temporal: TemporalRuntime;
   worker: AtroposWorker;
   workflows: RunningWorkers;
@@ -106,12 +108,12 @@ export interface AtroposSession {
 /**
  * Opens an Atropos run for `mode`: the Python worker (installing its venv first), which builds the environment as
  * Atropos's CLI would from the flags and serves its activities on the run's env queue; the run's config, recorded from
- * its ready line; the workflow worker; then runs `body` and closes all of it in reverse order. Atropos's `--help` and
- * its errors about flags are printed as it prints them.
+ * its ready line (an evaluation, like `clotho evaluate`, records none); the workflow worker; then runs `body` and
+ * closes all of it in reverse order. Atropos's `--help` and its errors about flags are printed as it prints them.
  */
 export async function withAtroposSession(
   argv: string[],
-  mode: 'serve' | 'process' | 'worker',
+  mode: 'serve' | 'process' | 'worker' | 'evaluate',
   commandFlags: z.ZodRawShape,
   io: CommandIo,
   body: (session: AtroposSession) => Promise<number>,
@@ -122,6 +124,9 @@ export async function withAtroposSession(
   const joining = mode === 'worker';
   const [named, ...rest] = given;
   if (joining && givenRunId === null) throw new ConfigError(['--env.run_id: required, to name the run whose workers these are']);
+  // An evaluation is a run of its own, as under Atropos: it neither joins nor resumes one.
+  const evaluating = mode === 'evaluate';
+  if (evaluating && givenRunId !== null) throw new ConfigError(['--env.run_id: clotho evaluate --atropos runs on its own; leave it out']);
   if (joining && named !== 'serve' && named !== 'process')
     throw new ConfigError(["--atropos env.py serve|process: the run's Atropos mode"]);
   const atroposMode = joining ? (named as 'serve' | 'process') : mode;
@@ -158,7 +163,7 @@ export async function withAtroposSession(
       if (settled.settled.how === 'new' && joining) {
         throw new ConfigError([`run ${runId} (${environment}) has no recorded config: start it with clotho process or serve --atropos`]);
       }
-      if (settled.settled.how === 'new') await recordRunConfig(store, runId, settled.settled.record);
+      if (settled.settled.how === 'new' && !evaluating) await recordRunConfig(store, runId, settled.settled.record);
       const workflows = await startAtroposWorkflowWorker({ ...endpoint, store, taskQueue: queues.workflows });
       try {
         const settings = {
@@ -187,6 +192,7 @@ export async function withAtroposSession(
           environment,
           resumed: givenRunId !== null,
           flags,
+          steps,
           temporal,
           worker,
           workflows,

@@ -7,7 +7,8 @@ Names and payloads (JSON objects, camelCase as Clotho's TypeScript workflows sen
 - ``atroposCollect({itemIndex, item, postprocess?, maxTokenLen?})`` → a ``Collected`` (below); with
   ``postprocess: false`` → ``{status: "collected", groups, list, backlog, seconds}``, the groups as returned
 - ``atroposPostprocess({itemIndex, item, groups, list, maxTokenLen?})`` → a ``Collected`` without ``backlog``
-- ``atroposEvaluate({step?})`` → ``{result, metrics, seconds}``
+- ``atroposEvaluate({step?})`` → ``{result, metrics, logged, seconds}``: ``metrics`` the pairs ``evaluate`` appended to
+  ``eval_metrics`` over what it gave ``evaluate_log`` (``logged``, null when it did not call it)
 - ``atroposCheckpoint({step, cursor?, checkpoint?})`` → ``{cursor, data, restoredFrom, fastForwarded}`` (``data`` null when the class saves nothing;
   with ``cursor``, the iterator is first brought to the run's cursor, from ``checkpoint`` when given)
 - ``atroposMetrics({step})`` → ``{metrics}``: what ``wandb_log`` logs (and still logs to wandb when it is on)
@@ -25,8 +26,9 @@ it is never turned into a dropped or scored group. ``None`` from ``collect_traje
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from typing import Any, Awaitable, TypeVar
+from typing import Any, Awaitable, Iterator, TypeVar
 
 import wandb
 from temporalio import activity
@@ -129,12 +131,18 @@ class AtroposActivities:
         buffered = getattr(self.env, "eval_metrics", None)
         before = len(buffered) if isinstance(buffered, list) else 0
         started = time.time()
-        result = await self._heartbeating(self.env.evaluate())
+        with _evaluate_log_kept(self.env) as logged:
+            result = await self._heartbeating(self.env.evaluate())
         # Atropos's environments buffer (name, value) pairs in eval_metrics for their next wandb_log.
         after = getattr(self.env, "eval_metrics", None)
         new = after[before:] if isinstance(after, list) else []
-        metrics = {str(pair[0]): pair[1] for pair in new if isinstance(pair, (tuple, list)) and len(pair) == 2}
-        return {"result": _json_or_repr(result), "metrics": _json_or_repr(metrics), "seconds": time.time() - started}
+        pairs = {str(pair[0]): pair[1] for pair in new if isinstance(pair, (tuple, list)) and len(pair) == 2}
+        return {
+            "result": _json_or_repr(result),
+            "metrics": _json_or_repr({**logged, **pairs}),
+            "logged": _json_or_repr(logged) if logged else None,
+            "seconds": time.time() - started,
+        }
 
     @activity.defn(name="atroposCheckpoint")
     async def checkpoint(self, raw: Any = None) -> dict:
@@ -210,6 +218,28 @@ class AtroposActivities:
         except BaseException:
             task.cancel()
             raise
+
+
+@contextlib.contextmanager
+def _evaluate_log_kept(env: Any) -> Iterator[dict]:
+    """While active, the metrics ``env.evaluate_log`` is given are kept in the yielded dict (it still writes its files)."""
+    logged: dict = {}
+    own = vars(env).get("evaluate_log")
+    original = env.evaluate_log
+
+    async def keeping(metrics: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(metrics, dict):
+            logged.update(metrics)
+        return await original(metrics, *args, **kwargs)
+
+    env.evaluate_log = keeping
+    try:
+        yield logged
+    finally:
+        if own is None:
+            del env.evaluate_log
+        else:
+            env.evaluate_log = own
 
 
 def _object(raw: Any, name: str) -> dict:

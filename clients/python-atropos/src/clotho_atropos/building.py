@@ -93,8 +93,9 @@ def build_env(
         built.append(self)
 
     stderr = io.StringIO()
-    # Atropos's error handler logs the usage error's message rather than printing it.
-    log_capture = logging.StreamHandler(stderr)
+    # Atropos's error handler logs the usage error's message rather than printing it; Python shows it on stderr when
+    # logging is unconfigured, so it goes there (and into the buffer) through the tee as well.
+    log_capture = logging.StreamHandler(_CurrentStderr())
     log_capture.setLevel(logging.ERROR)
     with _lock:
         saved_argv, saved_resolve = sys.argv, atropos_base.resolve_openai_configs
@@ -165,6 +166,16 @@ def _drop_jsonl_writer(env: BaseEnv) -> None:
     path = env.config.data_path_to_save_groups
     if path and os.path.exists(path) and os.path.getsize(path) == 0:
         Path(path).unlink()
+
+
+class _CurrentStderr(io.TextIOBase):
+    """Whatever ``sys.stderr`` is when written to (the tee below, while the CLI runs)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 class _tee_stderr:

@@ -5,6 +5,7 @@ Atropos; the tests run it under Clotho's worker with the same flags.
 """
 
 import random
+import time
 from typing import Dict, List, Optional, Tuple
 
 from pydantic import Field
@@ -97,7 +98,8 @@ class ArithmeticEnv(BaseEnv):
         return group, []
 
     async def evaluate(self, *args, **kwargs):
-        correct = 0
+        start = time.time()
+        samples = []
         for question, answer in ((row["question"], row["answer"]) for row in self.test):
             completion = await self.server.chat_completion(
                 messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}],
@@ -106,8 +108,18 @@ class ArithmeticEnv(BaseEnv):
                 temperature=0.0,
                 split="eval",
             )
-            correct += boxed(completion.choices[0].message.content) == str(answer)
-        self.eval_metrics.append(("eval/percent_correct", correct / len(self.test)))
+            response = completion.choices[0].message.content
+            samples.append({"question": question, "answer": answer, "response": response, "correct": boxed(response) == str(answer)})
+        percent_correct = sum(s["correct"] for s in samples) / len(samples)
+        self.eval_metrics.append(("eval/percent_correct", percent_correct))
+        # As Atropos's environments report an evaluation: metrics.json and samples.jsonl in data_dir_to_save_evals.
+        await self.evaluate_log(
+            metrics={"eval/percent_correct": percent_correct, "eval/items": len(samples)},
+            samples=samples,
+            start_time=start,
+            end_time=time.time(),
+            generation_parameters={"temperature": 0.0},
+        )
 
     async def wandb_log(self, wandb_metrics: Optional[Dict] = None):
         wandb_metrics = wandb_metrics or {}

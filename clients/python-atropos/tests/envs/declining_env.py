@@ -6,6 +6,10 @@ from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, Scored
 from atroposlib.type_definitions import Item
 
 
+def declines(n: int) -> bool:
+    return n % 2 == 1
+
+
 class DecliningEnv(BaseEnv):
     name = "declining"
 
@@ -16,13 +20,14 @@ class DecliningEnv(BaseEnv):
 
     async def setup(self):
         self.iter = 0
+        self.eval_metrics = []
 
     async def get_next_item(self) -> Item:
         self.iter += 1
         return {"n": self.iter}
 
     async def collect_trajectories(self, item: Item):
-        if item["n"] % 2 == 1:
+        if declines(item["n"]):
             # Declined, and the item put back for later (Atropos's backlog).
             return None, [item]
         tokens = self.tokenizer.encode("two equal scores")
@@ -30,4 +35,6 @@ class DecliningEnv(BaseEnv):
         return group, []
 
     async def evaluate(self, *args, **kwargs):
-        return None
+        # The share of the first items it would decline, reported the way Atropos's environments report it.
+        declined = sum(1 for n in range(1, 5) if declines(n)) / 4
+        self.eval_metrics.append(("eval/declined_share", declined))

@@ -1,4 +1,5 @@
-"""An environment whose `collect_trajectories` raises on its first attempt at each item (a transient failure)."""
+"""An environment whose `collect_trajectories` raises on its first attempt at each item, and `evaluate` on its first
+attempt (transient failures); with FLAKY_ENV_ALWAYS_FAIL set, on every attempt."""
 
 import os
 from typing import List, Tuple
@@ -18,6 +19,8 @@ class FlakyEnv(BaseEnv):
     async def setup(self):
         self.iter = 0
         self.attempts = {}
+        self.eval_attempts = 0
+        self.eval_metrics = []
 
     async def get_next_item(self) -> Item:
         self.iter += 1
@@ -32,4 +35,7 @@ class FlakyEnv(BaseEnv):
         return ScoredDataGroup(tokens=[tokens, tokens], masks=[tokens, tokens], scores=[1.0, 0.0]), []
 
     async def evaluate(self, *args, **kwargs):
-        return None
+        self.eval_attempts += 1
+        if self.eval_attempts == 1 or os.environ.get("FLAKY_ENV_ALWAYS_FAIL"):
+            raise ConnectionError(f"inference server hiccup on evaluation attempt {self.eval_attempts}")
+        self.eval_metrics.append(("eval/attempts", self.eval_attempts))

@@ -53,4 +53,13 @@ class TwoStepArithmeticEnv(BaseEnv):
         return group, []
 
     async def evaluate(self, *args, **kwargs):
-        return None
+        # Rollouts of a few fixed items, each two turns through ManagedServer, as the training groups are made.
+        rng = random.Random(2)
+        items = [{k: rng.randint(0, 50) for k in "abc"} for _ in range(3)]
+        rollouts = [await self.rollout(item) for item in items]
+        scores = [score for _, score, _ in rollouts]
+        tokens = [len(node.tokens) for node, _, _ in rollouts]
+        await self.evaluate_log(
+            metrics={"eval/mean_score": sum(scores) / len(scores), "eval/mean_tokens": sum(tokens) / len(tokens)},
+            samples=[{"item": item, "messages": messages, "score": score} for item, (_, score, messages) in zip(items, rollouts)],
+        )
