@@ -186,6 +186,7 @@ describe('replay of recorded histories', () => {
     // The same behind patched('atropos-run-hooks'): metrics logged every few groups (the JSONL run); checkpoints, a
     // restore after the Python worker's kill -9, evaluations, logs and drops to the batcher (atropos-serve.test.ts).
     'atropos-env-run-hooks-backlog.json',
+    'atropos-env-run-hooks-batcher.json',
     'atropos-env-run-hooks-restored.json',
     // `clotho evaluate --atropos`: one atroposEvaluate, answered, and failed after its retries with the traceback
     // (test/e2e/atropos-evaluate.test.ts records them).
