@@ -27,6 +27,8 @@ export type AtroposReady = z.infer<typeof AtroposReadySchema>;
 export interface AtroposNextItem {
   cursor: number;
   item: unknown;
+  /** Asked with `count`: up to that many items from `cursor` on, fewer when the iterator ended (`exhausted`). */
+  items?: unknown[];
   exhausted: boolean;
   fastForwarded: number;
   fastForwardSeconds: number;
@@ -71,7 +73,7 @@ export interface AtroposEvaluated {
 
 /** The Python worker's activities, as workflows call them (`proxyActivities<AtroposActivities>`). */
 export interface AtroposActivities {
-  atroposNextItem(input: { cursor: number; checkpoint?: AtroposCheckpoint | null }): Promise<AtroposNextItem>;
+  atroposNextItem(input: { cursor: number; checkpoint?: AtroposCheckpoint | null; count?: number }): Promise<AtroposNextItem>;
   /** With `cursor`, a worker behind the run's cursor (a new one) first brings its iterator there, from `checkpoint`. */
   atroposCheckpoint(input: {
     step: number;

@@ -78,20 +78,25 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
     }
   };
 
-  /** The next item: one put back first, else the cursor's; undefined once the iterator is exhausted. */
-  const take = async (): Promise<{ item: unknown } | undefined> => {
+  // Runs started before items came several to a call take them one call each.
+  const batched = patched('atropos-cursor-batch');
+
+  /**
+   * The next item: one put back first, else the cursor's; undefined once the iterator is exhausted. The cursor gives
+   * as many items as `wanted` in one call; those a change of room leaves unlaunched wait first in the backlog.
+   */
+  const take = async (wanted: number): Promise<{ item: unknown } | undefined> => {
     if (progress.backlog.length > 0) return { item: progress.backlog.shift() };
     if (progress.exhausted) return undefined;
-    const next = await atroposNextItem(
-      hooked ? { cursor: progress.cursor, checkpoint: progress.checkpoint ?? null } : { cursor: progress.cursor },
-    );
-    recordRestore(progress, progress.cursor, next.restoredFrom, next.fastForwarded);
-    if (next.exhausted) {
-      progress.exhausted = true;
-      return undefined;
-    }
-    progress.cursor++;
-    return { item: next.item };
+    const at = progress.cursor;
+    const count = batched ? { count: wanted } : {};
+    const next = await atroposNextItem(hooked ? { cursor: at, checkpoint: progress.checkpoint ?? null, ...count } : { cursor: at, ...count });
+    recordRestore(progress, at, next.restoredFrom, next.fastForwarded);
+    const items = next.items ?? (next.exhausted ? [] : [next.item]);
+    progress.cursor += items.length;
+    if (next.exhausted) progress.exhausted = true;
+    progress.backlog.push(...items);
+    return progress.backlog.length > 0 ? { item: progress.backlog.shift() } : undefined;
   };
 
   const deliver = async () => {
@@ -132,7 +137,7 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
   for (;;) {
     if (hooks) await hooks.atStep(room);
     while (more() && free() > 0) {
-      const taken = await take();
+      const taken = await take(Math.min(free(), input.totalGroups - progress.nextItem));
       if (!taken) break;
       void launch(progress.nextItem++, taken.item);
     }

@@ -66,7 +66,7 @@ describe('clotho process --atropos', () => {
     const declined = 4 - delivered;
     expect(declined).toBeGreaterThan(0);
     expect(stdout).toContain(`groups 4/4 · 0 in flight · mean score 0.500 · failed 0 · dropped ${declined} (declined ${declined})`);
-    await recordHistory('atropos-env-run-hooks-backlog.json', `clotho/${runId}/declining_env`);
+    await recordHistory('atropos-env-run-batched-backlog.json', `clotho/${runId}/declining_env`);
   });
 
   it("refuses to resume a run with flags that build another config than the run's", async () => {

@@ -98,7 +98,7 @@ describe('clotho serve --atropos', () => {
       }
       expect(await serve.exited).toBe(0);
       expect(serve.stdout()).toMatch(/delivered \d+ groups; failed 0/);
-      await recordHistory('atropos-env-run-hooks-batcher.json', `clotho/${runId}/arithmetic_env`);
+      await recordHistory('atropos-env-run-batched-batcher.json', `clotho/${runId}/arithmetic_env`);
     } finally {
       if (serve.child.exitCode === null) serve.child.kill('SIGKILL');
     }
@@ -181,7 +181,7 @@ describe('clotho serve --atropos', () => {
       expect(result.evaluation!.results[0]!.step).toBe(2);
       expect(result.evaluation!.failed).toBe(0);
       expect(second.stdout()).toMatch(/delivered \d+ groups; failed 0; evaluations \d+ \(skipped 0, failed 0\)/);
-      await recordHistory('atropos-env-run-hooks-restored.json', workflowId);
+      await recordHistory('atropos-env-run-batched-restored.json', workflowId);
     } finally {
       await connection.close();
       for (const run of [first, second]) if (run && run.child.exitCode === null) run.child.kill('SIGKILL');

@@ -19,14 +19,16 @@ describe('atroposEnvRun with its activities replaced, on the real dev server', (
   it('takes each item from the cursor once, serves put-back items again, and ends when the iterator is exhausted', async () => {
     const temporal = await testConnection();
     const queue = uniqueTaskQueue('atropos-env-run');
-    const asked: number[] = [];
+    const asked: { cursor: number; count?: number }[] = [];
     const collected: number[] = [];
     const delivered: StoreRef[] = [];
-    // Items 0…4, then None; odd items are declined the first time and put back (Atropos's backlog).
+    // Items 0…4, then None, several to a call; odd items are declined the first time and put back (Atropos's backlog).
     const activities = {
-      async atroposNextItem({ cursor }: { cursor: number }) {
-        asked.push(cursor);
-        return { cursor, item: { n: cursor }, exhausted: cursor >= 5, fastForwarded: 0, fastForwardSeconds: 0, restoredFrom: null };
+      async atroposNextItem({ cursor, count }: { cursor: number; count?: number }) {
+        asked.push({ cursor, count });
+        const items = Array.from({ length: Math.max(0, Math.min(cursor + (count ?? 1), 5) - cursor) }, (_, i) => ({ n: cursor + i }));
+        const exhausted = items.length < (count ?? 1);
+        return { cursor, item: items[0] ?? null, items, exhausted, fastForwarded: 0, fastForwardSeconds: 0, restoredFrom: null };
       },
       async atroposCollect({ item, store }: { item: { n: number; again?: boolean }; store: { key: string } }): Promise<AtroposCollected> {
         collected.push(item.n);
@@ -67,7 +69,11 @@ describe('atroposEnvRun with its activities replaced, on the real dev server', (
       const result = await worker.runUntil(
         temporal.client.workflow.execute(atroposEnvRun, { taskQueue: queue, workflowId: `clotho/${runId}/fake`, args: [input] }),
       );
-      expect(asked).toEqual([0, 1, 2, 3, 4, 5]);
+      // Both slots free at the start: one call for two items; then each call starts where the last one's items ended.
+      expect(asked[0]).toEqual({ cursor: 0, count: 2 });
+      const ends = asked.map(({ cursor, count }) => Math.min(cursor + count!, 5));
+      expect(asked.slice(1).map((a) => a.cursor)).toEqual(ends.slice(0, -1));
+      expect(ends.at(-1)).toBe(5);
       expect(collected.sort()).toEqual([0, 1, 1, 2, 3, 3, 4]);
       expect(result).toMatchObject({
         nextItem: 7,

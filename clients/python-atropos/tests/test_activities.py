@@ -52,6 +52,34 @@ def test_items_and_a_scored_group(flags) -> None:
     assert group["overrides"] is None and group["distill_token_ids"] is None
 
 
+def test_several_items_in_one_call_until_the_iterator_ends(flags) -> None:
+    acts = activities_for("arithmetic_env.py", flags("serve"))
+    singles = activities_for("arithmetic_env.py", flags("serve"))
+    given = acts.env.get_next_item
+    calls = {"n": 0}
+
+    async def five_items():
+        calls["n"] += 1
+        return await given() if calls["n"] <= 5 else None
+
+    acts.env.get_next_item = five_items
+
+    async def scenario(call):
+        first = await call(acts.next_item, {"cursor": 0, "count": 3})
+        rest = await call(acts.next_item, {"cursor": 3, "count": 3})
+        return first, rest
+
+    async def one_by_one(call):
+        return [(await call(singles.next_item, {"cursor": i}))["item"] for i in range(5)]
+
+    first, rest = run(acts, scenario)
+    expected = run(singles, one_by_one)
+    assert first["items"] == expected[:3] and not first["exhausted"]
+    assert first["item"] == first["items"][0] and first["cursor"] == 0
+    assert rest["items"] == expected[3:] and rest["exhausted"]  # the iterator ended after five
+    assert acts.cursor.taken == 5
+
+
 def test_a_lost_result_gets_the_same_item_again(flags) -> None:
     acts = activities_for("arithmetic_env.py", flags("serve"))
 

@@ -30,10 +30,13 @@ export interface AtroposWorker {
 /** Lines of the worker's output kept to explain an exit. */
 const LINES_KEPT = 40;
 
-/** Appends `line`, keeping the last LINES_KEPT: a worker runs for days, printing what its environment prints. */
-function keep(lines: string[], line: string): void {
+/**
+ * Appends `line`; once the worker serves, keeps the last LINES_KEPT only (it runs for days, printing what its
+ * environment prints). Until then every line is kept: its exit before serving prints them all (Atropos's help).
+ */
+function keep(lines: string[], line: string, serving: boolean): void {
   lines.push(line);
-  if (lines.length > LINES_KEPT) lines.shift();
+  while (serving && lines.length > LINES_KEPT) lines.shift();
 }
 
 /**
@@ -66,7 +69,8 @@ export async function startAtroposWorker(options: AtroposWorkerOptions): Promise
     },
   });
   const stderr: string[] = [];
-  createInterface({ input: child.stderr! }).on('line', (line) => keep(stderr, line));
+  let serving = false;
+  createInterface({ input: child.stderr! }).on('line', (line) => keep(stderr, line, serving));
   // 'close', not 'exit': the last lines of its output are read by then.
   const exited = new Promise<number | string>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal ?? -1)));
   const stdout: string[] = [];
@@ -74,8 +78,9 @@ export async function startAtroposWorker(options: AtroposWorkerOptions): Promise
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
       const event = readyEvent(line);
-      if (event === undefined) return keep(stdout, line);
+      if (event === undefined) return keep(stdout, line, serving);
       const parsed = AtroposReadySchema.safeParse(event);
+      serving = parsed.success;
       if (parsed.success) resolve(parsed.data);
       else reject(new Error(`the Atropos worker's ready line is not what Clotho expects: ${parsed.error.message}`));
     });

@@ -3,7 +3,8 @@
 Names and payloads (JSON objects, camelCase as Clotho's TypeScript workflows send them):
 
 - ``atroposDescribe()`` → ``{className, name, mode, config, usesCheckpoint, maxNumWorkers}``
-- ``atroposNextItem({cursor, checkpoint?})`` → ``{cursor, item, exhausted, fastForwarded, fastForwardSeconds, restoredFrom}``
+- ``atroposNextItem({cursor, checkpoint?, count?})`` → ``{cursor, item, exhausted, fastForwarded, fastForwardSeconds, restoredFrom}``;
+  with ``count``, also ``items``: up to ``count`` items from ``cursor`` on, fewer (and ``exhausted``) when the iterator ends
 - ``atroposCollect({itemIndex, item, postprocess?, maxTokenLen?})`` → a ``Collected`` (below); with
   ``postprocess: false`` → ``{status: "collected", groups, list, backlog, seconds}``, the groups as returned
 - ``atroposPostprocess({itemIndex, item, groups, list, maxTokenLen?})`` → a ``Collected`` without ``backlog``
@@ -75,18 +76,28 @@ class AtroposActivities:
         request = _object(raw, "atroposNextItem")
         index = _int(request, "cursor")
         checkpoint = Checkpoint.parse(request.get("checkpoint"))
+        count = _int(request, "count") if "count" in request else None
         try:
             taken = await self.cursor.item_at(index, checkpoint, progress=lambda n: activity.heartbeat({"fastForwarded": n}))
+            items = [] if taken.exhausted else [taken.item]
+            exhausted = taken.exhausted
+            # The items after it, in the same call: one round trip for the slots the workflow has free.
+            while count is not None and len(items) < count and not exhausted:
+                following = await self.cursor.item_at(index + len(items))
+                exhausted = following.exhausted
+                if not exhausted:
+                    items.append(following.item)
         except CursorBehindError as error:
             raise ApplicationError(str(error), type="AtroposCursorBehind", non_retryable=True) from error
-        return {
+        answer = {
             "cursor": index,
             "item": encode_item(taken.item),
-            "exhausted": taken.exhausted,
+            "exhausted": exhausted,
             "fastForwarded": taken.fast_forwarded,
             "fastForwardSeconds": taken.fast_forward_seconds,
             "restoredFrom": taken.restored_from,
         }
+        return answer if count is None else {**answer, "items": [encode_item(item) for item in items]}
 
     @activity.defn(name="atroposCollect")
     async def collect(self, raw: Any) -> dict:
