@@ -124,7 +124,11 @@ describe('local inference server (generate:tiny)', () => {
     const prompt = running.engine.tokenize('<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n');
     const root = running.baseUrl.replace(/\/v1$/, '');
     const generate = async (body: unknown) => {
-      const res = await fetch(`${root}/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(`${root}/generate`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       return { status: res.status, body: (await res.json()) as any };
     };
     // The body Atropos's VLLMServer sends for ManagedServer.
@@ -165,7 +169,13 @@ describe('local inference server (generate:tiny)', () => {
   it("is what Clotho's own vLLM backend reads: exact token ids and logprobs of a token-id prompt", async () => {
     const config = ServerConfigSchema.parse({ base_url: running.baseUrl, server_type: 'vllm', model_name: running.modelName });
     const prompt = running.engine.tokenize('<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n');
-    const [completion] = await createVllmBackend(config).generateTokens({ promptTokenIds: prompt, n: 1, maxTokens: 4, temperature: 1, topP: 1 });
+    const [completion] = await createVllmBackend(config).generateTokens({
+      promptTokenIds: prompt,
+      n: 1,
+      maxTokens: 4,
+      temperature: 1,
+      topP: 1,
+    });
     expect(completion!.promptTokenIds).toEqual(prompt);
     expect(completion!.tokenIds).toHaveLength(4);
     expect(completion!.logprobs!.every((lp) => Number.isFinite(lp) && lp <= 0)).toBe(true);
