@@ -43,6 +43,16 @@ async function startInference(): Promise<string> {
 const template = new Template(tokenizerConfig.chat_template as string);
 const render = (messages: Array<{ role: string; content: string }>) => template.render({ messages, add_generation_prompt: true });
 const tokenizer = fromPreTrained();
+/** POSTs to one of the engine's OpenAI routes, expecting a 200. */
+const post = async (url: string, body: object): Promise<unknown> => {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'generate:tiny', ...body }),
+  });
+  expect(res.status).toBe(200);
+  return res.json();
+};
 const encode = (text: string) => tokenizer.encode(text, { add_special_tokens: false });
 
 describe('clotho process --atropos with ManagedServer on clotho inference (server_type vllm)', () => {
@@ -68,18 +78,22 @@ describe('clotho process --atropos with ManagedServer on clotho inference (serve
       // tokens with the template's text between the first answer and the second question.
       const prompt = render(messages.slice(0, 1));
       expect(tokens.slice(0, first!.start)).toEqual(encode(prompt));
+      // The engine's own chat route renders and tokenizes the same first prompt alike.
+      const chat = await post(`${baseUrl}/chat/completions`, {
+        messages: messages.slice(0, 1),
+        max_tokens: 1,
+        temperature: 0,
+        return_token_ids: true,
+      });
+      expect((chat as { prompt_token_ids: number[] }).prompt_token_ids).toEqual(tokens.slice(0, first!.start));
       const between = render(messages.slice(0, 3)).slice(prompt.length + messages[1]!.content.length);
       expect(tokens.slice(first!.end, second!.start)).toEqual(encode(between));
       expect(second!.end).toBe(tokens.length);
 
       // The logprobs are the engine's: the same model scoring the whole sequence in one pass gives each sampled token's,
       // to the float rounding of a differently batched evaluation (up to about 1e-2 seen over a 150-token sequence).
-      const scored = await fetch(`${baseUrl}/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'generate:tiny', prompt: tokens, max_tokens: 1, prompt_logprobs: 0 }),
-      });
-      const positions = ((await scored.json()) as { prompt_logprobs: Array<Record<string, { logprob: number }> | null> }).prompt_logprobs;
+      const scored = await post(`${baseUrl}/completions`, { prompt: tokens, max_tokens: 1, prompt_logprobs: 0 });
+      const positions = (scored as { prompt_logprobs: Array<Record<string, { logprob: number }> | null> }).prompt_logprobs;
       const logprobs = group!.inference_logprobs![i]!;
       const trained = [first!, second!].flatMap((span) => Array.from({ length: span.end - span.start }, (_, k) => span.start + k));
       const gaps = trained.map((j) => Math.abs(logprobs[j]! - positions[j]![String(tokens[j])]!.logprob));
