@@ -11,7 +11,7 @@ import {
 } from '../schema/scored-data.js';
 import { storeLabel } from '../store/open-store.js';
 import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
-import { listStoredItems } from './view/store-layout.js';
+import { listStoredItems, readAssembled } from './view/store-layout.js';
 
 /**
  * Where `clotho sft-gen` and `clotho dpo-gen` read scored groups: a trainer's batches from the trajectory API, a
@@ -52,7 +52,7 @@ export async function* jsonlGroups(path: string): GroupSource {
 
 /**
  * The groups a run assembled, from the trajectory store it used, a directory or a bucket
- * (`<run>/<environment>/item-<i>/group`), environment by environment in name order, items in index order. Every group
+ * (`<run>/<environment>/item-<i>/group`, or an Atropos run's `group-<k>`), environment by environment in name order, items in index order. Every group
  * the run assembled is there, also one a batcher then dropped (too long, stale); groups dropped before assembly (all
  * scores equal) never are.
  */
@@ -61,8 +61,7 @@ export async function* storeGroups(store: TrajectoryStore, runId: string): Group
   if (items.length === 0) throw new Error(`--run ${runId}: no such run in the trajectory store ${storeLabel(store)} (set --store)`);
   for (const item of items) {
     if (!item.assembled) continue;
-    const group = await store.tryGet(storeKey(runId, item.environment, `item-${item.itemIndex}`, 'group'));
-    if (group !== undefined)
+    for (const group of await readAssembled(store, item))
       yield { groups: [isMessagesOnly(group) ? MessagesOnlyGroupSchema.parse(group) : WrittenGroupSchema.parse(group)] };
   }
 }

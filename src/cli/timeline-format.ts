@@ -126,14 +126,15 @@ export function formatEnd(timeline: Timeline): string {
   const r = (end.result ?? {}) as {
     status?: string;
     dropReason?: string;
-    scores?: number[];
+    /** An atroposRolloutGroup's are per group it kept. */
+    scores?: number[] | number[][];
     meanScore?: number;
     turns?: number;
     toolCalls?: number;
   };
   const parts = [
     `${r.status ?? 'completed'}${r.dropReason ? ` (${r.dropReason})` : ''}`,
-    ...(r.scores ? [`scores ${numbers(r.scores)}`] : []),
+    ...(r.scores ? [`scores ${numbers(r.scores.flat())}`] : []),
     ...(r.meanScore === undefined ? [] : [`mean ${Number(r.meanScore.toFixed(4))}`]),
     ...(r.turns === undefined ? [] : [plural(r.turns, 'turn')]),
     ...(r.toolCalls === undefined ? [] : [plural(r.toolCalls, 'tool call')]),

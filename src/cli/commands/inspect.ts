@@ -1,6 +1,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../../config/config-error.js';
+import type { AtroposGroupResult } from '../../schema/atropos.js';
 import type { RolloutGroupInput, RolloutGroupResult } from '../../schema/rollout.js';
 import { openStore, storeLabel } from '../../store/open-store.js';
 import { storeKey, type TrajectoryStore } from '../../store/trajectory-store.js';
@@ -10,6 +11,7 @@ import type { CommandIo } from '../io.js';
 import { openTemporal } from '../runtime.js';
 import { duration, formatEnd, formatSteps } from '../timeline-format.js';
 import { sampleLines } from '../group-summary.js';
+import { ROLLOUT_GROUP_TYPES } from '../view/temporal.js';
 import { stalledWorkflowTask, waitingIn, waitingText } from '../waiting-work.js';
 
 export const INSPECT_USAGE = `Usage: clotho inspect <run id> <item> [--env <environment>] [--store <dir|url>]
@@ -58,12 +60,17 @@ export async function inspectCommand(argv: string[], io: CommandIo): Promise<num
     }
     io.out('');
     io.out(formatEnd(timeline));
-    const key = (timeline.end.result as RolloutGroupResult | undefined)?.group?.key;
-    if (key) for (const line of await sampleLines(store, key)) io.out(line);
+    for (const key of groupKeys(timeline.end.result)) for (const line of await sampleLines(store, key)) io.out(line);
     return timeline.end.status === 'completed' || timeline.end.status === 'running' ? 0 : 1;
   } finally {
     await temporal.close();
   }
+}
+
+/** The store keys of a finished group's assembled groups: a rolloutGroup's one, or each an atroposRolloutGroup kept. */
+function groupKeys(result: unknown): string[] {
+  const r = result as Partial<RolloutGroupResult & Pick<AtroposGroupResult, 'groups'>> | undefined;
+  return r?.group ? [r.group.key] : (r?.groups ?? []).map((ref) => ref.key);
 }
 
 function parse(argv: string[]) {
@@ -98,7 +105,7 @@ async function resolveWorkflowId(
   if (env !== undefined) return rolloutGroupId(runId, env, item);
   const found = new Set<string>();
   if (search) {
-    const query = `WorkflowType = 'rolloutGroup' AND ClothoRunId = ${JSON.stringify(runId)} AND ClothoItemIndex = ${item}`;
+    const query = `${ROLLOUT_GROUP_TYPES} AND ClothoRunId = ${JSON.stringify(runId)} AND ClothoItemIndex = ${item}`;
     for await (const execution of client.workflow.list({ query })) found.add(execution.workflowId);
   }
   // A cluster without Clotho's search attributes, or a visibility store that lags: the store has the run's environments.

@@ -48,6 +48,25 @@ export function fromScored(value: unknown, parsed: unknown[] | null = null): Raw
   };
 }
 
+/**
+ * The groups an Atropos environment's `collect_trajectories` returned for one item, as one viewer group: the rollouts
+ * of each in turn. What holds for a whole group (group overrides, tools) is the first one's.
+ */
+export function joinGroups(groups: RawGroup[]): RawGroup {
+  const [first, ...rest] = groups;
+  if (!first) throw new Error('no group to join');
+  if (rest.length === 0) return first;
+  return {
+    ...first,
+    scores: groups.flatMap((g) => g.scores),
+    messages: groups.flatMap((g) => g.messages),
+    tokens: groups.flatMap((g) => g.tokens),
+    masks: groups.flatMap((g) => g.masks),
+    logprobs: groups.flatMap((g) => g.logprobs),
+    overrides: groups.flatMap((g) => g.overrides),
+  };
+}
+
 function fromMessagesOnly(value: unknown, parsed: unknown[] | null): RawGroup {
   const result = MessagesOnlyLineSchema.safeParse(value);
   if (!result.success) {

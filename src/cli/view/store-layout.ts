@@ -5,18 +5,20 @@ import type { GroupAddress } from './model.js';
 /**
  * How the viewer (and `inspect`, `sft-gen --run`) finds its way in a trajectory store of any kind, a directory or an
  * S3 bucket, through its `list`: keys are `<run>/<environment>/item-<i>/<part>` (src/activities/group-state.ts),
- * `group` once assembled, `parsed` once parsed, and the group's state as records `turn-<t>/prompt` and
- * `turn-<t>/generated`, newest last.
+ * `group` once assembled (`group-<k>` for the k-th group an Atropos environment's `collect_trajectories` returned),
+ * `parsed` once parsed, and the group's state as records `turn-<t>/prompt` and `turn-<t>/generated`, newest last.
  */
 
 /** Top-level prefixes that are not runs: the API's posted groups and accepted keys, the batcher's state. */
 const NOT_RUNS = new Set(['api', 'api-accepted', 'batcher']);
 /** A key inside a group: run, environment, `item-<i>`, then the part. */
 const GROUP_PART = /^([^/]+)\/([^/]+)\/item-(\d+)\/(.+)$/;
+/** An assembled group's part: Clotho's `group`, or an Atropos group's `group-<k>`. */
+const ASSEMBLED = /^group(?:-(\d+))?$/;
 
 /** One item of a run in the store. */
 export interface StoredItem extends GroupAddress {
-  /** Whether the group was assembled (`group`): it was scored and delivered. */
+  /** Whether the group was assembled (`group` or `group-<k>`): it was scored and delivered. */
   assembled: boolean;
 }
 
@@ -29,7 +31,7 @@ export async function listStoredItems(store: TrajectoryStore, runId: string): Pr
     const [, , environment, index, part] = match as unknown as [string, string, string, string, string];
     const id = `${environment}/${index}`;
     const item = items.get(id) ?? { runId, environment, itemIndex: Number(index), assembled: false };
-    item.assembled ||= part === 'group';
+    item.assembled ||= ASSEMBLED.test(part);
     items.set(id, item);
   }
   return [...items.values()].sort((a, b) => a.environment.localeCompare(b.environment) || a.itemIndex - b.itemIndex);
@@ -52,9 +54,21 @@ export async function readParsed(store: TrajectoryStore, address: GroupAddress):
   return Array.isArray(parsed) ? parsed : null;
 }
 
-/** The assembled group (`group`), or undefined. */
-export function readAssembled(store: TrajectoryStore, address: GroupAddress): Promise<unknown> {
-  return store.tryGet(groupKey(address, 'group'));
+/**
+ * The item's assembled groups: its `group`, or an Atropos environment's `group-<k>` in order of k (found by listing
+ * the item, so a Clotho group costs one read as before); empty when none was assembled.
+ */
+export async function readAssembled(store: TrajectoryStore, address: GroupAddress): Promise<unknown[]> {
+  const group = await store.tryGet(groupKey(address, 'group'));
+  if (group !== undefined) return [group];
+  const prefix = `${groupKey(address)}/`;
+  const parts: { k: number; key: string }[] = [];
+  for await (const { key } of store.list(groupKey(address))) {
+    const k = key.startsWith(prefix) ? ASSEMBLED.exec(key.slice(prefix.length))?.[1] : undefined;
+    if (k !== undefined) parts.push({ k: Number(k), key });
+  }
+  const groups = await Promise.all(parts.sort((a, b) => a.k - b.k).map(({ key }) => store.tryGet(key)));
+  return groups.filter((g) => g !== undefined);
 }
 
 /**
@@ -86,7 +100,7 @@ export async function findGroupsInStore(store: TrajectoryStore, lines: string[])
   const found = new Map<number, GroupAddress>();
   for await (const { key, size } of store.list('')) {
     const match = GROUP_PART.exec(key);
-    if (!match || match[4] !== 'group' || NOT_RUNS.has(match[1]!)) continue;
+    if (!match || !ASSEMBLED.test(match[4]!) || NOT_RUNS.has(match[1]!)) continue;
     const candidates = bySize.get(size)?.filter((i) => !found.has(i));
     if (!candidates?.length) continue;
     const text = JSON.stringify(await store.tryGet(key));

@@ -1,6 +1,6 @@
 import { storeLabel } from '../../store/open-store.js';
 import type { TrajectoryStore } from '../../store/trajectory-store.js';
-import { emptyGroup, fromScored, fromState } from './groups.js';
+import { emptyGroup, fromScored, fromState, joinGroups } from './groups.js';
 import { summariseGroup, type GroupAddress, type GroupStatus, type GroupSummary, type RawGroup } from './model.js';
 import type { LoadedRun, RunSource } from './source.js';
 import { listStoredItems, readAssembled, readNewestState, readParsed } from './store-layout.js';
@@ -19,7 +19,10 @@ export function storeSource(store: TrajectoryStore, runId: string, options: { id
     const fact = facts.get(`${address.environment}/item-${address.itemIndex}`);
     const parsed = await readParsed(store, address);
     const assembled = await readAssembled(store, address);
-    if (assembled !== undefined) return { group: fromScored(assembled, parsed), status: 'scored', note: null };
+    if (assembled.length > 0) {
+      const note = assembled.length > 1 ? `${assembled.length} groups from one collect_trajectories, shown as one` : null;
+      return { group: joinGroups(assembled.map((g) => fromScored(g, parsed))), status: 'scored', note };
+    }
     const state = await readNewestState(store, address);
     if (!state && !fact) return undefined;
     // Visibility saying "scored" of a group the store lacks means the store was cleaned since: unknown.

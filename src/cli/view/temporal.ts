@@ -43,6 +43,9 @@ export function viewTemporal(env: NodeJS.ProcessEnv = process.env): ViewTemporal
   return { connection: configured.connection, namespace: configured.namespace || 'default', configured: true };
 }
 
+/** A visibility filter for rollout groups: Clotho's environments' (`rolloutGroup`) and Atropos's (`atroposRolloutGroup`). */
+export const ROLLOUT_GROUP_TYPES = `WorkflowType IN ("rolloutGroup", "atroposRolloutGroup")`;
+
 /**
  * Connects to the server of {@link viewTemporal}; undefined when a local dev server does not answer. Never starts a
  * server: the viewer only reads what a run left. A configured server that refuses the connection is an error (its
@@ -60,7 +63,7 @@ export async function connectRunWorkflows(env: NodeJS.ProcessEnv = process.env):
     async list(runId) {
       const found = new Map<string, WorkflowFacts>();
       const failed: [string, string][] = [];
-      const query = `ClothoRunId = "${runId.replace(/["\\]/g, '')}" AND WorkflowType = "rolloutGroup"`;
+      const query = `ClothoRunId = "${runId.replace(/["\\]/g, '')}" AND ${ROLLOUT_GROUP_TYPES}`;
       for await (const info of client.workflow.list({ query })) {
         const attributes = info.typedSearchAttributes;
         const environment = attributes.get(ENVIRONMENT);

@@ -55,3 +55,25 @@ export function usage(promptTokens: number, samples: readonly SampleResult[]) {
   const completion = samples.reduce((n, s) => n + s.tokens.length, 0);
   return { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion };
 }
+
+/** One `{ "<id>": logprob }` per entry: a list, because an object would order integer-like keys by value. */
+const idEntries = (entries: readonly TokenLogprob[]) => entries.map((e) => ({ [String(e.id)]: e.logprob }));
+
+/**
+ * `logprobs` of vLLM's `/generate` for one sample: per token the sampled `{ "<id>": logprob }` first (Atropos's
+ * VLLMServer reads the first as the sampled token), then the `topK` alternatives.
+ */
+export function generateLogprobs(sample: SampleResult, topK: number): Array<Array<Record<string, number>>> {
+  return sample.tokens.map((t) => {
+    const alternatives = (t.top ?? []).slice(0, topK).filter((a) => a.id !== t.id);
+    return idEntries([{ id: t.id, logprob: t.logprob ?? 0 }, ...alternatives]);
+  });
+}
+
+/**
+ * `prompt_logprobs` of vLLM's `/generate`, as Atropos's `get_logprobs` reads it: null for the first position, then
+ * the top k by rank and the prompt's own token when it is not among them.
+ */
+export function generatePromptLogprobs(positions: Array<PromptPosition | null>): Array<Array<Record<string, number>> | null> {
+  return positions.map((p) => (p === null ? null : idEntries(p.top.some((a) => a.id === p.id) ? p.top : [...p.top, p])));
+}

@@ -48,15 +48,19 @@ const SamplingFields = {
     .union([z.string().min(1), z.array(z.string().min(1)).max(16)])
     .optional()
     .transform((s) => (s === undefined ? [] : typeof s === 'string' ? [s] : s)),
+  stream: z.literal(false, { message: 'streaming is not supported' }).optional(),
+};
+
+const OpenAiSamplingFields = {
+  ...SamplingFields,
   /** vLLM extension: the prompt's token ids at the top level and each choice's `token_ids`. */
   return_token_ids: z.boolean().default(false),
-  stream: z.literal(false, { message: 'streaming is not supported' }).optional(),
 };
 
 /** `/v1/chat/completions` body. */
 export const ChatCompletionRequestSchema = z
   .object({
-    ...SamplingFields,
+    ...OpenAiSamplingFields,
     messages: z.array(ChatMessageSchema).min(1),
     max_tokens: z.number().int().positive().optional(),
     max_completion_tokens: z.number().int().positive().optional(),
@@ -76,7 +80,7 @@ export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
 
 /** `/v1/completions` body: one prompt, as text or token ids. */
 export const CompletionRequestSchema = z.object({
-  ...SamplingFields,
+  ...OpenAiSamplingFields,
   prompt: z.union([z.string(), z.array(z.number().int().nonnegative()).min(1)]),
   /** OpenAI's legacy default. */
   max_tokens: z.number().int().positive().default(16),
@@ -87,6 +91,22 @@ export const CompletionRequestSchema = z.object({
   echo: z.literal(false, { message: 'echo is not supported' }).optional(),
 });
 export type CompletionRequest = z.infer<typeof CompletionRequestSchema>;
+
+/**
+ * vLLM's native `/generate` body, as Atropos's `VLLMServer` sends it: the prompt as token ids (ManagedServer's exact
+ * tokens) or text, the sampling parameters at the top level (vLLM's `SamplingParams`), `logprobs: 0` for the sampled
+ * tokens' logprobs and `prompt_logprobs: k` for `get_logprobs`.
+ */
+export const GenerateRequestSchema = z.object({
+  ...SamplingFields,
+  prompt: z.union([z.string().min(1), z.strictObject({ prompt_token_ids: z.array(z.number().int().nonnegative()).min(1) })]),
+  /** vLLM's `SamplingParams` default. */
+  max_tokens: z.number().int().positive().default(16),
+  /** Alternatives per position beside the sampled token; absent or null: no logprobs in the answer. */
+  logprobs: z.number().int().min(0).max(20).nullish(),
+  prompt_logprobs: z.number().int().min(0).max(20).nullish(),
+});
+export type GenerateRequest = z.infer<typeof GenerateRequestSchema>;
 
 /** OpenAI's error body. */
 export interface OpenAiError {

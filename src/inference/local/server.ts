@@ -6,8 +6,15 @@ import { Hono, type Context } from 'hono';
 import type { z } from 'zod';
 import { ChatTemplate } from './chat-template.js';
 import { EngineRequestError, type LocalEngine } from './engine.js';
-import { chatLogprobs, completionLogprobs, promptLogprobsVllm, usage } from './openai-format.js';
-import { ChatCompletionRequestSchema, CompletionRequestSchema, invalidRequest, type OpenAiError } from './server-schemas.js';
+import { chatLogprobs, completionLogprobs, generateLogprobs, generatePromptLogprobs, promptLogprobsVllm, usage } from './openai-format.js';
+import {
+  ChatCompletionRequestSchema,
+  CompletionRequestSchema,
+  GenerateRequestSchema,
+  invalidRequest,
+  type GenerateRequest,
+  type OpenAiError,
+} from './server-schemas.js';
 
 const created = () => Math.floor(Date.now() / 1000);
 
@@ -26,9 +33,19 @@ async function parseBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.
   return parsed.success ? parsed.data : c.json(invalidRequest(parsed.error), 400);
 }
 
+/** The sampling fields every route shares, in the engine's terms. */
+const sampling = (r: Pick<GenerateRequest, 'n' | 'temperature' | 'top_p' | 'seed' | 'stop'>) => ({
+  n: r.n,
+  temperature: r.temperature,
+  topP: r.top_p,
+  seed: r.seed,
+  stop: r.stop,
+});
+
 /**
  * The OpenAI-compatible HTTP API of a {@link LocalEngine}: `/v1/models`, `/v1/completions`,
- * `/v1/chat/completions` (with vLLM's `return_token_ids` and `prompt_logprobs` extensions) and
+ * `/v1/chat/completions` (with vLLM's `return_token_ids` and `prompt_logprobs` extensions), vLLM's native `/generate`
+ * (token ids in, token ids and logprobs out: what Atropos's ManagedServer calls with `server_type: vllm`) and
  * `/health`. Streaming is not offered: RL rollouts want whole completions with their token ids.
  */
 export function createInferenceApp(engine: LocalEngine): Hono {
@@ -66,11 +83,7 @@ export function createInferenceApp(engine: LocalEngine): Hono {
     const samples = await engine.generate(
       {
         promptTokens: prompt,
-        n: r.n,
-        temperature: r.temperature,
-        topP: r.top_p,
-        seed: r.seed,
-        stop: r.stop,
+        ...sampling(r),
         maxTokens: r.max_completion_tokens ?? r.max_tokens ?? maxTokensLeft(prompt.length),
         logprobs: r.logprobs,
         topLogprobs: topK,
@@ -104,11 +117,7 @@ export function createInferenceApp(engine: LocalEngine): Hono {
       engine.generate(
         {
           promptTokens: prompt,
-          n: r.n,
-          temperature: r.temperature,
-          topP: r.top_p,
-          seed: r.seed,
-          stop: r.stop,
+          ...sampling(r),
           maxTokens: r.max_tokens,
           logprobs: r.logprobs !== undefined,
           topLogprobs: topK,
@@ -134,6 +143,35 @@ export function createInferenceApp(engine: LocalEngine): Hono {
       usage: usage(prompt.length, samples),
       ...(r.return_token_ids ? { prompt_token_ids: prompt } : {}),
       ...(promptLogprobsBody ? { prompt_logprobs: promptLogprobsBody } : {}),
+    });
+  });
+
+  // vLLM's native API: the prompt's token ids go to the engine as they are, so a multi-turn sequence keeps its tokens.
+  app.post('/generate', async (c) => {
+    const r = await parseBody(c, GenerateRequestSchema);
+    if (r instanceof Response) return r;
+    const prompt = typeof r.prompt === 'string' ? engine.tokenize(r.prompt) : r.prompt.prompt_token_ids;
+    const withLogprobs = r.logprobs !== undefined && r.logprobs !== null;
+    const topK = r.logprobs ?? 0;
+    const [samples, promptLogprobs] = await Promise.all([
+      engine.generate(
+        { promptTokens: prompt, ...sampling(r), maxTokens: r.max_tokens, logprobs: withLogprobs, topLogprobs: topK },
+        c.req.raw.signal,
+      ),
+      r.prompt_logprobs === undefined || r.prompt_logprobs === null ? undefined : engine.promptLogprobs(prompt, r.prompt_logprobs),
+    ]);
+    return c.json({
+      text: samples.map((s) => s.text),
+      prompt: engine.detokenize(prompt, true),
+      finish_reasons: samples.map((s) => s.finishReason),
+      ...(withLogprobs
+        ? {
+            logprobs: samples.map((s) => generateLogprobs(s, topK)),
+            prompt_token_ids: prompt,
+            token_ids: samples.map((s) => s.tokens.map((t) => t.id)),
+          }
+        : {}),
+      ...(promptLogprobs ? { prompt_logprobs: generatePromptLogprobs(promptLogprobs) } : {}),
     });
   });
 

@@ -1,0 +1,71 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
+import { arithmeticResponder, ATROPOS_ENVS, atroposPython } from '../support/atropos.js';
+import { runClotho, startClothoView, type CliRun } from '../support/cli.js';
+import { readGroups } from '../support/groups.js';
+import { temporalEnv, useScratch } from '../support/runs.js';
+import { startScriptedOpenAI } from '../support/scripted-openai.js';
+import { uniqueId } from '../support/temporal.js';
+
+/** Debian's package, installed by scripts/ensure-chromium.mjs (as test/e2e/view.test.ts uses it). */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+const scratch = useScratch('clotho-atropos-view-');
+const children: CliRun[] = [];
+let env: Record<string, string>;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: run \`node scripts/ensure-chromium.mjs\` (or set CHROMIUM_PATH)`);
+  env = { ...temporalEnv(), ...(await atroposPython(scratch.path())).env };
+  browser = await chromium.launch({ executablePath: CHROMIUM });
+}, 300_000);
+afterAll(async () => {
+  await browser?.close();
+  for (const c of children) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
+});
+
+describe("an Atropos run's groups in clotho inspect and clotho view", () => {
+  it('shows each group its environment scored, with its messages and scores', async () => {
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder() }));
+    const runId = uniqueId('atropos-view');
+    const store = scratch.path('store');
+    const out = scratch.path('arithmetic.jsonl');
+    const args = ['process', '--atropos', join(ATROPOS_ENVS, 'arithmetic_env.py'), '--env.tokenizer_name', scratch.path()];
+    args.push('--openai.base_url', model.baseUrl, '--env.total_steps', '2', '--env.run_id', runId);
+    const processed = await runClotho([...args, '--env.data_path_to_save_groups', out, '--store', store], env);
+    expect(processed.code).toBe(0);
+    expect(await readGroups(out)).toHaveLength(2);
+    const stored = join(store, runId, 'arithmetic_env', 'item-0', 'group-0.json');
+    const first = JSON.parse(await readFile(stored, 'utf8')) as ScoredDataGroup;
+    const text = (role: string) => String(first.messages![0]!.find((m) => m.role === role)!.content);
+    const [question, answer] = [text('user'), text('assistant')];
+
+    // By run and item: the group's workflow is found by its search attributes, its groups in the store.
+    const inspect = await runClotho(['inspect', runId, '0', '--store', store], env);
+    expect(inspect.code).toBe(0);
+    expect(inspect.stdout).toContain(`clotho/${runId}/arithmetic_env/item-0 (atroposRolloutGroup`);
+    expect(inspect.stdout).toContain('atroposCollect');
+    expect(inspect.stdout).toContain('result: scored · scores 1, -1, -1, -1');
+    expect(inspect.stdout).toContain(`group ${runId}/arithmetic_env/item-0/group-0 (4 sequences):`);
+    expect(inspect.stdout).toContain(`sample 0: score 1 · 1 assistant turns · last reply ${JSON.stringify(answer)}`);
+
+    const url = await startClothoView(['--run', runId, '--store', store, '--tokenizer', 'none'], env, children);
+    const page = await browser.newPage();
+    await page.goto(url);
+    await page.waitForFunction(`document.querySelector('#summary').dataset.state === 'ready'`);
+    expect(await page.locator('[data-group]').count()).toBe(2);
+    expect(await page.getAttribute('[data-group="arithmetic_env/item-0"]', 'data-status')).toBe('scored');
+    expect(await page.locator('[data-rollout^="arithmetic_env/item-0#"]').count()).toBe(4);
+    await page.click('[data-rollout="arithmetic_env/item-0#0"]');
+    await page.waitForSelector('#rollout[data-key="arithmetic_env/item-0#0"]');
+    expect(await page.textContent('#rollout .msg.user pre')).toBe(question);
+    expect(await page.textContent('#rollout .msg.assistant pre')).toBe(answer);
+    expect(await page.textContent('#rollout [data-fact=score]')).toBe('1');
+    await page.close();
+  });
+});
