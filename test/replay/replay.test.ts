@@ -188,6 +188,10 @@ describe('replay of recorded histories', () => {
     'atropos-env-run-hooks-backlog.json',
     'atropos-env-run-hooks-batcher.json',
     'atropos-env-run-hooks-restored.json',
+    // The same behind patched('atropos-cursor-batch') as well: items taken several to a call of atroposNextItem.
+    'atropos-env-run-batched-backlog.json',
+    'atropos-env-run-batched-batcher.json',
+    'atropos-env-run-batched-restored.json',
     // `clotho evaluate --atropos`: one atroposEvaluate, answered, and failed after its retries with the traceback
     // (test/e2e/atropos-evaluate.test.ts records them).
     'atropos-evaluation.json',
