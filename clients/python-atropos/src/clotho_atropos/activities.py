@@ -225,8 +225,9 @@ def _encoded(item: Any, what: str) -> Any:
     try:
         return encode_item(item)
     except NotEncodableError as error:
-        # The same item would fail again: a retry cannot help, so the run fails with the reason.
-        raise ApplicationError(f"{what} cannot be encoded: {error}", type="AtroposItemNotEncodable", non_retryable=True) from error
+        # The same item would fail again: a retry cannot help, so the run fails with the reason. Without a cause, since
+        # the message holds pickle's and the innermost cause is what a failed run shows.
+        raise ApplicationError(f"{what} cannot be encoded: {error}", type="AtroposItemNotEncodable", non_retryable=True) from None
 
 
 def _groups_json(groups: list) -> list:
