@@ -1,3 +1,4 @@
+import { WorkflowFailedError } from '@temporalio/client';
 import { ConfigError } from '../config/config-error.js';
 import { createBatcherService } from './api-service.js';
 import { apiCommand, runApiCommand } from './commands/api.js';
@@ -20,6 +21,7 @@ import { METRICS_FLAGS } from './run-metrics.js';
 import { processIo, type CommandIo } from './io.js';
 import { environmentHelp } from './help.js';
 import { InterruptedError } from './interrupt.js';
+import { causeOf } from '../workflows/messages.js';
 
 interface Command {
   summary: string;
@@ -148,7 +150,9 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
       for (const problem of error.problems) io.err(`clotho ${name}: ${problem}`);
       return 2;
     }
-    io.err(`clotho ${name}: ${(error as Error).message}`);
+    // A failed workflow's message is only "Workflow execution failed": its reason is the innermost cause.
+    const reason = error instanceof WorkflowFailedError ? `${error.message}: ${causeOf(error)}` : (error as Error).message;
+    io.err(`clotho ${name}: ${reason}`);
     return 1;
   }
 }

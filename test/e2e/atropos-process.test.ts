@@ -93,6 +93,27 @@ describe('clotho process --atropos', () => {
     await recordHistory('atropos-rollout-group-failed.json', `clotho/${runId}/flaky_env/item-0`);
   });
 
+  it('ends the run at once, saying why, when an item cannot be encoded (items holding lambdas can)', async () => {
+    // closure_items_env.py's items hold a lambda, as reasoning_gym's do; --env.with_lock adds a lock nothing encodes.
+    const args = (runId: string, ...flags: string[]) =>
+      atroposProcess(
+        'closure_items_env.py',
+        scratch.path(`${runId}.jsonl`),
+        'http://127.0.0.1:9/v1',
+        '--env.total_steps',
+        '2',
+        '--env.run_id',
+        runId,
+        ...flags,
+      );
+    const kept = await runClotho(args(uniqueId('atropos-closures')), env);
+    expect(kept.code).toBe(0);
+    expect(kept.stdout).toContain('groups 2/2 · 0 in flight · mean score 0.000 · failed 0 · dropped 0');
+    const { code, stderr } = await runClotho(args(uniqueId('atropos-lock'), '--env.with_lock', 'true'), env);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/clotho process: Workflow execution failed: item 0 from get_next_item cannot be encoded: item\[2\] is a lock/);
+  });
+
   /** Starts a run of 12 arithmetic groups, two at a time, and kills -9 the command's and the Python worker's process groups mid-run. */
   async function killedMidRun(runId: string, out: string): Promise<string[]> {
     // 150 ms a call, two groups at a time: the run of 12 groups is still going when it is killed.

@@ -2,8 +2,12 @@
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 
 import pytest
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from clotho_atropos import AtroposActivities, ItemCursor, build_env, load_env_class
@@ -341,3 +345,34 @@ def test_groups_into_the_trajectory_store(flags, tmp_path) -> None:
     assert collected["scores"] == [[1.0, -1.0, 1.0, -1.0]]
     stored = json.loads((tmp_path / f"{key}/group-0.json").read_text())
     assert stored["scores"] == [1.0, -1.0, 1.0, -1.0] and len(stored["tokens"]) == 4
+
+
+def test_items_standard_pickle_refuses_travel_by_value(flags) -> None:
+    # reasoning_gym's items carry dataset objects holding lambdas: encoded by value, read back by another worker.
+    acts = activities_for("closure_items_env.py", flags("process"))
+
+    async def scenario(call):
+        taken = await call(acts.next_item, {"cursor": 0})
+        return taken, await call(acts.collect, {"itemIndex": 0, "item": taken["item"], "maxTokenLen": 4096})
+
+    taken, collected = run(acts, scenario)
+    assert collected["status"] == "scored" and collected["groups"][0]["scores"] == [1.0, -1.0]
+    elsewhere = (
+        "import json, sys\nfrom clotho_atropos import load_env_class\nfrom clotho_atropos.codec import decode_item\n"
+        f"load_env_class({str(ENVS / 'closure_items_env.py')!r})\n"
+        "question, task = decode_item(json.load(sys.stdin))\nprint(question, task.check(41), task.check(42))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", elsewhere], input=json.dumps(taken["item"]), capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "What is 1 + 40? True False"
+
+
+def test_an_item_nothing_can_encode_fails_the_activity_for_good(flags) -> None:
+    acts = activities_for("closure_items_env.py", flags("process", "--env.with_lock", "true"))
+
+    async def scenario(call):
+        return await call(acts.next_item, {"cursor": 0})
+
+    with pytest.raises(ApplicationError, match=r"item 0 from get_next_item cannot be encoded: .*\[2\] is a lock") as raised:
+        run(acts, scenario)
+    assert raised.value.type == "AtroposItemNotEncodable" and raised.value.non_retryable

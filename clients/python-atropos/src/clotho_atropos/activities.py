@@ -36,7 +36,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .building import BuiltEnv
-from .codec import NotJsonError, decode_item, encode_item, group_to_json
+from .codec import NotEncodableError, NotJsonError, decode_item, encode_item, group_to_json
 from .cursor import Checkpoint, CursorBehindError, ItemCursor
 from . import store
 from .groups import filter_groups
@@ -91,13 +91,15 @@ class AtroposActivities:
             raise ApplicationError(str(error), type="AtroposCursorBehind", non_retryable=True) from error
         answer = {
             "cursor": index,
-            "item": encode_item(taken.item),
+            "item": _encoded(taken.item, f"item {index} from get_next_item"),
             "exhausted": exhausted,
             "fastForwarded": taken.fast_forwarded,
             "fastForwardSeconds": taken.fast_forward_seconds,
             "restoredFrom": taken.restored_from,
         }
-        return answer if count is None else {**answer, "items": [encode_item(item) for item in items]}
+        if count is None:
+            return answer
+        return {**answer, "items": [_encoded(item, f"item {index + i} from get_next_item") for i, item in enumerate(items)]}
 
     @activity.defn(name="atroposCollect")
     async def collect(self, raw: Any) -> dict:
@@ -108,7 +110,7 @@ class AtroposActivities:
         if not (isinstance(result, tuple) and len(result) == 2):
             raise ApplicationError(f"collect_trajectories returned {type(result).__name__}, expected (groups, backlog)", type="AtroposBadReturn", non_retryable=True)
         groups, backlog = result
-        backlog_json = [encode_item(b) for b in (backlog or [])]
+        backlog_json = [_encoded(b, f"backlog item {i} of collect_trajectories") for i, b in enumerate(backlog or [])]
         if groups is None or (hasattr(groups, "__len__") and len(groups) == 0):
             self._record(started, succeeded=False)
             return {"status": "declined", "reason": "declined", "dropped": [], "backlog": backlog_json, "seconds": time.time() - started}
@@ -264,6 +266,15 @@ def _int(request: dict, key: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise ApplicationError(f"{key}: expected an integer, got {value!r:.100}", type="AtroposBadInput", non_retryable=True)
     return value
+
+
+def _encoded(item: Any, what: str) -> Any:
+    try:
+        return encode_item(item)
+    except NotEncodableError as error:
+        # The same item would fail again: a retry cannot help, so the run fails with the reason. Without a cause, since
+        # the message holds pickle's and the innermost cause is what a failed run shows.
+        raise ApplicationError(f"{what} cannot be encoded: {error}", type="AtroposItemNotEncodable", non_retryable=True) from None
 
 
 def _groups_json(groups: list) -> list:

@@ -6,6 +6,8 @@ return dicts, tuples of frozensets of message items, numpy values... ``encode_it
 for JSON values and tags the rest (``{"$tuple": [...]}``, ``{"$frozenset": ...}``, ``{"$set": ...}``,
 ``{"$bytes": base64}``, ``{"$dict": [[k, v], ...]}`` for non-string keys, ``{"$ndarray": ...}``), and
 ``{"$pickle": base64}`` for anything else (a dataclass, a pydantic model): the run's own code reads it back.
+What standard pickle refuses (reasoning_gym's items carry dataset objects holding lambdas) is pickled by value with
+cloudpickle, which plain ``pickle.loads`` reads; a value neither can write (a lock) is a ``NotEncodableError``.
 
 A scored group is what Atropos would ``json.dumps`` to its API, so ``group_to_json`` is lossy the same
 way (tuples become lists) and stricter: numpy values become numbers, and a value JSON cannot carry
@@ -20,6 +22,8 @@ import pickle
 from enum import Enum
 from typing import Any
 
+import cloudpickle
+
 try:  # numpy comes with atroposlib; keep the codec importable without it
     import numpy as np
 except ImportError:  # pragma: no cover
@@ -32,31 +36,35 @@ class NotJsonError(TypeError):
     """A scored group holds a value Atropos's API could not take as JSON."""
 
 
-def encode_item(value: Any) -> Any:
+class NotEncodableError(TypeError):
+    """An item holds a value neither pickle nor cloudpickle can write (a lock, an open file)."""
+
+
+def encode_item(value: Any, where: str = "item") -> Any:
     """A JSON-safe form of ``value`` that ``decode_item`` turns back into an equal value of the same types."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int) and type(value) is int:
         return value
     if isinstance(value, float) and type(value) is float:
-        return value if math.isfinite(value) else {"$pickle": _pickled(value)}
+        return value if math.isfinite(value) else {"$pickle": _pickled(value, where)}
     if isinstance(value, list) and type(value) is list:
-        return [encode_item(v) for v in value]
+        return [encode_item(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, tuple) and type(value) is tuple:
-        return {"$tuple": [encode_item(v) for v in value]}
+        return {"$tuple": [encode_item(v, f"{where}[{i}]") for i, v in enumerate(value)]}
     if type(value) is frozenset:
-        return {"$frozenset": [encode_item(v) for v in value]}
+        return {"$frozenset": [encode_item(v, f"{where}[{i}]") for i, v in enumerate(value)]}
     if type(value) is set:
-        return {"$set": [encode_item(v) for v in value]}
+        return {"$set": [encode_item(v, f"{where}[{i}]") for i, v in enumerate(value)]}
     if type(value) is bytes:
         return {"$bytes": base64.b64encode(value).decode("ascii")}
     if type(value) is dict:
         if all(isinstance(k, str) for k in value) and not (len(value) == 1 and next(iter(value)) in _TAGS):
-            return {k: encode_item(v) for k, v in value.items()}
-        return {"$dict": [[encode_item(k), encode_item(v)] for k, v in value.items()]}
+            return {k: encode_item(v, f"{where}.{k}") for k, v in value.items()}
+        return {"$dict": [[encode_item(k, f"{where} key"), encode_item(v, f"{where}[{k!r}]")] for k, v in value.items()]}
     if np is not None and isinstance(value, np.ndarray) and value.dtype != object:
         return {"$ndarray": {"dtype": value.dtype.str, "shape": list(value.shape), "data": base64.b64encode(value.tobytes()).decode("ascii")}}
-    return {"$pickle": _pickled(value)}
+    return {"$pickle": _pickled(value, where)}
 
 
 def decode_item(value: Any) -> Any:
@@ -85,8 +93,16 @@ def decode_item(value: Any) -> Any:
     return {k: decode_item(v) for k, v in value.items()}
 
 
-def _pickled(value: Any) -> str:
-    return base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")
+def _pickled(value: Any, where: str) -> str:
+    try:
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        # Local functions and classes: by value. Kept as the fallback so what pickle writes stays byte for byte the same.
+        try:
+            data = cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, AttributeError, TypeError) as error:
+            raise NotEncodableError(f"{where} is a {type(value).__name__}, which neither pickle nor cloudpickle can write: {error}") from error
+    return base64.b64encode(data).decode("ascii")
 
 
 def group_to_json(group: Any, where: str = "group") -> Any:
