@@ -38,6 +38,11 @@ describe('progress of a run that evaluates during training', () => {
     expect(progressLine(status(evaluation({ started: 1, results: [result] })), 1000, 0)).toMatch(/ · eval at step 2: score 0\.000$/);
   });
 
+  it('shows no total for a run the trainer ends (serve)', () => {
+    expect(progressLine({ ...status(), total: Number.MAX_SAFE_INTEGER, completed: 3 }, 1000, 0)).toMatch(/^groups 3 · /);
+    expect(progressLine({ ...status(), total: 8, completed: 3 }, 1000, 0)).toMatch(/^groups 3\/8 · /);
+  });
+
   it('counts evaluations done, skipped and failed at the end', () => {
     expect(evaluationsLine(evaluation({ started: 3, skipped: 2, failed: 1, running: 6 }))).toBe('evaluations 1 (skipped 2, failed 1)');
   });

@@ -34,8 +34,10 @@ export function progressLine(status: EnvRunStatus, elapsedMs: number, completedA
   // An Atropos class's timing stats (its wandb_log's perf_stats): the mean time a group's collect took.
   const collect = status.logged?.metrics['train_perf/task_duration_mean'];
   const timing = collect === undefined ? '' : ` · collect ${collect.toFixed(2)} s`;
+  // A serve run has no total of its own (the trainer's steps end it).
+  const total = status.total >= Number.MAX_SAFE_INTEGER ? '' : `/${status.total}`;
   return (
-    `groups ${status.completed}/${status.total} · ${status.inFlight} in flight · ${rate.toFixed(2)} groups/s · ` +
+    `groups ${status.completed}${total} · ${status.inFlight} in flight · ${rate.toFixed(2)} groups/s · ` +
     `mean score ${mean}${metrics} · failed ${status.failed} · dropped ${dropped}${reasons}${evaluating}${timing}` +
     (waiting ? ` · ${waiting}` : '')
   );
