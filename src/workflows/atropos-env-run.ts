@@ -90,7 +90,9 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
     if (progress.exhausted) return undefined;
     const at = progress.cursor;
     const count = batched ? { count: wanted } : {};
-    const next = await atroposNextItem(hooked ? { cursor: at, checkpoint: progress.checkpoint ?? null, ...count } : { cursor: at, ...count });
+    const next = await atroposNextItem(
+      hooked ? { cursor: at, checkpoint: progress.checkpoint ?? null, ...count } : { cursor: at, ...count },
+    );
     recordRestore(progress, at, next.restoredFrom, next.fastForwarded);
     const items = next.items ?? (next.exhausted ? [] : [next.item]);
     progress.cursor += items.length;

@@ -181,7 +181,9 @@ export async function withAtroposSession(
         const stopped = [
           workflows.done.then(() => Promise.reject(new Error('the workflow worker stopped before the run finished'))),
           worker.exited.then((code) =>
-            Promise.reject(new Error(`the Atropos worker exited (${code}) before the run finished; its last lines:\n${worker.lastLines()}`)),
+            Promise.reject(
+              new Error(`the Atropos worker exited (${code}) before the run finished; its last lines:\n${worker.lastLines()}`),
+            ),
           ),
           stop.promise,
         ];
