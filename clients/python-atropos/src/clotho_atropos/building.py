@@ -27,6 +27,8 @@ from atroposlib.envs.base import BaseEnv
 from atroposlib.envs.server_handling.server_baseline import APIServerConfig, ServerBaseline
 from atroposlib.utils.cli import extract_namespace, merge_dicts
 
+from .proxy import keep_proxy_state_current
+
 #: The subcommands of Atropos's CLI and the coroutine each one runs the environment with.
 MANAGERS = {"serve": "env_manager", "process": "process_manager", "evaluate": "_run_evaluate"}
 
@@ -71,6 +73,9 @@ def build_env(
     In ``process`` mode the constructor opens ``--env.data_path_to_save_groups`` for writing; unless
     ``keep_jsonl``, that writer is closed and the file removed when still empty, since Clotho writes the
     JSONL itself (``env.config.data_path_to_save_groups`` keeps the path Atropos chose).
+
+    With ``ATROPOS_PROXY_URL`` set, the environment's ``get_state()`` answers the proxy session's nodes after each
+    ``chat_completion`` (``proxy.keep_proxy_state_current``), as from a ``ManagedServer``.
 
     ``honour_openai_flags`` departs from Atropos in one place. When ``config_init`` returns one
     ``APIServerConfig`` rather than a list (``gsm8k_server.py`` does), or a ``ServerBaseline``, Atropos's
@@ -128,6 +133,7 @@ def build_env(
     if not built:
         return None
     env = built[0]
+    keep_proxy_state_current()
     if not keep_jsonl:
         _drop_jsonl_writer(env)
     return BuiltEnv(env=env, mode=argv[0], argv=list(argv))
