@@ -6,6 +6,7 @@ import { envRunStatusQuery, waitingGroupsQuery } from '../../src/workflows/messa
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
 import { arithmeticResponder, ATROPOS_ENVS, atroposPython, recordHistory } from '../support/atropos.js';
 import { spawnClotho, waitFor } from '../support/cli.js';
+import { startVllmServer } from '../support/native-servers.js';
 import { prometheusSamples } from '../support/prometheus.js';
 import { useScratch } from '../support/runs.js';
 import { startScriptedOpenAI } from '../support/scripted-openai.js';
@@ -188,4 +189,112 @@ describe('clotho serve --atropos', () => {
       await own.stop();
     }
   }, 400_000);
+
+  /** `clotho serve --atropos <file>` for a trainer of `steps` batches of two groups of two, on its own API. */
+  async function serveTo(file: string, baseUrl: string, steps: number) {
+    const address = inject('temporalAddress');
+    const own = await startApiProcess({ temporalAddress: address });
+    const http = apiClient(own.url);
+    await http.post('/register', { ...TRAINER, batch_size: 4, num_steps: steps });
+    expect((await http.get('/batch')).json).toEqual({ batch: null });
+    const runId = uniqueId('atropos-serve-envs');
+    const stem = file.replace(/\.py$/, '');
+    const serve = spawnClotho(
+      [
+        ...['serve', '--atropos', join(ATROPOS_ENVS, file), '--batcher-id', own.batcherId, '--store', own.store],
+        ...['--env.run_id', runId, '--env.tokenizer_name', tokenizer, '--env.group_size', '2', '--env.max_num_workers', '2'],
+        ...['--openai.base_url', baseUrl, '--openai.tokenizer_name', tokenizer, '--steps.generate.initial_interval', '0.1'],
+      ],
+      env,
+    );
+    const connection = await Connection.connect({ address });
+    const handle = new Client({ connection }).workflow.getHandle<typeof atroposEnvRun>(`clotho/${runId}/${stem}`);
+    const status = async () => (await handle.query(envRunStatusQuery)) as unknown as AtroposProgress;
+    const close = async () => {
+      if (serve.child.exitCode === null) serve.child.kill('SIGKILL');
+      await connection.close();
+      await own.stop();
+    };
+    await waitFor(() => serve.stdout().includes('registered as'), 120_000, `clotho serve --atropos ${file} to register`);
+    return { http, serve, status, close };
+  }
+
+  it('serves the multi-step, failing-once and declining test environments as Atropos would, counting what it drops', async () => {
+    type Group = {
+      tokens: number[][];
+      masks: number[][];
+      inference_logprobs: number[][] | null;
+      scores: number[];
+      messages: { role: string }[][];
+    };
+    const batches = async (http: ReturnType<typeof apiClient>, n: number) => {
+      const taken: Group[][] = [];
+      await waitFor(
+        async () => {
+          const { batch } = (await http.get('/batch')).json as { batch: Group[] | null };
+          if (batch) taken.push(batch);
+          return taken.length === n;
+        },
+        120_000,
+        `${n} batches`,
+      );
+      return taken.flat();
+    };
+
+    // Two model calls per rollout through ManagedServer, on a vLLM-style /generate: one sequence of exact tokens.
+    const vllm = scratch.closeAfter(await startVllmServer());
+    const multistep = await serveTo('multistep_env.py', `${vllm.url}/v1`, 1);
+    try {
+      const groups = await batches(multistep.http, 1);
+      expect(groups).toHaveLength(2);
+      for (const group of groups) {
+        expect(group.messages.map((m) => m.map((turn) => turn.role))).toEqual([
+          ['user', 'assistant', 'user', 'assistant'],
+          ['user', 'assistant', 'user', 'assistant'],
+        ]);
+        group.tokens.forEach((tokens, i) => {
+          expect(group.masks[i]).toHaveLength(tokens.length);
+          expect(group.inference_logprobs![i]).toHaveLength(tokens.length);
+        });
+      }
+      expect(await multistep.serve.exited).toBe(0);
+      expect(vllm.requests.filter((r) => r.path === '/generate').length).toBeGreaterThanOrEqual(8);
+    } finally {
+      await multistep.close();
+    }
+
+    // collect_trajectories raises at its first attempt at every item: each group delivered was retried, none failed.
+    const flaky = await serveTo('flaky_env.py', 'http://127.0.0.1:9/v1', 1);
+    try {
+      const groups = await batches(flaky.http, 1);
+      expect(groups.map((g) => g.scores)).toEqual([
+        [1, 0],
+        [1, 0],
+      ]);
+      expect(await flaky.serve.exited).toBe(0);
+      expect(flaky.serve.stdout()).toMatch(/delivered \d+ groups; failed 0/);
+    } finally {
+      await flaky.close();
+    }
+
+    // Odd items declined (None, put back), even ones of equal scores, which Atropos's serve never sends: nothing
+    // reaches the trainer, and every drop is counted by its reason.
+    const declining = await serveTo('declining_env.py', 'http://127.0.0.1:9/v1', 1);
+    try {
+      await waitFor(
+        async () => {
+          const dropped = (await declining.status()).dropped;
+          return (dropped.declined ?? 0) >= 2 && Object.keys(dropped).length >= 2;
+        },
+        120_000,
+        'drops of both kinds',
+      );
+      const progress = await declining.status();
+      expect(progress.delivered).toBe(0);
+      expect(progress.failed).toBe(0);
+      expect((await declining.http.get('/batch')).json).toEqual({ batch: null });
+    } finally {
+      await declining.close();
+    }
+  }, 600_000);
 });
