@@ -55,6 +55,14 @@ describe('clotho evaluate --atropos', () => {
     await recordHistory('atropos-evaluation.json', run.workflowId!);
   });
 
+  it('evaluates the environment that keeps checkpoints, as its base class does', async () => {
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder() }));
+    const run = await atroposEvaluate('arithmetic_env.py:CheckpointedArithmeticEnv', model.baseUrl, []);
+    expect(run.code, run.stderr).toBe(0);
+    expect(printedMetrics(run.stdout)).toEqual({ 'eval/percent_correct': 1, 'eval/items': 4 });
+    expect(run.workflowId).toMatch(/\/CheckpointedArithmeticEnv\/eval-0$/);
+  });
+
   it('evaluates a multi-step environment through ManagedServer on a vLLM-style /generate', async () => {
     const vllm = scratch.closeAfter(await startVllmServer());
     const run = await atroposEvaluate('multistep_env.py', `${vllm.url}/v1`, ['--openai.tokenizer_name', tokenizer]);

@@ -56,6 +56,20 @@ describe('clotho process --atropos', () => {
     await recordHistory('atropos-rollout-group-scored.json', `clotho/${runId}/arithmetic_env/item-0`);
   });
 
+  it('runs the environment that keeps checkpoints to the end', async () => {
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder() }));
+    const out = scratch.path('checkpointed.jsonl');
+    const args = atroposProcess('arithmetic_env.py:CheckpointedArithmeticEnv', out, model.baseUrl, '--env.total_steps', '3');
+    const { code, stdout, stderr } = await runClotho(args, env);
+    expect(code, stderr).toBe(0);
+    expect(stdout).toContain('groups 3/3 · 0 in flight');
+    expect((await readGroups(out)).map((g) => g.scores)).toEqual([
+      [1, -1, -1, -1],
+      [1, -1, -1, -1],
+      [1, -1, -1, -1],
+    ]);
+  });
+
   it('counts the groups an environment declines by reason, and serves the items it puts back', async () => {
     const out = scratch.path('declining.jsonl');
     const runId = uniqueId('atropos-declining');
