@@ -3,13 +3,26 @@
 // so that a run reads as passed or failed at a glance (and CI can count it). A lint failure counts as one failed
 // test; the tests run anyway. With arguments (a subset of the tests, passed to vitest) neither the linters nor pytest
 // run.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 
 const results = '.clotho/test-results';
 rmSync(results, { recursive: true, force: true });
 mkdirSync(results, { recursive: true });
 const passThrough = process.argv.slice(2);
+
+// The Atropos worker's venv (atroposlib, about 90 s the first time) installs beside the linters, not inside the first
+// Atropos test file (where two files at once would install it twice while the other tests wait).
+const atroposVenv =
+  passThrough.length > 0
+    ? Promise.resolve()
+    : new Promise((resolve) => {
+        const ensure = `const { ensureAtroposPython } = await import('./src/cli/atropos/python.ts');
+          await ensureAtroposPython((line) => console.log('ensure-atropos-python: ' + line));`;
+        const child = spawn(process.execPath, ['--conditions=clotho-source', '--import', 'tsx', '-e', ensure], { stdio: 'inherit' });
+        // A failed install is not fatal here: the Atropos tests install it again, and fail saying why.
+        child.on('close', resolve);
+      });
 
 const lint = passThrough.length > 0 ? null : spawnSync('npm', ['run', 'lint'], { stdio: 'inherit' });
 if (lint && lint.status !== 0) console.log('\nlint: FAILED (ESLint, dependency-cruiser or tsc: see above); running the tests anyway\n');
@@ -23,6 +36,7 @@ spawnSync(process.execPath, ['scripts/ensure-chromium.mjs'], { stdio: 'inherit' 
 // Go module proxy cannot be reached they skip, saying so.
 spawnSync(process.execPath, ['scripts/ensure-s3-server.mjs'], { stdio: 'inherit' });
 
+await atroposVenv;
 const vitest = spawnSync(
   'npx',
   ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${results}/vitest.json`, ...passThrough],
