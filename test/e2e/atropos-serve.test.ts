@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { envRunStatusQuery, waitingGroupsQuery } from '../../src/workflows/messages.js';
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
@@ -283,7 +283,12 @@ describe('clotho serve --atropos', () => {
     try {
       await waitFor(
         async () => {
-          const dropped = (await declining.status()).dropped;
+          // The env-run starts once serve has registered with the batcher: until then there is nothing to ask.
+          const progress = await declining.status().catch((error: unknown) => {
+            if (error instanceof WorkflowNotFoundError) return undefined;
+            throw error;
+          });
+          const dropped = progress?.dropped ?? {};
           return (dropped.declined ?? 0) >= 2 && Object.keys(dropped).length >= 2;
         },
         120_000,
