@@ -23,12 +23,8 @@ export async function ensureAtroposRunApi(): Promise<{ runApi: string } | { skip
   }
 }
 
-/**
- * Starts `run-api` on a free loopback port and waits until it answers `GET /`. The script is run by the venv's Python,
- * not by its `#!` line: the venv is built under a temporary name and renamed, so that line names a Python gone.
- */
+/** Starts `run-api` on a free loopback port and waits until it answers `GET /`. */
 export async function startAtroposApi(runApi: string): Promise<ApiChild> {
   const port = await freePort();
-  const args = [runApi, '--host', '127.0.0.1', '--port', String(port)];
-  return startApiChild(join(dirname(runApi), 'python'), args, { url: `http://127.0.0.1:${port}` });
+  return startApiChild(runApi, ['--host', '127.0.0.1', '--port', String(port)], { url: `http://127.0.0.1:${port}` });
 }
