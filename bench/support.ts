@@ -164,6 +164,7 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
           taskQueues: { llm: queues.llm, env: queues.env },
           steps,
           searchAttributes: true,
+          oneActivityPerTurn: true,
         },
       };
       const start = performance.now();

@@ -28,7 +28,7 @@ import {
   type GroupState,
   type Trajectory,
 } from './group-state.js';
-import { readToolRecord, toolCallsOf } from './tool-calls.js';
+import { readToolRecord, toolCallsOf, type ToolRecord } from './tool-calls.js';
 import { assembleScoredGroup, type AssembleResult } from './trajectories.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
 
@@ -100,30 +100,9 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
   };
 
   return {
-    /** Builds the prompt of item i and the initial state of its group's trajectories. */
+    /** Builds the prompt of item i and the initial state of its group's trajectories ({@link preparedState}). */
     async prepareGroup(input: PrepareGroupInput): Promise<StoreRef> {
-      const { env, item } = itemOf(environments, input);
-      const messages = withThinkingPrompt(env.definition.prompt(item, env.config), env.config);
-      const offered = (await env.definition.tools?.(item, env.config)) ?? null;
-      const state: GroupState = {
-        itemIndex: input.itemIndex,
-        groupOverrides: env.definition.groupOverrides?.(item, env.config) ?? null,
-        tools: offered && offered.length > 0 ? offered.map(toOpenAITool) : null,
-        executesTools: offered?.some(isTool) ?? false,
-        stop: env.definition.stop ?? null,
-        ...(env.config.messages_only ? { messagesOnly: true } : {}),
-        trajectories: Array.from({ length: input.groupSize }, (_, sample) => ({
-          messages: structuredClone(messages),
-          tokens: [],
-          masks: [],
-          logprobs: [],
-          completionTokens: 0,
-          finishReason: null,
-          done: false,
-          ...(env.definition.initialState ? { state: env.definition.initialState(item, sample, env.config) ?? null } : {}),
-        })),
-      };
-      return saveGroupBase(store, groupKey(input, 'turn-0', 'prompt'), state);
+      return saveGroupBase(store, groupKey(input, 'turn-0', 'prompt'), await preparedState(deps, input));
     },
 
     /** Runs the environment's group setup (a sandbox, a game server) and keeps its result for steps, tools and scores. */
@@ -142,67 +121,12 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
       await heartbeating(async () => env.definition.teardown?.({ ...context, group }));
     },
 
-    /**
-     * Appends the results of the tools Clotho ran for this turn as `tool` messages, then lets the environment answer
-     * each unfinished trajectory (next user turn, a game's observation, done, state, reward). Without a step, an
-     * episode that offers executable tools ends at the first turn that calls none.
-     */
+    /** The step of a turn ({@link stepInto}) as an activity of its own, its tools' results read from their records. */
     async stepTurn(input: TurnInput): Promise<StepTurnResult> {
-      const { env, item } = itemOf(environments, input);
-      const step = env.definition.step;
       const previous = await loadGroupState(store, input.state);
-      if (!step && !previous.executesTools) {
-        throw ApplicationFailure.nonRetryable(`environment "${input.environment}" has no step`, 'EnvironmentError');
-      }
       const state = cloneGroupState(previous);
-      const group = await groupResource(store, input, env);
-      await Promise.all(
-        state.trajectories.map(async (trajectory, sample) => {
-          if (trajectory.done) return;
-          const calls = state.executesTools ? toolCallsOf(trajectory, input.turn, sample).calls : [];
-          const toolResults = await Promise.all(
-            calls.map(async (call, index) => {
-              const record = await readToolRecord(store, { ...input, sample, call: index });
-              return { role: 'tool' as const, tool_call_id: call.id, name: call.name, content: record.content, record };
-            }),
-          );
-          if (toolResults.length > 0) trajectory.state = toolResults.at(-1)!.record.state;
-          for (const { record } of toolResults) {
-            trajectory.toolOutcomes = {
-              ...trajectory.toolOutcomes,
-              [record.outcome]: (trajectory.toolOutcomes?.[record.outcome] ?? 0) + 1,
-            };
-          }
-          const toolMessages = toolResults.map(({ record: _, ...message }) => message);
-          trajectory.messages.push(...toolMessages);
-          if (!step) {
-            trajectory.done = calls.length === 0;
-            return;
-          }
-          const result = await step(
-            {
-              item,
-              messages: trajectory.messages,
-              turn: input.turn,
-              sample,
-              state: trajectory.state ?? null,
-              toolResults: toolMessages,
-              group,
-              config: env.config,
-              ...liveness(),
-            },
-            env.config,
-          );
-          trajectory.messages.push(...result.messages);
-          trajectory.done = result.done;
-          if (result.state !== undefined) trajectory.state = result.state;
-          if (result.reward !== undefined) {
-            trajectory.turnRewards = [...(trajectory.turnRewards ?? []), result.reward];
-            // Messages of earlier records never change in place: the rewarded answer is replaced (see cloneGroupState).
-            const answered = lastAssistantIndex(trajectory);
-            if (answered >= 0) trajectory.messages[answered] = { ...trajectory.messages[answered]!, reward: result.reward };
-          }
-        }),
+      await stepInto(deps, input, state, (sample, calls) =>
+        Promise.all(calls.map((_, call) => readToolRecord(store, { ...input, sample, call }))),
       );
       const ref = await saveGroupDelta(store, groupKey(input, `turn-${input.turn + 1}`, 'prompt'), input.state, previous, state);
       return { state: ref, active: activeSamples(state) };
@@ -292,6 +216,96 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
 }
 
 export type EnvironmentActivities = ReturnType<typeof createEnvironmentActivities>;
+
+/** The prompt of item i and the initial state of its group's trajectories, in memory (the caller saves it). */
+export async function preparedState({ environments }: EnvironmentActivityDeps, input: PrepareGroupInput): Promise<GroupState> {
+  const { env, item } = itemOf(environments, input);
+  const messages = withThinkingPrompt(env.definition.prompt(item, env.config), env.config);
+  const offered = (await env.definition.tools?.(item, env.config)) ?? null;
+  return {
+    itemIndex: input.itemIndex,
+    groupOverrides: env.definition.groupOverrides?.(item, env.config) ?? null,
+    tools: offered && offered.length > 0 ? offered.map(toOpenAITool) : null,
+    executesTools: offered?.some(isTool) ?? false,
+    stop: env.definition.stop ?? null,
+    ...(env.config.messages_only ? { messagesOnly: true } : {}),
+    trajectories: Array.from({ length: input.groupSize }, (_, sample) => ({
+      messages: structuredClone(messages),
+      tokens: [],
+      masks: [],
+      logprobs: [],
+      completionTokens: 0,
+      finishReason: null,
+      done: false,
+      ...(env.definition.initialState ? { state: env.definition.initialState(item, sample, env.config) ?? null } : {}),
+    })),
+  };
+}
+
+/**
+ * The step of a turn, on `state` in memory (the caller saves it): appends the results of the tools Clotho ran for
+ * each unfinished trajectory as `tool` messages (their records from `recordsOf`), then lets the environment answer it
+ * (next user turn, a game's observation, done, state, reward). Without a step, an episode that offers executable tools
+ * ends at the first turn that calls none.
+ */
+export async function stepInto(
+  { environments, store }: EnvironmentActivityDeps,
+  input: Omit<TurnInput, 'state'>,
+  state: GroupState,
+  recordsOf: (sample: number, calls: readonly unknown[]) => Promise<ToolRecord[]>,
+): Promise<void> {
+  const { env, item } = itemOf(environments, input);
+  const step = env.definition.step;
+  if (!step && !state.executesTools) {
+    throw ApplicationFailure.nonRetryable(`environment "${input.environment}" has no step`, 'EnvironmentError');
+  }
+  const group = await groupResource(store, input, env);
+  await Promise.all(
+    state.trajectories.map(async (trajectory, sample) => {
+      if (trajectory.done) return;
+      const calls = state.executesTools ? toolCallsOf(trajectory, input.turn, sample).calls : [];
+      const records = calls.length > 0 ? await recordsOf(sample, calls) : [];
+      const toolMessages = calls.map((call, index) => ({
+        role: 'tool' as const,
+        tool_call_id: call.id,
+        name: call.name,
+        content: records[index]!.content,
+      }));
+      if (records.length > 0) trajectory.state = records.at(-1)!.state;
+      for (const record of records) {
+        trajectory.toolOutcomes = { ...trajectory.toolOutcomes, [record.outcome]: (trajectory.toolOutcomes?.[record.outcome] ?? 0) + 1 };
+      }
+      trajectory.messages.push(...toolMessages);
+      if (!step) {
+        trajectory.done = calls.length === 0;
+        return;
+      }
+      const result = await step(
+        {
+          item,
+          messages: trajectory.messages,
+          turn: input.turn,
+          sample,
+          state: trajectory.state ?? null,
+          toolResults: toolMessages,
+          group,
+          config: env.config,
+          ...liveness(),
+        },
+        env.config,
+      );
+      trajectory.messages.push(...result.messages);
+      trajectory.done = result.done;
+      if (result.state !== undefined) trajectory.state = result.state;
+      if (result.reward !== undefined) {
+        trajectory.turnRewards = [...(trajectory.turnRewards ?? []), result.reward];
+        // Messages of earlier records never change in place: the rewarded answer is replaced (see cloneGroupState).
+        const answered = lastAssistantIndex(trajectory);
+        if (answered >= 0) trajectory.messages[answered] = { ...trajectory.messages[answered]!, reward: result.reward };
+      }
+    }),
+  );
+}
 
 export function activeSamples(state: GroupState): number[] {
   return state.trajectories.flatMap((t, i) => (t.done ? [] : [i]));

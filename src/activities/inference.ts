@@ -10,7 +10,15 @@ import { cut } from '../schema/text.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { activeSamples } from './environment.js';
 import { liveness } from './environment-context.js';
-import { cloneGroupState, groupKey, loadGroupState, saveGroupDelta, type GroupAddress, type Trajectory } from './group-state.js';
+import {
+  cloneGroupState,
+  groupKey,
+  loadGroupState,
+  saveGroupDelta,
+  type GroupAddress,
+  type GroupState,
+  type Trajectory,
+} from './group-state.js';
 import { toolCallsOf, type TurnToolCalls } from './tool-calls.js';
 
 export interface InferenceActivityDeps {
@@ -37,7 +45,10 @@ export interface GenerateTurnInput extends GroupAddress {
 export interface GenerateTurnResult {
   state: StoreRef;
   active: number[];
+  /** Completion tokens of each trajectory so far. */
   completionTokens: number[];
+  /** Completion tokens this turn generated (the worker's token metrics count these). */
+  generatedTokens?: number;
   /**
    * The tool calls Clotho runs next, per active sample (only when the environment offers executable tools): names
    * and arguments for the history, cut short when long; the tool step reads the calls themselves from the state.
@@ -61,116 +72,142 @@ type Checkpoint = Omit<Completion, 'promptTokenIds'> & { promptTokenIds: null; p
  * Activities that call inference servers (clotho-llm queue). Each sample's completion is checkpointed in
  * the store as soon as it arrives, so a retried turn only asks for what is still missing.
  */
-export function createInferenceActivities({ inference, continuation, store }: InferenceActivityDeps) {
+export function createInferenceActivities(deps: InferenceActivityDeps) {
   return {
     async generateTurn(input: GenerateTurnInput): Promise<GenerateTurnResult> {
-      const context = Context.current();
-      const { signal, heartbeat } = liveness();
-      const previous = await loadGroupState(store, input.state);
+      const previous = await loadGroupState(deps.store, input.state);
       const state = cloneGroupState(previous);
-      const tokenIn = continuation?.(input.environment);
-      // A messages-only group asks for messages alone, as chat, whatever tokenizer this worker knows.
-      const messagesOnly = state.messagesOnly === true;
-      // Chat requests carry the reasoning asked for; a prompt rendered here asks through the template's switch instead.
-      const reasoning = input.sampling.reasoning;
-      const checkpoint = (sample: number) => groupKey(input, `turn-${input.turn}`, `sample-${sample}`);
-      // The completions of a fresh first turn, asked for in one request: one record, sample i at index i.
-      const togetherKey = groupKey(input, `turn-${input.turn}`, 'samples');
-      const call = async (trajectory: Trajectory, n: number): Promise<Completion[]> => {
-        const sampling = {
-          n,
-          maxTokens: Math.max(1, input.maxTokenLength - trajectory.completionTokens),
-          temperature: input.sampling.temperature,
-          topP: input.sampling.topP,
-          ...(state.stop ? { stop: state.stop } : {}),
-        };
-        const options = { signal, onProgress: () => heartbeat() };
-        // Token ids cannot carry pixels: a conversation with images goes to the server as messages (vLLM renders the
-        // image placeholders and returns the ids it used).
-        if (messagesOnly || !tokenIn || messageImages(trajectory.messages).length > 0) {
-          const request = {
-            messages: trajectory.messages,
-            ...sampling,
-            ...(messagesOnly ? { messagesOnly } : {}),
-            ...(state.tools ? { tools: state.tools } : {}),
-            ...(reasoning ? { reasoning } : {}),
-          };
-          return asFailure(() => inference(input.environment).generate(request, options));
-        }
-        const promptTokenIds = nonRetryableDrift(`turn ${input.turn}`, () =>
-          continuePrompt(tokenIn.tokenizer, trajectory, trajectory.messages, state.tools ?? undefined, reasoning ? THINKING : undefined),
-        );
-        const completions = await asFailure(() => tokenIn.client.generateTokens({ promptTokenIds, ...sampling }, options));
-        return completions.map((c, j) => ({
-          ...c,
-          // The ids sent are the sequence: a server that echoes them altered must not rewrite it.
-          promptTokenIds,
-          message:
-            tokenIn.toolParser === 'hermes'
-              ? { role: 'assistant', ...hermesAssistantMessage(c.text, `call-${input.turn}-${j}`) }
-              : { role: 'assistant', content: c.text },
-        }));
-      };
-
-      const active = activeSamples(state);
-      const completions = new Map<number, Completion>();
-      // Only an earlier attempt of this turn writes its checkpoints: the first attempt has none to read. A local
-      // activity counts attempts afresh on the worker that takes its workflow task over after a crash, so it always reads.
-      if (context.info.attempt > 1 || context.info.isLocal) {
-        const probes = [...(input.turn === 0 ? [togetherKey] : []), ...active.map(checkpoint)];
-        // Past one probe, one listing of the turn's records is cheaper than a failed read per checkpoint not taken
-        // (a first local attempt has none): one request to S3 instead of a group's size.
-        const written = probes.length > 1 ? await keysUnder(store, groupKey(input, `turn-${input.turn}`)) : null;
-        const read = <T>(key: string) => (written && !written.has(key) ? undefined : store.tryGet<T>(key));
-        const together = input.turn === 0 ? await read<Completion[]>(togetherKey) : undefined;
-        together?.forEach((c, i) => completions.set(i, c));
-        for (const i of active) {
-          if (completions.has(i)) continue;
-          const saved = await read<Checkpoint | Completion>(checkpoint(i));
-          if (saved) completions.set(i, fromCheckpoint(saved, state.trajectories[i]!));
-        }
-      }
-      const save = async (i: number, completion: Completion) => {
-        await store.put(checkpoint(i), toCheckpoint(completion, state.trajectories[i]!));
-        completions.set(i, completion);
-      };
-      const missing = active.filter((i) => !completions.has(i));
-      // A fresh first turn shares one prompt: ask for all samples in one request (the server reuses the prefix). They
-      // arrive together, so one record checkpoints them all. A messages-only episode of several turns asks for each
-      // sample alone: the server's usage counts one request's choices together, and the budget is per trajectory.
-      const fresh =
-        input.turn === 0 && missing.length === state.trajectories.length && missing.length > 1 && !(messagesOnly && input.multiTurn);
-      if (fresh) {
-        const results = await call(state.trajectories[0]!, missing.length);
-        await store.put(togetherKey, results);
-        results.forEach((c, i) => completions.set(i, c));
-      } else {
-        await Promise.all(
-          missing.map(async (i) => {
-            const [completion] = await call(state.trajectories[i]!, 1);
-            await save(i, completion!);
-          }),
-        );
-      }
-
-      const apply = messagesOnly ? applyMessage : applyCompletion;
-      for (const i of active)
-        nonRetryableDrift(`turn ${input.turn}, sample ${i}`, () => apply(state.trajectories[i]!, completions.get(i)!, input));
-      const ref = await saveGroupDelta(store, groupKey(input, `turn-${input.turn}`, 'generated'), input.state, previous, state);
+      const generatedTokens = await generateInto(deps, input, state);
+      const ref = await saveGroupDelta(deps.store, groupKey(input, `turn-${input.turn}`, 'generated'), input.state, previous, state);
       const result: GenerateTurnResult = {
         state: ref,
         active: activeSamples(state),
         completionTokens: state.trajectories.map((t) => t.completionTokens),
+        generatedTokens,
       };
-      if (!state.executesTools) return result;
-      const toolCalls = result.active.flatMap((sample) => {
-        const { calls } = toolCallsOf(state.trajectories[sample]!, input.turn, sample);
-        const shown = calls.map((c) => ({ name: c.name, arguments: cut(JSON.stringify(c.arguments), ARGUMENTS_PREVIEW_CHARS) }));
-        return shown.length > 0 ? [{ sample, calls: shown }] : [];
-      });
-      return { ...result, toolCalls };
+      return state.executesTools ? { ...result, toolCalls: turnToolCalls(state, input.turn) } : result;
     },
   };
+}
+
+/**
+ * Asks the model for the turn's completion of every active trajectory of `state` and appends it there (in memory;
+ * the caller saves the state). Each completion is checkpointed in the store as soon as it arrives, and an attempt
+ * that may follow an earlier one reads the checkpoints first, so a retried turn only asks for what is still missing.
+ * With `oneRequestUnchecked`, a turn that is one request (one sample, or a first turn's samples together) keeps no
+ * checkpoint and reads none: its caller writes the turn's state as soon as it returns, and that is the checkpoint.
+ */
+export async function generateInto(
+  { inference, continuation, store }: InferenceActivityDeps,
+  input: Omit<GenerateTurnInput, 'state'>,
+  state: GroupState,
+  { oneRequestUnchecked = false }: { oneRequestUnchecked?: boolean } = {},
+): Promise<number> {
+  const context = Context.current();
+  const { signal, heartbeat } = liveness();
+  const tokenIn = continuation?.(input.environment);
+  // A messages-only group asks for messages alone, as chat, whatever tokenizer this worker knows.
+  const messagesOnly = state.messagesOnly === true;
+  // Chat requests carry the reasoning asked for; a prompt rendered here asks through the template's switch instead.
+  const reasoning = input.sampling.reasoning;
+  const checkpoint = (sample: number) => groupKey(input, `turn-${input.turn}`, `sample-${sample}`);
+  // The completions of a fresh first turn, asked for in one request: one record, sample i at index i.
+  const togetherKey = groupKey(input, `turn-${input.turn}`, 'samples');
+  const call = async (trajectory: Trajectory, n: number): Promise<Completion[]> => {
+    const sampling = {
+      n,
+      maxTokens: Math.max(1, input.maxTokenLength - trajectory.completionTokens),
+      temperature: input.sampling.temperature,
+      topP: input.sampling.topP,
+      ...(state.stop ? { stop: state.stop } : {}),
+    };
+    const options = { signal, onProgress: () => heartbeat() };
+    // Token ids cannot carry pixels: a conversation with images goes to the server as messages (vLLM renders the
+    // image placeholders and returns the ids it used).
+    if (messagesOnly || !tokenIn || messageImages(trajectory.messages).length > 0) {
+      const request = {
+        messages: trajectory.messages,
+        ...sampling,
+        ...(messagesOnly ? { messagesOnly } : {}),
+        ...(state.tools ? { tools: state.tools } : {}),
+        ...(reasoning ? { reasoning } : {}),
+      };
+      return asFailure(() => inference(input.environment).generate(request, options));
+    }
+    const promptTokenIds = nonRetryableDrift(`turn ${input.turn}`, () =>
+      continuePrompt(tokenIn.tokenizer, trajectory, trajectory.messages, state.tools ?? undefined, reasoning ? THINKING : undefined),
+    );
+    const completions = await asFailure(() => tokenIn.client.generateTokens({ promptTokenIds, ...sampling }, options));
+    return completions.map((c, j) => ({
+      ...c,
+      // The ids sent are the sequence: a server that echoes them altered must not rewrite it.
+      promptTokenIds,
+      message:
+        tokenIn.toolParser === 'hermes'
+          ? { role: 'assistant', ...hermesAssistantMessage(c.text, `call-${input.turn}-${j}`) }
+          : { role: 'assistant', content: c.text },
+    }));
+  };
+
+  const active = activeSamples(state);
+  const completions = new Map<number, Completion>();
+  // A fresh first turn shares one prompt: ask for all samples in one request (the server reuses the prefix). They
+  // arrive together, so one record checkpoints them all. A messages-only episode of several turns asks for each
+  // sample alone: the server's usage counts one request's choices together, and the budget is per trajectory.
+  const together = (missing: number[]) =>
+    input.turn === 0 && missing.length === state.trajectories.length && missing.length > 1 && !(messagesOnly && input.multiTurn);
+  const unchecked = oneRequestUnchecked && (active.length === 1 || together(active));
+  // Only an earlier attempt of this turn writes its checkpoints: the first attempt has none to read. A local
+  // activity counts attempts afresh on the worker that takes its workflow task over after a crash, so it always reads.
+  if (!unchecked && (context.info.attempt > 1 || context.info.isLocal)) {
+    const probes = [...(input.turn === 0 ? [togetherKey] : []), ...active.map(checkpoint)];
+    // Past one probe, one listing of the turn's records is cheaper than a failed read per checkpoint not taken
+    // (a first local attempt has none): one request to S3 instead of a group's size.
+    const written = probes.length > 1 ? await keysUnder(store, groupKey(input, `turn-${input.turn}`)) : null;
+    const read = <T>(key: string) => (written && !written.has(key) ? undefined : store.tryGet<T>(key));
+    const together = input.turn === 0 ? await read<Completion[]>(togetherKey) : undefined;
+    together?.forEach((c, i) => completions.set(i, c));
+    for (const i of active) {
+      if (completions.has(i)) continue;
+      const saved = await read<Checkpoint | Completion>(checkpoint(i));
+      if (saved) completions.set(i, fromCheckpoint(saved, state.trajectories[i]!));
+    }
+  }
+  const save = async (i: number, completion: Completion) => {
+    if (!unchecked) await store.put(checkpoint(i), toCheckpoint(completion, state.trajectories[i]!));
+    completions.set(i, completion);
+  };
+  const missing = active.filter((i) => !completions.has(i));
+  if (together(missing)) {
+    const results = await call(state.trajectories[0]!, missing.length);
+    if (!unchecked) await store.put(togetherKey, results);
+    results.forEach((c, i) => completions.set(i, c));
+  } else {
+    await Promise.all(
+      missing.map(async (i) => {
+        const [completion] = await call(state.trajectories[i]!, 1);
+        await save(i, completion!);
+      }),
+    );
+  }
+
+  const apply = messagesOnly ? applyMessage : applyCompletion;
+  const before = state.trajectories.reduce((n, t) => n + t.completionTokens, 0);
+  for (const i of active)
+    nonRetryableDrift(`turn ${input.turn}, sample ${i}`, () => apply(state.trajectories[i]!, completions.get(i)!, input));
+  return state.trajectories.reduce((n, t) => n + t.completionTokens, 0) - before;
+}
+
+/**
+ * The tool calls Clotho runs next, per active sample (for a state whose environment offers executable tools): names
+ * and arguments for the history, cut short when long.
+ */
+export function turnToolCalls(state: GroupState, turn: number): TurnToolCalls[] {
+  return activeSamples(state).flatMap((sample) => {
+    const { calls } = toolCallsOf(state.trajectories[sample]!, turn, sample);
+    const shown = calls.map((c) => ({ name: c.name, arguments: cut(JSON.stringify(c.arguments), ARGUMENTS_PREVIEW_CHARS) }));
+    return shown.length > 0 ? [{ sample, calls: shown }] : [];
+  });
 }
 
 export type InferenceActivities = ReturnType<typeof createInferenceActivities>;
@@ -211,7 +248,7 @@ function fromCheckpoint(saved: Checkpoint | Completion, trajectory: Trajectory):
   return { ...completion, promptTokenIds: [...trajectory.tokens, ...promptSuffix] };
 }
 
-function applyCompletion(trajectory: Trajectory, completion: Completion, input: GenerateTurnInput): void {
+function applyCompletion(trajectory: Trajectory, completion: Completion, input: Omit<GenerateTurnInput, 'state'>): void {
   if (!completion.tokenIds || !completion.logprobs || !completion.promptTokenIds) {
     throw ApplicationFailure.nonRetryable(
       'the inference server returned no token ids or logprobs, so the rollout cannot be trained on; ' +
@@ -238,13 +275,13 @@ function applyCompletion(trajectory: Trajectory, completion: Completion, input: 
  * Appends a messages-only completion: its message, and the tokens the server says it generated (usage), which count
  * against the budget as generated ids do. A completion without that count leaves the trajectory `uncounted`.
  */
-function applyMessage(trajectory: Trajectory, completion: Completion, input: GenerateTurnInput): void {
+function applyMessage(trajectory: Trajectory, completion: Completion, input: Omit<GenerateTurnInput, 'state'>): void {
   if (completion.completionTokens === undefined) trajectory.uncounted = true;
   appendTurn(trajectory, completion, completion.completionTokens ?? 0, input);
 }
 
 /** Appends a completion's message and its generated tokens, and ends the trajectory when its budget or turn is over. */
-function appendTurn(trajectory: Trajectory, completion: Completion, generated: number, input: GenerateTurnInput): void {
+function appendTurn(trajectory: Trajectory, completion: Completion, generated: number, input: Omit<GenerateTurnInput, 'state'>): void {
   trajectory.messages.push({ ...completion.message, role: 'assistant', content: completion.message.content ?? completion.text });
   trajectory.completionTokens += generated;
   trajectory.finishReason = completion.finishReason;

@@ -48,7 +48,7 @@ export interface TurnToolCallResult extends CallToolResult {
 }
 
 /** A call's result as recorded in the store: what the model sees, and the trajectory's state slot after the call. */
-interface ToolRecord {
+export interface ToolRecord {
   name: string;
   arguments: Record<string, unknown>;
   outcome: ToolCallOutcome;
@@ -85,45 +85,12 @@ export function toolCallsOf(trajectory: Trajectory, turn: number, sample: number
  * The activity heartbeats while a call runs, so a call on a dead worker is retried after the step's heartbeat
  * timeout (10 s by default), not its start-to-close timeout.
  */
-export function createToolCallActivities({ environments, store }: EnvironmentActivityDeps) {
+export function createToolCallActivities(deps: EnvironmentActivityDeps) {
   const activities = {
     async callTool(input: CallToolInput): Promise<CallToolResult> {
-      const key = toolRecordKey(input);
-      const recorded = await store.tryGet<ToolRecord>(key);
-      if (recorded) return { outcome: recorded.outcome, content: preview(recorded.content) };
-
-      const { env, item } = itemOf(environments, input);
-      const trajectory = (await loadGroupState(store, input.state)).trajectories[input.sample]!;
-      const call = toolCallsOf(trajectory, input.turn, input.sample).calls[input.call];
-      if (!call)
-        throw ApplicationFailure.nonRetryable(
-          `sample ${input.sample} made no call ${input.call} in turn ${input.turn}`,
-          'EnvironmentError',
-        );
-      // Calls of one turn run in order, each from the state the one before left.
-      const before =
-        input.call === 0 ? (trajectory.state ?? null) : (await readToolRecord(store, { ...input, call: input.call - 1 })).state;
-      const context = {
-        item,
-        state: structuredClone(before),
-        group: await groupResource(store, input, env),
-        sample: input.sample,
-        turn: input.turn,
-        call: input.call,
-        idempotencyKey: key,
-        ...liveness(),
-      };
-      let result;
-      try {
-        const tools = await executableTools(env, item);
-        result = await heartbeating(() => executeToolCall(tools, call, context));
-      } catch (error) {
-        // Not the tool's answer to the model but a broken tool (a dead MCP server, a timeout): retried, never a reward.
-        const message = error instanceof Error ? error.message : String(error);
-        throw ApplicationFailure.retryable(`tool ${call.name} failed: ${message}`, 'ToolFailure');
-      }
-      await store.put(key, { name: call.name, arguments: call.arguments, ...result, state: context.state ?? null } satisfies ToolRecord);
-      return { outcome: result.outcome, content: preview(result.content) };
+      const trajectory = (await loadGroupState(deps.store, input.state)).trajectories[input.sample]!;
+      const record = await runToolCall(deps, input, trajectory);
+      return { outcome: record.outcome, content: preview(record.content) };
     },
 
     /**
@@ -145,6 +112,68 @@ export function createToolCallActivities({ environments, store }: EnvironmentAct
     },
   };
   return activities;
+}
+
+/**
+ * Runs call `input.call` of a trajectory's turn and records its result, or returns the record an earlier attempt
+ * left (see {@link createToolCallActivities} for the contract). `before` is the record of the call before it in the
+ * same turn, when the caller holds it: each call starts from the state the one before left. `fresh` says no earlier
+ * attempt can have run this call (its caller knows), so there is no record to look for.
+ */
+export async function runToolCall(
+  { environments, store }: EnvironmentActivityDeps,
+  input: ToolCallAddress,
+  trajectory: Trajectory,
+  { before, fresh = false }: { before?: ToolRecord; fresh?: boolean } = {},
+): Promise<ToolRecord> {
+  const key = toolRecordKey(input);
+  const recorded = fresh ? undefined : await store.tryGet<ToolRecord>(key);
+  if (recorded) return recorded;
+  const { env, item } = itemOf(environments, input);
+  const call = toolCallsOf(trajectory, input.turn, input.sample).calls[input.call];
+  if (!call)
+    throw ApplicationFailure.nonRetryable(`sample ${input.sample} made no call ${input.call} in turn ${input.turn}`, 'EnvironmentError');
+  // Calls of one turn run in order, each from the state the one before left.
+  const previous =
+    input.call === 0 ? (trajectory.state ?? null) : (before ?? (await readToolRecord(store, { ...input, call: input.call - 1 }))).state;
+  const context = {
+    item,
+    state: structuredClone(previous),
+    group: await groupResource(store, input, env),
+    sample: input.sample,
+    turn: input.turn,
+    call: input.call,
+    idempotencyKey: key,
+    ...liveness(),
+  };
+  let result;
+  try {
+    const tools = await executableTools(env, item);
+    result = await heartbeating(() => executeToolCall(tools, call, context));
+  } catch (error) {
+    // Not the tool's answer to the model but a broken tool (a dead MCP server, a timeout): retried, never a reward.
+    const message = error instanceof Error ? error.message : String(error);
+    throw ApplicationFailure.retryable(`tool ${call.name} failed: ${message}`, 'ToolFailure');
+  }
+  const record: ToolRecord = { name: call.name, arguments: call.arguments, ...result, state: context.state ?? null };
+  await store.put(key, record);
+  return record;
+}
+
+/** Runs a trajectory's calls of a turn in order (see {@link runToolCall}); their records, in order. */
+export async function runTurnCalls(
+  deps: EnvironmentActivityDeps,
+  input: Omit<ToolCallAddress, 'call'>,
+  trajectory: Trajectory,
+  { fresh }: { fresh: boolean },
+): Promise<ToolRecord[]> {
+  const records: ToolRecord[] = [];
+  const { calls } = toolCallsOf(trajectory, input.turn, input.sample);
+  for (let call = 0; call < calls.length; call++) {
+    const before = records.at(-1);
+    records.push(await runToolCall(deps, { ...input, call }, trajectory, { ...(before ? { before } : {}), fresh }));
+  }
+  return records;
 }
 
 export type ToolCallActivities = ReturnType<typeof createToolCallActivities>;

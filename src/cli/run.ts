@@ -48,6 +48,7 @@ export function envRunSettings(plan: RunPlan, searchAttributes: boolean): Omit<E
       steps,
       searchAttributes,
       ...(plan.definition.judge ? { judged: true } : {}),
+      oneActivityPerTurn: true,
       ...(plan.definition.setup || plan.definition.teardown
         ? { hooks: { setup: Boolean(plan.definition.setup), teardown: Boolean(plan.definition.teardown) } }
         : {}),
@@ -76,6 +77,7 @@ export async function startRunWorkers(
     teacher: () => inference.teacher,
     judge: () => inference.judge,
     store: plan.store,
+    groupsInFlight: plan.config.env.max_groups_in_flight,
     ...options,
   });
   return { workers, environment };

@@ -127,9 +127,10 @@ describe('resolveConfig', () => {
     ]);
   });
 
-  it('gives tool calls, setup and teardown their own retry policy on the env queue (--steps.tool.*)', () => {
+  it('gives tool calls, setup and teardown their own retry policy, setup and teardown on the env queue (--steps.tool.*)', () => {
     const { steps } = resolve(['--steps.tool.maximum_attempts', '3', '--steps.tool.heartbeat_timeout', '5']);
-    expect(steps.tool).toMatchObject({ startToCloseTimeoutMs: 300_000, heartbeatTimeoutMs: 5000, maximumAttempts: 3, local: false });
+    expect(steps.tool).toMatchObject({ startToCloseTimeoutMs: 300_000, heartbeatTimeoutMs: 5000, maximumAttempts: 3, local: true });
+    expect(resolve(['--steps.tool.local', 'false']).steps.tool.local).toBe(false);
     expect(steps.setup).toMatchObject({ startToCloseTimeoutMs: 300_000, maximumAttempts: 5, local: false });
     expect(steps.teardown).toMatchObject({ local: false });
   });
@@ -144,8 +145,9 @@ describe('resolveConfig', () => {
       backoffCoefficient: 2,
       maximumIntervalMs: 60_000,
       maximumAttempts: 3,
-      local: false,
+      local: true,
     });
+    expect(resolve(['--steps.generate.local', 'false']).steps.generate.local).toBe(false);
     expect(steps.score).toMatchObject({ startToCloseTimeoutMs: 5000, maximumAttempts: 5, local: true });
   });
 

@@ -122,8 +122,8 @@ export const StepConfigSchema = z.strictObject({
   /** 0 = unlimited, Temporal's convention. */
   maximum_attempts: z.number().int().min(0).default(0).describe('attempts at most (0: unlimited)'),
   /**
-   * Run as a local activity in the worker that runs the workflow, skipping the task-queue round trip: for
-   * cheap steps (prepare, step, parse, score, assemble; `deliver` never, see steps.ts). Heavy or remote work keeps its own task queue.
+   * Run as a local activity in the worker that runs the workflow, skipping the task-queue round trip: every step but
+   * setup, teardown, judge, teacher and `deliver` by default (see steps.ts for the rule).
    */
   local: z.boolean().default(false).describe('run as a local activity in the workflow worker (no task-queue round trip)'),
 });

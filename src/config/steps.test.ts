@@ -13,7 +13,7 @@ describe('defaultStepConfigs', () => {
       backoff_coefficient: 2,
       maximum_interval: 60,
       maximum_attempts: 10,
-      local: false,
+      local: true,
     });
     expect(table.teacher).toMatchObject({ start_to_close_timeout: 300, heartbeat_timeout: 10, maximum_attempts: 10 });
     // The judge follows the policy's timeout unless its own servers say otherwise.
@@ -21,7 +21,7 @@ describe('defaultStepConfigs', () => {
     expect(defaultStepConfigs({ generate: 1200, teacher: 300, judge: 90 }).judge.start_to_close_timeout).toBe(90);
   });
 
-  it('gives tool calls, setup and teardown five minutes on their task queue, and a 10 s heartbeat timeout', () => {
+  it('gives tool calls, setup and teardown five minutes, a 10 s heartbeat timeout, and setup and teardown their task queue', () => {
     for (const name of ['tool', 'setup', 'teardown'] as const) {
       expect(table[name]).toEqual({
         start_to_close_timeout: 300,
@@ -30,7 +30,7 @@ describe('defaultStepConfigs', () => {
         backoff_coefficient: 2,
         maximum_interval: 30,
         maximum_attempts: 5,
-        local: false,
+        local: name === 'tool',
       });
     }
     table.tool.maximum_attempts = 99;
@@ -51,9 +51,17 @@ describe('defaultStepConfigs', () => {
     }
   });
 
-  it('runs the cheap steps (the multi-turn step among them) as local activities, the LLM and tool steps on their task queues', () => {
+  it('runs an episode’s steps as local activities (generation and tool calls too), the teacher, judge and group hooks on their queues', () => {
     const defaults = defaultStepConfigs({ generate: 1, teacher: 1 });
-    expect(STEP_NAMES.filter((name) => defaults[name].local)).toEqual(['prepare', 'step', 'parse', 'score', 'assemble']);
+    expect(STEP_NAMES.filter((name) => defaults[name].local)).toEqual([
+      'prepare',
+      'generate',
+      'tool',
+      'step',
+      'parse',
+      'score',
+      'assemble',
+    ]);
   });
 
   it('returns fresh objects, so one caller cannot change another’s defaults', () => {

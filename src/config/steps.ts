@@ -37,22 +37,26 @@ const remoteStep: StepConfig = StepConfigSchema.parse({
 });
 
 /**
- * Steps that run as local activities by default: cheap, CPU-light work whose task-queue round trips would
- * cost more than the work (`npm run bench` measures it). The multi-turn `step` is one of them since tools run in
- * `tool` activities of their own: a turn saves an activity task and a workflow task (`--steps.step.local false`
- * puts it back on the env queue, for a step that needs heartbeats). `deliver` runs in the env-run beside its
- * launches, where a local activity is never replay-safe.
+ * Steps that run as local activities by default, whose task-queue round trips would cost more than the work
+ * (issue 25, `npm run bench:tool-use` and `bench:orchestration` measure both placements): the environment's own steps,
+ * and generation and tool calls too, so that an episode's turns are `takeTurns` activities in its workflow's worker.
+ * The rule for moving generation (or tools) to its queue with `--steps.generate.local false`: when it must run on
+ * other hosts than the workflows (`clotho worker` processes that serve the LLM queue scale it there), or when a call
+ * usually takes longer than about 15 s (a local activity holds its workflow task, which the SDK renews every 8 s at
+ * three history events each; a queued call is six events whatever it takes, and heartbeats its progress). `deliver`
+ * runs in the env-run beside its launches, where a local activity is never replay-safe.
  */
-const LOCAL_BY_DEFAULT: readonly StepName[] = ['prepare', 'step', 'parse', 'score', 'assemble'];
+const LOCAL_BY_DEFAULT: readonly StepName[] = ['prepare', 'generate', 'tool', 'step', 'parse', 'score', 'assemble'];
 
 /** Default retry policy and timeouts of every workflow step, in seconds. */
 export function defaultStepConfigs(timeouts: StepTimeouts): StepConfigTable {
   const table = {} as StepConfigTable;
-  for (const name of STEP_NAMES) table[name] = { ...localStep, local: LOCAL_BY_DEFAULT.includes(name) };
+  for (const name of STEP_NAMES) table[name] = { ...localStep };
   for (const name of ['tool', 'setup', 'teardown'] as const) table[name] = { ...remoteStep };
   table.generate = llmStep(timeouts.generate);
   table.teacher = llmStep(timeouts.teacher);
   table.judge = llmStep(timeouts.judge ?? timeouts.generate);
+  for (const name of STEP_NAMES) table[name].local = LOCAL_BY_DEFAULT.includes(name);
   return table;
 }
 

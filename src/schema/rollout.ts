@@ -94,6 +94,11 @@ export interface RolloutGroupInput {
   hooks?: { setup: boolean; teardown: boolean };
   /** Whether the environment asks a judge model about each group (its `judge` hook) before scoring it. */
   judged?: boolean;
+  /**
+   * Each turn one local activity when generation, tools and step run local (`takeTurn`, issue 25); absent in groups of
+   * runs started before it, which replay as they ran.
+   */
+  oneActivityPerTurn?: boolean;
 }
 
 /** The small result of a rollout group: a reference to the full group plus what the driver counts. */

@@ -30,10 +30,13 @@ export function errorType(error: unknown): string {
   return error instanceof Error ? error.name : typeof error;
 }
 
-/** Tokens a generation step produced (its result's `completionTokens`); undefined for any other step. */
+/**
+ * Tokens a generation step produced (its result's `generatedTokens`: generateTurn, takeTurns); undefined for any other
+ * step. Not `completionTokens`, which is each trajectory's total so far: a multi-turn episode counted it once a turn.
+ */
 const completionTokensOf = (result: unknown): number | undefined => {
-  const tokens = (result as { completionTokens?: unknown } | null)?.completionTokens;
-  return Array.isArray(tokens) ? tokens.reduce((sum: number, n) => sum + (typeof n === 'number' ? n : 0), 0) : undefined;
+  const tokens = (result as { generatedTokens?: unknown } | null)?.generatedTokens;
+  return typeof tokens === 'number' ? tokens : undefined;
 };
 
 /** Metrics of one worker process (`clotho process | serve | worker`), on a registry of its own. */

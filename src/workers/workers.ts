@@ -13,6 +13,7 @@ import { createEnvironmentActivities } from '../activities/environment.js';
 import { createEvaluationActivities } from '../activities/evaluation.js';
 import { createInferenceActivities, type InferenceActivityDeps } from '../activities/inference.js';
 import { createJudgeActivities } from '../activities/judge.js';
+import { createTurnActivities } from '../activities/turn.js';
 import { createTeacherActivities, type TeacherClient } from '../activities/teacher.js';
 import { createToolCallActivities } from '../activities/tool-calls.js';
 import { createTrajectoryActivities } from '../activities/trajectories.js';
@@ -42,6 +43,11 @@ export interface WorkerSetup {
   llmConcurrency?: number;
   /** Concurrent environment activities (parse, score, step: CPU-bound). */
   envConcurrency?: number;
+  /**
+   * Rollout groups the run keeps in flight (`max_groups_in_flight`): with generation local, each holds a workflow task
+   * for its whole episode, so this worker takes that many at once.
+   */
+  groupsInFlight?: number;
   /** Lets tests observe or perturb activities without mocking them. */
   wrapActivities?: <T extends Record<string, (...args: never[]) => Promise<unknown>>>(activities: T) => T;
   /** Activity interceptors for all three workers (local activities included): metrics (`src/workers/metrics.ts`). */
@@ -99,23 +105,28 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
   });
   // Model-calling steps run on the LLM queue, and in the workflow worker for a step configured local
   // (`--steps.generate.local true`).
+  const inferenceDeps = { inference: setup.inference, continuation: setup.continuation, store };
   const llmSteps = wrap({
-    ...createInferenceActivities({ inference: setup.inference, continuation: setup.continuation, store }),
+    ...createInferenceActivities(inferenceDeps),
     ...createTeacherActivities({ teacher: setup.teacher ?? (() => undefined), store }),
     ...createJudgeActivities({ environments: setup.environments, store, judge: setup.judge }),
   });
+  // A whole turn in one local activity (the default placement): generation, the tool calls and the step.
+  const turnActivities = wrap(createTurnActivities({ ...inferenceDeps, environments: setup.environments, judge: setup.judge }));
   const llmConcurrency = setup.llmConcurrency ?? 64;
   const envConcurrency = setup.envConcurrency ?? 64;
+  const episodes = Math.max(llmConcurrency, setup.groupsInFlight ?? 0);
   const workers = await Promise.all([
     Worker.create({
       ...common,
       taskQueue: setup.taskQueues.workflows,
       workflowBundle: await workflowBundle(),
       stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START,
-      // A workflow task holds its slot until its local activities finish: a local model call holds one for the call.
-      maxConcurrentWorkflowTaskExecutions: 40 + llmConcurrency,
-      activities: { ...envActivities, ...llmSteps },
-      maxConcurrentLocalActivityExecutions: envConcurrency + llmConcurrency,
+      // A workflow task holds its slot until its local activities finish: an episode whose turns run local holds one
+      // for the episode.
+      maxConcurrentWorkflowTaskExecutions: 40 + episodes,
+      activities: { ...envActivities, ...llmSteps, ...turnActivities },
+      maxConcurrentLocalActivityExecutions: envConcurrency + episodes,
     }),
     Worker.create({
       ...common,

@@ -1,11 +1,13 @@
 import { CancellationScope, log, upsertSearchAttributes } from '@temporalio/workflow';
-import type { EnvironmentActivities } from '../activities/environment.js';
+import type { EnvironmentActivities, FinishGroupResult } from '../activities/environment.js';
 import type { GenerateTurnResult, InferenceActivities } from '../activities/inference.js';
 import type { JudgeActivities } from '../activities/judge.js';
 import type { TeacherActivities } from '../activities/teacher.js';
 import type { ToolCallActivities } from '../activities/tool-calls.js';
+import type { TakeTurnsInput, TakeTurnsResult, TurnActivities } from '../activities/turn.js';
 import type { AssembleResult, TrajectoryActivities } from '../activities/trajectories.js';
 import type { RolloutGroupInput, RolloutGroupResult, StoreRef } from '../schema/rollout.js';
+import { TURNS_WINDOW_MS } from '../schema/turns.js';
 import { dropsForEqualScores } from '../schema/scores.js';
 import { cut } from '../schema/text.js';
 import { stepActivities } from './activity-options.js';
@@ -71,44 +73,29 @@ async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>)
   const { steps, taskQueues } = input;
   const env = (step: keyof typeof steps) => stepActivities<EnvironmentActivities>(steps[step], taskQueues.env);
   const { prepareGroup } = env('prepare');
-  const { stepTurn } = env('step');
   const { parseGroup } = env('parse');
   const { scoreGroup } = env('score');
-  const { generateTurn } = stepActivities<InferenceActivities>(steps.generate, taskQueues.llm);
   const { teacherLogprobs } = stepActivities<TeacherActivities>(steps.teacher, taskQueues.llm);
   const { assembleGroup } = stepActivities<TrajectoryActivities>(steps.assemble, taskQueues.env);
 
   const address = { runId: input.runId, environment: input.environment, itemIndex: input.itemIndex };
-  const multiTurn = input.maxTurns > 1;
-  let state: StoreRef = await prepareGroup({ ...address, groupSize: input.groupSize });
-  let turn = 0;
-  let tokens: number[] = [];
-  let toolCalls = 0;
-  for (; ; turn++) {
-    const generated = await generateTurn({
-      ...address,
-      turn,
-      state,
-      sampling: input.sampling,
-      maxTokenLength: input.maxTokenLength,
-      multiTurn,
-    });
-    state = generated.state;
-    tokens = generated.completionTokens;
-    if (generated.active.length === 0 || turn + 1 >= input.maxTurns) break;
-    toolCalls += await callTools(input, turn, state, generated.toolCalls ?? []);
-    const stepped = await stepTurn({ ...address, turn, state });
-    state = stepped.state;
-    if (stepped.active.length === 0) break;
-  }
-  const turns = turn + 1;
-  const generationParams = { temperature: input.sampling.temperature, top_p: input.sampling.topP, max_tokens: input.maxTokenLength };
-  const ended = { turns, toolCalls, completionTokens: tokens.reduce((a, b) => a + b, 0) };
-
   // With no judge or teacher between them, parse, score and assemble are one local activity, under score's retry
   // policy and timeout.
   const local = steps.parse.local && steps.score.local && steps.assemble.local;
-  if (local && !input.judged && input.teacherTopK === null) {
+  const finishesLocally = local && !input.judged && input.teacherTopK === null;
+  const generationParams = { temperature: input.sampling.temperature, top_p: input.sampling.topP, max_tokens: input.maxTokenLength };
+  const episode = turnsInOneActivity(input)
+    ? await runTurns(input, finishesLocally ? { ensureScoresAreNotSame: input.ensureScoresAreNotSame, generationParams } : undefined)
+    : await stepTurns(input, await prepareGroup({ ...address, groupSize: input.groupSize }));
+  const { state, turn, tokens, toolCalls } = episode;
+  const turns = turn + 1;
+  const ended = { turns, toolCalls, completionTokens: tokens.reduce((a, b) => a + b, 0) };
+  if (episode.finished) {
+    await teardown();
+    const { scores, metrics, assembled } = episode.finished;
+    return outcome(input, ended, scores, metrics, assembled);
+  }
+  if (finishesLocally) {
     const { finishGroup } = env('score');
     const { scores, metrics, assembled } = await finishGroup({
       ...address,
@@ -129,6 +116,92 @@ async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>)
   const teacher = input.teacherTopK === null ? null : await teacherLogprobs({ ...address, state, topK: input.teacherTopK });
   const assembled = await assembleGroup({ ...address, state, scores, teacher, ...(advantages ? { advantages } : {}), generationParams });
   return outcome(input, ended, scores, metrics, assembled);
+}
+
+/** Where an episode is after its last turn: its state, that turn, each trajectory's completion tokens, calls made. */
+interface Episode {
+  state: StoreRef;
+  turn: number;
+  tokens: number[];
+  toolCalls: number;
+  /** The finished group, when the last turn's activity finished it. */
+  finished?: FinishGroupResult;
+}
+
+/**
+ * Whether an episode's turns run as `takeTurns` local activities: in groups of runs that ask for it
+ * (`oneActivityPerTurn`, set by every run started since; groups of older runs replay as they ran), when generation,
+ * tools and step all run local, as they do by default.
+ */
+function turnsInOneActivity({ oneActivityPerTurn, steps }: RolloutGroupInput): boolean {
+  return oneActivityPerTurn === true && steps.prepare.local && steps.generate.local && steps.step.local && (steps.tool?.local ?? false);
+}
+
+/**
+ * The turns of an episode as `takeTurns` local activities, each a turn or, while turns are fast, the turns of about a
+ * second (`TURNS_WINDOW_MS`): the first prepares the group, and the last finishes it when `finish` is given. A marker
+ * and a workflow activation per activity; the workflow task stays open across them (the SDK completes it and takes a
+ * new one each time 80 % of its timeout passes).
+ */
+async function runTurns(input: RolloutGroupInput, finish: TakeTurnsInput['finish']): Promise<Episode> {
+  const { generate, tool, step } = input.steps;
+  // An activity takes turns for up to a second, then one more: its timeout covers that and a turn's generation, a
+  // tool call and step.
+  const turnMs = generate.startToCloseTimeoutMs + (tool?.startToCloseTimeoutMs ?? 0) + step.startToCloseTimeoutMs;
+  const turnsStep = { ...generate, startToCloseTimeoutMs: TURNS_WINDOW_MS + turnMs };
+  let state: StoreRef | null = null;
+  let toolCalls = 0;
+  for (let turn = 0; ;) {
+    const { takeTurns } = stepActivities<TurnActivities>(turnsStep, input.taskQueues.llm, `turn ${turn}`);
+    const taken: TakeTurnsResult = await takeTurns({
+      runId: input.runId,
+      environment: input.environment,
+      itemIndex: input.itemIndex,
+      turn,
+      state,
+      groupSize: input.groupSize,
+      sampling: input.sampling,
+      maxTokenLength: input.maxTokenLength,
+      maxTurns: input.maxTurns,
+      ...(finish ? { finish } : {}),
+    });
+    state = taken.state;
+    toolCalls += taken.calls.length;
+    turn += taken.turns;
+    if (!taken.next) {
+      const last = { state, turn: turn - 1, tokens: taken.completionTokens, toolCalls };
+      return taken.finished ? { ...last, finished: taken.finished } : last;
+    }
+  }
+}
+
+/** The turns of an episode as one activity per step: generate, the tool calls (`callTools`), step. */
+async function stepTurns(input: RolloutGroupInput, prepared: StoreRef): Promise<Episode> {
+  const { steps, taskQueues } = input;
+  const address = { runId: input.runId, environment: input.environment, itemIndex: input.itemIndex };
+  const { stepTurn } = stepActivities<EnvironmentActivities>(steps.step, taskQueues.env);
+  const { generateTurn } = stepActivities<InferenceActivities>(steps.generate, taskQueues.llm);
+  const multiTurn = input.maxTurns > 1;
+  let state = prepared;
+  let tokens: number[] = [];
+  let toolCalls = 0;
+  for (let turn = 0; ; turn++) {
+    const generated = await generateTurn({
+      ...address,
+      turn,
+      state,
+      sampling: input.sampling,
+      maxTokenLength: input.maxTokenLength,
+      multiTurn,
+    });
+    state = generated.state;
+    tokens = generated.completionTokens;
+    if (generated.active.length === 0 || turn + 1 >= input.maxTurns) return { state, turn, tokens, toolCalls };
+    toolCalls += await callTools(input, turn, state, generated.toolCalls ?? []);
+    const stepped = await stepTurn({ ...address, turn, state });
+    state = stepped.state;
+    if (stepped.active.length === 0) return { state, turn, tokens, toolCalls };
+  }
 }
 
 /** The group's result and its search attributes: scored with its assembled group, or dropped (null) for equal scores. */

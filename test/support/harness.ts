@@ -24,6 +24,17 @@ export function fastSteps(): StepOptionsTable {
   return table;
 }
 
+/**
+ * {@link fastSteps} with generation and tool calls on their task queues (`--steps.generate.local false
+ * --steps.tool.local false`): an activity per generation and per call, each with its heartbeats and attempts.
+ */
+export function queuedSteps(): StepOptionsTable {
+  const table = fastSteps();
+  table.generate.local = false;
+  table.tool.local = false;
+  return table;
+}
+
 /** Counts activity calls by name; `wrap` plugs into the workers. */
 export function activityCounter() {
   const calls: Record<string, number> = {};
@@ -106,7 +117,9 @@ export async function startHarness<S extends TrajectoryStore = FileSystemStore>(
       ensureScoresAreNotSame: false,
       teacherTopK: null,
       taskQueues: { llm: queues.llm, env: queues.env },
-      steps: fastSteps(),
+      // Each step an activity of its own, as groups ran before takeTurns: what most workflow tests look at. The
+      // default placement is `{ steps: fastSteps(), oneActivityPerTurn: true }` (test/workflows/take-turns.test.ts).
+      steps: queuedSteps(),
       searchAttributes: true,
       ...overrides,
     }),
