@@ -154,6 +154,20 @@ describe('stalledWorkflowTask', () => {
     expect(waitingText(stalled!, NOW)).toBe('workflow task on a stopped worker, waiting for a worker to take it');
   });
 
+  it('reads past the transient attempt after a timeout, which names no worker, to the attempt that stalled', () => {
+    const stalled = stalledWorkflowTask(
+      'g',
+      history(
+        { eventTime: at(NOW - 13_000), workflowTaskStartedEventAttributes: { identity: 'dead' } },
+        { workflowTaskTimedOutEventAttributes: {} },
+        { workflowTaskScheduledEventAttributes: {} },
+        { workflowTaskStartedEventAttributes: { identity: '' } },
+      ),
+      dead,
+    );
+    expect(stalled).toMatchObject({ what: 'workflow task', why: 'on a stopped worker' });
+  });
+
   it('finds none when the last task completed or runs on a live worker', () => {
     expect(
       stalledWorkflowTask(

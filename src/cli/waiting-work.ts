@@ -1,5 +1,6 @@
 import type { WorkflowClient, WorkflowExecutionDescription } from '@temporalio/client';
 import proto from '@temporalio/proto';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { failureMessage, ms, type History } from './history-timeline.js';
 
@@ -41,9 +42,20 @@ export function stoppedHere(identity: string | null | undefined): boolean {
   if (!match || match[2] !== hostname()) return false;
   try {
     process.kill(Number(match[1]), 0);
-    return false;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+  // A process killed a moment ago may still be a zombie, answering signals until its parent reaps it.
+  return zombie(Number(match[1]));
+}
+
+/** Whether /proc says the process has exited and waits to be reaped (false where there is no /proc). */
+function zombie(pid: number): boolean {
+  try {
+    const state = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+    return state === 'Z' || state === 'X';
+  } catch {
+    return false;
   }
 }
 
@@ -96,6 +108,9 @@ export function stalledWorkflowTask(workflowId: string, history: History, stoppe
     if (event.workflowTaskCompletedEventAttributes || event.workflowTaskFailedEventAttributes) return null;
     if (event.workflowTaskTimedOutEventAttributes) timedOut = true;
     const started = event.workflowTaskStartedEventAttributes;
+    // An attempt after a timed-out one is transient (the server writes it once it completes) and names no worker:
+    // the attempt before it says where the group stalled.
+    if (started && !started.identity) continue;
     if (started) {
       if (!stopped(started.identity)) return null;
       const at = ms(event.eventTime);

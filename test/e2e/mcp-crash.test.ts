@@ -59,7 +59,7 @@ async function ledger(path: string): Promise<LedgerLine[]> {
     .map((l) => JSON.parse(l) as LedgerLine);
 }
 
-async function crashRun(placement: 'remote' | 'local') {
+async function crashRun(placement: 'queue' | 'default') {
   const seed = chaosSeed();
   const prng = createPrng(seed);
   const runId = uniqueId(`mcp-crash-${placement}`);
@@ -99,7 +99,7 @@ async function crashRun(placement: 'remote' | 'local') {
     out,
     '--store',
     path('store'),
-    ...(placement === 'local' ? ['--steps.tool.local', 'true'] : []),
+    ...(placement === 'queue' ? ['--steps.generate.local', 'false', '--steps.tool.local', 'false'] : []),
   ];
   const starts: number[] = [];
   const start = (): CliRun => {
@@ -133,7 +133,7 @@ async function crashRun(placement: 'remote' | 'local') {
     inspections.push(inspect.stdout);
     // Seconds after the kill the step is still on the dead worker, or (a slow machine) already timed out and waiting.
     expect(inspect.stdout, inspect.stderr).toMatch(
-      placement === 'remote' ? /waiting: tool call on a stopped worker/ : /waiting: workflow task on a stopped worker/,
+      placement === 'queue' ? /waiting: tool call on a stopped worker/ : /waiting: workflow task on a stopped worker/,
     );
   }
   const last = start();
@@ -152,7 +152,7 @@ async function crashRun(placement: 'remote' | 'local') {
   };
 }
 
-describe.each(['remote', 'local'] as const)('MCP tool calls across kill -9 (%s tool placement)', (placement) => {
+describe.each(['queue', 'default'] as const)('MCP tool calls across kill -9 (%s placement)', (placement) => {
   it('finishes every episode; a key-honouring server executes each call once, one that ignores the key only the killed call twice', async () => {
     const { seed, kills, groups, keyed, plain } = await crashRun(placement);
     const at = `(seed ${seed}: CHAOS_SEED=${seed} reruns it)`;

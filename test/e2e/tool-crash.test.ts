@@ -9,7 +9,8 @@ import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { FileSystemStore } from '../../src/store/trajectory-store.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { spawnClotho, waitFor, type CliRun } from '../support/cli.js';
-import { fastSteps } from '../support/harness.js';
+import type { TakeTurnsResult } from '../../src/activities/turn.js';
+import { fastSteps, queuedSteps } from '../support/harness.js';
 import { assistantTurns, startScriptedOpenAI, type ScriptedBody } from '../support/scripted-openai.js';
 import { testConnection, uniqueId } from '../support/temporal.js';
 
@@ -21,10 +22,12 @@ afterAll(() => workers.forEach((w) => w.child.exitCode === null && w.child.kill(
 
 type Event = temporal.api.history.v1.IHistoryEvent;
 
-/** The input every test starts its 20-turn group with, on the run's own task queues. */
-function groupInput(runId: string, generateHeartbeatMs: number) {
+/**
+ * The input every test starts its 20-turn group with, on the run's own task queues: each step an activity of its own
+ * unless `steps` say otherwise.
+ */
+function groupInput(runId: string, generateHeartbeatMs: number, steps = queuedSteps()) {
   const queues = runTaskQueues(runId, 'logged-tools');
-  const steps = fastSteps();
   // A generation on a dead worker is sent again once its heartbeats stop for this long.
   steps.generate = { ...steps.generate, heartbeatTimeoutMs: generateHeartbeatMs };
   return {
@@ -241,6 +244,55 @@ describe('kill -9 of the worker in the middle of a 20-turn tool episode', () => 
 
   it('does the same with generation and tool calls as local activities: the replay runs them again, and no call runs twice', async () => {
     await expectLocalEpisodeSurvivesKill({ localTools: true });
+  });
+
+  it('does the same in the default placement, turns in takeTurns: no turn recorded before the kill asked again, no call run twice', async () => {
+    const { client } = await testConnection();
+    const dir = await mkdtemp(join(tmpdir(), 'clotho-tool-crash-turns-'));
+    const log = join(dir, 'calls.log');
+    const { model, asked, atKill } = await modelHangingAtKill();
+    const runId = uniqueId('tool-crash-turns');
+    const startWorker = workerStarter(runId, dir, model.baseUrl);
+    const workflowId = uniqueId('tool-crash-turns-group');
+    const first = startWorker();
+    const handle = await client.workflow.start(rolloutGroup, {
+      taskQueue: runTaskQueues(runId, 'logged-tools').workflows,
+      workflowId,
+      args: [{ ...groupInput(runId, 4000, fastSteps()), oneActivityPerTurn: true }],
+      workflowTaskTimeout: '4s',
+    });
+    await atKill;
+    const result = await killAndFinishElsewhere(first, startWorker, () => handle.result());
+    await model.close();
+
+    expect(result).toMatchObject({ status: 'scored', turns: TURNS, toolCalls: TURNS - 1, scores: [1] });
+    const executed = (await readFile(log, 'utf8')).trim().split('\n');
+    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const timedOut = events.findIndex((e) => e.workflowTaskTimedOutEventAttributes);
+    expect(timedOut).toBeGreaterThan(0);
+    const turnsOf = (from: number, to: number) =>
+      events
+        .slice(from, to)
+        .flatMap((e) => e.markerRecordedEventAttributes?.details?.result?.payloads ?? [])
+        .map((p) => (JSON.parse(Buffer.from(p.data!).toString()) as TakeTurnsResult).turns)
+        .reduce((a, b) => a + b, 0);
+    // The turns the killed worker took and its history recorded, and those the new worker read from the store: every
+    // turn before the kill (its record written), and only the turn in flight then was asked of the model again.
+    const recorded = turnsOf(0, timedOut);
+    const resent = asked.length - TURNS;
+    const rerun = executed.length - new Set(executed).size;
+    console.log(
+      `tool crash, default placement: killed at turn ${KILL_AT}; ${recorded} turns in the history before the kill, ` +
+        `${KILL_AT - recorded} read back from the store after it; model calls sent again ${resent}, tool calls run again ${rerun}`,
+    );
+    expect(turnsOf(0, events.length)).toBe(TURNS);
+    expect(recorded).toBeLessThan(KILL_AT);
+    expect(asked.filter((t) => t === KILL_AT)).toHaveLength(2);
+    expect(resent).toBe(1);
+    expect(rerun).toBe(0);
+    expect(executed).toHaveLength(TURNS - 1);
+    // Nothing but the group's own workflow tasks and markers: no activity on a task queue.
+    expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
   });
 
   it('does the same with the embedded engine generating in the worker process (killed with it)', async () => {
