@@ -11,7 +11,7 @@ import { envRun } from '../../src/workflows/env-run.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { workflowBundle } from '../../src/workers/bundle.js';
 import { guessNumber } from '../support/environments.js';
-import { startHarness, type Harness } from '../support/harness.js';
+import { fastSteps, startHarness, type Harness } from '../support/harness.js';
 import { counterTools } from '../support/counter-tools.js';
 import { assistantTurns, openAIError, type Responder } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
@@ -157,6 +157,45 @@ describe('replay of recorded histories', () => {
     },
   );
 
+  it.runIf(recording)(
+    'records a tool-using group in the default placement: takeTurns, a flaky call retried, setup and teardown',
+    async () => {
+      // Calls of 1.1 s, so that turn 1 ends the first activity (TURNS_WINDOW_MS) and the history loops: turn 0 calls add
+      // and flaky (its first attempt fails the activity, whose retry reads turn 0 back), turn 1 add, turn 2 answers.
+      harness = await startHarness({
+        environment: counterTools,
+        envConfig: { group_size: 2 },
+        responder: (body) => {
+          const turn = assistantTurns(body);
+          const add = '<tool_call>{"name": "add", "arguments": {"x": 2}}</tool_call>';
+          const text =
+            turn === 0 ? `${add}<tool_call>{"name": "flaky", "arguments": {}}</tool_call>` : turn === 1 ? add : 'The total is 4.';
+          return { delayMs: 1100, choices: Array.from({ length: body.n ?? 1 }, () => ({ text })) };
+        },
+      });
+      const input = harness.groupInput(0, {
+        maxTurns: 4,
+        hooks: { setup: true, teardown: true },
+        steps: fastSteps(),
+        oneActivityPerTurn: true,
+      });
+      await recordRolloutGroup(harness, 'rollout-group-take-turns.json', input);
+    },
+  );
+
+  it.runIf(recording)('records a single-turn group in the default placement: one takeTurns that prepares and finishes it', async () => {
+    harness = await startHarness({
+      environment: guessNumber,
+      envConfig: { group_size: 2 },
+      responder: (body) => ({ choices: Array.from({ length: body.n ?? 1 }, (_, i) => ({ text: i === 0 ? '40' : '7' })) }),
+    });
+    await recordRolloutGroup(
+      harness,
+      'rollout-group-take-turns-single.json',
+      harness.groupInput(0, { steps: fastSteps(), oneActivityPerTurn: true }),
+    );
+  });
+
   // The recorders above write the rollout groups and env-run-launch-first.json; test/e2e/serve-weighted.test.ts the
   // weighted batcher and env-run, src/store/retention.test.ts the trained release, test/e2e/atropos-process.test.ts the
   // Atropos workflows, test/e2e/atropos-evaluate.test.ts the Atropos evaluations (all with CLOTHO_RECORD_HISTORIES=1).
@@ -169,6 +208,10 @@ describe('replay of recorded histories', () => {
     'rollout-group-tools-local-tools.json',
     // A single-turn group: parse, score and assemble in one finishGroup.
     'rollout-group-single-turn.json',
+    // The default placement (`oneActivityPerTurn`): an episode's turns as takeTurns markers, and a single-turn group
+    // as one.
+    'rollout-group-take-turns.json',
+    'rollout-group-take-turns-single.json',
     // A batcher pushing each env its weighted share of the room.
     'batcher-weighted.json',
     // Launches first, then deliveries: to JSONL here, and to a weighted batcher.
@@ -198,7 +241,7 @@ describe('replay of recorded histories', () => {
     'atropos-evaluation-failed.json',
   ])('replays %s against the current workflow code', async (name) => {
     const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
-    expect(history.events.length).toBeGreaterThan(10);
+    expect(history.events.length).toBeGreaterThan(5);
     expect(atBaseline(history), `${name} was recorded before the replay baseline: record it anew`).toBe(true);
     await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, name);
   });
