@@ -79,25 +79,25 @@ export interface BenchWorkerOptions {
   environment?: AnyEnvironment;
   /** Turns per episode at most (`max_turns`). @default 1 */
   maxTurns?: number;
-  /** Generation as a local activity in the workflow's worker (`--steps.generate.local true`). @default false */
-  localGeneration?: boolean;
-  /** A turn's tool calls as one local activity (`--steps.tool.local true`). @default false */
-  localTools?: boolean;
+  /** Where the steps run. @default "default" */
+  placement?: Placement;
 }
 
-/** How a bench places generation: on the LLM queue (the default) or as a local activity. */
-export const GENERATIONS = {
-  queue: 'generation on the LLM queue (default)',
-  local: 'generation as a local activity (--steps.generate.local true)',
+/** Where a bench runs a group's steps. */
+export const PLACEMENTS = {
+  default: 'every step local, turns in takeTurns (the default)',
+  queue: 'generation and tool calls on their task queues (--steps.generate.local false --steps.tool.local false)',
+  steps: 'generation and tool calls local, an activity per step (the path of runs started before takeTurns)',
 } as const;
-export type Generation = keyof typeof GENERATIONS;
+export type Placement = keyof typeof PLACEMENTS;
 
-/** The `--generation queue,local` list of a bench, checked. */
-export function generationsOf(list: string): Generation[] {
-  const modes = list.split(',').filter(Boolean);
-  for (const mode of modes)
-    if (!(mode in GENERATIONS)) throw new Error(`--generation: expected queue and/or local (comma-separated), got "${mode}"`);
-  return modes as Generation[];
+/** The `--placement default,queue` list of a bench, checked. */
+export function placementsOf(list: string): Placement[] {
+  const placements = list.split(',').filter(Boolean);
+  for (const placement of placements)
+    if (!(placement in PLACEMENTS))
+      throw new Error(`--placement: expected default, queue and/or steps (comma-separated), got "${placement}"`);
+  return placements as Placement[];
 }
 
 /** What one env-run of the bench workers did: its id (store keys and workflow ids derive from it) and wall time. */
@@ -141,8 +141,11 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
   });
   const timeout = o.generateTimeoutS ?? 60;
   const steps = toStepOptions(defaultStepConfigs({ generate: timeout, teacher: timeout }));
-  steps.generate.local = o.localGeneration ?? false;
-  steps.tool.local = o.localTools ?? false;
+  const placement = o.placement ?? 'default';
+  if (placement === 'queue') {
+    steps.generate.local = false;
+    steps.tool.local = false;
+  }
   return {
     store,
     async run(groups, maxInFlight) {
@@ -164,7 +167,7 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
           taskQueues: { llm: queues.llm, env: queues.env },
           steps,
           searchAttributes: true,
-          oneActivityPerTurn: true,
+          oneActivityPerTurn: placement !== 'steps',
         },
       };
       const start = performance.now();

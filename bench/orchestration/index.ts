@@ -8,15 +8,15 @@
  *    (32 and 256), in steady state: over `--waves` waves, the calls started per second from the second wave to the
  *    last (each wave's mean start time), against the in-flight/2 s an orchestrator that cost nothing would start.
  *
- * Both are measured with generation on the LLM queue (the default) and as a local activity in the workflow's worker
- * (`--steps.generate.local true`), each on fresh workers.
+ * Both are measured in each placement (`--placement`: the default, every step local, a group one takeTurns; the queue,
+ * generation on the LLM queue), each on fresh workers.
  *
  * What bounds them on a given machine is printed beside them: the cores that part 1's ratio of 0.5 would take at the
  * CPU per group measured (the dev server's, and this process's, which holds the scripted server the direct calls use
  * too), and for part 2 the cores busy on average and in the busiest tenth of 100 ms windows, with the legs of a
  * steady-state group's cycle from its histories: groups that start and finish together queue for the CPU together.
  *
- * Run: npm run bench:orchestration [-- --groups 200 --concurrency 32 --in-flight 32,256 --waves 6 --generation queue,local]
+ * Run: npm run bench:orchestration [-- --groups 200 --concurrency 32 --in-flight 32,256 --waves 6 --placement default,queue]
  */
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -30,15 +30,15 @@ import { CYCLE_LEGS, readCycles } from './cycle.js';
 import {
   benchEnv,
   benchMessages,
-  GENERATIONS,
-  generationsOf,
+  PLACEMENTS,
+  placementsOf,
   perGroup,
   requestsBetween,
   startBenchTemporal,
   startBenchWorkers,
   workflowRuns,
   type BenchTemporal,
-  type Generation,
+  type Placement,
 } from '../support.js';
 
 const { values } = parseArgs({
@@ -47,7 +47,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '32' },
     'in-flight': { type: 'string', default: '32,256' },
     waves: { type: 'string', default: '6' },
-    generation: { type: 'string', default: 'queue,local' },
+    placement: { type: 'string', default: 'default,queue' },
   },
 });
 const GROUPS = Number(values.groups);
@@ -58,7 +58,7 @@ if (!Number.isInteger(WAVES) || WAVES < 3)
   throw new Error(
     `--waves: expected a whole number of at least 3 (a first and a last wave around the steady state), got "${values.waves}"`,
   );
-const MODES = generationsOf(values.generation);
+const MODES = placementsOf(values.placement);
 const SAMPLES = 8;
 const TOKENS = 256;
 const SLOW_MS = 2000;
@@ -111,17 +111,18 @@ async function main(): Promise<void> {
     for (const mode of MODES) {
       const instant = await measureInstant(bench, fast.baseUrl, mode);
       const clothoRate = GROUPS / (instant.wallMs / 1000);
-      console.log(`${GENERATIONS[mode]}:`);
+      const [serverMs, selfMs] = [instant.cpu.otherMs / GROUPS, instant.cpu.selfMs / GROUPS];
+      console.log(`${mode}: ${PLACEMENTS[mode]}`);
+      console.log(
+        `  cpu per group: clotho ${n(serverMs + selfMs)} ms all in (${n(serverMs)} ms Temporal dev server + ${n(selfMs)} ms this process: ` +
+          `workers, client, scripted server), the direct calls ${n(directCpuMs)} ms; history events ${n(instant.groupEvents)} in the group + ` +
+          `${n(instant.parentEvents)} in the env-run`,
+      );
       console.log(`  clotho end to end:      ${n(clothoRate)} groups/s`);
       console.log(`  ratio clotho / direct:  ${n(clothoRate / directRate, 3)}`);
-      console.log(`  per group: ${n(instant.groupEvents)} history events in the rollout group + ${n(instant.parentEvents)} in the env-run`);
       console.log(
         `  server round trips: ${n(instant.groupRoundTrips)} of the rollout group's own (its history's workflow and activity tasks); ` +
           `all requests ${n(instant.requests.total / GROUPS)} with the env-run's (${perGroup(instant.requests.byOperation, GROUPS)})`,
-      );
-      const [serverMs, selfMs] = [instant.cpu.otherMs / GROUPS, instant.cpu.selfMs / GROUPS];
-      console.log(
-        `  CPU per group: ${n(serverMs)} ms Temporal dev server, ${n(selfMs)} ms this process (workers, client, scripted server)`,
       );
       console.log(
         `  cores a ratio of 0.5 takes at this CPU per group: (${n(serverMs)} + ${n(selfMs)} ms) × ${n(directRate / 2)} groups/s = ` +
@@ -134,7 +135,7 @@ async function main(): Promise<void> {
       for (const mode of MODES) {
         const slow = await measureSlow(bench, inFlight, mode);
         console.log(
-          `2 s inference, ${inFlight} groups in flight, ${WAVES} waves (${inFlight * WAVES} groups), ${GENERATIONS[mode]}: ` +
+          `2 s inference, ${inFlight} groups in flight, ${WAVES} waves (${inFlight * WAVES} groups), ${mode} placement: ` +
             `wall ${n(slow.wallMs / 1000, 2)} s for ${WAVES} × 2 s; steady state ${n(slow.rate)} groups/s of ${n(inFlight / (SLOW_MS / 1000))} ideal`,
         );
         console.log(
@@ -157,13 +158,13 @@ async function main(): Promise<void> {
 }
 
 /** Groups with instant inference on warm workers: wall time, CPU, server requests, and events per group. */
-async function measureInstant(bench: BenchTemporal, baseUrl: string, mode: Generation) {
+async function measureInstant(bench: BenchTemporal, baseUrl: string, mode: Placement) {
   const workers = await startBenchWorkers(bench, {
     baseUrl,
     groupSize: SAMPLES,
     tokens: TOKENS,
     llmConcurrency: CONCURRENCY * 2,
-    localGeneration: mode === 'local',
+    placement: mode,
   });
   try {
     await workers.run(CONCURRENCY, CONCURRENCY);
@@ -191,7 +192,7 @@ async function measureInstant(bench: BenchTemporal, baseUrl: string, mode: Gener
  * the time between those waves' mean start times (the first wave's start and the last wave's tail left out). Means,
  * not first calls: a wave's calls spread out as it goes round, and its first call is the one that waited least.
  */
-async function measureSlow(bench: BenchTemporal, inFlight: number, mode: Generation) {
+async function measureSlow(bench: BenchTemporal, inFlight: number, mode: Placement) {
   const arrivals: number[] = [];
   const calledAt = new Map<number, number>();
   const slow = await startScriptedOpenAI({
@@ -208,7 +209,7 @@ async function measureSlow(bench: BenchTemporal, inFlight: number, mode: Generat
     tokens: TOKENS,
     llmConcurrency: inFlight * 2,
     generateTimeoutS: 120,
-    localGeneration: mode === 'local',
+    placement: mode,
   });
   try {
     const total = inFlight * WAVES;

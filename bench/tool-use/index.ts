@@ -9,10 +9,12 @@
  * 2. `--storage-episodes` episodes of `--storage-turns` turns: bytes the trajectory store keeps per episode, beside
  *    what the scheme before per-turn deltas (the whole state every turn) stored for the same episode.
  *
- * Part 1 runs with generation on the LLM queue (the default), as a local activity (`--steps.generate.local true`), and
- * with the tool calls local as well (`--steps.tool.local true`).
+ * Part 1 runs each placement (`--placement`: the default, every step local and turns in takeTurns; the queue, generation
+ * and tool calls on their task queues; and `steps`, the path of runs started before takeTurns) at each number of
+ * episodes at once (`--episodes`). Its first line is the CPU per turn of Clotho (workers and the Temporal server
+ * together) against the plain loop's, and their ratio (issue 25).
  *
- * Run: npm run bench:tool-use [-- --episodes 64 --turns 20 --delay 200 --storage-episodes 4 --storage-turns 30 --generation queue,local,local-tools]
+ * Run: npm run bench:tool-use [-- --episodes 64,16 --turns 20 --delay 200 --storage-episodes 4 --storage-turns 30 --placement default,queue]
  */
 import { parseArgs } from 'node:util';
 import type { ModelClient } from '../../src/env/define.js';
@@ -22,7 +24,15 @@ import { createOpenAIClient } from '../../src/inference/openai-client.js';
 import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/config/schemas.js';
 import { rolloutGroupId } from '../../src/workflows/messages.js';
 import { startScriptedOpenAI } from '../../test/support/scripted-openai.js';
-import { GENERATIONS, requestsBetween, startBenchTemporal, startBenchWorkers, type BenchTemporal } from '../support.js';
+import {
+  PLACEMENTS,
+  placementsOf,
+  requestsBetween,
+  startBenchTemporal,
+  startBenchWorkers,
+  type BenchTemporal,
+  type Placement,
+} from '../support.js';
 import { cpuStopwatch } from './cpu.js';
 import { toolBenchEnv, toolCallingModel } from './environment.js';
 import { meanHistory, readEpisodeHistory, type EpisodeHistory } from './history.js';
@@ -30,28 +40,22 @@ import { measureEpisodeStorage, PARTS, type EpisodeStorage } from './storage.js'
 
 const { values } = parseArgs({
   options: {
-    episodes: { type: 'string', default: '64' },
+    episodes: { type: 'string', default: '64,16' },
     turns: { type: 'string', default: '20' },
     delay: { type: 'string', default: '200' },
     'storage-episodes': { type: 'string', default: '4' },
     'storage-turns': { type: 'string', default: '30' },
-    generation: { type: 'string', default: 'queue,local,local-tools' },
+    placement: { type: 'string', default: 'default,queue' },
   },
 });
-const EPISODES = Number(values.episodes);
+const EPISODES = values.episodes.split(',').filter(Boolean).map(Number);
+if (EPISODES.some((n) => !Number.isInteger(n) || n < 1))
+  throw new Error(`--episodes: expected whole numbers (comma-separated), got "${values.episodes}"`);
 const TURNS = Number(values.turns);
 const DELAY_MS = Number(values.delay);
 const STORAGE_EPISODES = Number(values['storage-episodes']);
 const STORAGE_TURNS = Number(values['storage-turns']);
-/** Where a turn's steps run: generation on the LLM queue or local, and with both local, the tool calls local too. */
-const PLACEMENTS = {
-  ...GENERATIONS,
-  'local-tools': 'generation and tool calls as local activities (--steps.generate.local true --steps.tool.local true)',
-} as const;
-type Placement = keyof typeof PLACEMENTS;
-const MODES = values.generation.split(',').filter(Boolean) as Placement[];
-for (const mode of MODES)
-  if (!(mode in PLACEMENTS)) throw new Error(`--generation: expected queue, local and/or local-tools (comma-separated), got "${mode}"`);
+const MODES = placementsOf(values.placement);
 /** Completion-token budget of an episode: far above what the scripted calls use, so no episode ends by it. */
 const TOKENS = 8192;
 const WARMUP_EPISODES = 4;
@@ -73,53 +77,49 @@ async function main(): Promise<void> {
     const inferenceMs = TURNS * DELAY_MS;
     const outside = (wallMs: number) => `${(((wallMs - inferenceMs) / wallMs) * 100).toFixed(1)} %`;
     const n = (x: number) => Math.round(x).toLocaleString('en-US');
-    console.log(
-      `${EPISODES} episodes at once × ${TURNS} turns, ${DELAY_MS} ms per inference call, an instant tool on every turn but the last`,
-    );
+    console.log(`${TURNS} turns an episode, ${DELAY_MS} ms per inference call, an instant tool on every turn but the last`);
     for (const mode of MODES) {
-      const { baseline, clotho, history, requests } = await overhead(bench, mode);
-      const [baselineMs, clothoMs] = [baseline.wallMs, clotho.wallMs];
-      // All episodes run at once, so one episode's turns are the critical path of the whole wave, and the baseline
-      // pays the same inference on it: the difference of the two walls over the turns is what Clotho adds per turn
-      // of one episode (generate and tool activities, stepTurn, workflow tasks, store reads and writes).
-      const perTurn = (clothoMs - baselineMs) / TURNS;
-      console.log(`${PLACEMENTS[mode]}:`);
-      console.log(
-        `  plain loop (runEpisode):  wall ${(baselineMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(baselineMs)}`,
-      );
-      console.log(
-        `  clotho (Temporal):        wall ${(clothoMs / 1000).toFixed(2)} s for ${(inferenceMs / 1000).toFixed(2)} s of inference; outside inference ${outside(clothoMs)}`,
-      );
-      console.log(`  orchestration overhead per turn: ${perTurn.toFixed(1)} ms`);
-      // CPU per turn of one episode: this process runs the scripted server as well, in both runs alike.
-      const cpu = (ms: number) => `${(ms / (EPISODES * TURNS)).toFixed(1)} ms`;
-      console.log(
-        `  CPU per episode turn: plain loop ${cpu(baseline.cpu.selfMs)} (this process, scripted server included); ` +
-          `clotho ${cpu(clotho.cpu.selfMs)} (this process: workers and scripted server) + ${cpu(clotho.cpu.otherMs)} (Temporal dev server)`,
-      );
-      console.log(
-        `  history per episode: ${n(history.events)} events (${(history.events / TURNS).toFixed(1)} per turn)` +
-          (history.bytes === undefined ? '' : `, ${n(history.bytes)} bytes`),
-      );
-      const turns = EPISODES * TURNS;
-      const byOperation = Object.entries(requests.byOperation)
-        .sort((a, b) => b[1] - a[1])
-        .map(([op, k]) => `${op} ${(k / turns).toFixed(2)}`);
-      console.log(
-        `  server round trips per turn: ${(history.roundTrips / TURNS).toFixed(2)} of the episode's own (its history's workflow and ` +
-          `activity tasks); all requests ${(requests.total / turns).toFixed(2)} (${byOperation.join(', ')})`,
-      );
-      console.log(
-        `  an episode's time by its history (mean, ms per turn; episode ${(history.wallMs / 1000).toFixed(2)} s first event to last):`,
-      );
-      let inActivities = 0;
-      for (const [name, t] of Object.entries(history.activities)) {
-        inActivities += t.queueMs + t.runMs;
+      for (const episodes of EPISODES) {
+        const { baseline, clotho, history, requests } = await overhead(bench, mode, episodes);
+        const turns = episodes * TURNS;
+        // CPU per turn: this process runs the scripted server as well, in both runs alike; Clotho's adds the dev server.
+        const plainMs = baseline.cpu.selfMs / turns;
+        const [workersMs, serverMs] = [clotho.cpu.selfMs / turns, clotho.cpu.otherMs / turns];
+        console.log(`${mode}: ${PLACEMENTS[mode]}; ${episodes} episodes at once`);
         console.log(
-          `    ${name.padEnd(14)} ×${t.count.toFixed(0).padStart(3)}: queued ${(t.queueMs / TURNS).toFixed(1)}, running ${(t.runMs / TURNS).toFixed(1)}`,
+          `  cpu per turn: clotho ${(workersMs + serverMs).toFixed(1)} ms, plain loop ${plainMs.toFixed(1)} ms, ratio ${((workersMs + serverMs) / plainMs).toFixed(2)}` +
+            ` (clotho: ${workersMs.toFixed(1)} ms this process, workers and scripted server, + ${serverMs.toFixed(1)} ms Temporal dev server;` +
+            ` plain loop: this process, scripted server included)`,
         );
+        // All episodes run at once, so one episode's turns are the critical path of the whole wave, and the baseline
+        // pays the same inference on it: the difference of the two walls over the turns is what Clotho adds per turn
+        // of one episode.
+        console.log(`  overhead per turn: ${((clotho.wallMs - baseline.wallMs) / TURNS).toFixed(1)} ms`);
+        console.log(
+          `  history events per turn: ${(history.events / TURNS).toFixed(2)} (${n(history.events)} an episode` +
+            (history.bytes === undefined ? '' : `, ${n(history.bytes)} bytes`) +
+            `); server round trips per turn: ${(history.roundTrips / TURNS).toFixed(2)} of the episode's own (its history's workflow and activity tasks)`,
+        );
+        const byOperation = Object.entries(requests.byOperation)
+          .sort((a, b) => b[1] - a[1])
+          .map(([op, k]) => `${op} ${(k / turns).toFixed(2)}`);
+        console.log(`  all requests per turn: ${(requests.total / turns).toFixed(2)} (${byOperation.join(', ')})`);
+        console.log(
+          `  wall: plain loop ${(baseline.wallMs / 1000).toFixed(2)} s, clotho ${(clotho.wallMs / 1000).toFixed(2)} s, for ${(inferenceMs / 1000).toFixed(2)} s of inference; ` +
+            `outside inference ${outside(baseline.wallMs)} and ${outside(clotho.wallMs)}`,
+        );
+        console.log(
+          `  an episode's time by its history (mean, ms per turn; episode ${(history.wallMs / 1000).toFixed(2)} s first event to last):`,
+        );
+        let inActivities = 0;
+        for (const [name, t] of Object.entries(history.activities)) {
+          inActivities += t.queueMs + t.runMs;
+          console.log(
+            `    ${name.padEnd(14)} ×${t.count.toFixed(0).padStart(3)}: queued ${(t.queueMs / TURNS).toFixed(1)}, running ${(t.runMs / TURNS).toFixed(1)}`,
+          );
+        }
+        console.log(`    between activities (workflow tasks, local activities): ${((history.wallMs - inActivities) / TURNS).toFixed(1)}`);
       }
-      console.log(`    between activities (workflow tasks, local activities): ${((history.wallMs - inActivities) / TURNS).toFixed(1)}`);
     }
 
     const storage = await storagePerEpisode(bench);
@@ -138,11 +138,12 @@ async function main(): Promise<void> {
 async function overhead(
   bench: BenchTemporal,
   mode: Placement,
+  episodes: number,
 ): Promise<{ baseline: Measured; clotho: Measured; history: EpisodeHistory; requests: Requests }> {
   const server = await startScriptedOpenAI({ responder: toolCallingModel(TURNS, DELAY_MS) });
   try {
     const baselineCpu = cpuStopwatch(bench.serverPid);
-    const baselineMs = await plainLoop(server.baseUrl);
+    const baselineMs = await plainLoop(server.baseUrl, episodes);
     const baseline = { wallMs: baselineMs, cpu: baselineCpu() };
     const workers = await startBenchWorkers(bench, {
       baseUrl: server.baseUrl,
@@ -150,9 +151,8 @@ async function overhead(
       groupSize: 1,
       tokens: TOKENS,
       maxTurns: TURNS,
-      llmConcurrency: EPISODES,
-      localGeneration: mode !== 'queue',
-      localTools: mode === 'local-tools',
+      llmConcurrency: episodes,
+      placement: mode,
     });
     try {
       // A few episodes first, so that the timed run sees warm workers as a long training run does.
@@ -160,12 +160,12 @@ async function overhead(
       const calls = server.calls;
       const clothoCpu = cpuStopwatch(bench.serverPid);
       const before = await bench.serverRequests();
-      const run = await workers.run(EPISODES, EPISODES);
+      const run = await workers.run(episodes, episodes);
       const clotho = { wallMs: run.wallMs, cpu: clothoCpu() };
       const requests = requestsBetween(before, await bench.serverRequests());
-      if (server.calls - calls !== EPISODES * TURNS)
-        throw new Error(`expected ${EPISODES * TURNS} inference calls, saw ${server.calls - calls}`);
-      const ids = Array.from({ length: EPISODES }, (_, i) => rolloutGroupId(run.runId, toolBenchEnv.name, i));
+      if (server.calls - calls !== episodes * TURNS)
+        throw new Error(`expected ${episodes * TURNS} inference calls, saw ${server.calls - calls}`);
+      const ids = Array.from({ length: episodes }, (_, i) => rolloutGroupId(run.runId, toolBenchEnv.name, i));
       const histories = await Promise.all(ids.map((id) => readEpisodeHistory(bench.client, id)));
       return { baseline, clotho, history: meanHistory(histories), requests };
     } finally {
@@ -177,7 +177,7 @@ async function overhead(
 }
 
 /** The baseline: every episode in this process at once, `runEpisode` calling the server directly each turn. */
-async function plainLoop(baseUrl: string): Promise<number> {
+async function plainLoop(baseUrl: string, count: number): Promise<number> {
   const inference = createOpenAIClient(ServerConfigSchema.parse({ base_url: baseUrl }));
   const config = BaseEnvConfigSchema.parse({ group_size: 1, max_token_length: TOKENS, max_turns: TURNS });
   const environment = await loadEnvironmentData(toolBenchEnv, config);
@@ -188,7 +188,7 @@ async function plainLoop(baseUrl: string): Promise<number> {
   };
   const start = performance.now();
   const episodes = await Promise.all(
-    Array.from({ length: EPISODES }, (_, itemIndex) => runEpisode(environment, turnOf, { itemIndex, maxTurns: TURNS, judge })),
+    Array.from({ length: count }, (_, itemIndex) => runEpisode(environment, turnOf, { itemIndex, maxTurns: TURNS, judge })),
   );
   const wallMs = performance.now() - start;
   const wrong = episodes.filter((e) => e.turns !== TURNS || e.score !== 1).length;

@@ -15,36 +15,31 @@ import { MEAN_SCORE, STATUS, TOOL_CALLS, TURNS } from './search-attributes.js';
 
 /**
  * One item's group of rollouts: prepare → setup? → (generate → tool calls → step)* → parse → score → teardown? →
- * teacher? → assemble (parse, score and assemble as one `finishGroup` when no judge or teacher sits between them).
- * Every step is an activity with its own retry policy, so a failure is retried at that step alone, and a crash
- * resumes at the turn (and the tool call) it was in.
+ * teacher? → assemble. Every step keeps what it did in the store (completions, each tool call's result, each turn's
+ * state), so a retry, or a crash, resumes at the turn and the tool call it was in without asking the model or running
+ * a tool again for what was recorded.
  *
- * What a group costs Temporal (issue 12; `npm run bench` prints the counts), and why each is there. A single-turn
- * group is 14 history events and 6 server round trips of its own:
- * - WorkflowExecutionStarted: the group's input, durable before any work; the parent's start command carries it.
- * - Workflow task 1 (scheduled, started, completed; a poll and a completion): runs prepare and schedules generate.
- *   Every later workflow task exists because an activity completed and the workflow must decide what comes next.
- * - prepareGroup's marker: a local activity (no task-queue round trip); the marker keeps its result, so a replay
- *   never runs environment code again.
- * - generateTurn (scheduled, started, completed; a poll and a completion): by default inference runs on the LLM
- *   queue, heartbeats while the server works, and each attempt is an event the UI shows. With
- *   `--steps.generate.local true` it is a local activity in the workflow's worker instead: one marker, and the group
- *   is 9 events and 2 round trips (one workflow task). The price: a local activity cannot heartbeat, holds its
- *   workflow task (and a slot of it) for the whole call, and a crash runs it again from its first attempt; the
- *   completions checkpointed in the store keep the model from being asked twice (test/e2e/tool-crash.test.ts).
- * - Workflow task 2: reacts to the generation (not there when generation is local).
- * - finishGroup's marker: parse, score and assemble in one local activity (they were three markers and three
- *   workflow activations).
- * - UpsertWorkflowSearchAttributes: ClothoStatus, ClothoMeanScore, ClothoTurns and ClothoToolCalls, so that
- *   `ClothoStatus = "failed"` or `ClothoTurns > 20` finds groups; known only at the end, written in the last task.
- * - WorkflowExecutionCompleted: the result the parent reads.
- * A turn of a tool-using episode with one tool call is 13 events and 8 round trips: generateTurn and the workflow task
- * it wakes (6 events, 4 round trips), the callTool activity (its own retries and at-most-once record, issue 9 §4)
- * and the workflow task it wakes (6 and 4; calls that complete together share one task), and stepTurn's marker (1,
- * local by default since it no longer runs tools; as an activity it cost 6 events and 4 round trips more).
- * With generation and tools local (`--steps.tool.local true`), a turn is three markers (generateTurn, callTurnTools,
- * stepTurn) and no round trip of its own: the workflow task stays open across turns, and the SDK completes it and
- * takes a new one each time 80 % of its timeout passes, so that a crash runs at most that much work again.
+ * By default (issue 25) every step is local and an episode's turns run in `takeTurns` local activities: each takes
+ * turns while less than TURNS_WINDOW_MS (1 s) has passed since it started, the first prepares the group and the last
+ * finishes it (parse, score and assemble) when no judge or teacher sits between. A workflow activation costs the SDK a
+ * few ms of CPU whatever it does (its vm calls under a watchdog, a stack trace per promise), as much as a fast turn,
+ * so fast turns share one. What a group costs Temporal (`npm run bench:orchestration` and `bench:tool-use` print it):
+ * - a single-turn group is 7 history events and 2 server round trips of its own: WorkflowExecutionStarted (the input,
+ *   durable before any work), one workflow task (scheduled, started, completed: a poll and a completion), the
+ *   takeTurns marker (its result, so a replay never runs it again), UpsertWorkflowSearchAttributes (ClothoStatus,
+ *   ClothoMeanScore, ClothoTurns, ClothoToolCalls, so that `ClothoStatus = "failed"` or `ClothoTurns > 20` finds
+ *   groups; known only at the end) and WorkflowExecutionCompleted (the result the parent reads);
+ * - an episode adds a marker per takeTurns, and the workflow task stays open across them: the SDK completes it and
+ *   takes a new one each time 80 % of its timeout passes (three events and two round trips), so that a crash runs at
+ *   most that much work again, which reads its turns back from the store.
+ * Generation or tool calls on their task queues (`--steps.generate.local false`, `--steps.tool.local false`; groups of
+ * runs started before takeTurns too, `oneActivityPerTurn` absent) run each step as its own activity: a single-turn
+ * group is then 14 events and 6 round trips (generateTurn scheduled, started, completed and the workflow task it wakes;
+ * prepareGroup's and finishGroup's markers), and a turn with one tool call 13 events and 8 round trips (generateTurn
+ * and its workflow task, callTool and its workflow task, stepTurn's marker). Each such activity heartbeats, shows its
+ * attempts as events in the UI, and a call on a dead worker is retried after its heartbeat timeout. With generation
+ * local and tools on the queue, a turn is generateTurn's marker and callTool's six events; with both local but no
+ * takeTurns, three markers (generateTurn, callTurnTools, stepTurn).
  */
 export async function rolloutGroup(input: RolloutGroupInput): Promise<RolloutGroupResult> {
   const hooks = input.hooks ?? { setup: false, teardown: false };
