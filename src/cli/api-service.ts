@@ -4,6 +4,7 @@ import { retentionFor } from '../store/retention.js';
 import { startBatcherWorker } from '../workers/workers.js';
 import type { BatcherInput } from '../workflows/batcher.js';
 import { currentRun, ensureBatcher, runExists, startNextRun, type BatcherRun } from './batcher.js';
+import { takeOverStickyQueue } from './sticky.js';
 import type { ServiceFlags } from './commands/api.js';
 import { openTemporal } from './runtime.js';
 import { refuseUnreplayable } from './versions.js';
@@ -50,6 +51,8 @@ export async function createBatcherService(flags: ServiceFlags) {
       // With --trainer temporal the batcher's own worker sees the acks: a trained batch's groups are released here.
       ...(retention.onDelivered ? { onTrained: retention.onDelivered } : {}),
     });
+    // The batcher may wait on the sticky queue of an API process that died: this one takes it now.
+    await takeOverStickyQueue(temporal.client, run.workflowId);
     const startNewRun = async () => {
       run = await startNextRun(temporal.client, flags.batcherId, run, input, sa);
       return run.workflowId;

@@ -2,6 +2,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Clien
 import type { batcher, BatcherInput } from '../workflows/batcher.js';
 import { BATCHER_TASK_QUEUE } from '../workers/workers.js';
 import { startedBy } from './versions.js';
+import { WORKFLOW_TASK_TIMEOUT_MS } from '../workflows/messages.js';
 
 /** Workflow id of the default batcher: one per Temporal namespace unless `--batcher-id` names another. */
 export const DEFAULT_BATCHER_ID = 'clotho/batcher/default';
@@ -45,6 +46,7 @@ export async function ensureBatcher(client: Client, workflowId: string, input: B
     taskQueue: BATCHER_TASK_QUEUE,
     args: [input],
     ...startedBy(searchAttributes),
+    workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT_MS,
     workflowIdConflictPolicy: 'USE_EXISTING',
   });
 }
@@ -68,6 +70,7 @@ export async function startNextRun(
       taskQueue: BATCHER_TASK_QUEUE,
       args: [input],
       ...startedBy(searchAttributes),
+      workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT_MS,
     });
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;

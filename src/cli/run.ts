@@ -14,6 +14,7 @@ import { interruption } from './interrupt.js';
 import { startRunMetrics } from './run-metrics.js';
 import { refuseUnreplayable } from './versions.js';
 import { openTemporal, runTaskQueues, type TemporalRuntime } from './runtime.js';
+import { takeOverStickyQueue } from './sticky.js';
 
 /** One environment's run as the command line describes it, its config resolved once (src/config). */
 export type RunPlan = ResolvedRun;
@@ -104,16 +105,17 @@ export async function withRunSession<T>(plan: RunPlan, body: (session: RunSessio
   try {
     const temporal = await openTemporal();
     const stop = interruption();
+    const envRun = `clotho/${plan.runId}/${plan.definition.name}`;
     try {
       // A run resumed (or served by more workers) must be one this code can replay: checked before any worker polls.
-      if (plan.config.env.run_id !== null) {
-        await refuseUnreplayable(temporal.client, `run ${plan.runId}`, `clotho/${plan.runId}/${plan.definition.name}`);
-      }
-      const telemetry = await startRunMetrics(plan, temporal, `clotho/${plan.runId}/${plan.definition.name}`);
+      if (plan.config.env.run_id !== null) await refuseUnreplayable(temporal.client, `run ${plan.runId}`, envRun);
+      const telemetry = await startRunMetrics(plan, temporal, envRun);
       try {
         const interceptors = telemetry.metrics?.interceptors;
         const { workers } = await startRunWorkers(plan, temporal, inference, { activityInterceptors: interceptors });
         try {
+          // A resumed run's env-run may wait on the sticky queue of a worker that died: this process takes it now.
+          if (plan.config.env.run_id !== null) await takeOverStickyQueue(temporal.client, envRun);
           return await body({ inference, temporal, workers, interrupted: stop.promise, metrics: telemetry.metrics });
         } finally {
           // The tools' MCP servers are child processes whose pipes would keep this process alive after the run.

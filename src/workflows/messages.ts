@@ -25,6 +25,15 @@ import type { BatcherRoom, EnvRunStatus } from '../schema/rollout.js';
  * The name strings are in recorded histories and running workflows: changing one breaks replay and live runs.
  */
 
+/**
+ * The workflow task timeout of the workflows Clotho starts (env-runs, rollout groups, batchers). When a worker dies,
+ * the task it had started is handed to another only when this passes, so it is what a crash costs a workflow: a
+ * rollout group's turns run in local activities that hold its task (the default placement), and the SDK renews a task
+ * held that long every 80 % of it (three history events). Temporal's default is 10 s; at 5 s a restarted process takes
+ * the work over about as soon as it is up (issue 25).
+ */
+export const WORKFLOW_TASK_TIMEOUT_MS = 5000;
+
 // The batcher (batcher.ts, batcher-room.ts): Atropos's queue for one training run.
 
 /** Groups from an env-run; durable once sent, and the batcher's idempotency keys ignore a repeat. */

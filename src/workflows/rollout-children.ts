@@ -1,7 +1,7 @@
 import { ChildWorkflowFailure, ParentClosePolicy, TimeoutFailure, workflowInfo, type ChildWorkflowOptions } from '@temporalio/workflow';
 import type { GroupRef } from '../schema/batcher.js';
 import type { EnvRunInput, RolloutGroupResult } from '../schema/rollout.js';
-import { rolloutGroupId } from './messages.js';
+import { rolloutGroupId, WORKFLOW_TASK_TIMEOUT_MS } from './messages.js';
 import { ENVIRONMENT, ITEM_INDEX, RUN_ID, STATUS, VERSION, VERSION_MEMO } from './search-attributes.js';
 
 /**
@@ -29,12 +29,16 @@ export function rolloutGroupOptions(
   input: Pick<EnvRunInput, 'runId' | 'environment' | 'groupTimeoutSeconds'> & { searchAttributes: boolean },
   itemIndex: number,
   runVersion: string | undefined,
-): Pick<ChildWorkflowOptions, 'workflowId' | 'parentClosePolicy' | 'typedSearchAttributes' | 'workflowExecutionTimeout' | 'memo'> {
+): Pick<
+  ChildWorkflowOptions,
+  'workflowId' | 'parentClosePolicy' | 'typedSearchAttributes' | 'workflowExecutionTimeout' | 'workflowTaskTimeout' | 'memo'
+> {
   const { memo, version } = versionTags(runVersion);
   return {
     ...(memo ? { memo } : {}),
     workflowId: rolloutGroupId(input.runId, input.environment, itemIndex),
     parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+    workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT_MS,
     ...(input.groupTimeoutSeconds === undefined ? {} : { workflowExecutionTimeout: input.groupTimeoutSeconds * 1000 }),
     typedSearchAttributes: input.searchAttributes
       ? [

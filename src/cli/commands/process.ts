@@ -16,6 +16,7 @@ import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
 import { startedBy } from '../versions.js';
 import { withWandbLogging } from '../wandb/wandb-logging.js';
+import { WORKFLOW_TASK_TIMEOUT_MS } from '../../workflows/messages.js';
 
 export const PROCESS_USAGE = `Usage: clotho process <environment> [--env.<field> v] [--openai.<field> v] [--config file.yaml]
 
@@ -105,6 +106,7 @@ export async function runToEnd(
       taskQueue: runTaskQueues(runId, environment).workflows,
       args: [start.input as never],
       ...startedBy(temporal.searchAttributes),
+      workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT_MS,
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });

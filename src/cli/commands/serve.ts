@@ -4,7 +4,7 @@ import type { EnvRegistration } from '../../schema/api.js';
 import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
 import type { batcher } from '../../workflows/batcher.js';
 import type { envRun } from '../../workflows/env-run.js';
-import { registerEnvUpdate } from '../../workflows/messages.js';
+import { registerEnvUpdate, WORKFLOW_TASK_TIMEOUT_MS } from '../../workflows/messages.js';
 import { currentRun, DEFAULT_BATCHER_ID } from '../batcher.js';
 import { evalSchedule } from '../eval-schedule.js';
 import type { CommandIo } from '../io.js';
@@ -107,6 +107,7 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
       taskQueue: runTaskQueues(plan.runId, plan.definition.name).workflows,
       args: [input],
       ...startedBy(temporal.searchAttributes),
+      workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT_MS,
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
     const stopped = workers.done.then(() => Promise.reject(new Error('the workers stopped')));

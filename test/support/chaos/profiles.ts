@@ -7,9 +7,9 @@ export type ChaosProfile = Omit<ChaosOptions, 'seed' | 'log' | 'recordHistoriesT
  * The short version, in `npm test`: each process killed twice, in about a minute and a half on two cores. Bounds
  * are what a recovery may take beyond its restart delay: the restarted process's start-up (2–5 s of tsx and
  * Temporal connections on a busy machine) plus what Temporal waits before it moves work off the dead worker:
- * - env: a workflow task the dead worker had started (10 s, Temporal's default workflow task timeout) or a model
- *   call it had in flight (10 s heartbeat timeout), then the next group;
- * - api: the batcher's sticky queue (2 s) or, again, a workflow task the dead worker had started (10 s);
+ * - env: a workflow task the dead worker had started (5 s, WORKFLOW_TASK_TIMEOUT_MS; a group's turns run in it by
+ *   default) or a model call on the LLM queue it had in flight (10 s heartbeat timeout), then the next group;
+ * - api: a workflow task the dead worker had started (5 s); a task on its sticky queue is taken over at start-up;
  * - trainer: the lease (5 s) of a batch the dead trainer held, when no other batch is waiting;
  * - temporal: the server's start-up and every client reconnecting.
  */

@@ -9,7 +9,18 @@ const s = (ms: number | undefined) => (ms === undefined ? '–' : (ms / 1000).to
 const after = (kill: KillRecord, at: number | undefined) => (at === undefined ? undefined : at - kill.killedAt);
 
 export function recoveryTable(kills: KillRecord[]): string {
-  const header = ['kill', 'target', 'at (s)', 'restart (s)', 'up (s)', 'ingested (s)', 'acked (s)', 'recovered after (s)', 'bound (s)'];
+  const header = [
+    'kill',
+    'target',
+    'at (s)',
+    'restart (s)',
+    'up (s)',
+    'ingested (s)',
+    'acked (s)',
+    'recovered after (s)',
+    'after up (s)',
+    'bound (s)',
+  ];
   const rows = kills.map((k) => [
     String(k.n),
     targetLabel(k),
@@ -19,6 +30,8 @@ export function recoveryTable(kills: KillRecord[]): string {
     s(after(k, k.ingestedAt)),
     s(after(k, k.ackedAt)),
     k.recoveredAt === undefined ? 'NOT RECOVERED' : `${s(after(k, k.recoveredAt))}${withinBound(k) ? '' : ' (over bound)'}`,
+    // Issue 25's measure: how long the run took to move once the restarted process was ready.
+    s(k.recoveredAt === undefined || k.upAt === undefined ? undefined : Math.max(0, k.recoveredAt - k.upAt)),
     k.boundS.toFixed(1),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -28,7 +41,8 @@ export function recoveryTable(kills: KillRecord[]): string {
     ...rows.map(line),
     'Times are seconds after the kill. restart: the killed process was started again; up: it listened / registered /',
     'polled / served; ingested: the batcher received a group after the restart; acked: the trainer acked a batch after',
-    'the restart. Recovered: env → ingested; trainer → acked; api and temporal → both. Bound: restart delay + allowance,',
+    'the restart. Recovered: env → ingested; trainer → acked; api and temporal → both; after up: recovered less up.',
+    'Bound: restart delay + allowance,',
     "or max(up, floor) + allowance where the profile sets a floor. env (python, n calls): an Atropos run's Python worker,",
     'killed with n model calls of its groups in flight.',
   ].join('\n');

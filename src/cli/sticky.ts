@@ -1,0 +1,17 @@
+import { isGrpcServiceError, type Client } from '@temporalio/client';
+
+/** gRPC's NOT_FOUND status code. */
+const NOT_FOUND = 5;
+
+/**
+ * Takes a workflow's next task off the sticky queue of the worker that ran it last (ResetStickyTaskQueue): after a
+ * kill -9 nobody polls that queue, and the task would wait out its schedule-to-start timeout (2 s) before a restarted
+ * process may take it (issue 25). A live worker that had it cached replays it once; a workflow not there is no error.
+ */
+export async function takeOverStickyQueue(client: Client, workflowId: string): Promise<void> {
+  try {
+    await client.workflowService.resetStickyTaskQueue({ namespace: client.options.namespace, execution: { workflowId } });
+  } catch (error) {
+    if (!(isGrpcServiceError(error) && error.code === NOT_FOUND)) throw error;
+  }
+}
