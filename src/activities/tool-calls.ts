@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { executeToolCall, type ToolCallOutcome } from '../env/tools.js';
+import { callSignal } from '../inference/call-signal.js';
 import { parseToolCalls } from '../inference/tool-calls.js';
 import type { StoreRef } from '../schema/rollout.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
@@ -136,6 +137,10 @@ export async function runToolCall(
   // Calls of one turn run in order, each from the state the one before left.
   const previous =
     input.call === 0 ? (trajectory.state ?? null) : (before ?? (await readToolRecord(store, { ...input, call: input.call - 1 }))).state;
+  const { signal, heartbeat } = liveness();
+  // A signal of its own, released when the call ends: a turns activity makes many calls, and a client that leaves its
+  // abort listener on the activity's signal (MCP's does) would pile them up there.
+  const abort = callSignal([signal]);
   const context = {
     item,
     state: structuredClone(previous),
@@ -144,7 +149,8 @@ export async function runToolCall(
     turn: input.turn,
     call: input.call,
     idempotencyKey: key,
-    ...liveness(),
+    signal: abort.signal,
+    heartbeat,
   };
   let result;
   try {
@@ -154,6 +160,8 @@ export async function runToolCall(
     // Not the tool's answer to the model but a broken tool (a dead MCP server, a timeout): retried, never a reward.
     const message = error instanceof Error ? error.message : String(error);
     throw ApplicationFailure.retryable(`tool ${call.name} failed: ${message}`, 'ToolFailure');
+  } finally {
+    abort.release();
   }
   const record: ToolRecord = { name: call.name, arguments: call.arguments, ...result, state: context.state ?? null };
   await store.put(key, record);

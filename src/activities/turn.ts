@@ -83,8 +83,15 @@ export function createTurnActivities(deps: InferenceActivityDeps & EnvironmentAc
         if (resumed) {
           state = cloneGroupState(await loadGroupState(store, generatedKey));
         } else {
-          state ??= await preparedState(deps, { ...address, groupSize });
-          generatedTokens += await generateInto(deps, at, state, { oneRequestUnchecked: true });
+          let prepared: GroupState | null = null;
+          if (!state) state = cloneGroupState((prepared = await preparedState(deps, { ...address, groupSize })));
+          try {
+            generatedTokens += await generateInto(deps, at, state, { oneRequestUnchecked: true });
+          } catch (error) {
+            // A group that fails before its first record still shows its prompt (clotho view, inspect).
+            if (prepared) await saveGroupBase(store, groupKey(address, 'turn-0', 'prompt'), prepared);
+            throw error;
+          }
           await (ref && written ? saveGroupDelta(store, generatedKey, ref, written, state) : saveGroupBase(store, generatedKey, state));
         }
         ref = { key: generatedKey };

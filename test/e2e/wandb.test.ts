@@ -210,17 +210,15 @@ describe('clotho serve --env.use_wandb --metrics-port', () => {
       const m = await scrape();
       expect(m.get('clotho_groups_in_flight{environment="gsm8k"}')).toBe(0);
       expect(m.get('clotho_groups_total{environment="gsm8k",status="dropped",reason="scores_all_equal"}')).toBe(1);
-      // parse, score and assemble are one finishGroup, which also runs for the group it drops.
-      for (const activity of ['prepareGroup', 'generateTurn', 'finishGroup']) {
-        expect(m.get(`clotho_activity_attempts_total{activity="${activity}",outcome="completed"}`)).toBe(5);
-        expect(m.get(`clotho_activity_duration_seconds_count{activity="${activity}",outcome="completed"}`)).toBe(5);
-      }
+      // A single-turn group is one takeTurns (prepare, generate, parse, score, assemble), also for the group it drops.
+      expect(m.get('clotho_activity_attempts_total{activity="takeTurns",outcome="completed"}')).toBe(5);
+      expect(m.get('clotho_activity_duration_seconds_count{activity="takeTurns",outcome="completed"}')).toBe(5);
       // No attempt failed and none was retried (series that exist at 0, such as failed evaluations, say nothing).
       const failures = [...m].filter(
         ([k, v]) => (k.includes('outcome="failed"') || k.startsWith('clotho_activity_retries_total')) && v > 0,
       );
       expect(failures).toEqual([]);
-      expect(m.get('clotho_completion_tokens_total{activity="generateTurn"}')).toBeGreaterThan(0);
+      expect(m.get('clotho_completion_tokens_total{activity="takeTurns"}')).toBeGreaterThan(0);
 
       // The trainer's step is the batches formed so far (num_steps 3 stops new groups); serve logs when a poll sees it move
       // on, at that step, what finished since the last log. The trainer takes batches until serve stops.
