@@ -42,7 +42,7 @@ const remoteStep: StepConfig = StepConfigSchema.parse({
  * and generation and tool calls too, so that an episode's turns are `takeTurns` activities in its workflow's worker.
  * The rule for moving generation (or tools) to its queue with `--steps.generate.local false`: when it must run on
  * other hosts than the workflows (`clotho worker` processes that serve the LLM queue scale it there), or when a call
- * usually takes longer than about 15 s (a local activity holds its workflow task, which the SDK renews every 8 s at
+ * usually takes longer than about 8 s (a local activity holds its workflow task, which the SDK renews every 4 s at
  * three history events each; a queued call is six events whatever it takes, and heartbeats its progress). `deliver`
  * runs in the env-run beside its launches, where a local activity is never replay-safe.
  */
