@@ -6,7 +6,6 @@ import type { Completion, InferenceClient } from '../inference/types.js';
 import { toApplicationFailure } from '../inference/errors.js';
 import { buildTrainingSequence, extendTrainingSequence, TokenizationDriftError } from '../inference/openai-client.js';
 import type { Sampling, StoreRef } from '../schema/rollout.js';
-import { cut } from '../schema/text.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { activeSamples } from './environment.js';
 import { liveness } from './environment-context.js';
@@ -19,7 +18,7 @@ import {
   type GroupState,
   type Trajectory,
 } from './group-state.js';
-import { toolCallsOf, type TurnToolCalls } from './tool-calls.js';
+import { argumentsPreview, toolCallsOf, type TurnToolCalls } from './tool-calls.js';
 
 export interface InferenceActivityDeps {
   /** The inference client of each environment this worker serves. */
@@ -58,9 +57,6 @@ export interface GenerateTurnResult {
 
 /** The chat-template switch of thinking models (Qwen3's `enable_thinking`), on when reasoning is asked for. */
 export const THINKING = { enable_thinking: true } as const;
-
-/** Arguments longer than this reach the history cut short. */
-const ARGUMENTS_PREVIEW_CHARS = 512;
 
 /**
  * A sample's completion as checkpointed: the prompt ids beyond the sequence so far rather than the whole prompt,
@@ -202,10 +198,10 @@ export async function generateInto(
  * The tool calls Clotho runs next, per active sample (for a state whose environment offers executable tools): names
  * and arguments for the history, cut short when long.
  */
-export function turnToolCalls(state: GroupState, turn: number): TurnToolCalls[] {
+function turnToolCalls(state: GroupState, turn: number): TurnToolCalls[] {
   return activeSamples(state).flatMap((sample) => {
     const { calls } = toolCallsOf(state.trajectories[sample]!, turn, sample);
-    const shown = calls.map((c) => ({ name: c.name, arguments: cut(JSON.stringify(c.arguments), ARGUMENTS_PREVIEW_CHARS) }));
+    const shown = calls.map((c) => ({ name: c.name, arguments: argumentsPreview(c.arguments) }));
     return shown.length > 0 ? [{ sample, calls: shown }] : [];
   });
 }

@@ -3,6 +3,7 @@ import { executeToolCall, type ToolCallOutcome } from '../env/tools.js';
 import { callSignal } from '../inference/call-signal.js';
 import { parseToolCalls } from '../inference/tool-calls.js';
 import type { StoreRef } from '../schema/rollout.js';
+import { cut } from '../schema/text.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { executableTools, groupResource, heartbeating, itemOf, liveness, type EnvironmentActivityDeps } from './environment-context.js';
 import { groupKey, lastAssistant, loadGroupState, type GroupAddress, type Trajectory } from './group-state.js';
@@ -58,10 +59,17 @@ export interface ToolRecord {
 }
 
 /** Results longer than this reach the history cut short; the model always sees the whole result (from the store). */
-export const HISTORY_PREVIEW_CHARS = 1024;
+const HISTORY_PREVIEW_CHARS = 1024;
 
-const preview = (text: string) =>
+/** A call's result as the history shows it. */
+export const preview = (text: string) =>
   text.length <= HISTORY_PREVIEW_CHARS ? text : `${text.slice(0, HISTORY_PREVIEW_CHARS)}… (${text.length} chars)`;
+
+/** Arguments longer than this reach the history cut short. */
+const ARGUMENTS_PREVIEW_CHARS = 512;
+
+/** A call's arguments as the history shows them. */
+export const argumentsPreview = (args: Record<string, unknown>) => cut(JSON.stringify(args), ARGUMENTS_PREVIEW_CHARS);
 
 export const toolRecordKey = (address: ToolCallAddress) =>
   groupKey(address, `turn-${address.turn}`, `sample-${address.sample}`, `call-${address.call}`);

@@ -1,6 +1,5 @@
 import type { Sampling, StoreRef } from '../schema/rollout.js';
 import { TURNS_WINDOW_MS } from '../schema/turns.js';
-import { cut } from '../schema/text.js';
 import type { EnvironmentActivityDeps } from './environment-context.js';
 import {
   activeSamples,
@@ -12,7 +11,7 @@ import {
 } from './environment.js';
 import { cloneGroupState, groupKey, loadGroupState, saveGroupBase, saveGroupDelta, type GroupState } from './group-state.js';
 import { generateInto, type InferenceActivityDeps } from './inference.js';
-import { HISTORY_PREVIEW_CHARS, runTurnCalls, type ToolRecord, type TurnToolCallResult } from './tool-calls.js';
+import { argumentsPreview, preview, runTurnCalls, type ToolRecord, type TurnToolCallResult } from './tool-calls.js';
 
 export interface TakeTurnsInput {
   runId: string;
@@ -48,9 +47,6 @@ export interface TakeTurnsResult {
   /** The finished group, when the episode ended and the input asked to finish it. */
   finished?: FinishGroupResult;
 }
-
-/** Arguments longer than this reach the history cut short. */
-const ARGUMENTS_PREVIEW_CHARS = 512;
 
 /**
  * An episode's turns as local activities (the default placement, issue 25): each turn is generate → the tool calls →
@@ -148,7 +144,7 @@ const shown = (turn: number, sample: number, call: number, record: ToolRecord): 
   sample,
   call,
   name: record.name,
-  arguments: cut(JSON.stringify(record.arguments), ARGUMENTS_PREVIEW_CHARS),
+  arguments: argumentsPreview(record.arguments),
   outcome: record.outcome,
-  content: cut(record.content, HISTORY_PREVIEW_CHARS),
+  content: preview(record.content),
 });
