@@ -13,6 +13,8 @@ describe('clotho inference', () => {
     expect(await inferenceCommand(['--model', 'generate:tiny', '--bogus', '1'])).toBe(2);
     expect(await inferenceCommand(['--model', 'generate:tiny', '--slots', 'many'])).toBe(2);
     expect(errors.join('\n')).toMatch(/--slots/);
+    expect(await inferenceCommand(['--model', 'generate:tiny', '--weights-version', 'latest'])).toBe(2);
+    expect(errors.join('\n')).toMatch(/--weights-version: .*expected number/);
   });
 
   it('exits 1 when the model cannot be resolved', async () => {

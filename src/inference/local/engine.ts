@@ -1,20 +1,11 @@
-import { randomInt } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { basename } from 'node:path';
-import {
-  getLlama,
-  LlamaLogLevel,
-  type ControlledEvaluateInputItem,
-  type Llama,
-  type LlamaContext,
-  type LlamaModel,
-  type Token,
-} from 'node-llama-cpp';
+import { basename, resolve } from 'node:path';
+import { getLlama, LlamaLogLevel, type Llama, type Token } from 'node-llama-cpp';
 import { z } from 'zod';
-import { streamSeed } from './random-weights.js';
-import { alignSequence, SlotPool } from './slot-pool.js';
-import { sampleOne, type SampleResult } from './sample-loop.js';
+import { readGgufHeader, tokenizerMismatch } from './gguf-header.js';
+import type { SampleResult } from './sample-loop.js';
 import { TokenBytes } from './token-text.js';
+import { Weights, type ContextOptions, type GenerateParams, type PromptPosition } from './weights.js';
 
 export type { SampleResult, SampledToken, TokenLogprob } from './sample-loop.js';
 
@@ -42,84 +33,116 @@ export const EngineOptionsSchema = z.strictObject({
    * than free cores is many times slower, not faster. @default cores − 1 (at least 1)
    */
   threads: z.number().int().positive().optional(),
+  /** The version of the weights loaded at start (a trainer resuming at step N gives N). @default 0 */
+  weightsVersion: z.number().int().nonnegative().default(0),
 });
 export type EngineOptions = z.input<typeof EngineOptionsSchema>;
 
-/** Sampling parameters of one generation request (already validated by the caller's schema). */
-export const GenerateParamsSchema = z.object({
-  promptTokens: z.array(z.number().int().nonnegative()).min(1),
-  n: z.number().int().positive().default(1),
-  temperature: z.number().min(0).default(1),
-  topP: z.number().gt(0).max(1).default(1),
-  seed: z.number().int().optional(),
-  maxTokens: z.number().int().positive().default(256),
-  stop: z.array(z.string().min(1)).default([]),
-  /** Whether to compute each sampled token's logprob (it costs a vocabulary sort per token). */
-  logprobs: z.boolean().default(true),
-  /** Alternatives reported per position (0 = only the sampled token's logprob); implies `logprobs`. */
-  topLogprobs: z.number().int().min(0).max(100).default(0),
-});
-export type GenerateParams = z.input<typeof GenerateParamsSchema>;
-
-/** One position of {@link LocalEngine.promptLogprobs}: the given token and the k most likely ones. */
-export interface PromptPosition {
-  id: Token;
-  logprob: number;
-  /** 1-based rank of the given token; known only when it is among the top k. */
-  rank: number | null;
-  top: Array<{ id: Token; logprob: number }>;
+/** What {@link LocalEngine.swapWeights} asks for: a GGUF file on this machine and the version it is. */
+export interface WeightsRequest {
+  path: string;
+  version: number;
 }
 
-/** A request the engine cannot serve as asked (prompt too long, token id out of range): a client error. */
-export class EngineRequestError extends Error {}
+/** The weights served after a swap; `loaded` is false when they already were (a repeated request). */
+export interface WeightsSwap {
+  version: number;
+  /** Absolute. */
+  path: string;
+  /** Reading, checking and loading the file and making its context, in ms (0 when nothing was loaded). */
+  loadMs: number;
+  loaded: boolean;
+}
+
+/** A swap refused: its HTTP status, the field at fault and why. The weights served before still are. */
+export class WeightsRefusedError extends Error {
+  constructor(
+    readonly status: 400 | 404 | 409,
+    readonly param: 'path' | 'version',
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * An in-process llama.cpp (node-llama-cpp, CPU prebuilt binary, never compiled or downloaded)
  * serving one GGUF model. Samples run on the sequences of one shared context, so concurrent
- * requests are batched together by node-llama-cpp.
+ * requests are batched together by node-llama-cpp. A trainer swaps new weights in without a restart
+ * ({@link swapWeights}); each request runs whole on the weights it started on ({@link withWeights}).
  */
 export class LocalEngine {
+  /** Every loaded weights not yet freed: the served ones and those swapped out while requests still run on them. */
+  private readonly live = new Set<Weights>();
+  private swaps: Promise<unknown> = Promise.resolve();
+  /** Whether llama.cpp failed to load a swap's file (see {@link close}). */
+  private failedLoad = false;
+
   private constructor(
     private readonly llama: Llama,
-    readonly model: LlamaModel,
-    private readonly context: LlamaContext,
-    private readonly pool: SlotPool,
+    private served: Weights,
+    private readonly contextOptions: ContextOptions,
     private readonly tokenBytes: TokenBytes,
     /** Name reported to clients. */
     readonly modelName: string,
     /** The Jinja chat template stored in the GGUF, if any. */
     readonly chatTemplate: string | undefined,
-  ) {}
+  ) {
+    this.live.add(served);
+  }
 
   /** Loads a GGUF file and creates its context with `slots` sequences. */
   static async load(options: EngineOptions): Promise<LocalEngine> {
     const o = EngineOptionsSchema.parse(options);
     const threads = o.threads ?? Math.max(1, availableParallelism() - 1);
     const llama = await getLlama({ gpu: false, build: 'never', maxThreads: threads, logLevel: LlamaLogLevel.error });
-    const model = await llama.loadModel({ modelPath: o.modelPath });
-    const contextSize = Math.min(o.contextSize, model.trainContextSize);
-    const context = await model.createContext({ sequences: o.slots, contextSize, threads });
-    const sequences = Array.from({ length: o.slots }, () => context.getSequence());
-    const { tokenizer } = GgufTokenizerSchema.parse(model.fileInfo.metadata);
+    const contextOptions = { slots: o.slots, contextSize: o.contextSize, threads };
+    let weights: Weights;
+    try {
+      weights = await Weights.load(llama, resolve(o.modelPath), o.weightsVersion, contextOptions);
+    } catch (err) {
+      await llama.dispose();
+      throw err;
+    }
+    const { tokenizer } = GgufTokenizerSchema.parse(weights.model.fileInfo.metadata);
     return new LocalEngine(
       llama,
-      model,
-      context,
-      new SlotPool(sequences),
+      weights,
+      contextOptions,
       new TokenBytes(tokenizer?.ggml?.tokens ?? [], tokenizer?.ggml?.token_type ?? []),
       o.modelName ?? basename(o.modelPath).replace(/\.gguf$/i, ''),
       tokenizer?.chat_template,
     );
   }
 
+  /** The weights served now: the version clients are told and the GGUF file (absolute). */
+  get weights(): { version: number; path: string } {
+    return { version: this.served.version, path: this.served.path };
+  }
+
+  /**
+   * Runs `fn` on the weights served now. A swap meanwhile does not touch them: `fn` finishes on them, and they are
+   * freed once every call that started on them has ended.
+   */
+  async withWeights<T>(fn: (weights: Weights) => Promise<T>): Promise<T> {
+    const weights = this.served;
+    weights.acquire();
+    try {
+      return await fn(weights);
+    } finally {
+      weights.release();
+    }
+  }
+
   /** Token ids of `text`; special-token text such as `<|im_start|>` becomes its single id. */
   tokenize(text: string): Token[] {
-    return this.model.tokenize(text, true);
+    // Every weights ever served has the same tokenizer (swapWeights checks), so the served model's will do.
+    return this.served.model.tokenize(text, true);
   }
 
   /** Text of `tokens`; control tokens (end of turn, padding) are left out unless `special`. */
   detokenize(tokens: readonly number[], special = false): string {
-    return this.model.detokenize(tokens as Token[], special);
+    return this.served.model.detokenize(tokens as Token[], special);
   }
 
   /** Exact bytes of one token. */
@@ -127,76 +150,80 @@ export class LocalEngine {
     return this.tokenBytes.bytes(id) ?? new TextEncoder().encode(this.detokenize([id], true));
   }
 
-  /** Tokens each sequence holds. */
+  /** Tokens each sequence of the served weights holds. */
   get contextSize(): number {
-    return this.context.contextSize;
+    return this.served.contextSize;
   }
 
-  /** Generates `n` independent samples from the prompt; with a seed, each sample is reproducible. */
-  async generate(params: GenerateParams, signal?: AbortSignal): Promise<SampleResult[]> {
-    const parsed = GenerateParamsSchema.parse(params);
-    const p = { ...parsed, logprobs: parsed.logprobs || parsed.topLogprobs > 0 };
-    this.checkPrompt(p.promptTokens, 1);
-    const prompt = p.promptTokens as Token[];
-    return Promise.all(
-      Array.from({ length: p.n }, (_, i) => {
-        const seed = p.seed === undefined ? randomInt(2 ** 32) : streamSeed(p.seed >>> 0, `sample:${i}`);
-        return this.pool.with(prompt, (seq) => sampleOne({ seq, model: this.model, prompt, params: p, seed, signal }));
-      }),
-    );
+  /** Generates `n` independent samples from the prompt on the served weights (see {@link Weights.generate}). */
+  generate(params: GenerateParams, signal?: AbortSignal): Promise<SampleResult[]> {
+    return this.withWeights((w) => w.generate(params, signal));
+  }
+
+  /** Prompt logprobs under the served weights (see {@link Weights.promptLogprobs}). */
+  promptLogprobs(tokens: readonly number[], k: number): Promise<Array<PromptPosition | null>> {
+    return this.withWeights((w) => w.promptLogprobs(tokens, k));
   }
 
   /**
-   * Log-probabilities of the model's raw (temperature 1, untruncated) next-token distribution at
-   * every position of `tokens`: entry i describes `tokens[i]` given the tokens before it, and
-   * entry 0 is null. `k` top alternatives are listed per position.
+   * Serves the GGUF at `path` as `version` from now on, without a restart: requests that start after it resolves run
+   * on the new weights, those already running finish on the old ones, which are freed once the last has. The file
+   * must have the served model's vocabulary and tokenizer. For a trainer that retries after a crash, asking again for
+   * the version served from the same file changes nothing; an older version, or the served version from another
+   * file, is refused. Swaps run one at a time.
    */
-  async promptLogprobs(tokens: readonly number[], k: number): Promise<Array<PromptPosition | null>> {
-    this.checkPrompt(tokens, 0);
-    const prompt = tokens as Token[];
-    const includeTop = Math.max(1, k);
-    const input: ControlledEvaluateInputItem[] = prompt.map((t, i) => {
-      const next = prompt[i + 1];
-      if (next === undefined) return t;
-      const filter = { tokens: [next], includeTop };
-      // Greedy sampling leaves the logits untouched, so the returned values are the raw logits.
-      return [t, { generateNext: { logits: { filter }, totalLogitWeight: true, options: { temperature: 0 } } }];
-    });
-    const outputs = await this.pool.with([], async (seq) => {
-      await alignSequence(seq, [], 0);
-      return seq.controlledEvaluate(input);
-    });
-    return prompt.map((id, i) => {
-      if (i === 0) return null;
-      const next = outputs[i - 1]?.next;
-      if (!next?.logits || next.totalLogitWeight === undefined) throw new Error(`no logits at position ${i}`);
-      const entries = [...next.logits];
-      const maxLogit = entries[0]![1];
-      const logZ = maxLogit + Math.log(next.totalLogitWeight);
-      const topIds = entries.slice(0, includeTop);
-      const rank = topIds.findIndex(([t]) => t === id);
-      return {
-        id,
-        logprob: next.logits.get(id)! - logZ,
-        rank: rank === -1 ? null : rank + 1,
-        top: topIds.slice(0, k).map(([t, l]) => ({ id: t, logprob: l - logZ })),
-      };
-    });
+  swapWeights(request: WeightsRequest): Promise<WeightsSwap> {
+    const swap = this.swaps.then(() => this.swap(request));
+    this.swaps = swap.catch(() => undefined);
+    return swap;
   }
 
-  private checkPrompt(tokens: readonly number[], room: number): void {
-    const vocab = this.tokenBytes.size() || Infinity;
-    const bad = tokens.find((t) => t >= vocab);
-    if (bad !== undefined) throw new EngineRequestError(`token id ${bad} is outside the vocabulary (${vocab} tokens)`);
-    if (tokens.length + room > this.contextSize) {
-      throw new EngineRequestError(`prompt of ${tokens.length} tokens does not fit the context of ${this.contextSize}`);
+  private async swap({ path: given, version }: WeightsRequest): Promise<WeightsSwap> {
+    const path = resolve(given);
+    const served = this.served;
+    if (version === served.version && path === served.path) return { version, path, loadMs: 0, loaded: false };
+    if (version < served.version) {
+      throw new WeightsRefusedError(409, 'version', `version ${version} is older than version ${served.version}, which is served`);
     }
+    if (version === served.version) {
+      const message = `version ${version} is served from ${served.path}, not ${path}; new weights need a new version`;
+      throw new WeightsRefusedError(409, 'version', message);
+    }
+    const started = performance.now();
+    const header = await readGgufHeader(path, this.llama).catch((err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new WeightsRefusedError(404, 'path', `no file at ${path}`);
+      throw new WeightsRefusedError(400, 'path', `${path} is not a GGUF file: ${errorText(err)}`);
+    });
+    if (header.missingBytes > 0) {
+      const message = `${path} is cut short: its tensors need ${header.missingBytes} more bytes (write it elsewhere, then rename it into place)`;
+      throw new WeightsRefusedError(400, 'path', message);
+    }
+    const mismatch = tokenizerMismatch(served.tokenizer, header.tokenizer);
+    if (mismatch)
+      throw new WeightsRefusedError(409, 'path', `${path} has another vocabulary or tokenizer than the served model: ${mismatch}`);
+    const next = await Weights.load(this.llama, path, version, this.contextOptions).catch((err: unknown) => {
+      this.failedLoad = true;
+      throw new WeightsRefusedError(400, 'path', `${path} is not a loadable GGUF: ${errorText(err)}`);
+    });
+    this.served = next;
+    this.live.add(next);
+    // A failed free costs memory, not correctness: the weights are forgotten either way.
+    const forget = () => void this.live.delete(served);
+    void served.retire().then(forget, forget);
+    return { version, path, loadMs: Math.round(performance.now() - started), loaded: true };
   }
 
-  /** Frees the context, the model and the llama.cpp instance. */
+  /** Frees every loaded weights (requests still running on them fail) and the llama.cpp instance. */
   async close(): Promise<void> {
-    await this.context.dispose();
-    await this.model.dispose();
-    await this.llama.dispose();
+    await this.swaps;
+    await Promise.all([...this.live].map((w) => w.dispose()));
+    const disposed = this.llama.dispose();
+    // node-llama-cpp (3.22) keeps a hold on its llama.cpp instance for a model that failed to load, and never lets
+    // it go once that model is garbage collected: its dispose would then wait forever, and `clotho inference` never
+    // exit. Its models are freed above; the instance itself goes with the process.
+    if (this.failedLoad) void disposed.catch(() => undefined);
+    else await disposed;
   }
 }
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));

@@ -120,15 +120,26 @@ export async function ensureGeneratedModel(spec: ModelSpec, dir = modelCacheDir(
   const path = modelPath(valid, dir);
   if (existsSync(path)) return path;
   await mkdir(dir, { recursive: true });
-  const tokenizer = qwenTokenizerMetadata();
   const tmp = `${path}.${randomBytes(4).toString('hex')}.tmp`;
   try {
-    await writeGguf(tmp, modelMetadata(valid, tokenizer), modelTensors(valid, qwenVocabSize(tokenizer)));
+    await writeGeneratedModel(tmp, valid);
     await rename(tmp, path);
   } finally {
     await rm(tmp, { force: true });
   }
   return path;
+}
+
+/**
+ * Writes a generated model to `path` as it is (no cache, no rename), with `tokenizer` as its `tokenizer.*` metadata:
+ * the real Qwen tokenizer by default; tests give another to make a model with another vocabulary.
+ */
+export async function writeGeneratedModel(
+  path: string,
+  spec: ModelSpec,
+  tokenizer: Array<[string, GgufValue]> = qwenTokenizerMetadata(),
+): Promise<void> {
+  await writeGguf(path, modelMetadata(spec, tokenizer), modelTensors(spec, qwenVocabSize(tokenizer)));
 }
 
 /** Resolves `generate:<name>` to a built-in spec, or undefined when `model` is not of that form. */

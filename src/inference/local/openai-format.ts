@@ -1,4 +1,5 @@
-import type { LocalEngine, PromptPosition, SampleResult, TokenLogprob } from './engine.js';
+import type { LocalEngine, SampleResult, TokenLogprob } from './engine.js';
+import type { PromptPosition } from './weights.js';
 
 type Engine = Pick<LocalEngine, 'detokenize' | 'tokenBytesOf'>;
 

@@ -108,6 +108,12 @@ export const GenerateRequestSchema = z.object({
 });
 export type GenerateRequest = z.infer<typeof GenerateRequestSchema>;
 
+/** `POST /v1/weights` body: the GGUF to serve from now on (a path on the server's machine) and its version. */
+export const WeightsRequestSchema = z.strictObject({
+  path: z.string().min(1),
+  version: z.number().int().nonnegative(),
+});
+
 /** OpenAI's error body. */
 export interface OpenAiError {
   error: { message: string; type: string; param: string | null; code: string | null };

@@ -5,7 +5,8 @@ import { serve } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import type { z } from 'zod';
 import { ChatTemplate } from './chat-template.js';
-import { EngineRequestError, type LocalEngine } from './engine.js';
+import { WEIGHTS_VERSION_HEADER } from '../weights-version.js';
+import { WeightsRefusedError, type LocalEngine } from './engine.js';
 import { chatLogprobs, completionLogprobs, generateLogprobs, generatePromptLogprobs, promptLogprobsVllm, usage } from './openai-format.js';
 import {
   ChatCompletionRequestSchema,
@@ -14,7 +15,9 @@ import {
   invalidRequest,
   type GenerateRequest,
   type OpenAiError,
+  WeightsRequestSchema,
 } from './server-schemas.js';
+import { EngineRequestError, type Weights } from './weights.js';
 
 const created = () => Math.floor(Date.now() / 1000);
 
@@ -46,26 +49,54 @@ const sampling = (r: Pick<GenerateRequest, 'n' | 'temperature' | 'top_p' | 'seed
  * The OpenAI-compatible HTTP API of a {@link LocalEngine}: `/v1/models`, `/v1/completions`,
  * `/v1/chat/completions` (with vLLM's `return_token_ids` and `prompt_logprobs` extensions), vLLM's native `/generate`
  * (token ids in, token ids and logprobs out: what Atropos's ManagedServer calls with `server_type: vllm`) and
- * `/health`. Streaming is not offered: RL rollouts want whole completions with their token ids.
+ * `/health`; and `/v1/weights`, where a trainer swaps new weights in (`POST`) and reads which are served (`GET`).
+ * Every generation answers with the version of the weights that produced it (`x-clotho-weights-version`).
+ * Streaming is not offered: RL rollouts want whole completions with their token ids.
  */
 export function createInferenceApp(engine: LocalEngine): Hono {
   const app = new Hono();
   const template = engine.chatTemplate === undefined ? undefined : new ChatTemplate(engine.chatTemplate);
   const maxTokensLeft = (promptLength: number) => Math.max(1, engine.contextSize - promptLength);
 
+  /** Runs a generation route on the weights served when it starts, and tells their version in a header. */
+  const onWeights = <T>(c: Context, fn: (weights: Weights) => Promise<T>): Promise<T> =>
+    engine.withWeights((weights) => {
+      c.header(WEIGHTS_VERSION_HEADER, String(weights.version));
+      return fn(weights);
+    });
+
   app.onError((err, c) => {
     if (err instanceof EngineRequestError) return c.json(errorBody(err.message, 'prompt'), 400);
+    if (err instanceof WeightsRefusedError) return c.json(errorBody(err.message, err.param), err.status);
     return c.json(errorBody(String(err instanceof Error ? err.message : err), null, 'server_error'), 500);
   });
 
-  app.get('/health', (c) => c.json({ status: 'ok' }));
+  app.get('/health', (c) => c.json({ status: 'ok', weights_version: engine.weights.version }));
 
   app.get('/v1/models', (c) =>
     c.json({
       object: 'list',
-      data: [{ id: engine.modelName, object: 'model', created: created(), owned_by: 'clotho', max_model_len: engine.contextSize }],
+      data: [
+        {
+          id: engine.modelName,
+          object: 'model',
+          created: created(),
+          owned_by: 'clotho',
+          max_model_len: engine.contextSize,
+          weights_version: engine.weights.version,
+        },
+      ],
     }),
   );
+
+  app.get('/v1/weights', (c) => c.json(engine.weights));
+
+  app.post('/v1/weights', async (c) => {
+    const r = await parseBody(c, WeightsRequestSchema);
+    if (r instanceof Response) return r;
+    const swap = await engine.swapWeights(r);
+    return c.json({ version: swap.version, path: swap.path, load_ms: swap.loadMs });
+  });
 
   app.post('/v1/chat/completions', async (c) => {
     const r = await parseBody(c, ChatCompletionRequestSchema);
@@ -80,15 +111,17 @@ export function createInferenceApp(engine: LocalEngine): Hono {
       }),
     );
     const topK = r.top_logprobs ?? 0;
-    const samples = await engine.generate(
-      {
-        promptTokens: prompt,
-        ...sampling(r),
-        maxTokens: r.max_completion_tokens ?? r.max_tokens ?? maxTokensLeft(prompt.length),
-        logprobs: r.logprobs,
-        topLogprobs: topK,
-      },
-      c.req.raw.signal,
+    const samples = await onWeights(c, (w) =>
+      w.generate(
+        {
+          promptTokens: prompt,
+          ...sampling(r),
+          maxTokens: r.max_completion_tokens ?? r.max_tokens ?? maxTokensLeft(prompt.length),
+          logprobs: r.logprobs,
+          topLogprobs: topK,
+        },
+        c.req.raw.signal,
+      ),
     );
     return c.json({
       id: `chatcmpl-${randomUUID()}`,
@@ -113,19 +146,21 @@ export function createInferenceApp(engine: LocalEngine): Hono {
     const prompt = typeof r.prompt === 'string' ? engine.tokenize(r.prompt) : r.prompt;
     if (prompt.length === 0) return c.json(errorBody('prompt is empty', 'prompt'), 400);
     const topK = r.logprobs ?? 0;
-    const [samples, promptLogprobs] = await Promise.all([
-      engine.generate(
-        {
-          promptTokens: prompt,
-          ...sampling(r),
-          maxTokens: r.max_tokens,
-          logprobs: r.logprobs !== undefined,
-          topLogprobs: topK,
-        },
-        c.req.raw.signal,
-      ),
-      r.prompt_logprobs === undefined ? undefined : engine.promptLogprobs(prompt, r.prompt_logprobs),
-    ]);
+    const [samples, promptLogprobs] = await onWeights(c, (w) =>
+      Promise.all([
+        w.generate(
+          {
+            promptTokens: prompt,
+            ...sampling(r),
+            maxTokens: r.max_tokens,
+            logprobs: r.logprobs !== undefined,
+            topLogprobs: topK,
+          },
+          c.req.raw.signal,
+        ),
+        r.prompt_logprobs === undefined ? undefined : w.promptLogprobs(prompt, r.prompt_logprobs),
+      ]),
+    );
     const promptLogprobsBody = promptLogprobs && promptLogprobsVllm(engine, promptLogprobs);
     return c.json({
       id: `cmpl-${randomUUID()}`,
@@ -153,13 +188,16 @@ export function createInferenceApp(engine: LocalEngine): Hono {
     const prompt = typeof r.prompt === 'string' ? engine.tokenize(r.prompt) : r.prompt.prompt_token_ids;
     const withLogprobs = r.logprobs !== undefined && r.logprobs !== null;
     const topK = r.logprobs ?? 0;
-    const [samples, promptLogprobs] = await Promise.all([
-      engine.generate(
-        { promptTokens: prompt, ...sampling(r), maxTokens: r.max_tokens, logprobs: withLogprobs, topLogprobs: topK },
-        c.req.raw.signal,
-      ),
-      r.prompt_logprobs === undefined || r.prompt_logprobs === null ? undefined : engine.promptLogprobs(prompt, r.prompt_logprobs),
-    ]);
+    const { samples, promptLogprobs, version } = await onWeights(c, async (w) => {
+      const [samples, promptLogprobs] = await Promise.all([
+        w.generate(
+          { promptTokens: prompt, ...sampling(r), maxTokens: r.max_tokens, logprobs: withLogprobs, topLogprobs: topK },
+          c.req.raw.signal,
+        ),
+        r.prompt_logprobs === undefined || r.prompt_logprobs === null ? undefined : w.promptLogprobs(prompt, r.prompt_logprobs),
+      ]);
+      return { samples, promptLogprobs, version: w.version };
+    });
     return c.json({
       text: samples.map((s) => s.text),
       prompt: engine.detokenize(prompt, true),
@@ -172,6 +210,7 @@ export function createInferenceApp(engine: LocalEngine): Hono {
           }
         : {}),
       ...(promptLogprobs ? { prompt_logprobs: generatePromptLogprobs(promptLogprobs) } : {}),
+      weights_version: version,
     });
   });
 

@@ -19,6 +19,8 @@ export const LocalEngineOptionsSchema = z.strictObject({
   /** Tokens per slot. @default 4096 */
   contextSize: z.number().int().positive().default(4096),
   threads: z.number().int().positive().optional(),
+  /** Version of the weights loaded at start. @default 0 */
+  weightsVersion: z.number().int().nonnegative().default(0),
 });
 export type LocalEngineOptions = z.input<typeof LocalEngineOptionsSchema>;
 
@@ -58,6 +60,7 @@ export async function startLocalEngine(options: LocalEngineOptions): Promise<Run
     slots: o.slots,
     contextSize: o.contextSize,
     threads: o.threads,
+    weightsVersion: o.weightsVersion,
   });
   try {
     const server = await serveInference(engine, o.port, o.host);
