@@ -16,6 +16,7 @@ import {
   type InferenceClient,
   type TrainingSequence,
 } from './types.js';
+import { stampWeightsVersion } from './weights-version.js';
 
 const ints = z.array(z.number().int());
 const logprobEntries = z.array(z.looseObject({ logprob: z.number() }));
@@ -55,7 +56,8 @@ export interface OpenAIClientOptions {
 
 /**
  * An {@link InferenceClient} for any OpenAI-compatible chat endpoint. It asks for logprobs and
- * vLLM's token ids; servers that ignore `return_token_ids` yield completions with null token fields.
+ * vLLM's token ids; servers that ignore `return_token_ids` yield completions with null token fields. Completions
+ * carry the weights version the server reports (`clotho inference`), if any.
  * It never retries: Temporal's retry policy on the generate activity does. Nor does it check its request: the server
  * manager did, where the request entered.
  */
@@ -71,7 +73,7 @@ export function createOpenAIClient(config: ServerConfig, options: OpenAIClientOp
       const timer = onProgress ? setInterval(onProgress, progressIntervalMs) : undefined;
       try {
         const response = await client.chat.completions.create(requestBody(config, request), { signal: call.signal }).asResponse();
-        return parseCompletions(await response.text(), request.n);
+        return stampWeightsVersion(parseCompletions(await response.text(), request.n), response.headers);
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
         if (call.timedOut) throw new InferenceError('Timeout', `no answer within ${config.timeout} s`, { cause: err });

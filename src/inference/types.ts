@@ -75,6 +75,11 @@ export const CompletionSchema = z.object({
    * when it did not say, or said it for several choices together. A messages-only run counts its budget with it.
    */
   completionTokens: z.number().int().nonnegative().optional(),
+  /**
+   * The version of the weights that generated it, when the server says (`clotho inference`'s
+   * `x-clotho-weights-version`); absent from other servers.
+   */
+  weightsVersion: z.number().int().nonnegative().optional(),
 });
 export type Completion = z.infer<typeof CompletionSchema>;
 

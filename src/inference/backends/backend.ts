@@ -102,6 +102,11 @@ export interface HttpCall {
  * `Timeout`. A cancelled call rejects with the signal's reason.
  */
 export async function callJson(url: string, call: HttpCall): Promise<unknown> {
+  return (await callJsonWithHeaders(url, call)).body;
+}
+
+/** {@link callJson}, with the response's headers (where `clotho inference` tells its weights version). */
+export async function callJsonWithHeaders(url: string, call: HttpCall): Promise<{ body: unknown; headers: Headers }> {
   const deadline = callSignal([call.signal], call.timeoutMs);
   const timer = call.onProgress ? setInterval(call.onProgress, call.progressIntervalMs ?? PROGRESS_INTERVAL_MS) : undefined;
   try {
@@ -117,7 +122,7 @@ export async function callJson(url: string, call: HttpCall): Promise<unknown> {
     const text = await response.text();
     if (!response.ok) throw statusError(response, text);
     try {
-      return JSON.parse(text);
+      return { body: JSON.parse(text), headers: response.headers };
     } catch (err) {
       throw new InferenceError('MalformedResponse', `response is not JSON: ${text.slice(0, 200)}`, { cause: err });
     }

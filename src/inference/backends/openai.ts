@@ -4,7 +4,8 @@ import { createOpenAIClient } from '../openai-client.js';
 import { loadTokenizer, type Tokenizer } from '../tokenizer.js';
 import { type Completion, type GenerateOptions, type GenerateRequest, type TokenGenerateRequest } from '../types.js';
 import { z } from 'zod';
-import { callJson, checkAligned, lazyTokenizer, parseResponse, type Backend, type BackendOptions } from './backend.js';
+import { stampWeightsVersion } from '../weights-version.js';
+import { callJson, callJsonWithHeaders, checkAligned, lazyTokenizer, parseResponse, type Backend, type BackendOptions } from './backend.js';
 
 // `/v1/completions` with a token-id prompt, as vLLM's OpenAI server and the embedded engine answer it.
 const CompletionsResponseSchema = z.looseObject({
@@ -69,10 +70,11 @@ export function createOpenAIBackend(config: ServerConfig, options: BackendOption
       };
       const url = `${config.base_url.replace(/\/+$/, '')}/completions`;
       const call = { body, apiKey: config.api_key, timeoutMs, signal: callOptions?.signal, onProgress: callOptions?.onProgress };
-      const json = parseResponse(CompletionsResponseSchema, await callJson(url, call), 'completions');
+      const { body: answer, headers } = await callJsonWithHeaders(url, call);
+      const json = parseResponse(CompletionsResponseSchema, answer, 'completions');
       if (json.choices.length !== r.n)
         throw new InferenceError('WrongChoiceCount', `asked for ${r.n} completions, got ${json.choices.length}`);
-      return json.choices.map((choice, i) => {
+      const completions = json.choices.map((choice, i) => {
         if (!choice.token_ids || !choice.logprobs) {
           throw new InferenceError(
             'InvalidRequest',
@@ -89,6 +91,7 @@ export function createOpenAIBackend(config: ServerConfig, options: BackendOption
           logprobs: choice.logprobs.token_logprobs,
         };
       });
+      return stampWeightsVersion(completions, headers);
     },
   };
 }

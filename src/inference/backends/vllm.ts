@@ -3,7 +3,17 @@ import type { ServerConfig } from '../../config/schemas.js';
 import { intArray, intRows, isNumberRecord } from '../../schema/number-rows.js';
 import { InferenceError } from '../errors.js';
 import { type Completion, type GenerateOptions, type TokenGenerateRequest } from '../types.js';
-import { callJson, checkAligned, parseResponse, serverRoot, type Backend, type BackendOptions, type PromptLogprobs } from './backend.js';
+import { stampWeightsVersion } from '../weights-version.js';
+import {
+  callJson,
+  callJsonWithHeaders,
+  checkAligned,
+  parseResponse,
+  serverRoot,
+  type Backend,
+  type BackendOptions,
+  type PromptLogprobs,
+} from './backend.js';
 import { createOpenAIBackend } from './openai.js';
 
 const ints = z.array(z.number().int());
@@ -85,13 +95,9 @@ export function createVllmBackend(
         ...(r.stop ? { stop: r.stop } : {}),
         ...(r.seed !== undefined ? { seed: r.seed } : {}),
       };
-      const json = parseResponse(
-        GenerateResponseSchema,
-        await callJson(`${root}/generate`, { ...http(callOptions), body }),
-        'vLLM /generate',
-        HotGenerateResponseSchema,
-      );
-      return json.logprobs.map((perToken, i) => {
+      const answer = await callJsonWithHeaders(`${root}/generate`, { ...http(callOptions), body });
+      const json = parseResponse(GenerateResponseSchema, answer.body, 'vLLM /generate', HotGenerateResponseSchema);
+      const completions = json.logprobs.map((perToken, i) => {
         const ids = json.token_ids?.[i];
         // With `logprobs: 0` each entry holds the sampled token only; with more, the sampled id picks it.
         const tokenIds = ids ?? perToken.map((entry) => Number(Object.keys(entry[0]!)[0]));
@@ -107,6 +113,7 @@ export function createVllmBackend(
           logprobs,
         };
       });
+      return stampWeightsVersion(completions, answer.headers);
     },
 
     async promptLogprobs(tokens: number[], topK: number, callOptions?: GenerateOptions): Promise<PromptLogprobs> {

@@ -2,6 +2,10 @@ import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ServerConfigSchema } from '../../config/schemas.js';
+import { createOpenAIBackend } from '../backends/openai.js';
+import { createVllmBackend } from '../backends/vllm.js';
+import { createOpenAIClient } from '../openai-client.js';
 import { WEIGHTS_VERSION_HEADER } from '../weights-version.js';
 import { ensureGeneratedModel, MODEL_SPECS, writeGeneratedModel } from './generate-model.js';
 import type { GgufValue } from './gguf-writer.js';
@@ -56,6 +60,18 @@ const served = async () => ({
   models: (await call('/v1/models')).body.data.map((m: any) => m.weights_version),
 });
 
+/** The weights version Clotho's clients read off each of their routes: chat, `/v1/completions`, `/generate`. */
+const clientsRead = async () => {
+  const config = (server_type: 'openai' | 'vllm') =>
+    ServerConfigSchema.parse({ base_url: running.baseUrl, model_name: running.modelName, server_type });
+  const sampling = { n: 1, maxTokens: 2, temperature: 1, topP: 1 };
+  const promptTokenIds = running.engine.tokenize('Hello');
+  const chat = await createOpenAIClient(config('openai')).generate({ messages: prompt, ...sampling });
+  const completions = await createOpenAIBackend(config('openai')).generateTokens!({ promptTokenIds, ...sampling });
+  const generate = await createVllmBackend(config('vllm')).generateTokens({ promptTokenIds, ...sampling });
+  return [chat, completions, generate].map((c) => c[0]!.weightsVersion);
+};
+
 describe('swapping weights on a running engine (POST /v1/weights)', () => {
   // Each test starts from the weights the one before left.
   let before: Awaited<ReturnType<typeof sample>>;
@@ -69,6 +85,7 @@ describe('swapping weights on a running engine (POST /v1/weights)', () => {
     expect(completion.version).toBe('1');
     const generated = await call('/generate', { prompt: { prompt_token_ids: tokens }, max_tokens: 2 });
     expect([generated.version, generated.body.weights_version]).toEqual(['1', 1]);
+    expect(await clientsRead()).toEqual([1, 1, 1]);
   });
 
   it('refuses bad bodies, missing files, non-GGUF files, older versions and another vocabulary, and keeps serving', async () => {
@@ -150,5 +167,6 @@ describe('swapping weights on a running engine (POST /v1/weights)', () => {
     // Back to the first file as version 3: its answers are the first answers again.
     expect((await swap(first, 3)).status).toBe(200);
     expect(await sample()).toEqual({ ...before, version: '3' });
+    expect(await clientsRead()).toEqual([3, 3, 3]);
   }, 60_000);
 });
