@@ -1,3 +1,4 @@
+import { oldestWeightsVersion } from '../inference/weights-version.js';
 import type { Message } from '../schema/scored-data.js';
 import type { StoreRef } from '../schema/rollout.js';
 import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
@@ -28,6 +29,11 @@ export interface Trajectory {
    * the budget holds for each turn alone (the episode is bounded by its turns).
    */
   uncounted?: boolean;
+  /**
+   * The oldest version of the model's weights that generated any of its turns, when the server reports versions
+   * (`clotho inference`); absent otherwise.
+   */
+  weightsVersion?: number;
 }
 
 export interface GroupState {
@@ -46,6 +52,14 @@ export interface GroupState {
    * group is prepared, so every activity of the group agrees.
    */
   messagesOnly?: boolean;
+}
+
+/**
+ * The oldest weights version that generated any turn of the group's trajectories (the policy its group is stamped
+ * with), or undefined when the server reported none.
+ */
+export function groupWeightsVersion(state: GroupState): number | undefined {
+  return oldestWeightsVersion(state.trajectories.map((t) => t.weightsVersion));
 }
 
 /** Identifies a group's place in the store; every key derives from it. */

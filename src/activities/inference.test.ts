@@ -7,7 +7,7 @@ import { DefaultLogger } from '@temporalio/worker';
 import { describe, expect, it, vi } from 'vitest';
 import type { Completion, InferenceClient } from '../inference/types.js';
 import { FileSystemStore } from '../store/trajectory-store.js';
-import { saveGroupBase, type GroupState } from './group-state.js';
+import { loadGroupState, saveGroupBase, type GroupState } from './group-state.js';
 import { createInferenceActivities, type GenerateTurnInput, type GenerateTurnResult } from './inference.js';
 
 const prompt = {
@@ -116,5 +116,37 @@ describe('generateTurn', () => {
     expect(model.requests).toBe(3);
     expect(reads).toHaveBeenCalledTimes(1);
     expect(retried.completionTokens).toEqual([1, 1]);
+  });
+
+  it('stamps each trajectory with the oldest weights version that generated it, and answers the group’s oldest', async () => {
+    const { store, input } = await turnOfTwo(1);
+    const { client } = countingModel();
+    // Turn 1's two requests are answered by versions 6 and 2 (a swap between them), turn 2's by version 9.
+    const versions = [6, 2, 9, 9];
+    let prompt = [1];
+    const versioned: InferenceClient = {
+      generate: async (request, options) =>
+        (await client.generate(request, options)).map((c) => ({ ...c, promptTokenIds: prompt, weightsVersion: versions.shift() })),
+    };
+    const { generateTurn } = createInferenceActivities({ inference: () => versioned, store });
+    const run = (i: GenerateTurnInput): Promise<GenerateTurnResult> =>
+      new MockActivityEnvironment({}, { logger: quiet }).run(generateTurn, i);
+    const trajectoryVersions = async (result: GenerateTurnResult) =>
+      (await loadGroupState(store, result.state)).trajectories.map((t) => t.weightsVersion).sort();
+
+    const first = await run(input);
+    expect(first.weightsVersion).toBe(2);
+    expect(await trajectoryVersions(first)).toEqual([2, 6]);
+    prompt = [1, 10];
+    const second = await run({ ...input, turn: 2, state: first.state });
+    expect(second.weightsVersion).toBe(2);
+    expect(await trajectoryVersions(second)).toEqual([2, 6]);
+
+    // A server that reports no version (vLLM, OpenAI) leaves both unset.
+    const plain = await turnOfTwo(1);
+    const { generateTurn: unversioned } = createInferenceActivities({ inference: () => client, store: plain.store });
+    const result: GenerateTurnResult = await new MockActivityEnvironment({}, { logger: quiet }).run(unversioned, plain.input);
+    expect('weightsVersion' in result).toBe(false);
+    expect((await loadGroupState(plain.store, result.state)).trajectories.map((t) => t.weightsVersion)).toEqual([undefined, undefined]);
   });
 });

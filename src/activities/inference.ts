@@ -4,6 +4,7 @@ import { hermesAssistantMessage } from '../inference/tool-calls.js';
 import { messageImages } from '../kits/images/images.js';
 import type { Completion, InferenceClient } from '../inference/types.js';
 import { toApplicationFailure } from '../inference/errors.js';
+import { oldestWeightsVersion } from '../inference/weights-version.js';
 import { buildTrainingSequence, extendTrainingSequence, TokenizationDriftError } from '../inference/openai-client.js';
 import type { Sampling, StoreRef } from '../schema/rollout.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
@@ -12,6 +13,7 @@ import { liveness } from './environment-context.js';
 import {
   cloneGroupState,
   groupKey,
+  groupWeightsVersion,
   loadGroupState,
   saveGroupDelta,
   type GroupAddress,
@@ -53,6 +55,8 @@ export interface GenerateTurnResult {
    * and arguments for the history, cut short when long; the tool step reads the calls themselves from the state.
    */
   toolCalls?: TurnToolCalls[];
+  /** The oldest weights version that generated any turn of the group so far, when the server reports versions. */
+  weightsVersion?: number;
 }
 
 /** The chat-template switch of thinking models (Qwen3's `enable_thinking`), on when reasoning is asked for. */
@@ -75,11 +79,13 @@ export function createInferenceActivities(deps: InferenceActivityDeps) {
       const state = cloneGroupState(previous);
       const generatedTokens = await generateInto(deps, input, state);
       const ref = await saveGroupDelta(deps.store, groupKey(input, `turn-${input.turn}`, 'generated'), input.state, previous, state);
+      const weightsVersion = groupWeightsVersion(state);
       const result: GenerateTurnResult = {
         state: ref,
         active: activeSamples(state),
         completionTokens: state.trajectories.map((t) => t.completionTokens),
         generatedTokens,
+        ...(weightsVersion === undefined ? {} : { weightsVersion }),
       };
       return state.executesTools ? { ...result, toolCalls: turnToolCalls(state, input.turn) } : result;
     },
@@ -276,10 +282,15 @@ function applyMessage(trajectory: Trajectory, completion: Completion, input: Omi
   appendTurn(trajectory, completion, completion.completionTokens ?? 0, input);
 }
 
-/** Appends a completion's message and its generated tokens, and ends the trajectory when its budget or turn is over. */
+/**
+ * Appends a completion's message and its generated tokens (and the weights version that made them, keeping the oldest),
+ * and ends the trajectory when its budget or turn is over.
+ */
 function appendTurn(trajectory: Trajectory, completion: Completion, generated: number, input: Omit<GenerateTurnInput, 'state'>): void {
   trajectory.messages.push({ ...completion.message, role: 'assistant', content: completion.message.content ?? completion.text });
   trajectory.completionTokens += generated;
+  const weightsVersion = oldestWeightsVersion([trajectory.weightsVersion, completion.weightsVersion]);
+  if (weightsVersion !== undefined) trajectory.weightsVersion = weightsVersion;
   trajectory.finishReason = completion.finishReason;
   const outOfBudget = completion.finishReason === 'length' || trajectory.completionTokens >= input.maxTokenLength;
   trajectory.done = outOfBudget || !input.multiTurn;

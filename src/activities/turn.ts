@@ -9,7 +9,15 @@ import {
   type FinishGroupInput,
   type FinishGroupResult,
 } from './environment.js';
-import { cloneGroupState, groupKey, loadGroupState, saveGroupBase, saveGroupDelta, type GroupState } from './group-state.js';
+import {
+  cloneGroupState,
+  groupKey,
+  groupWeightsVersion,
+  loadGroupState,
+  saveGroupBase,
+  saveGroupDelta,
+  type GroupState,
+} from './group-state.js';
 import { generateInto, type InferenceActivityDeps } from './inference.js';
 import { argumentsPreview, preview, runTurnCalls, type ToolRecord, type TurnToolCallResult } from './tool-calls.js';
 
@@ -46,6 +54,8 @@ export interface TakeTurnsResult {
   calls: TurnCall[];
   /** The finished group, when the episode ended and the input asked to finish it. */
   finished?: FinishGroupResult;
+  /** The oldest weights version that generated any turn of the group so far, when the server reports versions. */
+  weightsVersion?: number;
 }
 
 /**
@@ -98,6 +108,7 @@ export function createTurnActivities(deps: InferenceActivityDeps & EnvironmentAc
         if (next && performance.now() - started < TURNS_WINDOW_MS) continue;
         // The next turn's record would have carried this step; without one, it is a record of its own.
         if (steps) ref = await saveGroupDelta(store, groupKey(address, `turn-${turn + 1}`, 'prompt'), ref, written, state);
+        const weightsVersion = groupWeightsVersion(state);
         const result: TakeTurnsResult = {
           state: ref,
           turns: turn - first + 1,
@@ -105,6 +116,7 @@ export function createTurnActivities(deps: InferenceActivityDeps & EnvironmentAc
           generatedTokens,
           next,
           calls,
+          ...(weightsVersion === undefined ? {} : { weightsVersion }),
         };
         if (next || !finish) return result;
         return { ...result, finished: await environment.finishGroup({ ...address, turn, state: ref, ...finish }) };

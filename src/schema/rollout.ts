@@ -88,7 +88,10 @@ export interface RolloutGroupInput {
   steps: StepOptionsTable;
   /** Whether the server has Clotho's search attributes (a foreign cluster may not). */
   searchAttributes: boolean;
-  /** The trainer's step when the group started: the policy that generates it. Null outside training runs. */
+  /**
+   * The trainer's step when the group started: the policy that generates it, unless the inference server reports the
+   * version of its weights (then the group's result says that). Null outside training runs.
+   */
   policyVersion?: number | null;
   /** Which of the environment's group hooks run (absent in runs started before hooks existed: none). */
   hooks?: { setup: boolean; teardown: boolean };
@@ -114,7 +117,10 @@ export interface RolloutGroupResult {
   /** Tokens of the longest sequence (the trainer drops groups at or above its max_token_len). */
   longestSequence?: number;
   turns: number;
-  /** The policy version the group was started with (its input's). */
+  /**
+   * The policy that generated the group: the oldest weights version among its completions when the server reports
+   * versions (`clotho inference`), else the one the group was started with (its input's).
+   */
   policyVersion?: number | null;
   /** Tool calls executed over the group's trajectories. */
   toolCalls?: number;

@@ -82,9 +82,9 @@ async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>)
   const episode = turnsInOneActivity(input)
     ? await runTurns(input, finishesLocally ? { ensureScoresAreNotSame: input.ensureScoresAreNotSame, generationParams } : undefined)
     : await stepTurns(input, await prepareGroup({ ...address, groupSize: input.groupSize }));
-  const { state, turn, tokens, toolCalls } = episode;
+  const { state, turn, tokens, toolCalls, weightsVersion } = episode;
   const turns = turn + 1;
-  const ended = { turns, toolCalls, completionTokens: tokens.reduce((a, b) => a + b, 0) };
+  const ended = { turns, toolCalls, completionTokens: tokens.reduce((a, b) => a + b, 0), weightsVersion };
   if (episode.finished) {
     await teardown();
     const { scores, metrics, assembled } = episode.finished;
@@ -121,6 +121,8 @@ interface Episode {
   toolCalls: number;
   /** The finished group, when the last turn's activity finished it. */
   finished?: FinishGroupResult;
+  /** The oldest weights version that generated any of its turns, as the last generating activity reported it. */
+  weightsVersion?: number | undefined;
 }
 
 /**
@@ -164,7 +166,7 @@ async function runTurns(input: RolloutGroupInput, finish: TakeTurnsInput['finish
     toolCalls += taken.calls.length;
     turn += taken.turns;
     if (!taken.next) {
-      const last = { state, turn: turn - 1, tokens: taken.completionTokens, toolCalls };
+      const last = { state, turn: turn - 1, tokens: taken.completionTokens, toolCalls, weightsVersion: taken.weightsVersion };
       return taken.finished ? { ...last, finished: taken.finished } : last;
     }
   }
@@ -180,6 +182,7 @@ async function stepTurns(input: RolloutGroupInput, prepared: StoreRef): Promise<
   let state = prepared;
   let tokens: number[] = [];
   let toolCalls = 0;
+  let weightsVersion: number | undefined;
   for (let turn = 0; ; turn++) {
     const generated = await generateTurn({
       ...address,
@@ -191,18 +194,28 @@ async function stepTurns(input: RolloutGroupInput, prepared: StoreRef): Promise<
     });
     state = generated.state;
     tokens = generated.completionTokens;
-    if (generated.active.length === 0 || turn + 1 >= input.maxTurns) return { state, turn, tokens, toolCalls };
+    weightsVersion = generated.weightsVersion;
+    if (generated.active.length === 0 || turn + 1 >= input.maxTurns) return { state, turn, tokens, toolCalls, weightsVersion };
     toolCalls += await callTools(input, turn, state, generated.toolCalls ?? []);
     const stepped = await stepTurn({ ...address, turn, state });
     state = stepped.state;
-    if (stepped.active.length === 0) return { state, turn, tokens, toolCalls };
+    if (stepped.active.length === 0) return { state, turn, tokens, toolCalls, weightsVersion };
   }
 }
 
-/** The group's result and its search attributes: scored with its assembled group, or dropped (null) for equal scores. */
+/**
+ * The group's result and its search attributes: scored with its assembled group, or dropped (null) for equal scores.
+ * Its policy version is the oldest weights version that generated any of its tokens when the server reports them
+ * (`clotho inference`: read from the activities' results, so a replay sees the same), else the input's.
+ */
 function outcome(
   input: RolloutGroupInput,
-  { turns, toolCalls, completionTokens }: { turns: number; toolCalls: number; completionTokens: number },
+  {
+    turns,
+    toolCalls,
+    completionTokens,
+    weightsVersion,
+  }: { turns: number; toolCalls: number; completionTokens: number; weightsVersion: number | undefined },
   scores: number[],
   metrics: Record<string, number>,
   assembled: AssembleResult | null,
@@ -214,7 +227,7 @@ function outcome(
     meanScore,
     groupSize: input.groupSize,
     turns,
-    policyVersion: input.policyVersion ?? null,
+    policyVersion: weightsVersion ?? input.policyVersion ?? null,
     ...(toolCalls > 0 ? { toolCalls } : {}),
     ...(Object.keys(metrics).length > 0 ? { metrics } : {}),
   };

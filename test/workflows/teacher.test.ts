@@ -5,7 +5,7 @@ import { createServerManager, type ServerManager } from '../../src/inference/ser
 import { ServerConfigSchema } from '../../src/config/schemas.js';
 import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
-import { startHarness, type Harness } from '../support/harness.js';
+import { fastSteps, startHarness, type Harness } from '../support/harness.js';
 import { uniqueId } from '../support/temporal.js';
 
 let engine: RunningLocalEngine;
@@ -76,5 +76,37 @@ describe('teacher logprobs on the embedded engine', () => {
     const group = await harness.store.get<ScoredDataGroup>(result.group!);
     expect(group.distill_token_ids).toBeNull();
     expect(group.distill_logprobs).toBeNull();
+  });
+});
+
+describe("a group's policy version on the embedded engine", () => {
+  it("is the engine's weights version in both placements, and the input's from a server that reports none", async () => {
+    // The same file again as version 4: only the version changes, so the teacher tests above are unaffected.
+    const swap = await fetch(`${engine.baseUrl}/weights`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ path: engine.engine.weights.path, version: 4 }),
+    });
+    expect(swap.status).toBe(200);
+    const placements = { queued: {}, takeTurns: { steps: fastSteps(), oneActivityPerTurn: true } };
+    const policyVersions = async (h: Harness) => {
+      const versions: Record<string, number | null | undefined> = {};
+      for (const [name, placement] of Object.entries(placements)) {
+        const result = await h.temporal.client.workflow.execute(rolloutGroup, {
+          taskQueue: h.queues.workflows,
+          workflowId: uniqueId('policy-version'),
+          // The batcher's step when the group started: what vLLM and OpenAI runs record.
+          args: [h.groupInput(Object.keys(versions).length, { groupSize: 2, maxTokenLength: 6, policyVersion: 7, ...placement })],
+        });
+        versions[name] = result.policyVersion;
+      }
+      return versions;
+    };
+    harness = await startHarness({ environment: echo(true), inference: student });
+    expect(await policyVersions(harness)).toEqual({ queued: 4, takeTurns: 4 });
+    await harness.close();
+    // The scripted model sends no x-clotho-weights-version.
+    harness = await startHarness({ environment: echo(true) });
+    expect(await policyVersions(harness)).toEqual({ queued: 7, takeTurns: 7 });
   });
 });
