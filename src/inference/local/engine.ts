@@ -120,6 +120,11 @@ export class LocalEngine {
     return { version: this.served.version, path: this.served.path };
   }
 
+  /** Weights in memory: the served ones, and those swapped out that requests still run on. */
+  get loadedWeights(): number {
+    return this.live.size;
+  }
+
   /**
    * Runs `fn` on the weights served now. A swap meanwhile does not touch them: `fn` finishes on them, and they are
    * freed once every call that started on them has ended.

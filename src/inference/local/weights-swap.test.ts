@@ -1,7 +1,7 @@
 import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ServerConfigSchema } from '../../config/schemas.js';
 import { createOpenAIBackend } from '../backends/openai.js';
 import { createVllmBackend } from '../backends/vllm.js';
@@ -146,10 +146,13 @@ describe('swapping weights on a running engine (POST /v1/weights)', () => {
     expect(after.version).toBe('2');
     expect(after.ids).not.toEqual(before.ids);
 
+    expect(running.engine.loadedWeights).toBe(2);
     const old = await inFlight;
     expect(old.at).toBeGreaterThan(swappedAt);
     expect([old.status, old.version]).toEqual([200, '1']);
     expect(old.body.choices[0].token_ids).toEqual(alone.body.choices[0].token_ids);
+    // The old weights are freed once their last request is done.
+    await vi.waitFor(() => expect(running.engine.loadedWeights).toBe(1));
   }, 60_000);
 
   it('answers a repeated swap 200 without loading, and refuses the served version from another file', async () => {
@@ -167,6 +170,7 @@ describe('swapping weights on a running engine (POST /v1/weights)', () => {
     // Back to the first file as version 3: its answers are the first answers again.
     expect((await swap(first, 3)).status).toBe(200);
     expect(await sample()).toEqual({ ...before, version: '3' });
+    await vi.waitFor(() => expect(running.engine.loadedWeights).toBe(1));
     expect(await clientsRead()).toEqual([3, 3, 3]);
   }, 60_000);
 });
