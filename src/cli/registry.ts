@@ -22,6 +22,7 @@ const BUILT_IN: Record<string, () => Promise<{ default: unknown }>> = {
   blackjack: () => import('../../environments/games/blackjack.js'),
   taxi: () => import('../../environments/games/taxi.js'),
   text_adventure: () => import('../../environments/games/adventure.js'),
+  lowercase: () => import('../../environments/lowercase/index.js'),
 };
 
 /** Names of the built-in environments. */
