@@ -60,7 +60,7 @@ export default defineEnvironment({
   },
   defaults: { group_size: 8, max_token_length: 16 },
 
-  load: (config) => fromItems(config.topics.map((topic) => ({ topic }))),
+  load: async (config) => fromItems<LowercaseItem>(config.topics.map((topic) => ({ topic }))),
 
   prompt: (item) => [
     { role: 'system', content: SYSTEM_PROMPT },

@@ -54,6 +54,7 @@ describe('loadEnvironment', () => {
       'blackjack',
       'taxi',
       'text_adventure',
+      'lowercase',
     ]);
     for (const name of builtInEnvironments()) expect((await loadEnvironment(name)).name).toBe(name);
   });

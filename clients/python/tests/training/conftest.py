@@ -85,13 +85,13 @@ class Stack:
         self.processes.append(serve)
         return serve
 
-    def trainer(self, save_path: Path, *extra: str, inference_url: Optional[str] = None) -> Process:
+    def trainer(self, save_path: Path, *extra: str, inference_url: Optional[str] = None, env: Optional[dict[str, str]] = None) -> Process:
         args = [
             sys.executable, "-m", "clotho_client.training",
             "--model", str(self.model), "--save-path", str(save_path), "--atropos-url", self.api_url,
             "--weight-sync", "clotho", "--inference-url", inference_url or self.engine_url, *extra,
         ]
-        trainer = Process(args, env={"TEMPORAL_ADDRESS": self.temporal_address, "PYTHONUNBUFFERED": "1"})
+        trainer = Process(args, env={"TEMPORAL_ADDRESS": self.temporal_address, "PYTHONUNBUFFERED": "1", **(env or {})})
         self.processes.append(trainer)
         return trainer
 
@@ -129,6 +129,23 @@ def metrics_of(save_path: Path) -> list[dict]:
 def results_dir() -> Optional[Path]:
     folder = os.environ.get("CLOTHO_TRAINER_RESULTS")
     return Path(folder) if folder else None
+
+
+_READ_WANDB = """
+const [{ readTransactionLog }, { decodeRecord }, fs] = await Promise.all([
+  import('./src/cli/wandb/transaction-log.ts'), import('./src/cli/wandb/records.ts'), import('node:fs')]);
+const records = readTransactionLog(fs.readFileSync(process.argv[1])).map(decodeRecord);
+console.log(JSON.stringify(records));
+"""
+
+
+def wandb_records(run_file: Path) -> list[dict]:
+    """The records of a W&B run's transaction log (``run-*.wandb``), decoded by Clotho's own reader."""
+    found = subprocess.run(
+        ["node", "--conditions=clotho-source", "--import", "tsx", "--input-type=module", "-e", _READ_WANDB, str(run_file)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=True,
+    )
+    return json.loads(found.stdout)
 
 
 def kill_9(process: Process) -> None:

@@ -11,8 +11,8 @@ WEIGHT_SYNC_MODES = ("none", "clotho", "vllm-restart", "vllm-lora", "vllm-update
 
 @dataclass(frozen=True)
 class TrainerConfig:
-    model: str
     save_path: str
+    model: str = ""
     atropos_url: str = "http://localhost:8000"
     source: str = "http"
     lr: float = 1e-5
@@ -80,7 +80,13 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m clotho_client.training",
         description="GRPO on batches from `clotho api` (or Atropos's run-api), weights synced back to the inference engine.",
     )
-    p.add_argument("--model", "--model-name", dest="model", required=True, help="Hugging Face folder or repo id, or a .gguf file")
+    p.add_argument(
+        "--model",
+        "--model-name",
+        dest="model",
+        default="",
+        help="Hugging Face folder or repo id, or a .gguf file (default with --weight-sync clotho: the GGUF the engine serves)",
+    )
     p.add_argument("--save-path", required=True, help="folder of checkpoints, exported weights and the trainer's journal")
     p.add_argument("--atropos-url", default=TrainerConfig.atropos_url, help="the trajectory API")
     p.add_argument("--source", choices=("http", "temporal"), default="http", help="pull leased batches over HTTP, or run trainStep activities (clotho api --trainer temporal)")
@@ -126,6 +132,8 @@ def parse_config(argv: Optional[Sequence[str]] = None) -> TrainerConfig:
     config = TrainerConfig(**{k: v for k, v in vars(args).items() if k in names})
     if config.weight_sync != "none" and not config.inference_url:
         p.error(f"--weight-sync {config.weight_sync} needs --inference-url")
+    if not config.model and config.weight_sync != "clotho":
+        p.error("--model is required (only --weight-sync clotho can take it from the engine)")
     if config.weight_sync == "vllm-restart" and not config.vllm_restart_command:
         p.error("--weight-sync vllm-restart needs --vllm-restart-command")
     return config

@@ -15,6 +15,7 @@ before the ack: choose ``--lease-seconds`` longer than a restart plus ``--checkp
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -47,6 +48,19 @@ def fingerprint(group: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(group["tokens"], separators=(",", ":")).encode()).hexdigest()[:16]
 
 
+def served_model(config: TrainerConfig) -> str:
+    """The GGUF file `clotho inference` serves (``GET /v1/weights``): the policy to train when ``--model`` is not given."""
+    url = f"{(config.inference_url or '').rstrip('/').removesuffix('/v1')}/v1/weights"
+    try:
+        response = httpx.get(url, timeout=30.0)
+        response.raise_for_status()
+    except httpx.HTTPError as error:
+        raise SystemExit(f"--model not given and the engine's weights could not be read from {url}: {error}") from error
+    path = str(response.json()["path"])
+    log.info("training the model the engine serves: %s", path)
+    return path
+
+
 def _device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -70,6 +84,8 @@ class GrpoTrainer:
     """One policy, its optimizer and its bookkeeping; :meth:`run` feeds it until ``training_steps``."""
 
     def __init__(self, config: TrainerConfig) -> None:
+        if not config.model:
+            config = dataclasses.replace(config, model=served_model(config))
         if config.source == "temporal" and config.checkpoint_interval != 1:
             raise ValueError("--source temporal completes each trainStep when it is trained, so it checkpoints every step: --checkpoint-interval must be 1")
         self.config = config
@@ -94,7 +110,7 @@ class GrpoTrainer:
         self.metrics = MetricsSink(config)
         self.journal = Path(config.save_path) / "inflight.json"
         self.pending_acks: list[str] = list(self.state.unacked_leases)
-        self.waited = 0.0
+        self.timings: list[dict[str, float]] = []
         log.info("loaded %s in %.1fs%s", config.model, time.perf_counter() - started, f", resumed at step {self.state.step}" if latest else "")
 
     # --- one step -------------------------------------------------------------------------------------------
@@ -155,6 +171,7 @@ class GrpoTrainer:
 
     def log_step(self, metrics: dict[str, float]) -> None:
         self.metrics.log(self.state.step, metrics)
+        self.timings.append(metrics)
         log.info(
             "step %d: reward %.3f, loss %.4f, |dlogp| %.2e (max %.2e), ratio %.4f, clipped %.3f, wait %.1fs, train %.1fs",
             self.state.step,
@@ -253,17 +270,21 @@ class GrpoTrainer:
         self.sync_weights()
         stop = asyncio.Event()
         lock = threading.Lock()
+        idle_since = time.perf_counter()
 
         def train_step(step: int, batch_id: str, groups: list[dict[str, Any]]) -> None:
+            nonlocal idle_since
             with lock:
                 if self.state.batcher_step is not None and step <= self.state.batcher_step:
                     log.info("trainStep %d was trained before a restart; completing it without training again", step)
                     return
                 metrics = self.train_on(groups)
+                metrics["wait_seconds"] = max(time.perf_counter() - idle_since - metrics["train_seconds"], 0.0)
                 self.state.batcher_step = step
                 self.commit(groups, {"batcher_step": step, "batch": batch_id}, metrics)
                 self.sync_weights(metrics)
                 self.log_step(metrics)
+                idle_since = time.perf_counter()
                 if self.state.step >= self.config.training_steps:
                     loop.call_soon_threadsafe(stop.set)
 
@@ -291,3 +312,17 @@ class GrpoTrainer:
                 self.run_http()
         finally:
             self.metrics.close()
+        print(self.summary(), flush=True)
+
+    def summary(self) -> str:
+        """Step time and the share of it spent waiting for batches, over the steps this process took."""
+        if not self.timings:
+            return "trained no step"
+        parts = {k: sum(t.get(f"{k}_seconds", 0.0) for t in self.timings) for k in ("wait", "train", "checkpoint", "sync")}
+        total = sum(parts.values())
+        n = len(self.timings)
+        return (
+            f"{n} steps on {self.device}: {total / n:.2f} s per step (train {parts['train'] / n:.2f}, checkpoint "
+            f"{parts['checkpoint'] / n:.2f}, sync {parts['sync'] / n:.2f}, waiting for batches {parts['wait'] / n:.2f}); "
+            f"waiting {100 * parts['wait'] / max(total, 1e-9):.0f} % of the time"
+        )

@@ -69,12 +69,14 @@ class GgufExporter:
             self.slots[t.name] = _Slot(t.name, int(t.data_offset), int(t.n_bytes), kind, tuple(int(d) for d in t.data.shape))
         names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[self._arch_enum(gguf)], blocks)
         self.mapping: dict[str, str] = {}
-        for hf_name, _ in model.named_parameters():
+        for hf_name, param in model.named_parameters():
             target = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
             if target is None or target not in self.slots:
                 if hf_name == "lm_head.weight" and getattr(model.config, "tie_word_embeddings", False):
                     continue  # tied to the embedding, which the file stores once
                 raise ValueError(f"{template}: no GGUF tensor for the model's {hf_name}")
+            if tuple(param.shape) != self.slots[target].shape:
+                raise ValueError(f"{template}: the model's {hf_name} is {tuple(param.shape)}, the file's {target} {self.slots[target].shape}")
             self.mapping[hf_name] = target
         missing = set(self.slots) - set(self.mapping.values())
         if missing:

@@ -6,6 +6,8 @@ A sync must be idempotent: after a crash the trainer repeats the last one (same 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import time
 from pathlib import Path
 from typing import Protocol
@@ -38,9 +40,16 @@ class ClothoSync:
         template = gguf_source(config.model, config.gguf_template)
         if template is None:
             raise ValueError("--weight-sync clotho needs a GGUF to write into: --model file.gguf or --gguf-template")
-        self.exporter = GgufExporter(template, model)
         self.folder = Path(config.save_path) / "weights"
         self.folder.mkdir(parents=True, exist_ok=True)
+        # The run's own copy of the layout: the template may be a file this sync later deletes (the engine's
+        # served step-N.gguf when --model was taken from the engine).
+        layout = self.folder / "layout.gguf"
+        if not layout.exists():
+            tmp = self.folder / ".layout.gguf.tmp"
+            shutil.copyfile(template, tmp)
+            os.replace(tmp, layout)
+        self.exporter = GgufExporter(str(layout), model)
         self.url = f"{config.inference_url.rstrip('/').removesuffix('/v1')}/v1/weights"  # type: ignore[union-attr]
 
     def sync(self, model: torch.nn.Module, version: int) -> None:
