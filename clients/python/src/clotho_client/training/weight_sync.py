@@ -1,7 +1,7 @@
 """Getting the trained weights to the inference engine, so the next rollouts come from the new policy.
 
 A sync must be idempotent: after a crash the trainer repeats the last one (same version) before it trains on.
-The vLLM modes live beside this module (``vllm_restart``, ``lora``); each also makes the engine serve
+The vLLM modes live beside this module (``vllm_restart``, ``lora``, ``vllm_update``); each also makes the engine serve
 the weights the trainer starts from as it is built, since the trainer syncs only after a checkpoint.
 """
 
@@ -98,6 +98,10 @@ def weight_sync_for(config: TrainerConfig, model: torch.nn.Module) -> WeightSync
         from .lora import VllmLoraSync
 
         sync = VllmLoraSync(config)
+    elif config.weight_sync == "vllm-update":
+        from .vllm_update import VllmUpdateSync
+
+        sync = VllmUpdateSync(config, model)
     else:
         raise ValueError(f"--weight-sync {config.weight_sync} is not available in this version")
     sync.serve_starting_weights(model, starting_version(config))
