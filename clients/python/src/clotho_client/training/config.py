@@ -35,8 +35,10 @@ class TrainerConfig:
     inference_url: Optional[str] = None
     gguf_template: Optional[str] = None
     vllm_restart_command: Optional[str] = None
+    vllm_start_timeout: float = 900.0
     lora_rank: int = 16
     lora_alpha: int = 32
+    lora_name: str = "clotho-lora"
     allow_missing_logprobs: bool = False
     log_file: Optional[str] = None
     metrics_port: Optional[int] = None
@@ -110,8 +112,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--inference-url", help="the engine's base URL (clotho inference or vLLM), for --weight-sync")
     p.add_argument("--gguf-template", help="GGUF whose layout the clotho weight sync writes into (default: --model when it is a .gguf)")
     p.add_argument("--vllm-restart-command", help="--weight-sync vllm-restart: command that starts vLLM; {model} is replaced by the checkpoint folder")
-    p.add_argument("--lora-rank", type=_positive_int, default=TrainerConfig.lora_rank)
+    p.add_argument("--vllm-start-timeout", type=_positive_float, default=TrainerConfig.vllm_start_timeout, help="--weight-sync vllm-restart: seconds vLLM may take to answer GET /health with 200")
+    p.add_argument("--lora-rank", type=_positive_int, default=TrainerConfig.lora_rank, help="--weight-sync vllm-lora: rank of the adapters trained on every linear layer")
     p.add_argument("--lora-alpha", type=_positive_int, default=TrainerConfig.lora_alpha)
+    p.add_argument("--lora-name", default=TrainerConfig.lora_name, help="--weight-sync vllm-lora: the adapter's name in vLLM, the model name environments request")
     p.add_argument("--allow-missing-logprobs", action="store_true", help="train groups without inference_logprobs on-policy (ratio 1)")
     p.add_argument("--log-file", help="JSON line of metrics per step (default <save-path>/metrics.jsonl)")
     p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
@@ -136,4 +140,6 @@ def parse_config(argv: Optional[Sequence[str]] = None) -> TrainerConfig:
         p.error("--model is required (only --weight-sync clotho can take it from the engine)")
     if config.weight_sync == "vllm-restart" and not config.vllm_restart_command:
         p.error("--weight-sync vllm-restart needs --vllm-restart-command")
+    if config.weight_sync == "vllm-restart" and "{model}" not in (config.vllm_restart_command or ""):
+        p.error("--vllm-restart-command must contain {model}, which the trainer replaces by the checkpoint folder")
     return config

@@ -37,7 +37,7 @@ from .config import TrainerConfig
 from .data import micro_batches
 from .loss import LossStats, grpo_loss
 from .metrics import MetricsSink
-from .model_io import load_model
+from .lora import load_policy
 from .weight_sync import weight_sync_for
 
 log = logging.getLogger("clotho_client.training")
@@ -95,9 +95,10 @@ class GrpoTrainer:
         self.checkpoints = Checkpoints(config.save_path, config.keep_checkpoints)
         latest = self.checkpoints.latest()
         started = time.perf_counter()
-        self.model = load_model(str(latest / "model") if latest else config.model, dtype=dtype, device=self.device)
+        self.model = load_policy(config, latest / "model" if latest else None, dtype=dtype, device=self.device)
         self.model.train()
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        trained = [p for p in self.model.parameters() if p.requires_grad]  # all of them, or the LoRA adapters'
+        self.optimizer = torch.optim.AdamW(trained, lr=config.lr, weight_decay=config.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _schedule(config))
         self.state = TrainerState()
         self.latest = latest

@@ -1,6 +1,8 @@
 """Getting the trained weights to the inference engine, so the next rollouts come from the new policy.
 
 A sync must be idempotent: after a crash the trainer repeats the last one (same version) before it trains on.
+The vLLM modes live beside this module (``vllm_restart``, ``lora``, ``vllm_update``); each also makes the engine serve
+the weights the trainer starts from as it is built, since the trainer syncs only after a checkpoint.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 import torch
 
+from .checkpoint import Checkpoints
 from .config import TrainerConfig
 from .model_io import GgufExporter, gguf_source
 
@@ -83,9 +86,32 @@ def _post_with_retries(url: str, body: dict[str, object], attempts: int = 8) -> 
     raise AssertionError("unreachable")
 
 
+def starting_version(config: TrainerConfig) -> int:
+    """The version of the weights the trainer starts from: its latest checkpoint's step, else 0."""
+    checkpoints = Checkpoints(config.save_path, config.keep_checkpoints)
+    latest = checkpoints.latest()
+    return checkpoints.load_state(latest).step if latest else 0
+
+
 def weight_sync_for(config: TrainerConfig, model: torch.nn.Module) -> WeightSync:
     if config.weight_sync == "none":
         return NoSync()
     if config.weight_sync == "clotho":
         return ClothoSync(config, model)
-    raise ValueError(f"--weight-sync {config.weight_sync} is not available in this version")
+    sync: Any
+    if config.weight_sync == "vllm-restart":
+        from .vllm_restart import VllmRestartSync
+
+        sync = VllmRestartSync(config)
+    elif config.weight_sync == "vllm-lora":
+        from .lora import VllmLoraSync
+
+        sync = VllmLoraSync(config)
+    elif config.weight_sync == "vllm-update":
+        from .vllm_update import VllmUpdateSync
+
+        sync = VllmUpdateSync(config, model)
+    else:
+        raise ValueError(f"--weight-sync {config.weight_sync} is not available in this version")
+    sync.serve_starting_weights(model, starting_version(config))
+    return sync
