@@ -116,13 +116,14 @@ def stack(temporal_address: str, tmp_path: Path, tiny_gguf: Path) -> Iterator[St
 
 
 def metrics_of(save_path: Path) -> list[dict]:
-    """The trainer's metrics, one dict per step, the last line of each step winning (a resumed run may repeat one)."""
+    """The trainer's metrics, one dict per step: a step's lines merged (its figures, then its checkpoint and sync times),
+    later lines winning (a step repeated after a crash logs again)."""
     by_step: dict[int, dict] = {}
     path = save_path / "metrics.jsonl"
     if path.is_file():
         for line in path.read_text().splitlines():
             row = json.loads(line)
-            by_step[row["step"]] = row
+            by_step.setdefault(row["step"], {}).update(row)
     return [by_step[k] for k in sorted(by_step)]
 
 

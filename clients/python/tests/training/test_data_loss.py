@@ -115,7 +115,7 @@ def test_on_policy_loss_is_minus_the_advantage_weighted_mean_and_its_statistics(
     stats = LossStats()
     loss = grpo_loss(model, batch, clip_eps=0.2, total_sequences=2, stats=stats)
     # ratio = 1 everywhere: per-token loss is -adv, so each sequence's mean is -adv and the batch mean is 0.
-    assert float(loss) == pytest.approx(0.0, abs=1e-6)
+    assert float(loss.detach()) == pytest.approx(0.0, abs=1e-6)
     summary = stats.summary()
     assert summary["logprob_diff_abs_mean"] == pytest.approx(0.0, abs=1e-6)
     assert summary["ratio_mean"] == pytest.approx(1.0) and summary["clipped_fraction"] == 0.0

@@ -11,8 +11,8 @@ import httpx
 from conftest import Stack, free_port, metrics_of, results_dir, wandb_records
 from servers import wait_until
 
-STEPS = 24
-FIRST = LAST = 4
+STEPS = 30
+FIRST = LAST = 5
 #: Reward (share of lowercase words) the last steps must gain over the first: the random policy's is about 0.2.
 MARGIN = 0.3
 

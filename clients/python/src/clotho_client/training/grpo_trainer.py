@@ -171,8 +171,9 @@ class GrpoTrainer:
             metrics["sync_seconds"] = time.perf_counter() - started
 
     def log_step(self, metrics: dict[str, float]) -> None:
+        """Logs a step's figures as soon as it is taken: a crash before its checkpoint repeats the step, and its line."""
         self.metrics.log(self.state.step, metrics)
-        self.timings.append(metrics)
+        self.timings.append(dict(metrics))
         log.info(
             "step %d: reward %.3f, loss %.4f, |dlogp| %.2e (max %.2e), ratio %.4f, clipped %.3f, wait %.1fs, train %.1fs",
             self.state.step,
@@ -207,11 +208,13 @@ class GrpoTrainer:
                 self._write_journal(batch.batch_id)
                 metrics = self.train_on(batch.groups)
                 metrics["wait_seconds"] = wait
-                self.pending_acks.append(batch.batch_id)
-                if self.commit(batch.groups, {"lease": batch.batch_id}, metrics):
-                    self._ack_pending(api)
-                    self.sync_weights(metrics)
                 self.log_step(metrics)
+                self.pending_acks.append(batch.batch_id)
+                timings: dict[str, float] = {}
+                if self.commit(batch.groups, {"lease": batch.batch_id}, timings):
+                    self._ack_pending(api)
+                    self.sync_weights(timings)
+                self.log_timings(timings)
 
     def _register(self, api: TrajectoryClient, trainer: Optional[str] = None) -> None:
         api.register(
@@ -282,9 +285,11 @@ class GrpoTrainer:
                 metrics = self.train_on(groups)
                 metrics["wait_seconds"] = max(time.perf_counter() - idle_since - metrics["train_seconds"], 0.0)
                 self.state.batcher_step = step
-                self.commit(groups, {"batcher_step": step, "batch": batch_id}, metrics)
-                self.sync_weights(metrics)
                 self.log_step(metrics)
+                timings: dict[str, float] = {}
+                self.commit(groups, {"batcher_step": step, "batch": batch_id}, timings)
+                self.sync_weights(timings)
+                self.log_timings(timings)
                 idle_since = time.perf_counter()
                 if self.state.step >= self.config.training_steps:
                     loop.call_soon_threadsafe(stop.set)
@@ -304,6 +309,12 @@ class GrpoTrainer:
 
         loop: Any = None
         asyncio.run(serve())
+
+    def log_timings(self, timings: dict[str, float]) -> None:
+        """The step's checkpoint and sync times, logged under the same step once they are known."""
+        if timings:
+            self.metrics.log(self.state.step, timings)
+            self.timings[-1].update(timings)
 
     def run(self) -> None:
         try:
