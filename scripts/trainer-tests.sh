@@ -7,30 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv=.clotho/trainer-venv
-python=${PYTHON:-python3}
-
-if ! "$venv/bin/python" -c 'import sys' >/dev/null 2>&1; then
-  "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
-    || { echo "trainer-tests: $python is older than 3.10 (set PYTHON=...)" >&2; exit 1; }
-  rm -rf "$venv"
-  "$python" -m venv "$venv" \
-    || { echo "trainer-tests: could not create $venv (on Debian/Ubuntu: apt-get install python3-venv)" >&2; exit 1; }
-fi
-
-stamp="$venv/.clotho-trainer-installed"
-want=$("$venv/bin/python" -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' clients/python/pyproject.toml)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "trainer-tests: installing clients/python[train,test] into $venv (PyTorch: several GB the first time)" >&2
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e 'clients/python[train,test]'
-  echo "$want" >"$stamp"
-fi
+# PyTorch: several GB the first time.
+source scripts/client-venv.sh .clotho/trainer-venv train,test trainer-tests
 
 results=.clotho/test-results/trainer
 rm -rf "$results"
 mkdir -p "$results"
 status=0
-CLOTHO_TRAINER_RESULTS="$PWD/$results" "$venv/bin/python" -m pytest -p no:cacheprovider clients/python/tests/training "$@" || status=$?
+CLOTHO_TRAINER_RESULTS="$PWD/$results" "$venv_python" -m pytest -p no:cacheprovider clients/python/tests/training "$@" || status=$?
 if [ "$status" -eq 5 ]; then echo "trainer-tests: no tests were collected" >&2; fi
 if [ -f "$results/reward.txt" ]; then cat "$results/reward.txt"; fi
 exit "$status"
