@@ -19,6 +19,8 @@ import { ensureAtroposPython } from './python.js';
 import { METRICS_FLAGS, serveRunMetrics } from '../run-metrics.js';
 import { createWorkerMetrics } from '../../workers/metrics.js';
 import { AtroposWorkerExit, startAtroposWorker, type AtroposWorker } from './worker-process.js';
+import { releaseActivitiesOf } from './release.js';
+import { evaluationId } from '../../workflows/messages.js';
 
 /** `--atropos path/to/env.py[:Class]`, and Clotho's own flags of the run; every other argument is Atropos's. */
 export interface AtroposArgv {
@@ -151,6 +153,10 @@ export async function withAtroposSession(
       (error.code === 0 ? io.out : io.err)(error.output);
       return typeof error.code === 'number' ? error.code : 1;
     }
+    // Once the worker is gone (killed, crashed, or stopped with work left), what it had started is handed on at once.
+    const root = evaluating ? evaluationId(runId, environment, 0) : envRunId(runId, environment);
+    const { identity } = worker.ready;
+    const released = worker.exited.then((code) => releaseHeld(temporal, root, identity, code, mode, io));
     try {
       const { config } = worker.ready;
       // The worker's config, as Atropos built it, is the run's: a resumed run whose flags build another is refused.
@@ -215,9 +221,21 @@ export async function withAtroposSession(
       }
     } finally {
       await worker.stop();
+      await released;
     }
   } finally {
     stop.dispose();
     await temporal.close();
+  }
+}
+
+/** {@link releaseActivitiesOf} for a worker that exited with `code`, saying what it released; a failure only delays them. */
+async function releaseHeld(temporal: TemporalRuntime, root: string, identity: string, code: number | string, mode: string, io: CommandIo) {
+  try {
+    const released = await releaseActivitiesOf(temporal.client, root, identity, `exited (${code})`);
+    if (released > 0)
+      io.err(`clotho ${mode}: the Atropos worker exited (${code}): ${released} of its activities handed on for another attempt`);
+  } catch (error) {
+    io.err(`clotho ${mode}: the Atropos worker's activities wait for their heartbeat timeout (${(error as Error).message})`);
   }
 }
