@@ -20,6 +20,7 @@ import { METRICS_FLAGS, serveRunMetrics } from '../run-metrics.js';
 import { createWorkerMetrics } from '../../workers/metrics.js';
 import { AtroposWorkerExit, startAtroposWorker, type AtroposWorker } from './worker-process.js';
 import { releaseActivitiesOf } from './release.js';
+import { takeOverStickyQueues } from '../sticky.js';
 import { evaluationId } from '../../workflows/messages.js';
 
 /** `--atropos path/to/env.py[:Class]`, and Clotho's own flags of the run; every other argument is Atropos's. */
@@ -172,6 +173,8 @@ export async function withAtroposSession(
       if (settled.settled.how === 'new' && !evaluating) await recordRunConfig(store, runId, settled.settled.record);
       const workflows = await startAtroposWorkflowWorker({ ...endpoint, store, taskQueue: queues.workflows });
       try {
+        // A resumed run's env-run and groups may wait on the sticky queue of a command that died: this one takes them now.
+        if (givenRunId !== null && !evaluating) await takeOverStickyQueues(temporal.client, root);
         const settings = {
           runId,
           environment,
