@@ -15,3 +15,16 @@ export async function takeOverStickyQueue(client: Client, workflowId: string): P
     if (!(isGrpcServiceError(error) && error.code === NOT_FOUND)) throw error;
   }
 }
+
+/**
+ * {@link takeOverStickyQueue} for a workflow and its children in flight: an Atropos run's env-run and its groups,
+ * whose next tasks (a collect's answer, a group's result) would each wait out the dead command's sticky queue.
+ */
+export async function takeOverStickyQueues(client: Client, workflowId: string): Promise<void> {
+  const { namespace } = client.options;
+  const description = await client.workflowService
+    .describeWorkflowExecution({ namespace, execution: { workflowId } })
+    .catch(() => undefined);
+  const children = (description?.pendingChildren ?? []).flatMap((c) => (c.workflowId ? [c.workflowId] : []));
+  await Promise.all([workflowId, ...children].map((id) => takeOverStickyQueue(client, id)));
+}

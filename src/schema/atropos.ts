@@ -12,6 +12,8 @@ export const AtroposReadySchema = z
   .object({
     event: z.literal('ready'),
     taskQueue: z.string(),
+    /** The identity Temporal records for the worker's activities (`pid@host`). */
+    identity: z.string(),
     slots: z.number().int().positive(),
     className: z.string(),
     name: z.string().nullable(),

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -103,6 +104,8 @@ def test_kill_9_mid_group_then_a_new_worker_finishes_the_run(temporal_address: s
         ready = json.loads(process.stdout.readline())
         assert ready["event"] == "ready" and ready["taskQueue"] == queue
         assert ready["className"] == "ArithmeticEnv" and ready["config"]["group_size"] == 2 and ready["slots"] == 10
+        # Temporal's default identity, which the command that started the worker looks for among started activities.
+        assert ready["identity"] == f"{process.pid}@{socket.gethostname()}"
         return process
 
     async def scenario():

@@ -19,6 +19,9 @@ import { ensureAtroposPython } from './python.js';
 import { METRICS_FLAGS, serveRunMetrics } from '../run-metrics.js';
 import { createWorkerMetrics } from '../../workers/metrics.js';
 import { AtroposWorkerExit, startAtroposWorker, type AtroposWorker } from './worker-process.js';
+import { releaseActivitiesOf } from './release.js';
+import { takeOverStickyQueues } from '../sticky.js';
+import { evaluationId } from '../../workflows/messages.js';
 
 /** `--atropos path/to/env.py[:Class]`, and Clotho's own flags of the run; every other argument is Atropos's. */
 export interface AtroposArgv {
@@ -151,6 +154,10 @@ export async function withAtroposSession(
       (error.code === 0 ? io.out : io.err)(error.output);
       return typeof error.code === 'number' ? error.code : 1;
     }
+    // Once the worker is gone (killed, crashed, or stopped with work left), what it had started is handed on at once.
+    const root = evaluating ? evaluationId(runId, environment, 0) : envRunId(runId, environment);
+    const { identity } = worker.ready;
+    const released = worker.exited.then((code) => releaseHeld(temporal, root, identity, code, mode, io));
     try {
       const { config } = worker.ready;
       // The worker's config, as Atropos built it, is the run's: a resumed run whose flags build another is refused.
@@ -166,6 +173,8 @@ export async function withAtroposSession(
       if (settled.settled.how === 'new' && !evaluating) await recordRunConfig(store, runId, settled.settled.record);
       const workflows = await startAtroposWorkflowWorker({ ...endpoint, store, taskQueue: queues.workflows });
       try {
+        // A resumed run's env-run and groups may wait on the sticky queue of a command that died: this one takes them now.
+        if (givenRunId !== null && !evaluating) await takeOverStickyQueues(temporal.client, root);
         const settings = {
           runId,
           environment,
@@ -215,9 +224,21 @@ export async function withAtroposSession(
       }
     } finally {
       await worker.stop();
+      await released;
     }
   } finally {
     stop.dispose();
     await temporal.close();
+  }
+}
+
+/** {@link releaseActivitiesOf} for a worker that exited with `code`, saying what it released; a failure only delays them. */
+async function releaseHeld(temporal: TemporalRuntime, root: string, identity: string, code: number | string, mode: string, io: CommandIo) {
+  try {
+    const released = await releaseActivitiesOf(temporal.client, root, identity, `exited (${code})`);
+    if (released > 0)
+      io.err(`clotho ${mode}: the Atropos worker exited (${code}): ${released} of its activities handed on for another attempt`);
+  } catch (error) {
+    io.err(`clotho ${mode}: the Atropos worker's activities wait for their heartbeat timeout (${(error as Error).message})`);
   }
 }

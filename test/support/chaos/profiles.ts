@@ -43,13 +43,13 @@ export const LONG: ChaosProfile = {
 /**
  * The short version of the Atropos run (`clotho serve --atropos arithmetic_env.py`, in `npm test`): its Python worker
  * killed -9 twice mid-group, its command coming back once as `clotho serve --atropos` and once as `clotho worker
- * --atropos`. A killed worker's collects move only when their 10 s heartbeat timeout has run out, and its replacement
- * starts (node, then Python importing Atropos and building the environment: 10–20 s on a busy two-core machine) in
- * parallel with that, so the bound counts from it being up: max(up, 10 s) + 25 s. The 25 s are one more 10 s timeout
- * (Temporal may hand a retried collect, or a workflow task on the dead command's sticky queue, to a poll the dead
- * process left open, temporalio/temporal#1058, as the MCP crash test saw; seen here too), the collect itself, its
- * delivery and the batcher's next reading (1–3 s), and the rest for a loaded CI machine, where timing bounds are what
- * flakes first.
+ * --atropos`. The dying command fails the attempts its worker had started, so a killed worker's collects move as soon
+ * as its replacement polls; that one's start-up (node, then Python importing Atropos and building the environment:
+ * 10–20 s on a busy two-core machine) varies most, so the bound counts from it being up: up + 25 s. The 25 s are one
+ * 10 s heartbeat timeout (should the release fail, or Temporal hand a retried collect, or a workflow task on the dead
+ * command's sticky queue, to a poll the dead process left open, temporalio/temporal#1058, as the MCP crash test saw;
+ * seen here too), the collect itself, its delivery and the batcher's next reading (1–3 s), and the rest for a loaded
+ * CI machine, where timing bounds are what flakes first.
  */
 export const ATROPOS_SHORT: ChaosProfile = {
   ...SHORT,
@@ -58,7 +58,7 @@ export const ATROPOS_SHORT: ChaosProfile = {
     ...SHORT.schedule,
     targets: ['env'],
     killsPerTarget: 2,
-    boundFloorS: 10,
+    boundFloorS: 0,
     bounds: { ...SHORT.schedule.bounds, env: 25 },
     giveUpS: 90,
   },

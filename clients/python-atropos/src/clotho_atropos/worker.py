@@ -46,8 +46,9 @@ async def run_worker(
 
     ``max_concurrent`` defaults to the environment's ``max_num_workers`` (Atropos's limit on groups in
     flight per process) plus two, so the cursor and evaluation are never queued behind a full set of groups.
-    With ``announce``, one JSON line ``{"event": "ready", "taskQueue", "slots", ...atroposDescribe}`` goes to
-    stdout once polling starts.
+    With ``announce``, one JSON line ``{"event": "ready", "taskQueue", "identity", "slots", ...atroposDescribe}``
+    goes to stdout once polling starts: ``identity`` is what Temporal records as the worker of its activities, so
+    the command that started it can hand on the ones it held if it dies.
     """
     stop = stop or asyncio.Event()
     await built.env.setup()
@@ -68,7 +69,14 @@ async def run_worker(
             running = asyncio.ensure_future(worker.run())
             if announce:
                 # With the description, so the command can record the run's config without a second start.
-                line = {"event": "ready", "taskQueue": task_queue, "slots": slots, **(await activities.describe())}
+                line = {
+                    "event": "ready",
+                    "taskQueue": task_queue,
+                    # The worker's identity is its client's (none is set on the worker).
+                    "identity": client.identity,
+                    "slots": slots,
+                    **(await activities.describe()),
+                }
                 print(json.dumps(line), flush=True)
             stopping = asyncio.ensure_future(stop.wait())
             try:

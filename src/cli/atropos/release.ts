@@ -1,0 +1,55 @@
+import { ActivityNotFoundError, ApplicationFailure, type Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
+
+// A CommonJS package: its namespaces come through the default export.
+const { PendingActivityState } = proto.temporal.api.enums.v1;
+
+/** The failure type of an attempt released this way: retryable, so the step's retry policy runs it again. */
+export const WORKER_EXITED = 'AtroposWorkerExited';
+
+/** How long the release may take before the command gives up on it (the heartbeat timeouts then hand the work on). */
+const RELEASE_TIMEOUT_MS = 5_000;
+
+/** The client calls the release makes (tests pass a fake). */
+export type ReleaseClient = Pick<Client, 'workflowService' | 'activity' | 'options' | 'withDeadline'>;
+
+/**
+ * Fails, as retryable, every activity attempt that the Python worker named `identity` had started under `workflowId`
+ * (an env-run or an evaluation) and its pending children (the groups). The command calls it when the worker it
+ * started has exited: nothing will finish those attempts, and each would otherwise hold its group until its heartbeat
+ * timeout (10 s) ran out. The next attempt goes to the next worker on the queue after the step's retry interval, as
+ * after a timeout. A worker elsewhere keeps its own. An attempt that ended meanwhile is skipped; one that a heartbeat
+ * timeout handed to another worker in the moment between the look and the failure is failed there and runs once more
+ * (its work redone; the group is still delivered once). Answers how many attempts it failed.
+ */
+export async function releaseActivitiesOf(client: ReleaseClient, workflowId: string, identity: string, reason: string): Promise<number> {
+  const { namespace } = client.options;
+  const describe = (id: string) =>
+    client.workflowService.describeWorkflowExecution({ namespace, execution: { workflowId: id } }).then(
+      (description) => ({ id, description }),
+      () => undefined,
+    );
+  return client.withDeadline(Date.now() + RELEASE_TIMEOUT_MS, async () => {
+    const root = await describe(workflowId);
+    const children = (root?.description.pendingChildren ?? []).flatMap((c) => (c.workflowId ? [c.workflowId] : []));
+    const described = [root, ...(await Promise.all(children.map(describe)))];
+    const held = described.flatMap((workflow) =>
+      (workflow?.description.pendingActivities ?? [])
+        .filter((a) => a.state === PendingActivityState.PENDING_ACTIVITY_STATE_STARTED && a.lastWorkerIdentity === identity)
+        .map((a) => ({ workflowId: workflow!.id, activityId: a.activityId ?? '' })),
+    );
+    const failure = ApplicationFailure.retryable(`the Atropos worker ${identity} that ran it ${reason}`, WORKER_EXITED);
+    const failed = await Promise.all(
+      held.map((activity) =>
+        client.activity.fail(activity, failure).then(
+          () => true,
+          (error: unknown) => {
+            if (error instanceof ActivityNotFoundError) return false;
+            throw error;
+          },
+        ),
+      ),
+    );
+    return failed.filter(Boolean).length;
+  });
+}
