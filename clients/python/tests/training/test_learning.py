@@ -11,10 +11,10 @@ import httpx
 from conftest import Stack, free_port, metrics_of, results_dir, wandb_records
 from servers import wait_until
 
-STEPS = 30
+STEPS = 40
 FIRST = LAST = 5
 #: Reward (share of lowercase words) the last steps must gain over the first: the random policy's is about 0.2.
-MARGIN = 0.3
+MARGIN = 0.2
 
 
 def test_grpo_on_lowercase_raises_reward_and_starts_aligned_with_the_engine(stack: Stack, tmp_path: Path) -> None:

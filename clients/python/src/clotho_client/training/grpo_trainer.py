@@ -196,7 +196,7 @@ class GrpoTrainer:
             self._register(api)
             self._ack_pending(api)
             self.sync_weights()
-            batches = poll_batches(api, lease_seconds=self.config.lease_seconds, poll_interval=0.2, max_poll_interval=2.0, stop=stop)
+            batches = poll_batches(api, lease_seconds=self.config.lease_seconds, poll_interval=0.1, max_poll_interval=0.5, stop=stop)
             resumed = self._inflight_batch(api)
             while self.state.step < self.config.training_steps and not stop.is_set():
                 waited = time.perf_counter()
