@@ -69,10 +69,10 @@ class Stack:
     batcher_id: str = field(default_factory=lambda: f"py-test/trainer/{uuid.uuid4()}")
     processes: list[Process] = field(default_factory=list)
 
-    def start_engine_and_api(self) -> None:
+    def start_engine_and_api(self, *api_flags: str) -> None:
         engine, self.engine_url = start_engine(self.model)
         self.processes.append(engine)
-        api, self.api_url = start_api(self.temporal_address, self.store, "--batcher-id", self.batcher_id)
+        api, self.api_url = start_api(self.temporal_address, self.store, "--batcher-id", self.batcher_id, *api_flags)
         self.processes.append(api)
 
     def start_serve(self, *extra: str) -> Process:

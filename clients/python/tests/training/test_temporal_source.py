@@ -9,20 +9,13 @@ from pathlib import Path
 import httpx
 
 from conftest import Stack, kill_9, metrics_of
-from servers import start_api, wait_until
+from servers import wait_until
 
 STEPS = 4
 
 
 def test_temporal_trainer_trains_each_step_once_across_a_kill(stack: Stack, tmp_path: Path) -> None:
-    from conftest import start_engine
-
-    engine, stack.engine_url = start_engine(stack.model)
-    stack.processes.append(engine)
-    api, stack.api_url = start_api(
-        stack.temporal_address, stack.store, "--batcher-id", stack.batcher_id, "--trainer", "temporal", "--trainer-heartbeat-timeout", "5"
-    )
-    stack.processes.append(api)
+    stack.start_engine_and_api("--trainer", "temporal", "--trainer-heartbeat-timeout", "5")
     save = tmp_path / "trainer"
     args = ("--source", "temporal", "--batch-size", "16", "--gradient-accumulation-steps", "1", "--lr", "1e-3", "--training-steps", str(STEPS))
     trainer = stack.trainer(save, *args)

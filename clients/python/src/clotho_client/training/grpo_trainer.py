@@ -259,7 +259,7 @@ class GrpoTrainer:
             log.warning("could not take back batch %s (%s); it comes back when its lease runs out", lease, error)
             return None
         log.info("taking back batch %s, leased before the restart", lease)
-        return type(batch)(groups=batch.groups, batch_id=lease, lease_expires_at=batch.lease_expires_at)
+        return dataclasses.replace(batch, batch_id=lease)
 
     # --- Temporal: trainStep activities -----------------------------------------------------------------------
 

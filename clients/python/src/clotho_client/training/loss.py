@@ -23,7 +23,7 @@ class LossStats:
     ratio_min: float = float("inf")
     ratio_max: float = float("-inf")
     clipped: int = 0
-    entropy_proxy_sum: float = 0.0
+    logprob_sum: float = 0.0
     losses: list[float] = field(default_factory=list)
 
     def summary(self) -> dict[str, float]:
@@ -36,7 +36,7 @@ class LossStats:
             "ratio_min": self.ratio_min if self.tokens else 1.0,
             "ratio_max": self.ratio_max if self.tokens else 1.0,
             "clipped_fraction": self.clipped / n,
-            "trained_logprob_mean": self.entropy_proxy_sum / n,
+            "trained_logprob_mean": self.logprob_sum / n,
             "trained_tokens": float(self.tokens),
         }
 
@@ -82,6 +82,6 @@ def grpo_loss(model: torch.nn.Module, batch: MicroBatch, *, clip_eps: float, tot
             stats.ratio_max = max(stats.ratio_max, float(ratio.max()))
         stats.ratio_sum += float(ratio.sum())
         stats.clipped += int(((ratio * adv) != torch.minimum(ratio * adv, clipped_ratio * adv)).sum())
-        stats.entropy_proxy_sum += float(logp.sum())
+        stats.logprob_sum += float(logp.sum())
         stats.losses.append(float(loss))
     return loss
