@@ -46,6 +46,15 @@ export {
   type ToolContext,
 } from './env/tools.js';
 export { loadJsonl, resolveDataset, type DatasetSource } from './env/datasets.js';
+export {
+  HARNESS_AGENT_LIMITS,
+  type AgentSession,
+  type HarnessAgent,
+  type HarnessCheck,
+  type HarnessEnd,
+  type HarnessOutcome,
+  type HarnessSpec,
+} from './env/harness.js';
 export { loadTable, tableFormatOf, type LoadTableOptions, type TableFormat } from './env/tables.js';
 export { ConfigError } from './config/config-error.js';
 export { playEpisode, resolveEnvConfig, type PlayOptions } from './env/testing.js';
@@ -113,6 +122,7 @@ export {
   type SandboxOptions,
   type SandboxResult,
 } from './kits/sandbox/sandbox.js';
+export { bashAgent, MINI_SWE_AGENT_PIN, miniSweAgent, type MiniSweAgentOptions } from './kits/sandbox/agents.js';
 export {
   formatConversation,
   judgedPair,

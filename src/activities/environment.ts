@@ -30,6 +30,7 @@ import {
 } from './group-state.js';
 import { readToolRecord, toolCallsOf, type ToolRecord } from './tool-calls.js';
 import { assembleScoredGroup, type AssembleResult } from './trajectories.js';
+import type { HarnessOutcome } from '../env/harness.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
 
 export type { EnvironmentActivityDeps } from './environment-context.js';
@@ -95,6 +96,7 @@ export function createEnvironmentActivities(deps: EnvironmentActivityDeps) {
       messages: t.messages,
       finishReason: t.finishReason ?? 'stop',
       state: t.state ?? null,
+      ...(env.definition.harness ? { harness: t.state as HarnessOutcome } : {}),
       ...liveness(),
     };
   };

@@ -3,7 +3,7 @@ import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { responseJson } from './render.js';
 import { ServerConfigSchema, SERVER_TYPES, type ServerConfig } from '../config/schemas.js';
-import { MessageSchema } from '../schema/scored-data.js';
+import { ChatRequestSchema, type ChatRequest } from '../schema/openai-chat.js';
 import { InferenceError } from '../inference/errors.js';
 import { ManagedSession, nodeJson, type SessionRequest } from '../inference/managed-session.js';
 import { createServerManager, type ServerManager } from '../inference/server-manager.js';
@@ -54,21 +54,6 @@ const SessionCreateSchema = z.looseObject({
   base_url: z.string().nullish(),
 });
 
-const ChatRequestSchema = z.looseObject({
-  messages: z.array(MessageSchema),
-  max_tokens: z.number().int().positive().nullish(),
-  /** What newer OpenAI clients send instead of `max_tokens`. */
-  max_completion_tokens: z.number().int().positive().nullish(),
-  temperature: z.number().min(0).nullish(),
-  top_p: z.number().gt(0).max(1).nullish(),
-  n: z.number().int().positive().nullish(),
-  stop: z.union([z.string(), z.array(z.string())]).nullish(),
-  seed: z.number().int().nullish(),
-  tools: z.array(z.record(z.string(), z.unknown())).nullish(),
-  tool_choice: z.unknown().optional(),
-  stream: z.boolean().nullish(),
-});
-type ChatRequest = z.infer<typeof ChatRequestSchema>;
 
 const SetupSchema = z.looseObject({
   model_name: z.string().optional(),

@@ -23,6 +23,7 @@ const BUILT_IN: Record<string, () => Promise<{ default: unknown }>> = {
   taxi: () => import('../../environments/games/taxi.js'),
   text_adventure: () => import('../../environments/games/adventure.js'),
   lowercase: () => import('../../environments/lowercase/index.js'),
+  bugfix: () => import('../../environments/bugfix/index.js'),
 };
 
 /** Names of the built-in environments. */
@@ -45,6 +46,7 @@ const DefinitionSchema = z.looseObject({
   score: z.custom((v) => typeof v === 'function', 'expected a function (defineEnvironment makes one of a reward list)'),
   step: fn.optional(),
   evaluate: fn.optional(),
+  harness: z.looseObject({ agent: fn, workspace: fn, task: fn, check: fn }).optional(),
 });
 
 // `my-env` or `@scope/my-env`: anything else with a slash, or a script's extension, is a path.

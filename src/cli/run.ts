@@ -50,6 +50,7 @@ export function envRunSettings(plan: RunPlan, searchAttributes: boolean): Omit<E
       searchAttributes,
       ...(plan.definition.judge ? { judged: true } : {}),
       oneActivityPerTurn: true,
+      ...(plan.definition.harness ? { harness: true } : {}),
       ...(plan.definition.setup || plan.definition.teardown
         ? { hooks: { setup: Boolean(plan.definition.setup), teardown: Boolean(plan.definition.teardown) } }
         : {}),

@@ -47,7 +47,7 @@ export function describeFlags(environment: AnyEnvironment, commandFlags: Shape =
       flag: '--steps.<step>.<field>',
       type: '',
       default: '',
-      description: `retry policy of a workflow step: ${STEP_NAMES.join(', ')}; generate, teacher and judge default to the server timeout, a 10 s heartbeat timeout and 10 attempts on the LLM queue; tool, setup and teardown to 300 s, a 10 s heartbeat timeout and 5 attempts on the env queue`,
+      description: `retry policy of a workflow step: ${STEP_NAMES.join(', ')}; generate, teacher and judge default to the server timeout, a 10 s heartbeat timeout and 10 attempts on the LLM queue; tool, setup and teardown to 300 s, a 10 s heartbeat timeout and 5 attempts on the env queue; harness (an agent's episode) to 3600 s, on the env queue`,
     },
     ...rows('steps.<step>.', StepConfigSchema.shape, local),
   ];

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { canonicalJson } from '../schema/canonical-json.js';
 import { isDeepStrictEqual } from 'node:util';
 import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
 import { ConfigError } from './config-error.js';
@@ -29,13 +30,6 @@ export interface RunConfigRecord {
 }
 
 export const runConfigKey = (runId: string, environment: string) => storeKey(runId, environment, 'run-config');
-
-/** JSON with object keys sorted at every depth, so equal configs have equal digests. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
-  );
-}
 
 const runFields = (env: Record<string, unknown>) =>
   Object.fromEntries(Object.entries(env).filter(([k]) => !PER_PROCESS_FIELDS.includes(k)));

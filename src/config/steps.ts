@@ -53,6 +53,8 @@ export function defaultStepConfigs(timeouts: StepTimeouts): StepConfigTable {
   const table = {} as StepConfigTable;
   for (const name of STEP_NAMES) table[name] = { ...localStep };
   for (const name of ['tool', 'setup', 'teardown'] as const) table[name] = { ...remoteStep };
+  // An agent's whole episode (issue 27): minutes, heartbeating its calls; a retry replays what the model answered.
+  table.harness = { ...remoteStep, start_to_close_timeout: 3600 };
   table.generate = llmStep(timeouts.generate);
   table.teacher = llmStep(timeouts.teacher);
   table.judge = llmStep(timeouts.judge ?? timeouts.generate);

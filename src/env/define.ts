@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { BaseEnvConfig } from '../config/schemas.js';
 import type { Message } from '../schema/scored-data.js';
+import type { HarnessOutcome, HarnessSpec } from './harness.js';
 import { combineRewards, type RewardEntry, type RewardFn } from './rewards.js';
 import type { Tool, ToolCallRequest, MalformedToolCall } from './tools.js';
 
@@ -86,6 +87,8 @@ export interface ParseContext<Item, Config = BaseEnvConfig, State = unknown> ext
   finishReason: string;
   /** The trajectory's state slot as the last step or tool left it (see `initialState` and `step`). */
   state: State;
+  /** How the agent's episode went and what its check found, in a harness environment; absent in others. */
+  harness?: HarnessOutcome;
 }
 
 /** What a reward function sees for one trajectory. */
@@ -288,6 +291,12 @@ export interface EnvironmentSpec<Item, Parsed, Extra extends z.ZodRawShape, Stat
   groupOverrides?(item: Item, config: EnvConfig<Extra>): Record<string, unknown>;
   /** `clotho evaluate`'s metrics, when the environment measures the policy its own way (else one greedy completion per item, scored). */
   evaluate?(context: EvaluateContext<EnvConfig<Extra>>): Promise<EvaluationMetrics>;
+  /**
+   * Runs each rollout through an agent program instead of Clotho's own turns (`src/env/harness.ts`): the agent's model
+   * calls are the trajectory; `parse` and `score` read the agent's outcome and the check's result as `harness`.
+   * `prompt` is then what `clotho inspect` shows as the task; `tools` and `step` are not used.
+   */
+  harness?: HarnessSpec<Item, EnvConfig<Extra>>;
 }
 
 /**
@@ -325,7 +334,7 @@ export function defineEnvironment<Item, Parsed, Extra extends z.ZodRawShape, Sta
   return { ...spec, score: typeof score === 'function' ? score : combineRewards(score, { field: `${spec.name}.score` }).score };
 }
 
-/** Whether an environment takes more than one assistant turn: it has a step or offers tools to run. */
+/** Whether an environment takes more than one assistant turn: it has a step, offers tools to run, or runs an agent. */
 export function isMultiTurn(definition: AnyEnvironment): boolean {
-  return Boolean(definition.step || definition.tools);
+  return Boolean(definition.step || definition.tools || definition.harness);
 }

@@ -31,6 +31,11 @@ export interface EvaluateOptions {
   judge: ModelClient;
   /** Items evaluated before (an evaluation resumed after a crash): counted, not run again. */
   done?: ScoredItem[];
+  /**
+   * Plays an item's episode its own way instead of Clotho's turns (a harness environment's agent program): its
+   * conversation, final completion, score and metrics.
+   */
+  episode?(itemIndex: number): Promise<Pick<EvaluationSample, 'messages' | 'completion' | 'score' | 'metrics'>>;
   /** Called after each item, with every item scored so far and the item's sample; awaited before the next item. */
   onItem?(scored: ScoredItem[], sample: EvaluationSample): void | Promise<void>;
 }
@@ -85,7 +90,9 @@ export async function evaluateEnvironment(
   const todo = Array.from({ length: count }, (_, i) => i).filter((i) => !skip.has(i));
   let next = 0;
   const evaluateOne = async (itemIndex: number) => {
-    const episode = await runEpisode(environment, turnOf, { itemIndex, maxTurns: options.maxTurns, judge: options.judge });
+    const episode = options.episode
+      ? await options.episode(itemIndex)
+      : await runEpisode(environment, turnOf, { itemIndex, maxTurns: options.maxTurns, judge: options.judge });
     const sample = {
       itemIndex,
       messages: episode.messages,

@@ -27,6 +27,7 @@ export const STEP_NAMES = [
   'setup',
   'generate',
   'tool',
+  'harness',
   'step',
   'parse',
   'judge',
@@ -102,6 +103,11 @@ export interface RolloutGroupInput {
    * runs started before it, which replay as they ran.
    */
   oneActivityPerTurn?: boolean;
+  /**
+   * The environment runs each rollout through an agent program (its `harness`, issue 27): one `runHarness` activity per
+   * sample, then parse and score. Absent in groups of other environments and of runs started before harnesses.
+   */
+  harness?: boolean;
 }
 
 /** The small result of a rollout group: a reference to the full group plus what the driver counts. */

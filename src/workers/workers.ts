@@ -11,6 +11,7 @@ import type { TemporalConnectionOptions } from '../../temporal-dev/index.js';
 import { createBatcherActivities } from '../activities/batcher.js';
 import { createEnvironmentActivities } from '../activities/environment.js';
 import { createEvaluationActivities } from '../activities/evaluation.js';
+import { createHarnessActivities } from '../activities/harness.js';
 import { createInferenceActivities, type InferenceActivityDeps } from '../activities/inference.js';
 import { createJudgeActivities } from '../activities/judge.js';
 import { createTurnActivities } from '../activities/turn.js';
@@ -102,6 +103,8 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
     ...createEnvironmentActivities({ environments: setup.environments, store, judge: setup.judge }),
     ...createToolCallActivities({ environments: setup.environments, store }),
     ...createTrajectoryActivities({ store }),
+    // An agent's episodes (harness environments): on the env queue, and gathering their group local.
+    ...createHarnessActivities({ environments: setup.environments, store, continuation: setup.continuation ?? (() => undefined) }),
   });
   // Model-calling steps run on the LLM queue, and in the workflow worker for a step configured local
   // (`--steps.generate.local true`).

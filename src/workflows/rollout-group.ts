@@ -1,6 +1,7 @@
 import { CancellationScope, log, upsertSearchAttributes } from '@temporalio/workflow';
 import type { EnvironmentActivities, FinishGroupResult } from '../activities/environment.js';
 import type { GenerateTurnResult, InferenceActivities } from '../activities/inference.js';
+import type { HarnessActivities } from '../activities/harness.js';
 import type { JudgeActivities } from '../activities/judge.js';
 import type { TeacherActivities } from '../activities/teacher.js';
 import type { ToolCallActivities } from '../activities/tool-calls.js';
@@ -79,9 +80,11 @@ async function runGroup(input: RolloutGroupInput, teardown: () => Promise<void>)
   const local = steps.parse.local && steps.score.local && steps.assemble.local;
   const finishesLocally = local && !input.judged && input.teacherTopK === null;
   const generationParams = { temperature: input.sampling.temperature, top_p: input.sampling.topP, max_tokens: input.maxTokenLength };
-  const episode = turnsInOneActivity(input)
-    ? await runTurns(input, finishesLocally ? { ensureScoresAreNotSame: input.ensureScoresAreNotSame, generationParams } : undefined)
-    : await stepTurns(input, await prepareGroup({ ...address, groupSize: input.groupSize }));
+  const episode = input.harness
+    ? await runHarnesses(input)
+    : turnsInOneActivity(input)
+      ? await runTurns(input, finishesLocally ? { ensureScoresAreNotSame: input.ensureScoresAreNotSame, generationParams } : undefined)
+      : await stepTurns(input, await prepareGroup({ ...address, groupSize: input.groupSize }));
   const { state, turn, tokens, toolCalls, weightsVersion } = episode;
   const turns = turn + 1;
   const ended = { turns, toolCalls, completionTokens: tokens.reduce((a, b) => a + b, 0), weightsVersion };
@@ -170,6 +173,30 @@ async function runTurns(input: RolloutGroupInput, finish: TakeTurnsInput['finish
       return taken.finished ? { ...last, finished: taken.finished } : last;
     }
   }
+}
+
+/**
+ * A harness group's rollouts (issue 27): one `runHarness` activity per sample on the env queue, side by side, each an
+ * agent program's whole episode, heartbeating its calls (a rollout on a dead worker is retried after its heartbeat
+ * timeout and replays the calls it recorded); then `gatherHarness`, local, makes the group's state of their records.
+ * Five events per rollout (scheduled, started, completed and the workflow task it wakes) and a marker.
+ */
+async function runHarnesses(input: RolloutGroupInput): Promise<Episode> {
+  const address = { runId: input.runId, environment: input.environment, itemIndex: input.itemIndex };
+  const rollouts = Array.from({ length: input.groupSize }, (_, sample) => {
+    const { runHarness } = stepActivities<HarnessActivities>(input.steps.harness, input.taskQueues.env, `sample ${sample}`);
+    return runHarness({ ...address, sample, sampling: input.sampling, maxTurns: input.maxTurns, maxTokenLength: input.maxTokenLength });
+  });
+  await Promise.all(rollouts);
+  const { gatherHarness } = stepActivities<HarnessActivities>(input.steps.assemble, input.taskQueues.env);
+  const gathered = await gatherHarness({ ...address, groupSize: input.groupSize });
+  return {
+    state: gathered.state,
+    turn: Math.max(0, gathered.turns - 1),
+    tokens: gathered.completionTokens,
+    toolCalls: 0,
+    weightsVersion: gathered.weightsVersion,
+  };
 }
 
 /** The turns of an episode as one activity per step: generate, the tool calls (`callTools`), step. */

@@ -67,6 +67,13 @@ export interface SandboxOptions {
   env?: Record<string, string>;
   /** Host folders to show read-only at the same path (a Python installed outside /usr, say). */
   readOnlyBinds?: string[];
+  /**
+   * Host folders the program may write, each shown at a path of its own inside {@link SANDBOX_DIR} (an agent's
+   * workspace, which outlives the run so that a check can read it). As root, the folder must be writable by nobody.
+   */
+  writableBinds?: { host: string; path: string }[];
+  /** The program's working directory: {@link SANDBOX_DIR} or a folder in it (a writable bind's path). @default SANDBOX_DIR */
+  cwd?: string;
 }
 
 /** How a run ended when it did not exit by itself: Clotho's wall-time or output limit, or a signal (`SIGXCPU`: the CPU limit). */
@@ -170,6 +177,14 @@ function workPath(name: string): string {
   return clean;
 }
 
+/** A path inside {@link SANDBOX_DIR} (absolute, or relative to it), or an error: binds and the working folder live there. */
+function sandboxPath(path: string): string {
+  const resolved = posix.resolve(SANDBOX_DIR, path);
+  if (resolved !== SANDBOX_DIR && !resolved.startsWith(`${SANDBOX_DIR}/`))
+    throw new Error(`sandbox: "${path}" must be inside ${SANDBOX_DIR}`);
+  return resolved;
+}
+
 /** Folders the files need, parents first (`--dir` makes no intermediate folders). */
 function foldersOf(names: string[]): string[] {
   const dirs = new Set<string>();
@@ -189,8 +204,9 @@ function bwrapArgs(options: SandboxOptions, limits: Required<SandboxLimits>, fil
   args.push('--size', String(limits.diskBytes), '--tmpfs', SANDBOX_DIR);
   for (const dir of foldersOf(fileFds.map(([name]) => name))) args.push('--dir', `${SANDBOX_DIR}/${dir}`);
   for (const [name, fd] of fileFds) args.push('--file', String(fd), `${SANDBOX_DIR}/${name}`);
+  for (const { host, path } of options.writableBinds ?? []) args.push('--bind', normalize(host), sandboxPath(path));
   // Last: everything mounted above stays as it is, the root folder itself (and what bwrap made in it) becomes read-only.
-  args.push('--remount-ro', '/', '--chdir', SANDBOX_DIR, '--');
+  args.push('--remount-ro', '/', '--chdir', sandboxPath(options.cwd ?? SANDBOX_DIR), '--');
   // The shell says the sandbox is up (namespaces made, folders mounted) on fd 3 and closes it before the program runs:
   // what happens after that is the program's doing, what fails before it is the sandbox's.
   args.push('sh', '-c', 'echo >&3; exec "$@" 3>&-', 'sandbox');

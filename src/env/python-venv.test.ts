@@ -2,7 +2,7 @@ import { chmod, mkdtemp, readFile, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { pointScriptsAt } from './python.js';
+import { pointScriptsAt } from './python-venv.js';
 
 describe('pointScriptsAt', () => {
   it("points a renamed venv's console scripts at its final path, leaving binaries and links alone", async () => {

@@ -1,0 +1,381 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { createServer, type Server } from 'node:http';
+import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { HarnessEnd, HarnessOutcome } from '../env/harness.js';
+import { HARNESS_AGENT_LIMITS } from '../env/harness.js';
+import type { LoadedEnvironment } from '../env/loaded.js';
+import { toScoreResult } from '../env/rewards.js';
+import type { Continuation } from '../inference/continuation.js';
+import { oldestWeightsVersion } from '../inference/weights-version.js';
+import { runSandboxed, SANDBOX_DIR, type SandboxResult } from '../kits/sandbox/sandbox.js';
+import type { Sampling, StoreRef } from '../schema/rollout.js';
+import type { Message } from '../schema/scored-data.js';
+import type { TrajectoryStore } from '../store/trajectory-store.js';
+import { itemOf, liveness } from './environment-context.js';
+import {
+  groupKey,
+  groupWeightsVersion,
+  lastAssistantText,
+  saveGroupBase,
+  type GroupAddress,
+  type GroupState,
+  type Trajectory,
+} from './group-state.js';
+import { HarnessSession, type CallEvent } from './harness-session.js';
+
+/** The workspace's path inside the sandbox, and the agent's working directory. */
+export const WORKSPACE = `${SANDBOX_DIR}/work`;
+/** The port the session listens on inside the sandbox's own network namespace (its loopback, nothing else). */
+const SESSION_PORT = 8000;
+const FORWARDER = new URL('../kits/sandbox/loopback-forward.py', import.meta.url);
+// When Clotho runs as root the sandbox runs as nobody (see runSandboxed): the workspace must be nobody's to write.
+const NOBODY = 65534;
+const OUTPUT_TAIL = 2000;
+
+/** One harness rollout's address: a group's, and its sample. */
+export interface HarnessRolloutInput extends GroupAddress {
+  sample: number;
+  sampling: Sampling;
+  /** Model calls the episode may make (`max_turns`). */
+  maxTurns: number;
+  /** Tokens the model may generate over the episode (`max_token_length`). */
+  maxTokenLength: number;
+}
+
+/** A finished rollout as the store keeps it (`…/harness/sample-<s>/result`): its trajectory and how it went. */
+export interface HarnessRolloutRecord {
+  trajectory: Trajectory;
+  outcome: HarnessOutcome;
+}
+
+/** What `runHarness` answers: the counts the workflow and the UI show; the trajectory stays in the store. */
+export interface HarnessRolloutResult {
+  calls: number;
+  replayed: number;
+  diverged: number;
+  passed: boolean;
+  ended: HarnessEnd;
+}
+
+export interface HarnessDeps {
+  store: TrajectoryStore;
+  /** The token-in client and tokenizer of each environment: a harness session needs exact tokens. */
+  continuation: (environment: string) => Continuation | undefined;
+}
+
+export const harnessKey = (address: GroupAddress, sample: number, ...parts: string[]) =>
+  groupKey(address, 'harness', `sample-${sample}`, ...parts);
+
+/** Heartbeat details of a running harness: the UI shows them on the pending activity. */
+export interface HarnessProgress {
+  calls: number;
+  replayed: number;
+  last?: string;
+}
+
+/**
+ * Runs one harness rollout (see `src/env/harness.ts`): the task's workspace written fresh, a session serving the
+ * agent on a Unix socket that only the sandbox's loopback relays to, the agent sandboxed until it exits or spends its
+ * budget, then the check in a fresh sandbox over the workspace. A model server that fails fails the attempt (it is
+ * retried and replays what was recorded); an agent that never asked the model anything and failed is a setup error,
+ * retried too, never a reward. Writes the rollout's record and returns it.
+ */
+export async function runHarnessRollout(
+  deps: HarnessDeps,
+  env: LoadedEnvironment,
+  input: HarnessRolloutInput,
+  live: { signal: AbortSignal; heartbeat(details?: unknown): void },
+): Promise<HarnessRolloutRecord> {
+  const spec = env.definition.harness;
+  if (!spec) throw ApplicationFailure.nonRetryable(`environment "${input.environment}" has no harness`, 'ConfigError');
+  const continuation = deps.continuation(input.environment);
+  if (!continuation) {
+    throw ApplicationFailure.nonRetryable(
+      `environment "${input.environment}" runs an agent, whose trajectories need exact tokens: give the run a tokenizer (--env.tokenizer_name) and a server that takes token-id prompts`,
+      'ConfigError',
+    );
+  }
+  const item = env.items.get(input.itemIndex);
+  const agent = spec.agent(env.config);
+  await agent.ensure?.();
+
+  const dir = await mkdtemp(join(tmpdir(), 'clotho-harness-'));
+  const stop = new AbortController();
+  const onAbort = () => stop.abort(live.signal.reason);
+  live.signal.addEventListener('abort', onAbort, { once: true });
+  // Set by the session's callbacks while the agent runs.
+  const episode: { ended: HarnessEnd; failure: Error | null } = { ended: 'exited', failure: null };
+  const progress: HarnessProgress = { calls: 0, replayed: 0 };
+  const session = new HarnessSession({
+    store: deps.store,
+    callKey: (call) => harnessKey(input, input.sample, `call-${call}`),
+    continuation,
+    model: 'clotho-policy',
+    sampling: input.sampling,
+    maxCalls: input.maxTurns,
+    maxTokens: input.maxTokenLength,
+    signal: stop.signal,
+    onProgress(event?: CallEvent) {
+      if (event)
+        Object.assign(progress, { calls: event.call + 1, last: event.summary }, event.replayed ? { replayed: progress.replayed + 1 } : {});
+      live.heartbeat(progress);
+    },
+    onBudgetSpent(end) {
+      episode.ended = end;
+      stop.abort(new Error(`budget spent: ${end}`));
+    },
+    onInfrastructureFailure(error) {
+      episode.failure ??= error;
+      stop.abort(error);
+    },
+  });
+  let server: Server | undefined;
+  try {
+    const workspace = join(dir, 'work');
+    await writeFiles(workspace, spec.workspace(item, env.config));
+    const socketDir = join(dir, 'session');
+    await mkdir(socketDir);
+    const socket = join(socketDir, 'model.sock');
+    server = await serveSession(session, socket);
+    if (process.getuid?.() === 0) await chownTree(workspace);
+    await chmod(dir, 0o755);
+
+    const limits = { ...HARNESS_AGENT_LIMITS, ...agent.limits };
+    const baseUrl = `http://127.0.0.1:${SESSION_PORT}/v1`;
+    const task = spec.task(item, env.config);
+    const command = agent.command({ baseUrl, model: 'clotho-policy', task, workspace: WORKSPACE, maxCalls: input.maxTurns });
+    const heartbeat = setInterval(() => live.heartbeat(progress), 2_000);
+    let run: SandboxResult | null = null;
+    try {
+      run = await runSandboxed({
+        // The relay listens before the agent starts (its parent exits once the port is bound).
+        command: ['sh', '-c', `python3 ${SANDBOX_DIR}/.clotho/forward.py "$0" ${SESSION_PORT} && exec "$@"`, socket, ...command],
+        files: { '.clotho/forward.py': await readFile(FORWARDER, 'utf8'), ...agent.files },
+        readOnlyBinds: [socketDir, ...(agent.readOnlyBinds ?? [])],
+        writableBinds: [{ host: workspace, path: WORKSPACE }],
+        cwd: WORKSPACE,
+        env: { ...agent.env, OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: 'clotho', OPENAI_MODEL: 'clotho-policy' },
+        limits,
+        signal: stop.signal,
+      });
+    } catch (error) {
+      // Stopped for its budget: the episode ends there and is checked. Any other abort or setup error is the attempt's.
+      const budgetSpent = episode.ended !== 'exited' && !episode.failure && !live.signal.aborted;
+      if (!budgetSpent) throw episode.failure ?? error;
+    } finally {
+      clearInterval(heartbeat);
+    }
+    if (episode.failure) throw episode.failure;
+    if (run?.timedOut) episode.ended = 'time';
+    if (session.calls === 0 && run && run.exitCode !== 0) {
+      throw new Error(
+        `agent ${agent.name} exited with ${run.exitCode ?? run.killedBy} before asking the model anything: ${tail(run.stderr || run.stdout)}`,
+      );
+    }
+    const check = spec.check(item, env.config);
+    await writeFiles(workspace, check.files ?? {});
+    if (process.getuid?.() === 0) await chownTree(workspace);
+    const checked = await runSandboxed({
+      command: check.command,
+      writableBinds: [{ host: workspace, path: WORKSPACE }],
+      cwd: WORKSPACE,
+      limits: { wallTimeMs: 60_000, cpuSeconds: 60, ...check.limits },
+      signal: live.signal,
+    });
+    const outcome: HarnessOutcome = {
+      agent: agent.name,
+      ended: episode.ended,
+      exitCode: run?.exitCode ?? null,
+      output: tail(`${run?.stdout ?? ''}${run?.stderr ?? ''}`),
+      calls: session.calls,
+      replayed: session.replayed,
+      diverged: session.diverged,
+      check: {
+        exitCode: checked.exitCode,
+        passed: checked.exitCode === 0 && !checked.timedOut,
+        output: tail(`${checked.stdout}${checked.stderr}`),
+        timedOut: checked.timedOut,
+      },
+    };
+    const record: HarnessRolloutRecord = { trajectory: trajectoryOf(session, outcome, input.maxTurns), outcome };
+    await deps.store.put(harnessKey(input, input.sample, 'result'), record);
+    return record;
+  } finally {
+    live.signal.removeEventListener('abort', onAbort);
+    server?.close();
+    server?.closeAllConnections();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The rollout's trajectory: the sequence the last call grew, and the conversation it answered. */
+function trajectoryOf(session: HarnessSession, outcome: HarnessOutcome, maxCalls: number): Trajectory {
+  const node = session.lastNode;
+  const weightsVersion = oldestWeightsVersion(session.weightsVersions);
+  return {
+    messages: session.messages,
+    tokens: node?.tokens ?? [],
+    masks: node?.masks ?? [],
+    logprobs: node?.logprobs ?? [],
+    completionTokens: session.completionTokens,
+    finishReason: node?.finishReason ?? null,
+    done: true,
+    state: outcome,
+    truncated: outcome.ended !== 'exited' || session.calls >= maxCalls,
+    ...(weightsVersion === undefined ? {} : { weightsVersion }),
+  };
+}
+
+/** Serves the session's chat API on a Unix socket, readable and writable by the sandbox's user. */
+async function serveSession(session: HarnessSession, socket: string): Promise<Server> {
+  const server = createServer((request, response) => {
+    const reply = (status: number, body: unknown) => {
+      response.writeHead(status, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(body));
+    };
+    const path = (request.url ?? '').split('?')[0]!;
+    if (request.method === 'GET' && path.endsWith('/models')) {
+      reply(200, { object: 'list', data: [{ id: 'clotho-policy', object: 'model', owned_by: 'clotho' }] });
+      return;
+    }
+    if (request.method !== 'POST' || !path.endsWith('/chat/completions')) {
+      reply(404, { error: { message: `no route ${request.method} ${path}`, type: 'invalid_request_error', code: 404 } });
+      return;
+    }
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch (error) {
+        reply(400, {
+          error: { message: `request body is not JSON: ${(error as Error).message}`, type: 'invalid_request_error', code: 400 },
+        });
+        return;
+      }
+      session.chat(body).then(
+        (answer) => reply(answer.status, answer.body),
+        (error: Error) => reply(500, { error: { message: error.message, type: 'server_error', code: 500 } }),
+      );
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socket, resolve);
+  });
+  await chmod(socket, 0o666);
+  return server;
+}
+
+async function writeFiles(root: string, files: Record<string, string>): Promise<void> {
+  await mkdir(root, { recursive: true });
+  for (const [name, content] of Object.entries(files)) {
+    const path = join(root, name);
+    if (!path.startsWith(`${root}/`)) throw new Error(`harness: workspace file "${name}" must be a relative path inside it`);
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, content);
+  }
+}
+
+async function chownTree(root: string): Promise<void> {
+  await chown(root, NOBODY, NOBODY);
+  for (const entry of await readdir(root, { withFileTypes: true, recursive: true })) {
+    await chown(join(entry.parentPath, entry.name), NOBODY, NOBODY);
+  }
+}
+
+const tail = (text: string) => (text.length > OUTPUT_TAIL ? `…${text.slice(-OUTPUT_TAIL)}` : text);
+
+/**
+ * One item's harness episode outside Temporal (`clotho evaluate`): a rollout with the given sampling, its records in
+ * `deps.store` (a throwaway store: nothing there is meant to replay), parsed and scored as a group's would be.
+ */
+export async function evaluateHarnessItem(
+  deps: HarnessDeps,
+  env: LoadedEnvironment,
+  input: HarnessRolloutInput,
+): Promise<{ messages: Message[]; completion: string; score: number; metrics: Record<string, number> }> {
+  const live = { signal: new AbortController().signal, heartbeat: () => undefined };
+  const { trajectory, outcome } = await runHarnessRollout(deps, env, input, live);
+  const item = env.items.get(input.itemIndex);
+  const completion = lastAssistantText(trajectory);
+  const context = {
+    item,
+    config: env.config,
+    sample: input.sample,
+    toolCalls: [],
+    malformedToolCalls: [],
+    messages: trajectory.messages,
+    finishReason: trajectory.finishReason ?? 'stop',
+    state: outcome,
+    harness: outcome,
+    ...live,
+  };
+  const parsed = await env.definition.parse(completion, item, context);
+  const judge = {
+    complete: () => Promise.reject(new Error('a harness environment evaluated by `clotho evaluate` has no judge model')),
+  };
+  const scored = toScoreResult(
+    await env.definition.score({ ...context, parsed, completion, turnRewards: [], judge, group: null, judgements: {} }),
+  );
+  return { messages: trajectory.messages, completion, score: scored.score, metrics: scored.metrics ?? {} };
+}
+
+/** What gathering a harness group answers: its state, and what the workflow counts. */
+export interface GatherHarnessResult {
+  state: StoreRef;
+  completionTokens: number[];
+  /** Model calls of the group's longest rollout. */
+  turns: number;
+  weightsVersion?: number;
+}
+
+/**
+ * The harness activities: `runHarness` (one rollout, on the env queue, heartbeating its calls so far) and
+ * `gatherHarness` (the group's state from its rollouts' records, local, before parse and score).
+ */
+export function createHarnessActivities(deps: HarnessDeps & { environments: Record<string, LoadedEnvironment> }) {
+  return {
+    async runHarness(input: HarnessRolloutInput): Promise<HarnessRolloutResult> {
+      // A rollout whose record was written finished: an attempt that died before reporting it is not run again.
+      const done = await deps.store.tryGet<HarnessRolloutRecord>(harnessKey(input, input.sample, 'result'));
+      const { env } = itemOf(deps.environments, input);
+      const { outcome } = done ?? (await runHarnessRollout(deps, env, input, liveness()));
+      if (!Context.current().info.isLocal) Context.current().heartbeat({ calls: outcome.calls, replayed: outcome.replayed });
+      return {
+        calls: outcome.calls,
+        replayed: outcome.replayed,
+        diverged: outcome.diverged.length,
+        passed: outcome.check.passed,
+        ended: outcome.ended,
+      };
+    },
+
+    async gatherHarness(input: GroupAddress & { groupSize: number }): Promise<GatherHarnessResult> {
+      const { env, item } = itemOf(deps.environments, input);
+      const records = await Promise.all(
+        Array.from({ length: input.groupSize }, (_, sample) => deps.store.get<HarnessRolloutRecord>(harnessKey(input, sample, 'result'))),
+      );
+      const state: GroupState = {
+        itemIndex: input.itemIndex,
+        trajectories: records.map((r) => r.trajectory),
+        groupOverrides: env.definition.groupOverrides?.(item, env.config) ?? null,
+        tools: null,
+        stop: null,
+      };
+      const weightsVersion = groupWeightsVersion(state);
+      return {
+        state: await saveGroupBase(deps.store, groupKey(input, 'harness', 'gathered'), state),
+        completionTokens: records.map((r) => r.trajectory.completionTokens),
+        turns: Math.max(...records.map((r) => r.outcome.calls)),
+        ...(weightsVersion === undefined ? {} : { weightsVersion }),
+      };
+    },
+  };
+}
+
+export type HarnessActivities = ReturnType<typeof createHarnessActivities>;
