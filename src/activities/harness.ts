@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { createServer, type Server } from 'node:http';
-import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, lchown, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { HarnessEnd, HarnessOutcome } from '../env/harness.js';
@@ -34,6 +34,8 @@ const FORWARDER = new URL('../kits/sandbox/loopback-forward.py', import.meta.url
 // When Clotho runs as root the sandbox runs as nobody (see runSandboxed): the workspace must be nobody's to write.
 const NOBODY = 65534;
 const OUTPUT_TAIL = 2000;
+/** How long an agent refused for its budget may take to exit by itself. */
+const BUDGET_GRACE_MS = 5_000;
 
 /** One harness rollout's address: a group's, and its sample. */
 export interface HarnessRolloutInput extends GroupAddress {
@@ -107,7 +109,7 @@ export async function runHarnessRollout(
   const onAbort = () => stop.abort(live.signal.reason);
   live.signal.addEventListener('abort', onAbort, { once: true });
   // Set by the session's callbacks while the agent runs.
-  const episode: { ended: HarnessEnd; failure: Error | null } = { ended: 'exited', failure: null };
+  const episode: { ended: HarnessEnd; failure: Error | null; grace?: NodeJS.Timeout } = { ended: 'exited', failure: null };
   const progress: HarnessProgress = { calls: 0, replayed: 0 };
   const session = new HarnessSession({
     store: deps.store,
@@ -124,8 +126,9 @@ export async function runHarnessRollout(
       live.heartbeat(progress);
     },
     onBudgetSpent(end) {
+      // An agent told its budget is spent usually exits by itself, with what it printed; one that goes on is stopped.
       episode.ended = end;
-      stop.abort(new Error(`budget spent: ${end}`));
+      episode.grace ??= setTimeout(() => stop.abort(new Error(`budget spent: ${end}`)), BUDGET_GRACE_MS);
     },
     onInfrastructureFailure(error) {
       episode.failure ??= error;
@@ -175,11 +178,15 @@ export async function runHarnessRollout(
         `agent ${agent.name} exited with ${run.exitCode ?? run.killedBy} before asking the model anything: ${tail(run.stderr || run.stdout)}`,
       );
     }
+    // The check's files are put back inside a sandbox: the workspace is the agent's now, and a link it left there
+    // (`test_x.py -> /etc/passwd`) must lead nowhere the host would write for it.
     const check = spec.check(item, env.config);
-    await writeFiles(workspace, check.files ?? {});
-    if (process.getuid?.() === 0) await chownTree(workspace);
+    const restore = Object.keys(check.files ?? {}).length > 0;
     const checked = await runSandboxed({
-      command: check.command,
+      command: restore
+        ? ['sh', '-c', `cp -R --remove-destination ${SANDBOX_DIR}/.check/. ${WORKSPACE}/ && exec "$@"`, 'check', ...check.command]
+        : check.command,
+      files: Object.fromEntries(Object.entries(check.files ?? {}).map(([name, content]) => [`.check/${name}`, content])),
       writableBinds: [{ host: workspace, path: WORKSPACE }],
       cwd: WORKSPACE,
       limits: { wallTimeMs: 60_000, cpuSeconds: 60, ...check.limits },
@@ -204,6 +211,7 @@ export async function runHarnessRollout(
     await deps.store.put(harnessKey(input, input.sample, 'result'), record);
     return record;
   } finally {
+    clearTimeout(episode.grace);
     live.signal.removeEventListener('abort', onAbort);
     server?.close();
     server?.closeAllConnections();
@@ -281,10 +289,11 @@ async function writeFiles(root: string, files: Record<string, string>): Promise<
   }
 }
 
+/** Gives the files Clotho wrote to nobody, before the agent runs (links are never followed, though none are there yet). */
 async function chownTree(root: string): Promise<void> {
-  await chown(root, NOBODY, NOBODY);
+  await lchown(root, NOBODY, NOBODY);
   for (const entry of await readdir(root, { withFileTypes: true, recursive: true })) {
-    await chown(join(entry.parentPath, entry.name), NOBODY, NOBODY);
+    await lchown(join(entry.parentPath, entry.name), NOBODY, NOBODY);
   }
 }
 

@@ -46,17 +46,23 @@ export function scriptedReply(task: ScriptedTask, step: number, solves: boolean)
 /**
  * A responder for {@link startScriptedOpenAI} that plays mini-swe-agent's protocol over token-id prompts: it finds the
  * task by its statement in the decoded prompt and its step by the assistant turns there, and solves the tasks
- * `solves` says. Each call's decoded prompt is kept in `prompts`, by call index.
+ * `solves` says, given how many edits of that task it was asked for before (so that a group's samples can differ).
+ * Each call's decoded prompt is kept in `prompts`, by call index.
  */
-export function sweResponder(tokenizer: Tokenizer, solves: (task: ScriptedTask) => boolean) {
+export function sweResponder(tokenizer: Tokenizer, solves: (task: ScriptedTask, edits: number) => boolean) {
   const prompts: string[] = [];
+  const edits = new Map<string, number>();
   const responder: Responder = (body, index) => {
     const prompt = tokenizer.decode(body.prompt as number[]);
     prompts[index] = prompt;
     const task = BUGFIX_TASKS.find((t) => prompt.includes(t.statement));
-    const text = task
-      ? scriptedReply(task, prompt.split('<|im_start|>assistant').length - 2, solves(task))
-      : block('No task found.', 'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT');
+    const step = prompt.split('<|im_start|>assistant').length - 2;
+    let solved = false;
+    if (task && step === 1) {
+      solved = solves(task, edits.get(task.id) ?? 0);
+      edits.set(task.id, (edits.get(task.id) ?? 0) + 1);
+    }
+    const text = task ? scriptedReply(task, step, solved) : block('No task found.', 'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT');
     const ids = [...tokenizer.encode(text, { addSpecialTokens: false }), tokenizer.eos!.id];
     return { choices: [{ text, tokenIds: ids, logprobs: ids.map((_, j) => -((j % 7) + 1) / 8) }] };
   };
