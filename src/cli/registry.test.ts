@@ -55,6 +55,7 @@ describe('loadEnvironment', () => {
       'taxi',
       'text_adventure',
       'lowercase',
+      'bugfix',
     ]);
     for (const name of builtInEnvironments()) expect((await loadEnvironment(name)).name).toBe(name);
   });

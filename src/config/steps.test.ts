@@ -37,8 +37,20 @@ describe('defaultStepConfigs', () => {
     expect(table.setup.maximum_attempts).toBe(5);
   });
 
+  it("gives an agent's episode an hour on the env queue, heartbeating", () => {
+    expect(table.harness).toEqual({
+      start_to_close_timeout: 3600,
+      heartbeat_timeout: 10,
+      initial_interval: 1,
+      backoff_coefficient: 2,
+      maximum_interval: 30,
+      maximum_attempts: 5,
+      local: false,
+    });
+  });
+
   it('gives every other step a short timeout and few attempts', () => {
-    const remote = ['generate', 'teacher', 'judge', 'tool', 'setup', 'teardown'];
+    const remote = ['generate', 'teacher', 'judge', 'tool', 'harness', 'setup', 'teardown'];
     for (const name of STEP_NAMES.filter((n) => !remote.includes(n))) {
       expect(table[name]).toEqual({
         start_to_close_timeout: 60,

@@ -6,6 +6,7 @@ import bugfix from '../../environments/bugfix/index.js';
 import { harnessKey, runHarnessRollout, type HarnessRolloutRecord } from '../../src/activities/harness.js';
 import type { CallRecord } from '../../src/activities/harness-session.js';
 import { runTaskQueues } from '../../src/cli/runtime.js';
+import { startedBy } from '../../src/cli/versions.js';
 import { ServerConfigSchema } from '../../src/config/schemas.js';
 import { loadEnvironmentData } from '../../src/env/loaded.js';
 import { resolveEnvConfig } from '../../src/env/testing.js';
@@ -13,6 +14,7 @@ import { createServerManager } from '../../src/inference/server-manager.js';
 import { loadTokenizer } from '../../src/inference/tokenizer.js';
 import { FileSystemStore } from '../../src/store/trajectory-store.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
+import { recordHistory } from '../support/atropos.js';
 import { spawnClotho, waitFor, type CliRun } from '../support/cli.js';
 import { fastSteps } from '../support/harness.js';
 import { startScriptedOpenAI } from '../support/scripted-openai.js';
@@ -99,6 +101,7 @@ describe(`kill -9 of the worker while mini-swe-agent waits for model call ${KILL
       taskQueue: queues.workflows,
       workflowId,
       workflowTaskTimeout: '4s',
+      ...startedBy(true),
       args: [
         {
           runId,
@@ -151,6 +154,8 @@ describe(`kill -9 of the worker while mini-swe-agent waits for model call ${KILL
     const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
     const attempts = events.flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt] : []));
     expect(attempts).toEqual([2]);
+    // A harness group's history, with its retried rollout, among the replayed ones (with CLOTHO_RECORD_HISTORIES=1).
+    await recordHistory('rollout-group-harness-crash.json', workflowId);
   });
 });
 
