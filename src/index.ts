@@ -122,7 +122,7 @@ export {
   type SandboxOptions,
   type SandboxResult,
 } from './kits/sandbox/sandbox.js';
-export { bashAgent, MINI_SWE_AGENT_PIN, miniSweAgent, type MiniSweAgentOptions } from './kits/sandbox/agents.js';
+export { bashAgent, MINI_SWE_AGENT_PIN, miniSweAgent, SANDBOX_PYTHON, type MiniSweAgentOptions } from './kits/sandbox/agents.js';
 export {
   formatConversation,
   judgedPair,

@@ -54,7 +54,6 @@ const SessionCreateSchema = z.looseObject({
   base_url: z.string().nullish(),
 });
 
-
 const SetupSchema = z.looseObject({
   model_name: z.string().optional(),
   servers: z

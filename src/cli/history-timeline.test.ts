@@ -1,5 +1,11 @@
 import { defaultPayloadConverter } from '@temporalio/common';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { callRecord, harnessOutcome, writeHarnessRollout } from '../../test/support/harness-records.js';
+import { FileSystemStore } from '../store/trajectory-store.js';
+import { harnessDetails } from './commands/inspect.js';
 import { buildTimeline, type History, type PendingActivity } from './history-timeline.js';
 import { formatEnd, formatSteps } from './timeline-format.js';
 
@@ -205,5 +211,76 @@ describe('buildTimeline', () => {
       '   +1.500s       0 ms  workflow task [FAILED]',
       `                       error: ${failure.message}`,
     ]);
+  });
+});
+
+describe("a harness group's timeline (clotho inspect)", () => {
+  it("lists each rollout's model calls beneath its runHarness, replayed or live, its outcome, and a running one's heartbeat", async () => {
+    const root = await mkdtemp(join(tmpdir(), 'clotho-inspect-harness-'));
+    try {
+      const store = new FileSystemStore(root);
+      const address = { runId: 'r', environment: 'e', itemIndex: 3 };
+      const summary = (k: number) =>
+        k === 0 ? 'user: `mean([])` raises ZeroDivisionError; fix it' : `user: <returncode>0</returncode> <output> step ${k} </output>`;
+      const calls = (n: number) => Array.from({ length: n }, (_, k) => callRecord(k, summary(k), 'THOUGHT: look ```ls```'));
+      const diverged = [{ call: 2, reason: 'message 3 differs (5 messages, 5 recorded)' }];
+      const check = { exitCode: 1, passed: false, output: 'Ran 2 tests\n\nFAILED (failures=2)\n', timedOut: false };
+      await writeHarnessRollout(store, address, 0, calls(3), {
+        outcome: harnessOutcome({ agent: 'mini-swe-agent', ended: 'calls', exitCode: null, calls: 3, replayed: 2, diverged, check }),
+      });
+      // Sample 1 runs: its attempt answered two calls (per its heartbeat); call 2 is the record of the attempt before.
+      await writeHarnessRollout(store, address, 1, calls(3));
+      const input = (sample: number) =>
+        payloads({ ...address, sample, sampling: { temperature: 1, topP: 1 }, maxTurns: 3, maxTokenLength: 1000 });
+      const scheduled = (id: string, sample: number) => ({
+        activityTaskScheduledEventAttributes: { activityId: id, activityType: { name: 'runHarness' }, input: input(sample) },
+        userMetadata: { summary: defaultPayloadConverter.toPayload(`sample ${sample}`) },
+      });
+      const heartbeat = { calls: 2, replayed: 0, last: summary(1) };
+      const pending = [
+        { activityId: '2', attempt: 2, lastStartedTime: time(900), lastHeartbeatTime: time(1100), heartbeatDetails: payloads(heartbeat) },
+      ] as unknown as PendingActivity[];
+      const result = { calls: 3, replayed: 2, diverged: 1, passed: false, ended: 'calls' };
+      const timeline = buildTimeline(
+        history([
+          [0, started],
+          [5, scheduled('1', 0)], // 2
+          [5, scheduled('2', 1)], // 3
+          [8, { activityTaskStartedEventAttributes: { scheduledEventId: 2, attempt: 1 } }],
+          [1205, { activityTaskCompletedEventAttributes: { scheduledEventId: 2, result: payloads(result) } }],
+        ]),
+        decode,
+        pending,
+      );
+      expect(timeline.steps[1]!.heartbeat).toEqual(heartbeat);
+      // A retry that has not heartbeaten yet: the details are the failed attempt's, not shown as its progress.
+      const stale = [{ ...pending[0], lastHeartbeatTime: time(800) }] as unknown as PendingActivity[];
+      expect(
+        buildTimeline(
+          history([
+            [0, started],
+            [5, scheduled('2', 1)],
+          ]),
+          decode,
+          stale,
+        ).steps[0]!.heartbeat,
+      ).toBeUndefined();
+      const pad = ' '.repeat(23);
+      expect(formatSteps(timeline, await harnessDetails(store, timeline))).toEqual([
+        '   +0.005s     1.20 s  runHarness sample 0: 3 model calls (2 replayed), ended: its model calls were spent, 1 divergence, check failed',
+        `${pad}call 0 · replayed · 100 prompt + 3 completion tokens · 10 ms · ${summary(0)}`,
+        `${pad}call 1 · replayed · 150 prompt + 3 completion tokens · 20 ms · ${summary(1)}`,
+        `${pad}call 2 · live · 200 prompt + 3 completion tokens · 30 ms · ${summary(2)}`,
+        `${pad}outcome: agent mini-swe-agent stopped · ended: its model calls were spent · check failed (exit 1): FAILED (failures=2) · 3 model calls, 2 replayed`,
+        `${pad}diverged at call 2: message 3 differs (5 messages, 5 recorded)`,
+        '   +0.005s    running  runHarness sample 1 [attempt 2]',
+        `${pad}heartbeat: 2 model calls so far (0 replayed) · last request ${summary(1)}`,
+        `${pad}call 0 · live · 100 prompt + 3 completion tokens · 10 ms · ${summary(0)}`,
+        `${pad}call 1 · live · 150 prompt + 3 completion tokens · 20 ms · ${summary(1)}`,
+        `${pad}call 2 · recorded · 200 prompt + 3 completion tokens · 30 ms · ${summary(2)}`,
+      ]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });

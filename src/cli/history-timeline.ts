@@ -33,6 +33,8 @@ export interface TimelineStep {
   result?: unknown;
   /** The summary the workflow gave the activity (a tool call's name and arguments). */
   summary?: string;
+  /** The details of the running attempt's last heartbeat (`describe` has them; the history does not). */
+  heartbeat?: unknown;
 }
 
 /** How the workflow ended, or that it still runs. */
@@ -111,6 +113,10 @@ export function buildTimeline(history: History, decode: PayloadDecoder, pending:
       if (live) {
         step.attempt = live.attempt ?? 1;
         if (live.lastFailure) step.retries.push({ attempt: step.attempt - 1, message: failureMessage(live.lastFailure) });
+        // Details outlive their attempt: a retry that has not heartbeaten yet still shows the failed attempt's.
+        const current = live.lastStartedTime && ms(live.lastHeartbeatTime) >= ms(live.lastStartedTime);
+        const heartbeat = current ? firstPayload(live.heartbeatDetails, decode) : undefined;
+        if (heartbeat !== undefined) step.heartbeat = heartbeat;
       }
       timeline.steps.push(step);
       continue;

@@ -1,4 +1,5 @@
 import type { Timeline, TimelineStep } from './history-timeline.js';
+import type { HarnessProgress, HarnessSample } from './view/harness.js';
 
 /** Fields of Clotho's activity inputs and results that the timeline shows; all optional, read defensively. */
 interface StepData {
@@ -19,6 +20,14 @@ interface StepData {
   group?: { key?: string };
   /** finishGroup's assembled group; null when the group was dropped for equal scores. */
   assembled?: { tokens?: number; group?: { key?: string } } | null;
+  /** runHarness's answer: model calls, how many replayed, divergences, the check, how the episode ended. */
+  calls?: number;
+  replayed?: number;
+  diverged?: number;
+  passed?: boolean;
+  ended?: string;
+  /** gatherHarness's: model calls of the group's longest rollout. */
+  turns?: number;
 }
 
 /** Longest tool result or argument text shown on a timeline line. */
@@ -77,6 +86,22 @@ export function describeStep(step: TimelineStep, turn: number): string {
     }
     case 'teacherLogprobs':
       return input.topK === undefined ? 'teacherLogprobs' : `teacherLogprobs top ${input.topK}`;
+    case 'runHarness': {
+      const run = `runHarness sample ${input.sample ?? '?'}`;
+      if (result.calls === undefined) return run;
+      const parts = [
+        `${plural(result.calls, 'model call')} (${result.replayed ?? 0} replayed)`,
+        ...(result.ended && result.ended !== 'exited' ? [`ended: ${ENDED[result.ended] ?? result.ended}`] : []),
+        ...(result.diverged ? [plural(result.diverged, 'divergence')] : []),
+        `check ${result.passed ? 'passed' : 'failed'}`,
+      ];
+      return `${run}: ${parts.join(', ')}`;
+    }
+    case 'gatherHarness': {
+      if (result.turns === undefined) return 'gatherHarness';
+      const tokens = (result.completionTokens ?? []).reduce((a, b) => a + b, 0);
+      return `gatherHarness: ${plural(result.completionTokens?.length ?? 0, 'rollout')}, up to ${plural(result.turns, 'model call')}, ${plural(tokens, 'completion token')}`;
+    }
     case 'assembleGroup':
       return result.group?.key ? `assembleGroup: ${plural(result.tokens ?? 0, 'token')} → ${result.group.key}` : 'assembleGroup';
     default:
@@ -90,11 +115,60 @@ function scored(result: StepData): string {
   return `scores ${numbers(result.scores ?? [])}${metrics.length > 0 ? ` (${metrics.join(', ')})` : ''}`;
 }
 
-/** The timeline's lines: one per step (offset from the start, duration, what it did), retries and errors beneath. */
-export function formatSteps(timeline: Timeline): string[] {
+/** How a harness episode ended, in words (`HarnessEnd`). */
+const ENDED: Record<string, string> = {
+  exited: 'the agent exited',
+  calls: 'its model calls were spent',
+  tokens: 'its tokens were spent',
+  time: 'out of time',
+};
+
+/** Where lines beneath a step start: under its description. */
+const BENEATH = ' '.repeat(23);
+
+/**
+ * What a harness rollout did, one line per model call (`call 2 · live · 310 prompt + 42 completion tokens · 950 ms ·
+ * user: <returncode>0</returncode> …`), then its outcome: the agent's exit, how the episode ended, the check, the
+ * calls replayed and where a retried attempt diverged from the record. `progress` is a running attempt's heartbeat.
+ */
+export function harnessLines(sample: HarnessSample | null, progress?: HarnessProgress): string[] {
+  const lines: string[] = [];
+  if (progress && !sample?.outcome) {
+    const last = progress.last === undefined ? '' : ` · last request ${progress.last}`;
+    lines.push(`heartbeat: ${plural(progress.calls, 'model call')} so far (${progress.replayed} replayed)${last}`);
+  }
+  for (const c of sample?.calls ?? []) {
+    const tokens = `${c.promptTokens} prompt + ${c.completionTokens} completion tokens`;
+    lines.push(`call ${c.call} · ${c.mark} · ${tokens} · ${Math.round(c.modelMs)} ms · ${c.summary}`);
+  }
+  const outcome = sample?.outcome;
+  if (!outcome) return lines;
+  const exit = outcome.exitCode === null ? 'stopped' : `exit ${outcome.exitCode}`;
+  const { check } = outcome;
+  const checked = check.passed
+    ? 'check passed'
+    : `check failed (${check.timedOut ? 'timed out' : `exit ${check.exitCode ?? '?'}`})${lastLine(check.output)}`;
+  lines.push(
+    `outcome: agent ${outcome.agent} ${exit} · ended: ${ENDED[outcome.ended] ?? outcome.ended} · ${checked} · ${plural(outcome.calls, 'model call')}, ${outcome.replayed} replayed`,
+  );
+  for (const d of outcome.diverged) lines.push(`diverged at call ${d.call}: ${d.reason}`);
+  return lines;
+}
+
+/** `: <the output's last line>`, or nothing when it printed nothing. */
+function lastLine(output: string): string {
+  const last = output.split('\n').findLast((line) => line.trim() !== '');
+  return last === undefined ? '' : `: ${preview(last)}`;
+}
+
+/**
+ * The timeline's lines: one per step (offset from the start, duration, what it did), retries and errors beneath, and
+ * the lines `beneath` holds for the step (a harness rollout's model calls).
+ */
+export function formatSteps(timeline: Timeline, beneath?: ReadonlyMap<TimelineStep, readonly string[]>): string[] {
   const lines: string[] = [];
   let turn = -1;
-  const pad = ' '.repeat(23);
+  const pad = BENEATH;
   for (const step of timeline.steps) {
     if (step.activity === 'generateTurn') turn = (step.input as StepData | undefined)?.turn ?? turn + 1;
     const flags = [
@@ -114,6 +188,7 @@ export function formatSteps(timeline: Timeline): string[] {
     }
     if (step.error) lines.push(`${pad}error: ${step.error}`);
     if (step.trace) lines.push(`${pad}traceback:`, ...step.trace.split('\n').map((line) => `${pad}  ${line}`));
+    for (const line of beneath?.get(step) ?? []) lines.push(`${pad}${line}`);
   }
   return lines;
 }

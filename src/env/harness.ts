@@ -59,6 +59,7 @@ export interface HarnessSpec<Item, Config> {
   workspace(item: Item, config: Config): Record<string, string>;
   /** The task statement given to the agent. */
   task(item: Item, config: Config): string;
+  /** The check that scores a rollout once its agent exits (the task's tests). */
   check(item: Item, config: Config): HarnessCheck;
 }
 

@@ -13,9 +13,10 @@ import { resolveEnvConfig } from '../../src/env/testing.js';
 import { createServerManager } from '../../src/inference/server-manager.js';
 import { loadTokenizer } from '../../src/inference/tokenizer.js';
 import { FileSystemStore } from '../../src/store/trajectory-store.js';
+import { rolloutGroupId } from '../../src/workflows/messages.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { recordHistory } from '../support/atropos.js';
-import { spawnClotho, waitFor, type CliRun } from '../support/cli.js';
+import { runClotho, spawnClotho, waitFor, type CliRun } from '../support/cli.js';
 import { fastSteps } from '../support/harness.js';
 import { startScriptedOpenAI } from '../support/scripted-openai.js';
 import { BUGFIX_TASKS, sweResponder } from '../support/scripted-swe-model.js';
@@ -95,7 +96,8 @@ describe(`kill -9 of the worker while mini-swe-agent waits for model call ${KILL
     // A rollout on a dead worker is retried once its heartbeats stop for this long.
     steps.harness = { ...steps.harness, heartbeatTimeoutMs: 3000 };
     const queues = runTaskQueues(runId, 'bugfix');
-    const workflowId = uniqueId('harness-crash-group');
+    // The id a run gives its group, which `clotho inspect` takes.
+    const workflowId = rolloutGroupId(runId, 'bugfix', ITEM);
     const first = startWorker();
     const handle = await client.workflow.start(rolloutGroup, {
       taskQueue: queues.workflows,
@@ -154,6 +156,27 @@ describe(`kill -9 of the worker while mini-swe-agent waits for model call ${KILL
     const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
     const attempts = events.flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt] : []));
     expect(attempts).toEqual([2]);
+    // `clotho inspect` lists the calls: replayed up to the kill, live from the call in flight at it.
+    const inspected = await runClotho(['inspect', workflowId, '--store', join(dir, 'store')], {
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+    });
+    expect(inspected.stderr).toBe('');
+    expect(inspected.code).toBe(0);
+    expect(inspected.stdout).toMatch(
+      new RegExp(`runHarness sample 0: ${CALLS} model calls \\(${KILL_AT} replayed\\), check passed \\[attempt 2\\]`),
+    );
+    for (let k = 0; k < CALLS; k++) {
+      const how = k < KILL_AT ? 'replayed' : 'live';
+      expect(inspected.stdout).toMatch(
+        new RegExp(`^\\s+call ${k} · ${how} · \\d+ prompt \\+ \\d+ completion tokens · \\d+ ms · user: `, 'm'),
+      );
+    }
+    expect(inspected.stdout).toMatch(
+      new RegExp(
+        `outcome: agent mini-swe-agent exit 0 · ended: the agent exited · check passed · ${CALLS} model calls, ${KILL_AT} replayed`,
+      ),
+    );
     // A harness group's history, with its retried rollout, among the replayed ones (with CLOTHO_RECORD_HISTORIES=1).
     await recordHistory('rollout-group-harness-crash.json', workflowId);
   });

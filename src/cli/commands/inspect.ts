@@ -2,14 +2,16 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../../config/config-error.js';
 import type { AtroposGroupResult } from '../../schema/atropos.js';
+import type { GroupAddress } from '../../activities/group-state.js';
 import type { RolloutGroupInput, RolloutGroupResult } from '../../schema/rollout.js';
 import { openStore, storeLabel } from '../../store/open-store.js';
 import { storeKey, type TrajectoryStore } from '../../store/trajectory-store.js';
 import { rolloutGroupId } from '../../workflows/messages.js';
-import { buildTimeline, type Timeline } from '../history-timeline.js';
+import { buildTimeline, type Timeline, type TimelineStep } from '../history-timeline.js';
 import type { CommandIo } from '../io.js';
 import { openTemporal } from '../runtime.js';
-import { duration, formatEnd, formatSteps } from '../timeline-format.js';
+import { duration, formatEnd, formatSteps, harnessLines } from '../timeline-format.js';
+import { HarnessProgressSchema, readHarnessSample } from '../view/harness.js';
 import { sampleLines } from '../group-summary.js';
 import { ROLLOUT_GROUP_TYPES } from '../view/temporal.js';
 import { stalledWorkflowTask, waitingIn, waitingText } from '../waiting-work.js';
@@ -21,7 +23,10 @@ Prints a rollout group's timeline from its workflow history: every step in order
 callTool with its tool, arguments and outcome, stepTurn, parse, judge, score, teacher, assemble; local activities
 from their markers), when each started and how long it took, retries with the error of the failed attempt, what a
 running group waits on (a retry, or the timeout of a step on a stopped worker), and the scores; then each sample's
-episode from the trajectory store.
+episode from the trajectory store. Under each runHarness (a harness environment's rollout) its model calls from the
+store, each replayed (answered from the record after a crash) or live, with its tokens, model time and the request's
+last message, and the rollout's outcome: the agent's exit, the check, and where a retry diverged from the record; a
+running one shows its last heartbeat.
 
 Options:
   --env <name>      the run's environment (found by search attributes or in the store when not given)
@@ -51,7 +56,7 @@ export async function inspectCommand(argv: string[], io: CommandIo): Promise<num
     const timeline = buildTimeline(history, (payload) => converter.fromPayload(payload), description.raw.pendingActivities ?? []);
     for (const line of header(workflowId, description.runId, timeline)) io.out(line);
     io.out('');
-    for (const line of formatSteps(timeline)) io.out(line);
+    for (const line of formatSteps(timeline, await harnessDetails(store, timeline))) io.out(line);
     if (timeline.end.status === 'running') {
       // The history says more of a stalled workflow task (its worker) than the description does.
       const stalled = stalledWorkflowTask(workflowId, history);
@@ -65,6 +70,31 @@ export async function inspectCommand(argv: string[], io: CommandIo): Promise<num
   } finally {
     await temporal.close();
   }
+}
+
+/** The lines beneath each runHarness step: its rollout's calls and outcome from the store, its last heartbeat. */
+export async function harnessDetails(store: TrajectoryStore, timeline: Timeline): Promise<Map<TimelineStep, string[]>> {
+  const details = new Map<TimelineStep, string[]>();
+  for (const step of timeline.steps) {
+    if (step.activity !== 'runHarness') continue;
+    const input = step.input as Partial<GroupAddress & { sample: number }> | undefined;
+    if (input?.runId === undefined || input.environment === undefined || input.itemIndex === undefined || input.sample === undefined)
+      continue;
+    const address = { runId: input.runId, environment: input.environment, itemIndex: input.itemIndex };
+    const heartbeat = HarnessProgressSchema.safeParse(step.heartbeat);
+    const progress = step.status === 'running' && heartbeat.success ? heartbeat.data : undefined;
+    try {
+      const sample = await readHarnessSample(store, address, input.sample, { attempt: step.attempt, ...(progress ? { progress } : {}) });
+      const missing = !sample && step.status === 'completed';
+      details.set(
+        step,
+        missing ? [`no records in the trajectory store ${storeLabel(store)} (set --store)`] : harnessLines(sample, progress),
+      );
+    } catch (error) {
+      details.set(step, [`store: ${(error as Error).message}`]);
+    }
+  }
+  return details;
 }
 
 /** The store keys of a finished group's assembled groups: a rolloutGroup's one, or each an atroposRolloutGroup kept. */

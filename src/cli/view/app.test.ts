@@ -2,9 +2,12 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callRecord, harnessOutcome, harnessTrajectory, writeHarnessRollout } from '../../../test/support/harness-records.js';
+import { FileSystemStore } from '../../store/trajectory-store.js';
 import { createViewApp } from './app.js';
 import { jsonlSource } from './jsonl-source.js';
 import { VIEW_SCRIPT } from './page-script.js';
+import { storeSource } from './store-source.js';
 import { tokenDecoders } from './tokens.js';
 
 let dir: string;
@@ -72,6 +75,7 @@ describe("the viewer's server", () => {
     expect(body.rollout.messages.map((m: { turn: number | null }) => m.turn)).toEqual([null, 0]);
     expect(body.rollout.tokens).toEqual({ ids: [5, 6, 7], masks: [-100, 6, 7], logprobs: [1, -0.5, -0.25], pieces: null, tokenizer: null });
     expect(body.rollout.tools).toEqual([]);
+    expect(body.rollout.harness).toBeNull();
     // The tools the model was offered, as the group records them.
     expect((await get('/api/rollout?run=run.jsonl&group=line-2&sample=0')).body.rollout.tools).toEqual([
       { name: 'add', description: 'Adds two numbers', parameters: '{"type":"object"}' },
@@ -124,5 +128,62 @@ describe('the viewer with a messages-only run (--env.messages_only)', () => {
     expect(rollout).toMatchObject({ score: -1, messagesOnly: { completionTokens: 30 }, tokens: { ids: [], masks: [] } });
     expect(rollout.messages.map((m: { text: string }) => m.text)).toEqual(['Q?', 'no']);
     expect(rollout.tools.map((t: { name: string }) => t.name)).toEqual(['add']);
+  });
+});
+
+describe('the viewer with a harness run (an agent program per rollout)', () => {
+  it("shows a rollout's model calls, replayed or live, and its outcome; a running group's rollouts as far as they got", async () => {
+    const store = new FileSystemStore(join(dir, 'store'));
+    const address = { runId: 'agents', environment: 'bugfix', itemIndex: 0 };
+    const calls = [
+      callRecord(0, 'user: fix mean([])', 'THOUGHT: look'),
+      callRecord(1, 'user: <returncode>0</returncode>', 'THOUGHT: edit'),
+    ];
+    const trajectory = harnessTrajectory([
+      { role: 'user', content: 'fix mean([])' },
+      { role: 'assistant', content: 'THOUGHT: look' },
+      { role: 'user', content: '<returncode>0</returncode>' },
+      { role: 'assistant', content: 'THOUGHT: edit' },
+    ]);
+    await writeHarnessRollout(store, address, 0, calls, { outcome: harnessOutcome({ calls: 2, replayed: 1 }), trajectory });
+    // Rollout 1 still runs: one call so far.
+    await writeHarnessRollout(store, address, 1, calls.slice(0, 1));
+    const view = createViewApp({
+      runs: [storeSource(store, 'agents', { id: 'agents' })],
+      decoders: tokenDecoders(async () => null, false),
+      temporalUi: { base: 'http://ui.test', namespace: 'default' },
+    });
+    const read = async (path: string) => (await (await view.request(path)).json()) as Record<string, any>;
+    const groups = await read('/api/groups?run=agents');
+    expect(groups.notices).toEqual([]);
+    expect(groups.groups.map((g: { id: string; status: string }) => [g.id, g.status])).toEqual([['bugfix/item-0', 'unknown']]);
+    expect(groups.groups[0].rollouts.map((r: { turns: number }) => r.turns)).toEqual([2, 0]);
+
+    const done = (await read('/api/rollout?run=agents&group=bugfix/item-0&sample=0')).rollout;
+    expect(done.messages).toHaveLength(4);
+    expect(done.harness.outcome).toMatchObject({ agent: 'bash', calls: 2, replayed: 1, check: { passed: true } });
+    expect(done.harness.calls).toEqual([
+      {
+        call: 0,
+        mark: 'replayed',
+        summary: 'user: fix mean([])',
+        promptTokens: 100,
+        completionTokens: 2,
+        modelMs: 10,
+        reply: 'THOUGHT: look',
+      },
+      {
+        call: 1,
+        mark: 'live',
+        summary: 'user: <returncode>0</returncode>',
+        promptTokens: 150,
+        completionTokens: 2,
+        modelMs: 20,
+        reply: 'THOUGHT: edit',
+      },
+    ]);
+    const running = (await read('/api/rollout?run=agents&group=bugfix/item-0&sample=1')).rollout;
+    expect(running.messages).toEqual([]);
+    expect(running.harness).toMatchObject({ sample: 1, outcome: null, calls: [{ call: 0, mark: 'recorded' }] });
   });
 });

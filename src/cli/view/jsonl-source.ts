@@ -5,6 +5,7 @@ import { summariseGroup, type GroupAddress, type GroupSummary } from './model.js
 import type { LoadedRun, RunSource } from './source.js';
 import { storeLabel } from '../../store/open-store.js';
 import type { TrajectoryStore } from '../../store/trajectory-store.js';
+import { withHarness } from './harness.js';
 import { findGroupsInStore, readParsed } from './store-layout.js';
 
 interface Line {
@@ -108,8 +109,9 @@ export function jsonlSource(path: string, options: { id: string; store: Trajecto
       const span = lines[index];
       if (!span) return undefined;
       const address = placed.get(index);
-      const parsed = address && options.store ? await readParsed(options.store, address) : null;
-      return fromScored(JSON.parse(await readSpan(file, span)), parsed);
+      if (!address || !options.store) return fromScored(JSON.parse(await readSpan(file, span)), null);
+      const group = fromScored(JSON.parse(await readSpan(file, span)), await readParsed(options.store, address));
+      return withHarness(options.store, address, group);
     },
   };
 }

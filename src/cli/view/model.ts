@@ -1,5 +1,6 @@
 import { parseToolCalls } from '../../inference/tool-calls.js';
 import type { Message, ToolDefinition } from '../../schema/scored-data.js';
+import type { HarnessSample } from './harness.js';
 
 /**
  * Where a group stands: `scored` (delivered), `dropped` (all scores equal, by `ensure_scores_are_not_same`), `failed`
@@ -31,6 +32,11 @@ export interface RawGroup {
   messagesOnly?: boolean;
   /** A messages-only group's completion tokens per rollout, as the server counted them; null when it did not. */
   completionTokens?: number[] | null;
+  /**
+   * A harness group's rollouts (an agent program each): their model calls and outcomes, null for a rollout the store
+   * holds nothing of. Read only for a rollout opened in full, never for the list.
+   */
+  harness?: (HarnessSample | null)[];
 }
 
 /** Where a group sits in a Clotho run: what its Temporal workflow id derives from. */

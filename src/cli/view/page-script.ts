@@ -238,6 +238,44 @@ function tokenView(tokens) {
   return box;
 }
 
+var ENDED = { exited: 'the agent exited', calls: 'its model calls were spent', tokens: 'its tokens were spent', time: 'out of time' };
+var MARKS = {
+  replayed: 'answered from the record of an earlier attempt',
+  live: 'answered by the model',
+  recorded: 'recorded; whether the attempt that ends the rollout replays it is not known yet',
+};
+
+/** A harness rollout's model calls in order, each marked replayed or live, and how its episode went. */
+function harnessView(h) {
+  var box = el('div', { class: 'harness', 'data-harness': h.sample });
+  var o = h.outcome;
+  if (o) {
+    var facts = el('dl', { class: 'facts' });
+    var check = o.check.passed ? 'passed' : 'failed (' + (o.check.timedOut ? 'timed out' : 'exit ' + fmt(o.check.exitCode)) + ')';
+    facts.append(
+      el('dt', { text: 'agent' }), el('dd', { 'data-fact': 'agent', text: o.agent + ' · ' + (o.exitCode === null ? 'stopped' : 'exit ' + o.exitCode) + ' · ' + (ENDED[o.ended] || o.ended) }),
+      el('dt', { text: 'check' }), el('dd', { 'data-fact': 'check', class: o.check.passed ? 'pos' : 'neg' }, check,
+        o.check.output ? el('details', null, el('summary', { text: 'output' }), el('pre', { text: o.check.output })) : null),
+      el('dt', { text: 'replayed' }), el('dd', { 'data-fact': 'replayed', text: o.replayed + ' of ' + o.calls + ' calls' }));
+    if (o.diverged.length) {
+      facts.append(el('dt', { text: 'diverged' }), el('dd', { 'data-fact': 'diverged' }, el('ul', null, ...o.diverged.map(function (d) {
+        return el('li', { text: 'call ' + d.call + ': ' + d.reason });
+      }))));
+    }
+    box.append(facts);
+  } else {
+    box.append(el('p', { class: 'missing', text: 'still running, or its attempt failed: no outcome recorded yet' }));
+  }
+  box.append(el('ol', { class: 'calls', start: 0 }, ...h.calls.map(function (c) {
+    return el('li', { class: 'call', 'data-call': c.call, 'data-mark': c.mark },
+      el('span', { class: 'mark ' + c.mark, title: MARKS[c.mark], text: c.mark }), ' ',
+      el('span', { class: 'call-facts', text: 'call ' + c.call + ' · ' + c.promptTokens + ' prompt + ' + c.completionTokens + ' completion tokens · ' + Math.round(c.modelMs) + ' ms' }),
+      el('div', { class: 'call-summary', text: c.summary }),
+      c.reply ? el('div', { class: 'call-reply', text: '→ ' + c.reply }) : null);
+  })));
+  return box;
+}
+
 function renderRollout(group, r) {
   var facts = el('dl', { class: 'facts' });
   function fact(name, value, attrs) { facts.append(el('dt', { text: name }), el('dd', attrs || null, value)); }
@@ -254,6 +292,7 @@ function renderRollout(group, r) {
     el('span', { class: 'gradient' }), 'high', el('span', { class: 'swatch-masked', text: 'masked: not trained' }));
   detailBox.replaceChildren(
     el('h2', { text: group.label + ' · rollout #' + r.sample }), facts,
+    ...(r.harness ? [el('h3', { class: 'section', text: 'Model calls (' + r.harness.calls.length + ')' }), harnessView(r.harness)] : []),
     el('h3', { class: 'section', text: 'Messages (' + r.messages.length + ')' }),
     el('div', { class: 'messages' }, ...r.messages.map(messageBox)),
     el('h3', { class: 'section', text: 'Tools offered (' + r.tools.length + ')' }),

@@ -38,6 +38,10 @@ h3.section{font-size:.95rem;margin:1rem 0 .3rem}
 .seg.masked{background:#eceef2;color:#777;border:1px dashed #bbc}.seg.trained{background:#fff;border:1px solid #cde}
 .seg .caption{display:block;font:11px system-ui,sans-serif;color:#667;margin-bottom:.1rem}
 .swatch-masked{background:#eceef2;color:#777;border:1px dashed #bbc;padding:0 .3rem}
+.harness ul{margin:0;padding-left:1rem}.calls{padding-left:0;list-style:none;margin:.3rem 0}.call{border-left:4px solid #2e9d55;padding:.2rem .6rem;margin:.3rem 0;background:#fafbfc;font-size:.85rem}
+.call[data-mark=replayed]{border-color:#8a6fd0}.call[data-mark=recorded]{border-color:#bbc}
+.mark{font-size:.75rem;padding:0 .4rem;border-radius:8px;background:#dcf2e0}.mark.replayed{background:#e6ddf8}.mark.recorded{background:#e4e7ee}
+.call-summary,.call-reply{font:12px/1.4 ui-monospace,monospace;white-space:pre-wrap;word-break:break-word;color:#445}.call-reply{color:#0b4f8a}
 .tok{border-radius:2px;padding:0 1px}.seg.masked .tok{background:none}.ids .tok{margin-right:3px}
 `;
 

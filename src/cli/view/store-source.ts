@@ -3,6 +3,7 @@ import type { TrajectoryStore } from '../../store/trajectory-store.js';
 import { emptyGroup, fromScored, fromState, joinGroups } from './groups.js';
 import { summariseGroup, type GroupAddress, type GroupStatus, type GroupSummary, type RawGroup } from './model.js';
 import type { LoadedRun, RunSource } from './source.js';
+import { readHarnessState, withHarness } from './harness.js';
 import { listStoredItems, readAssembled, readNewestState, readParsed } from './store-layout.js';
 import type { RunWorkflows, WorkflowFacts } from './temporal.js';
 
@@ -23,7 +24,8 @@ export function storeSource(store: TrajectoryStore, runId: string, options: { id
       const note = assembled.length > 1 ? `${assembled.length} groups from one collect_trajectories, shown as one` : null;
       return { group: joinGroups(assembled.map((g) => fromScored(g, parsed))), status: 'scored', note };
     }
-    const state = await readNewestState(store, address);
+    // A harness group's rollouts write no turn records: its state is gathered from them, or read from each.
+    const state = (await readNewestState(store, address)) ?? (await readHarnessState(store, address));
     if (!state && !fact) return undefined;
     // Visibility saying "scored" of a group the store lacks means the store was cleaned since: unknown.
     const status: GroupStatus = !fact || fact.status === 'scored' ? 'unknown' : fact.status;
@@ -68,7 +70,9 @@ export function storeSource(store: TrajectoryStore, runId: string, options: { id
     async group(id) {
       const match = /^(.+)\/item-(\d+)$/.exec(id);
       if (!match) return undefined;
-      return (await read({ runId, environment: match[1]!, itemIndex: Number(match[2]) }))?.group;
+      const address = { runId, environment: match[1]!, itemIndex: Number(match[2]) };
+      const found = await read(address);
+      return found && withHarness(store, address, found.group);
     },
   };
 }

@@ -99,5 +99,7 @@ export function rolloutDetail(group: RawGroup, sample: number, decode: PieceDeco
     tokens: { ids, masks: group.masks[sample] ?? [], logprobs: group.logprobs[sample] ?? null, pieces: decode(ids), tokenizer },
     // A messages-only rollout has no tokens to show: the page says so, with the completion tokens the server counted.
     messagesOnly: group.messagesOnly === true ? { completionTokens: group.completionTokens?.[sample] ?? null } : null,
+    // A harness rollout's model calls, each replayed or live, and how the episode went; null for any other rollout.
+    harness: group.harness?.[sample] ?? null,
   };
 }

@@ -11,6 +11,7 @@ export const SANDBOX_PYTHON = '/usr/bin/python3';
 /** The mini-swe-agent release Clotho installs and has tested its protocol with. */
 export const MINI_SWE_AGENT_PIN = 'mini-swe-agent==2.4.6';
 
+/** Where {@link miniSweAgent} finds mini-swe-agent, and how it runs it. */
 export interface MiniSweAgentOptions {
   /**
    * A venv that has mini-swe-agent (its `bin/mini`), made from a Python the sandbox shows (under /usr); @default
