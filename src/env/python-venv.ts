@@ -27,13 +27,14 @@ export interface VenvSpec {
 
 /**
  * The venv's Python, installed first when it is missing or stamped otherwise: built under a temporary name and renamed
- * whole, so that a command killed while installing leaves no half venv, and two commands installing at once end with
- * one of theirs. Returns the path of its `bin/python`.
+ * whole, so that a command killed while installing leaves no half venv, and of two commands installing at once the
+ * second keeps the first's (which may be running already). Returns the path of its `bin/python`.
  */
 export async function ensureVenv(spec: VenvSpec): Promise<string> {
   const { venv, env = process.env } = spec;
   const python = join(venv, 'bin', 'python');
-  if ((await readFile(join(venv, STAMP), 'utf8').catch(() => '')) === spec.stamp) return python;
+  const installed = async () => (await readFile(join(venv, STAMP), 'utf8').catch(() => '')) === spec.stamp;
+  if (await installed()) return python;
   spec.notice(`installing ${spec.what} into ${venv} (once; about a minute)`);
   await mkdir(dirname(venv), { recursive: true });
   const temporary = `${venv}.installing-${process.pid}`;
@@ -46,7 +47,9 @@ export async function ensureVenv(spec: VenvSpec): Promise<string> {
     });
     await pointScriptsAt(join(temporary, 'bin'), temporary, venv);
     await writeFile(join(temporary, STAMP), spec.stamp);
-    // Another command may have installed it meanwhile: the newer install replaces it whole.
+    // Another command may have installed the same meanwhile, and be running from it: keep that one. A venv of another
+    // stamp is replaced whole.
+    if (await installed()) return python;
     await rm(venv, { recursive: true, force: true });
     await rename(temporary, venv);
   } catch (error) {
