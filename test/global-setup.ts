@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { ensureTemporalCli, startDevServer } from '../temporal-dev/index.js';
-import { miniSweAgent } from '../src/kits/sandbox/agents.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -18,9 +17,6 @@ declare module 'vitest' {
  * provides its address to tests; `test/support/temporal.ts` turns it into a client.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  // The harness tests' agent, installed from PyPI once before they start (about 45 s the first time) rather than by
-  // the first of them while others wait.
-  await miniSweAgent().ensure?.();
   const external = process.env.TEMPORAL_ADDRESS;
   if (external) {
     project.provide('temporalAddress', external);

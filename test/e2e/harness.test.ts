@@ -1,12 +1,30 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import bugfix from '../../environments/bugfix/index.js';
+import { harnessKey, runHarnessRollout, type HarnessRolloutRecord } from '../../src/activities/harness.js';
+import type { CallRecord } from '../../src/activities/harness-session.js';
+import { runTaskQueues } from '../../src/cli/runtime.js';
+import { startedBy } from '../../src/cli/versions.js';
+import { ServerConfigSchema } from '../../src/config/schemas.js';
+import { loadEnvironmentData } from '../../src/env/loaded.js';
+import { resolveEnvConfig } from '../../src/env/testing.js';
+import { createServerManager } from '../../src/inference/server-manager.js';
 import { loadTokenizer, type Tokenizer } from '../../src/inference/tokenizer.js';
+import { miniSweAgent } from '../../src/kits/sandbox/agents.js';
+import { FileSystemStore } from '../../src/store/trajectory-store.js';
+import { rolloutGroupId } from '../../src/workflows/messages.js';
+import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
-import { spawnClotho, waitFor, type CliRun } from '../support/cli.js';
+import { recordHistory } from '../support/atropos.js';
+import { runClotho, spawnClotho, waitFor, type CliRun } from '../support/cli.js';
 import { expectWellFormedGroup } from '../support/groups.js';
+import { fastSteps } from '../support/harness.js';
 import { runEvaluate, runProcess, useScratch } from '../support/runs.js';
 import { startScriptedOpenAI } from '../support/scripted-openai.js';
 import { BUGFIX_TASKS, sweResponder } from '../support/scripted-swe-model.js';
-import { uniqueId } from '../support/temporal.js';
+import { testConnection, uniqueId } from '../support/temporal.js';
 
 /**
  * The bugfix environment (issue 27) under `process`, `evaluate` and `serve`: every rollout runs mini-swe-agent (its
@@ -21,7 +39,9 @@ const children: CliRun[] = [];
 let api: ApiProcess | undefined;
 beforeAll(async () => {
   tokenizer = await loadTokenizer('qwen3');
-});
+  // Installed from PyPI on the first run (about 45 s), while the suite's other files run.
+  await miniSweAgent().ensure?.();
+}, 300_000);
 afterAll(async () => {
   for (const child of children) if (child.child.exitCode === null) child.child.kill('SIGKILL');
   await api?.stop();
@@ -56,7 +76,7 @@ describe('clotho process bugfix', () => {
         '--env.total_steps',
         '2',
         '--env.group_size',
-        '2',
+        '1',
         '--env.ensure_scores_are_not_same',
         'false',
         '--store',
@@ -65,12 +85,10 @@ describe('clotho process bugfix', () => {
       scratch.path('groups.jsonl'),
       2,
     );
-    // Item 0 (solved) and item 1 (left broken), each a group of two rollouts of four model calls.
+    // Item 0 (solved) and item 1 (left broken), each a group of one rollout of four model calls (the serve test below
+    // has a group of two).
     const byItem = [0, 1].map((i) => groups.find((g) => tokenizer.decode(g.tokens[0]!).includes(BUGFIX_TASKS[i]!.statement))!);
-    expect(byItem.map((g) => g.scores)).toEqual([
-      [1, 1],
-      [0, 0],
-    ]);
+    expect(byItem.map((g) => g.scores)).toEqual([[1], [0]]);
     for (const group of byItem) {
       const spans = expectWellFormedGroup(group);
       // Four answers, each trained: the look, the edit, the test run and the submission.
@@ -81,7 +99,7 @@ describe('clotho process bugfix', () => {
       expect(text).toContain('Please solve this issue:');
       expect(text).toMatch(/<returncode>\d+<\/returncode>/);
     }
-    expect(prompts.filter(Boolean)).toHaveLength(16);
+    expect(prompts.filter(Boolean)).toHaveLength(8);
   });
 });
 
@@ -144,3 +162,186 @@ describe('clotho serve bugfix', () => {
     expect(serve.stdout()).toMatch(/delivered \d+ groups; failed 0/);
   });
 });
+
+/**
+ * Issue 27's crash test: kill -9 of the worker while mini-swe-agent is in the middle of an episode, at a seeded model
+ * call. The rollout is retried on a restarted worker: the workspace is written anew, the agent starts again, and its
+ * requests that match the recorded ones are answered from the record. So every call is in the finished trajectory
+ * once, no recorded call reaches the model again (only the one in flight at the kill, which had no record), and the
+ * score and tokens equal an uninterrupted run's with the same scripted model.
+ */
+
+const SEED = Number(process.env.CLOTHO_HARNESS_SEED ?? 2027_1127);
+/** The scripted episode is four calls (look, edit, test, submit); the kill comes while call KILL_AT waits for the model. */
+const CALLS = 4;
+const KILL_AT = 1 + (SEED % (CALLS - 1));
+const ITEM = 0;
+
+describe(`kill -9 of the worker while mini-swe-agent waits for model call ${KILL_AT} (seed ${SEED})`, () => {
+  it('finishes the rollout on a restarted worker, replaying the recorded calls: each call once, none re-sent, the same score', async () => {
+    const task = BUGFIX_TASKS[ITEM]!;
+    const scripted = sweResponder(tokenizer, () => true);
+    // The step of each request the model received, in order; once armed, the first request of step KILL_AT never answers.
+    const asked: number[] = [];
+    let armed = false;
+    let reachedKill!: () => void;
+    const atKill = new Promise<void>((resolve) => (reachedKill = resolve));
+    const model = await startScriptedOpenAI({
+      responder: (body, index) => {
+        const step = tokenizer.decode(body.prompt as number[]).split('<|im_start|>assistant').length - 2;
+        asked.push(step);
+        if (armed && step === KILL_AT && asked.filter((s) => s === KILL_AT).length === 1) {
+          reachedKill();
+          return { hang: true };
+        }
+        return scripted.responder(body, index);
+      },
+    });
+
+    // The uninterrupted run: the same rollout in this process, its records in a store of its own.
+    const dir = await mkdtemp(join(tmpdir(), 'clotho-harness-crash-'));
+    const reference = await uninterruptedRun(model.baseUrl, join(dir, 'reference'));
+    expect(reference.outcome).toMatchObject({ calls: CALLS, replayed: 0, ended: 'exited', check: { passed: true } });
+    asked.length = 0;
+    armed = true;
+
+    const runId = uniqueId('harness-crash');
+    const startWorker = () => {
+      const worker = spawnClotho(
+        [
+          'worker',
+          'bugfix',
+          '--env.run_id',
+          runId,
+          '--openai.base_url',
+          model.baseUrl,
+          '--openai.server_type',
+          'openai',
+          '--openai.model_name',
+          'scripted-model',
+          '--openai.tokenizer_name',
+          'qwen3',
+          '--store',
+          join(dir, 'store'),
+        ],
+        { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') },
+      );
+      children.push(worker);
+      return worker;
+    };
+    const { client } = await testConnection();
+    const steps = fastSteps();
+    // A rollout on a dead worker is retried once its heartbeats stop for this long.
+    steps.harness = { ...steps.harness, heartbeatTimeoutMs: 3000 };
+    const queues = runTaskQueues(runId, 'bugfix');
+    // The id a run gives its group, which `clotho inspect` takes.
+    const workflowId = rolloutGroupId(runId, 'bugfix', ITEM);
+    const first = startWorker();
+    const handle = await client.workflow.start(rolloutGroup, {
+      taskQueue: queues.workflows,
+      workflowId,
+      workflowTaskTimeout: '4s',
+      ...startedBy(true),
+      args: [
+        {
+          runId,
+          environment: 'bugfix',
+          itemIndex: ITEM,
+          groupSize: 1,
+          maxTurns: 20,
+          maxTokenLength: 16_384,
+          sampling: { temperature: 1, topP: 1 },
+          ensureScoresAreNotSame: false,
+          teacherTopK: null,
+          taskQueues: { llm: queues.llm, env: queues.env },
+          steps,
+          searchAttributes: true,
+          oneActivityPerTurn: true,
+          harness: true,
+        },
+      ],
+    });
+    await atKill;
+    first.child.kill('SIGKILL');
+    expect(await first.exited).toBe('SIGKILL');
+    const second = startWorker();
+    const result = await handle.result();
+    second.child.kill('SIGINT');
+    await waitFor(() => second.child.exitCode !== null, 30_000, 'the restarted worker to stop');
+    await model.close();
+
+    // The same score as the uninterrupted run.
+    expect(result).toMatchObject({ status: 'scored', scores: [1], turns: CALLS });
+    // Every call before the kill reached the model once; the one in flight at the kill twice (it had no record); the
+    // restarted agent's earlier calls were answered from the record.
+    expect(asked).toEqual([
+      ...Array.from({ length: KILL_AT + 1 }, (_, s) => s),
+      ...Array.from({ length: CALLS - KILL_AT }, (_, s) => KILL_AT + s),
+    ]);
+    const store = new FileSystemStore(join(dir, 'store'));
+    const address = { runId, environment: 'bugfix', itemIndex: ITEM };
+    const record = await store.get<HarnessRolloutRecord>(harnessKey(address, 0, 'result'));
+    expect(record.outcome).toMatchObject({ calls: CALLS, replayed: KILL_AT, diverged: [], ended: 'exited', check: { passed: true } });
+    // Each call once in the finished trajectory: four answers, and the tokens an uninterrupted run gets.
+    expect(record.trajectory.messages.filter((m) => m.role === 'assistant')).toHaveLength(CALLS);
+    expect(record.trajectory.tokens).toEqual(reference.trajectory.tokens);
+    expect(record.trajectory.masks).toEqual(reference.trajectory.masks);
+    expect(record.trajectory.logprobs).toEqual(reference.trajectory.logprobs);
+    const calls = await Promise.all(Array.from({ length: CALLS }, (_, k) => store.get<CallRecord>(harnessKey(address, 0, `call-${k}`))));
+    expect(calls.map((c) => c.call)).toEqual([0, 1, 2, 3]);
+    expect(calls[0]!.summary).toContain(task.statement.slice(0, 40));
+    // The rollout's activity ran twice: the killed attempt, and the one that finished it.
+    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const attempts = events.flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt] : []));
+    expect(attempts).toEqual([2]);
+    // `clotho inspect` lists the calls: replayed up to the kill, live from the call in flight at it.
+    const inspected = await runClotho(['inspect', workflowId, '--store', join(dir, 'store')], {
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+    });
+    expect(inspected.stderr).toBe('');
+    expect(inspected.code).toBe(0);
+    expect(inspected.stdout).toMatch(
+      new RegExp(`runHarness sample 0: ${CALLS} model calls \\(${KILL_AT} replayed\\), check passed \\[attempt 2\\]`),
+    );
+    for (let k = 0; k < CALLS; k++) {
+      const how = k < KILL_AT ? 'replayed' : 'live';
+      expect(inspected.stdout).toMatch(
+        new RegExp(`^\\s+call ${k} · ${how} · \\d+ prompt \\+ \\d+ completion tokens · \\d+ ms · user: `, 'm'),
+      );
+    }
+    expect(inspected.stdout).toMatch(
+      new RegExp(
+        `outcome: agent mini-swe-agent exit 0 · ended: the agent exited · check passed · ${CALLS} model calls, ${KILL_AT} replayed`,
+      ),
+    );
+    // A harness group's history, with its retried rollout, among the replayed ones (with CLOTHO_RECORD_HISTORIES=1).
+    await recordHistory('rollout-group-harness-crash.json', workflowId);
+  });
+});
+
+/** The rollout without Temporal or a kill, through the same code, against the same scripted model. */
+async function uninterruptedRun(baseUrl: string, storeDir: string) {
+  const manager = createServerManager({
+    servers: [ServerConfigSchema.parse({ base_url: baseUrl, server_type: 'openai', model_name: 'scripted-model' })],
+  });
+  try {
+    const env = await loadEnvironmentData(bugfix, resolveEnvConfig(bugfix));
+    return await runHarnessRollout(
+      { store: new FileSystemStore(storeDir), continuation: () => ({ tokenizer, client: manager }) },
+      env,
+      {
+        runId: 'reference',
+        environment: 'bugfix',
+        itemIndex: ITEM,
+        sample: 0,
+        sampling: { temperature: 1, topP: 1 },
+        maxTurns: 20,
+        maxTokenLength: 16_384,
+      },
+      { signal: new AbortController().signal, heartbeat: () => undefined },
+    );
+  } finally {
+    manager.stop();
+  }
+}

@@ -213,7 +213,7 @@ describe('replay of recorded histories', () => {
     'rollout-group-take-turns.json',
     'rollout-group-take-turns-single.json',
     // A harness group (issue 27): a runHarness per sample, the one killed retried, then gatherHarness and finishGroup
-    // (test/e2e/harness-crash.test.ts records it).
+    // (test/e2e/harness.test.ts records it).
     'rollout-group-harness-crash.json',
     // A batcher pushing each env its weighted share of the room.
     'batcher-weighted.json',
