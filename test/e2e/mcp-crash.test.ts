@@ -195,17 +195,22 @@ describe.each(['queue', 'default'] as const)('MCP tool calls across kill -9 (%s 
         `${repeat.key} ${at}`,
       ).toBeDefined();
     // The server that ignores the key: the interrupted calls ran again (the aimed-at one among them), no other call did.
+    // A call runs once more for each kill that lands between its execution and its record: twice for one kill, three
+    // times when its repeat is cut by the next kill too (seed 623855436: the second kill came 5 ms after it).
     const runsOf = (key: string | null) => plainRuns.filter((l) => l.key === key);
-    const twice = [...new Set(plainRuns.map((l) => l.key))].filter((key) => runsOf(key).length > 1);
-    expect(twice, at).toContain(plainKill.key);
-    expect(plainRuns.length, at).toBe(resultsOf('plain').length + twice.length);
-    for (const key of twice) {
-      const [first, second] = runsOf(key);
-      expect(runsOf(key), `${key} ${at}`).toHaveLength(2);
-      expect(
-        kills.some((k) => first!.at <= k.killedAt! && second!.at > k.killedAt!),
-        `${key} ran twice without a kill between ${at}`,
-      ).toBe(true);
+    const keys = [...new Set(plainRuns.map((l) => l.key))];
+    const repeated = keys.filter((key) => runsOf(key).length > 1);
+    expect(repeated, at).toContain(plainKill.key);
+    expect(keys, at).toHaveLength(resultsOf('plain').length);
+    for (const key of repeated) {
+      const runs = runsOf(key);
+      expect(runs.length, `${key} ${at}`).toBeLessThanOrEqual(1 + kills.length);
+      for (const [i, run] of runs.slice(1).entries()) {
+        expect(
+          kills.some((k) => runs[i]!.at <= k.killedAt! && run.at > k.killedAt!),
+          `${key} ran again without a kill between ${at}`,
+        ).toBe(true);
+      }
     }
     // What the model saw is what the servers answered.
     const answered = new Set([...keyed, ...plain].map((l) => l.result));
@@ -220,7 +225,7 @@ describe.each(['queue', 'default'] as const)('MCP tool calls across kill -9 (%s 
     console.log(
       `mcp crash (${placement}) seed=${seed}: episodes ${episodes.length}, tool results ${results.length}; ` +
         `keyed server: ${keyedRuns.length} executions for ${resultsOf('keyed').length} results, 0 duplicates, ${repeats.length} repeats answered by key; ` +
-        `plain server: ${plainRuns.length} executions for ${resultsOf('plain').length} results, ${twice.length} duplicates; ` +
+        `plain server: ${plainRuns.length} executions for ${resultsOf('plain').length} results, ${plainRuns.length - keys.length} duplicates; ` +
         `stalls after kill ${legs.map((l) => `${l.stall.toFixed(1)} s (restarted at ${l.restart.toFixed(1)} s)`).join(', ')}`,
     );
     // The tool step's 10 s heartbeat timeout (or the workflow task's 10 s timeout, local) bounds the stall, not its 300 s
