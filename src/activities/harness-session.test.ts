@@ -287,20 +287,39 @@ describe('HarnessSession: budget, failures and bad requests', () => {
     expect(await store.tryGet(callKey(1))).toBeUndefined();
   });
 
-  it('rejects bodies it cannot answer: no messages (422), n > 1 and streaming (400)', async () => {
+  it('streams a completion to an agent that asks for it, live and replayed, as OpenAI chunks of the recorded answer', async () => {
+    const store = await tempStore();
+    const model = scriptedGenerator(qwen);
+    const first = session(store, model.continuation).harness;
+    const streamed = { ...request(0), stream: true, stream_options: { include_usage: true } };
+    const live = await first.chat(streamed);
+    const replay = await session(store, model.continuation).harness.chat(streamed);
+
+    expect(live.status).toBe(200);
+    const events = live.events!;
+    expect(events.at(-1)).toBe('data: [DONE]');
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice('data: '.length)) as Record<string, any>);
+    const record = (await store.get(callKey(0))) as { response: { choices: { message: { content: string } }[]; usage: unknown } };
+    // The whole answer in the first delta, the finish reason in the next, the usage last; the record is the completion.
+    expect(chunks.map((c) => c.object)).toEqual(['chat.completion.chunk', 'chat.completion.chunk', 'chat.completion.chunk']);
+    expect(chunks[0]!.choices[0].delta.content).toBe(record.response.choices[0]!.message.content);
+    expect(chunks[1]!.choices[0].finish_reason).toBe('stop');
+    expect(chunks[2]!.usage).toEqual(record.response.usage);
+    expect(replay.events).toEqual(events);
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it('rejects bodies it cannot answer: no messages (422) and n > 1 (400)', async () => {
     const store = await tempStore();
     const model = scriptedGenerator(qwen);
     const { harness } = session(store, model.continuation);
     const missing = await harness.chat({ model: 'any' });
     const many = await harness.chat({ ...request(0), n: 2 });
-    const streamed = await harness.chat({ ...request(0), stream: true });
 
     expect(missing.status).toBe(422);
     expect(JSON.stringify(missing.body)).toContain('messages');
     expect(many.status).toBe(400);
     expect(JSON.stringify(many.body)).toContain('n must be 1');
-    expect(streamed.status).toBe(400);
-    expect(JSON.stringify(streamed.body)).toContain('stream is not supported');
     expect(model.requests).toEqual([]);
     expect(harness.calls).toBe(0);
     expect(await store.tryGet(callKey(0))).toBeUndefined();

@@ -83,10 +83,12 @@ export interface HarnessSessionOptions {
   onInfrastructureFailure(error: Error): void;
 }
 
-/** An HTTP answer to the agent. */
+/** An HTTP answer to the agent: JSON, or for a request that asked to stream, the same completion as server-sent events. */
 export interface SessionAnswer {
   status: number;
   body: unknown;
+  /** The body's chunks (`data: …` lines), when the request asked for `stream: true`. */
+  events?: string[];
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -141,7 +143,6 @@ export class HarnessSession {
     if (!parsed.success) return openAIError(422, z.prettifyError(parsed.error));
     const request = parsed.data;
     if (request.messages.length === 0) return openAIError(400, 'messages must not be empty');
-    if (request.stream) return openAIError(400, 'stream is not supported: the session answers whole completions');
     if ((request.n ?? 1) !== 1) return openAIError(400, 'n must be 1: a harness rollout is one trajectory');
     const { maxCalls, maxTokens } = this.options;
     if (this.ended) return openAIError(400, "the episode's budget is spent");
@@ -167,7 +168,7 @@ export class HarnessSession {
       const answer = this.state.record(prompt, [asCompletion(recorded.completion)], sessionRequest.parseTools, idPrefix(recorded))[0]!;
       this.replayed++;
       this.finishCall(recorded, request, answer, true);
-      return { status: 200, body: recorded.response };
+      return answered(request, recorded.response);
     }
     if (recorded) this.diverged.push({ call, reason: divergence(recorded, messageDigests, params, this.prev) });
     this.replaying = false;
@@ -237,7 +238,7 @@ export class HarnessSession {
     // Durable before the agent sees it: a crash after this point replays the answer instead of asking again.
     await this.options.store.put(this.options.callKey(call), record);
     this.finishCall(record, request, answer, false);
-    return { status: 200, body: record.response };
+    return answered(request, record.response);
   }
 
   private async recordOf(call: number): Promise<CallRecord | undefined> {
@@ -263,6 +264,30 @@ export class HarnessSession {
       completionTokens: record.completion.tokenIds.length,
     });
   }
+}
+
+/**
+ * A completion as the agent asked for it: JSON, or with `stream: true` (agents built on the AI SDK, opencode, always
+ * ask so) the same completion as OpenAI's chunks, whole in one delta once the model has finished: the record is the
+ * completion, and a replay streams it the same way.
+ */
+function answered(request: ChatRequest, response: CallRecord['response']): SessionAnswer {
+  if (!request.stream) return { status: 200, body: response };
+  const { choices, usage, ...head } = response as { choices: { index: number; message: object; finish_reason: string }[]; usage: unknown };
+  const chunk = (rest: object) => `data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', ...rest })}`;
+  const withToolIndex = (message: { tool_calls?: object[] }) =>
+    message.tool_calls ? { ...message, tool_calls: message.tool_calls.map((call, index) => ({ index, ...call })) } : message;
+  const includeUsage = (request.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
+  return {
+    status: 200,
+    body: response,
+    events: [
+      chunk({ choices: choices.map((c) => ({ index: c.index, delta: withToolIndex(c.message), finish_reason: null })) }),
+      chunk({ choices: choices.map((c) => ({ index: c.index, delta: {}, finish_reason: c.finish_reason })) }),
+      ...(includeUsage ? [chunk({ choices: [], usage })] : []),
+      'data: [DONE]',
+    ],
+  };
 }
 
 /** The id prefix of a recorded answer's tool calls, as the live call made them. */

@@ -266,7 +266,11 @@ async function serveSession(session: HarnessSession, socket: string): Promise<Se
         return;
       }
       session.chat(body).then(
-        (answer) => reply(answer.status, answer.body),
+        (answer) => {
+          if (!answer.events) return reply(answer.status, answer.body);
+          response.writeHead(answer.status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+          response.end(answer.events.map((event) => `${event}\n\n`).join(''));
+        },
         (error: Error) => reply(500, { error: { message: error.message, type: 'server_error', code: 500 } }),
       );
     });
