@@ -48,6 +48,8 @@ export {
 export { loadJsonl, resolveDataset, type DatasetSource } from './env/datasets.js';
 export {
   HARNESS_AGENT_LIMITS,
+  HARNESS_ENDS,
+  HarnessOutcomeSchema,
   type AgentSession,
   type HarnessAgent,
   type HarnessCheck,

@@ -14,10 +14,10 @@
  */
 import { request } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { serveSession } from '../../src/activities/harness.js';
 import { HarnessSession } from '../../src/activities/harness-session.js';
 import { ServerConfigSchema } from '../../src/config/schemas.js';
 import { createServerManager } from '../../src/inference/server-manager.js';
@@ -82,22 +82,6 @@ async function cpuPerCall(work: () => Promise<void>): Promise<{ cpu: number; wal
   return { cpu: (used.user + used.system) / 1000 / calls, wall: (performance.now() - started) / calls };
 }
 
-/** Serves one session on a Unix socket as a harness rollout does (the same request handling). */
-async function serve(session: HarnessSession, socketPath: string): Promise<Server> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      void session.chat(JSON.parse(Buffer.concat(chunks).toString('utf8'))).then((answer) => {
-        res.writeHead(answer.status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(answer.body));
-      });
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(socketPath, resolve));
-  return server;
-}
-
 const tokenizer = await loadTokenizer('qwen3');
 const answerIds = [...tokenizer.encode(ANSWER, { addSpecialTokens: false }), tokenizer.eos!.id];
 const model = await startScriptedOpenAI({
@@ -130,7 +114,7 @@ async function throughSessions(): Promise<{ replayed: number }> {
       },
     });
     const socketPath = join(dir, `session-${e}.sock`);
-    const server = await serve(session, socketPath);
+    const server = await serveSession(session, socketPath);
     await episode(poster({ socketPath }, '/v1/chat/completions'), e);
     server.close();
     replayed += session.replayed;

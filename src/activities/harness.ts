@@ -1,9 +1,9 @@
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { createServer, type Server } from 'node:http';
 import { chmod, lchown, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { z } from 'zod';
 import type { HarnessEnd, HarnessOutcome } from '../env/harness.js';
 import { HARNESS_AGENT_LIMITS } from '../env/harness.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
@@ -71,12 +71,9 @@ export interface HarnessDeps {
 export const harnessKey = (address: GroupAddress, sample: number, ...parts: string[]) =>
   groupKey(address, 'harness', `sample-${sample}`, ...parts);
 
-/** Heartbeat details of a running harness: the UI shows them on the pending activity. */
-export interface HarnessProgress {
-  calls: number;
-  replayed: number;
-  last?: string;
-}
+/** Heartbeat details of a running harness: the UI shows them on the pending activity, `clotho inspect` reads them. */
+export const HarnessProgressSchema = z.object({ calls: z.number().int(), replayed: z.number().int(), last: z.string().optional() });
+export type HarnessProgress = z.infer<typeof HarnessProgressSchema>;
 
 /**
  * Runs one harness rollout (see `src/env/harness.ts`): the task's workspace written fresh, a session serving the
@@ -96,7 +93,7 @@ export async function runHarnessRollout(
   const continuation = deps.continuation(input.environment);
   if (!continuation) {
     throw ApplicationFailure.nonRetryable(
-      `environment "${input.environment}" runs an agent, whose trajectories need exact tokens: give the run a tokenizer (--env.tokenizer_name) and a server that takes token-id prompts`,
+      `environment "${input.environment}" runs an agent, whose trajectories need exact tokens: give the run the policy's tokenizer (--openai.tokenizer_name) and a server that takes token-id prompts`,
       'ConfigError',
     );
   }
@@ -238,7 +235,7 @@ function trajectoryOf(session: HarnessSession, outcome: HarnessOutcome, maxCalls
 }
 
 /** Serves the session's chat API on a Unix socket, readable and writable by the sandbox's user. */
-async function serveSession(session: HarnessSession, socket: string): Promise<Server> {
+export async function serveSession(session: HarnessSession, socket: string): Promise<Server> {
   const server = createServer((request, response) => {
     const reply = (status: number, body: unknown) => {
       response.writeHead(status, { 'content-type': 'application/json' });
@@ -358,7 +355,6 @@ export function createHarnessActivities(deps: HarnessDeps & { environments: Reco
       const done = await deps.store.tryGet<HarnessRolloutRecord>(harnessKey(input, input.sample, 'result'));
       const { env } = itemOf(deps.environments, input);
       const { outcome } = done ?? (await runHarnessRollout(deps, env, input, liveness()));
-      if (!Context.current().info.isLocal) Context.current().heartbeat({ calls: outcome.calls, replayed: outcome.replayed });
       return {
         calls: outcome.calls,
         replayed: outcome.replayed,

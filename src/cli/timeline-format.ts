@@ -1,5 +1,6 @@
 import type { Timeline, TimelineStep } from './history-timeline.js';
-import type { HarnessProgress, HarnessSample } from './view/harness.js';
+import type { HarnessProgress } from '../activities/harness.js';
+import type { HarnessSample } from './view/harness.js';
 
 /** Fields of Clotho's activity inputs and results that the timeline shows; all optional, read defensively. */
 interface StepData {

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { SandboxLimits } from '../kits/sandbox/sandbox.js';
 
 /**
@@ -64,25 +65,29 @@ export interface HarnessSpec<Item, Config> {
 }
 
 /** Why an agent's episode ended. */
-export type HarnessEnd = 'exited' | 'calls' | 'tokens' | 'time';
+export const HARNESS_ENDS = ['exited', 'calls', 'tokens', 'time'] as const;
+/** Why an agent's episode ended: it exited, or spent its calls, its tokens or its time. */
+export type HarnessEnd = (typeof HARNESS_ENDS)[number];
 
 /**
- * What a harness rollout leaves in its trajectory's state slot: `parse` and `score` read it as `state`. The check's
- * exit code is the usual reward (0: the tests pass).
+ * What a harness rollout leaves in its trajectory's state slot: `parse` and `score` read it as `harness`. The check's
+ * exit code is the usual reward (0: the tests pass). `clotho inspect` and the viewer read it back from the store.
  */
-export interface HarnessOutcome {
-  agent: string;
-  ended: HarnessEnd;
+export const HarnessOutcomeSchema = z.object({
+  agent: z.string(),
+  ended: z.enum(HARNESS_ENDS),
   /** The agent's exit code (null when Clotho stopped it), and the end of what it printed. */
-  exitCode: number | null;
-  output: string;
+  exitCode: z.number().int().nullable(),
+  output: z.string(),
   /** Model calls of the episode; after a crash, `replayed` of them were answered from the record. */
-  calls: number;
-  replayed: number;
+  calls: z.number().int(),
+  replayed: z.number().int(),
   /** Where a retried attempt's requests parted from the record, and why (the call's position and what differed). */
-  diverged: { call: number; reason: string }[];
-  check: { exitCode: number | null; passed: boolean; output: string; timedOut: boolean };
-}
+  diverged: z.array(z.object({ call: z.number().int(), reason: z.string() })),
+  check: z.object({ exitCode: z.number().int().nullable(), passed: z.boolean(), output: z.string(), timedOut: z.boolean() }),
+});
+/** How a harness rollout went ({@link HarnessOutcomeSchema}). */
+export type HarnessOutcome = z.infer<typeof HarnessOutcomeSchema>;
 
 /** The agent's sandbox limits where it says nothing: an agent is a program with an interpreter, not a snippet. */
 export const HARNESS_AGENT_LIMITS: Readonly<Required<SandboxLimits>> = {

@@ -179,7 +179,7 @@ async function runTurns(input: RolloutGroupInput, finish: TakeTurnsInput['finish
  * A harness group's rollouts (issue 27): one `runHarness` activity per sample on the env queue, side by side, each an
  * agent program's whole episode, heartbeating its calls (a rollout on a dead worker is retried after its heartbeat
  * timeout and replays the calls it recorded); then `gatherHarness`, local, makes the group's state of their records.
- * Five events per rollout (scheduled, started, completed and the workflow task it wakes) and a marker.
+ * Three events per rollout (scheduled, started, completed), three per workflow task their ends wake, and a marker.
  */
 async function runHarnesses(input: RolloutGroupInput): Promise<Episode> {
   const address = { runId: input.runId, environment: input.environment, itemIndex: input.itemIndex };

@@ -47,21 +47,23 @@ afterAll(async () => {
   await api?.stop();
 });
 
-/** A scripted model solving the tasks `solves` says, and the flags that point the CLI at it with Qwen's tokenizer. */
+/** The flags that point the CLI at a scripted model with Qwen's tokenizer. */
+const modelFlags = (baseUrl: string) => [
+  '--openai.base_url',
+  baseUrl,
+  '--openai.server_type',
+  'openai',
+  '--openai.model_name',
+  'scripted-model',
+  '--openai.tokenizer_name',
+  'qwen3',
+];
+
+/** A scripted model solving the tasks `solves` says, and the flags that point the CLI at it. */
 async function model(solves: Parameters<typeof sweResponder>[1]) {
   const scripted = sweResponder(tokenizer, solves);
   const server = scratch.closeAfter(await startScriptedOpenAI({ responder: scripted.responder }));
-  const flags = [
-    '--openai.base_url',
-    server.baseUrl,
-    '--openai.server_type',
-    'openai',
-    '--openai.model_name',
-    'scripted-model',
-    '--openai.tokenizer_name',
-    'qwen3',
-  ];
-  return { flags, prompts: scripted.prompts };
+  return { flags: modelFlags(server.baseUrl), prompts: scripted.prompts };
 }
 
 const solvesEvenItems = (task: { id: string }) => BUGFIX_TASKS.findIndex((t) => t.id === task.id) % 2 === 0;
@@ -207,25 +209,10 @@ describe(`kill -9 of the worker while mini-swe-agent waits for model call ${KILL
 
     const runId = uniqueId('harness-crash');
     const startWorker = () => {
-      const worker = spawnClotho(
-        [
-          'worker',
-          'bugfix',
-          '--env.run_id',
-          runId,
-          '--openai.base_url',
-          model.baseUrl,
-          '--openai.server_type',
-          'openai',
-          '--openai.model_name',
-          'scripted-model',
-          '--openai.tokenizer_name',
-          'qwen3',
-          '--store',
-          join(dir, 'store'),
-        ],
-        { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') },
-      );
+      const worker = spawnClotho(['worker', 'bugfix', '--env.run_id', runId, ...modelFlags(model.baseUrl), '--store', join(dir, 'store')], {
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+      });
       children.push(worker);
       return worker;
     };

@@ -11,7 +11,8 @@ import { buildTimeline, type Timeline, type TimelineStep } from '../history-time
 import type { CommandIo } from '../io.js';
 import { openTemporal } from '../runtime.js';
 import { duration, formatEnd, formatSteps, harnessLines } from '../timeline-format.js';
-import { HarnessProgressSchema, readHarnessSample } from '../view/harness.js';
+import { HarnessProgressSchema } from '../../activities/harness.js';
+import { readHarnessSample } from '../view/harness.js';
 import { sampleLines } from '../group-summary.js';
 import { ROLLOUT_GROUP_TYPES } from '../view/temporal.js';
 import { stalledWorkflowTask, waitingIn, waitingText } from '../waiting-work.js';

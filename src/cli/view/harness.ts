@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { groupKey, loadGroupState, type GroupAddress, type GroupState, type Trajectory } from '../../activities/group-state.js';
+import { harnessKey, type HarnessProgress } from '../../activities/harness.js';
 import { CallRecordSchema } from '../../activities/harness-session.js';
-import type { HarnessOutcome } from '../../env/harness.js';
+import { HarnessOutcomeSchema, type HarnessOutcome } from '../../env/harness.js';
 import type { TrajectoryStore } from '../../store/trajectory-store.js';
 import type { RawGroup } from './model.js';
 
@@ -38,30 +39,14 @@ export interface HarnessSample {
   calls: HarnessCall[];
 }
 
-/** How far a running attempt got: `runHarness`'s heartbeat details (`HarnessProgress`). */
-export const HarnessProgressSchema = z.object({ calls: z.number().int(), replayed: z.number().int(), last: z.string().optional() });
-export type HarnessProgress = z.infer<typeof HarnessProgressSchema>;
-
 const ShownCallSchema = CallRecordSchema.pick({ call: true, summary: true, promptTokens: true, modelMs: true }).extend({
   completion: CallRecordSchema.shape.completion.pick({ text: true, tokenIds: true }),
 });
-
-const HarnessOutcomeSchema = z.object({
-  agent: z.string(),
-  ended: z.enum(['exited', 'calls', 'tokens', 'time']),
-  exitCode: z.number().int().nullable(),
-  output: z.string(),
-  calls: z.number().int(),
-  replayed: z.number().int(),
-  diverged: z.array(z.object({ call: z.number().int(), reason: z.string() })),
-  check: z.object({ exitCode: z.number().int().nullable(), passed: z.boolean(), output: z.string(), timedOut: z.boolean() }),
-}) satisfies z.ZodType<HarnessOutcome>;
 
 /** Only the outcome of a rollout's record is read; its trajectory is the group's. */
 const ResultSchema = z.object({ outcome: HarnessOutcomeSchema });
 
 const REPLY = 160;
-const sampleKey = (address: GroupAddress, sample: number, ...parts: string[]) => groupKey(address, 'harness', `sample-${sample}`, ...parts);
 
 /** Parses a store value or throws naming its key and the first problem. */
 function parseAt<T>(schema: z.ZodType<T>, value: unknown, key: string): T {
@@ -80,7 +65,7 @@ async function listHarness(
   const root = `${groupKey(address, 'harness')}/`;
   const samples = new Map<number, number[]>();
   let gathered = false;
-  for await (const { key } of store.list(sample === undefined ? groupKey(address, 'harness') : sampleKey(address, sample))) {
+  for await (const { key } of store.list(sample === undefined ? groupKey(address, 'harness') : harnessKey(address, sample))) {
     const part = key.startsWith(root) ? key.slice(root.length) : '';
     gathered ||= part === 'gathered';
     const match = /^sample-(\d+)\/(?:call-(\d+)|result)$/.exec(part);
@@ -106,7 +91,7 @@ export async function readHarnessSample(
   running: { attempt?: number; progress?: HarnessProgress } = {},
   recorded?: number[],
 ): Promise<HarnessSample | null> {
-  const resultKey = sampleKey(address, sample, 'result');
+  const resultKey = harnessKey(address, sample, 'result');
   const raw = await store.tryGet(resultKey);
   const outcome = raw === undefined ? null : parseAt(ResultSchema, raw, resultKey).outcome;
   // A finished rollout's calls are 0 … calls-1; an earlier attempt may have left records past them.
@@ -122,7 +107,7 @@ export async function readHarnessSample(
   };
   const calls = await Promise.all(
     numbers.map(async (k): Promise<HarnessCall> => {
-      const key = sampleKey(address, sample, `call-${k}`);
+      const key = harnessKey(address, sample, `call-${k}`);
       const record = parseAt(ShownCallSchema, await store.get(key), key);
       const flat = record.completion.text.replace(/\s+/g, ' ').trim();
       return {
@@ -173,7 +158,7 @@ export async function readHarnessState(store: TrajectoryStore, address: GroupAdd
   });
   const trajectories = await Promise.all(
     Array.from({ length: Math.max(...found.keys()) + 1 }, async (_, sample) => {
-      const key = sampleKey(address, sample, 'result');
+      const key = harnessKey(address, sample, 'result');
       const raw = await store.tryGet(key);
       return raw === undefined ? empty() : parseAt(TrajectoryResultSchema, raw, key).trajectory;
     }),
