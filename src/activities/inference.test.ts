@@ -1,11 +1,11 @@
-import { existsSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { describe, expect, it, vi } from 'vitest';
 import type { Completion, InferenceClient } from '../inference/types.js';
+import { readJournal } from '../store/group-journal.js';
 import { FileSystemStore } from '../store/trajectory-store.js';
 import { loadGroupState, saveGroupBase, type GroupState } from './group-state.js';
 import { createInferenceActivities, type GenerateTurnInput, type GenerateTurnResult } from './inference.js';
@@ -111,7 +111,10 @@ describe('generateTurn', () => {
     expect(reads).not.toHaveBeenCalled();
     expect(model.requests).toBe(2);
     // The answered sample's checkpoint is written even though its sibling failed the attempt.
-    await vi.waitFor(() => expect(existsSync(join(store.root, 'run/env/item-0/turn-1/sample-0.json'))).toBe(true));
+    await vi.waitFor(async () => {
+      const journal = readJournal(await readFile(join(store.root, 'run/env/item-0.journal')));
+      expect(journal.has('run/env/item-0/turn-1/sample-0')).toBe(true);
+    });
     const retried = await at({ isLocal: false, attempt: 2 });
     expect(model.requests).toBe(3);
     expect(reads).toHaveBeenCalledTimes(1);

@@ -244,11 +244,12 @@ describe('directory store: sweep by age', () => {
     const store = new FileSystemStore(dir);
     const hourAgo = new Date(Date.now() - 3_600_000);
     await store.put('run/env/item-0/turn-0/prompt', 1);
-    await store.put('run/env/item-0/turn-1/prompt', 2);
     await store.put('run/env/item-1/turn-0/prompt', 3);
-    // Item 0 started an hour ago and is still going (its turn 1 is new); item 1 has been idle for an hour.
-    await utimes(join(dir, 'run/env/item-0/turn-0/prompt.json'), hourAgo, hourAgo);
-    await utimes(join(dir, 'run/env/item-1/turn-0/prompt.json'), hourAgo, hourAgo);
+    // Item 0 started an hour ago and is still going (its turn 1 is new); item 1 has been idle for an hour. A group's
+    // records are one journal, as new as its last write.
+    await utimes(join(dir, 'run/env/item-0.journal'), hourAgo, hourAgo);
+    await utimes(join(dir, 'run/env/item-1.journal'), hourAgo, hourAgo);
+    await store.put('run/env/item-0/turn-1/prompt', 2);
     expect((await sweepOldGroups(store, 30 * 60_000)).groups).toBe(1);
     expect(await keys(store)).toEqual(['run/env/item-0/turn-0/prompt', 'run/env/item-0/turn-1/prompt']);
   });

@@ -1,6 +1,8 @@
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFileSync } from 'node:fs';
+import { appendFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
+import { deletedFrame, groupOfRecord, JOURNAL_SUFFIX, journalFrame, readJournal } from './group-journal.js';
 
 /**
  * Where activities keep everything too big for a Temporal payload: token ids, masks, logprobs,
@@ -53,7 +55,11 @@ export function storeKey(...parts: (string | number)[]): string {
   return key;
 }
 
-/** A store on the local file system: one JSON file per key, written atomically (temp file + rename). */
+/**
+ * A store on the local file system. The records of a rollout group (`<run>/<env>/item-<i>/<part>`) are frames appended
+ * to the group's journal (`src/store/group-journal.ts`); every other key is a JSON file, written atomically (temporary
+ * file and rename). A key of a group written as a file by an older Clotho is still read, listed and deleted.
+ */
 export class FileSystemStore implements TrajectoryStore {
   readonly root: string;
   /** Directories this store made or found: one mkdir per directory, not one per write. */
@@ -74,23 +80,39 @@ export class FileSystemStore implements TrajectoryStore {
     return path;
   }
 
-  async put(key: string, value: unknown): Promise<StoreRef> {
-    const path = this.path(key);
-    const dir = dirname(path);
+  private journalOf(group: string): string {
+    return this.path(group).slice(0, -'.json'.length) + JOURNAL_SUFFIX;
+  }
+
+  /** Runs `write` in `dir`, made first when this store has not seen it (or it went away since: a cleaned store). */
+  private async inDirectory(dir: string, write: () => Promise<void>): Promise<void> {
     if (!this.made.has(dir)) {
       await mkdir(dir, { recursive: true });
       this.made.add(dir);
     }
-    const temporary = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-    const text = serialised(value);
     try {
-      await writeFile(temporary, text);
+      await write();
     } catch (error) {
-      // The directory went away since it was made (a cleaned store): make it again, once.
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       await mkdir(dir, { recursive: true });
-      await writeFile(temporary, text);
+      await write();
     }
+  }
+
+  async put(key: string, value: unknown): Promise<StoreRef> {
+    const path = this.path(key);
+    const group = groupOfRecord(key);
+    if (group !== null) {
+      const journal = this.journalOf(group);
+      const frame = journalFrame(key, serialised(value));
+      // Synchronous: an append to a file that exists cost 11–22 µs of CPU here against 80–100 µs through the thread pool
+      // (fs.promises.appendFile, 64 writers at once); only a group's first record creates its journal.
+      await this.inDirectory(dirname(journal), async () => appendFileSync(journal, frame));
+      return { key };
+    }
+    const temporary = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+    const text = serialised(value);
+    await this.inDirectory(dirname(path), () => writeFile(temporary, text));
     await rename(temporary, path);
     return { key };
   }
@@ -103,8 +125,26 @@ export class FileSystemStore implements TrajectoryStore {
   }
 
   async tryGet<T = unknown>(key: string): Promise<T | undefined> {
+    const path = this.path(key);
+    const group = groupOfRecord(key);
+    if (group !== null) {
+      const entries = await this.readJournalOf(group);
+      const value = entries?.get(key);
+      if (value === null) return undefined;
+      if (value !== undefined) return JSON.parse(value.toString('utf8')) as T;
+    }
     try {
-      return JSON.parse(await readFile(this.path(key), 'utf8')) as T;
+      return JSON.parse(await readFile(path, 'utf8')) as T;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+  }
+
+  /** The newest value of each key in a group's journal, or undefined when it has none. */
+  private async readJournalOf(group: string): Promise<Map<string, Buffer | null> | undefined> {
+    try {
+      return readJournal(await readFile(this.journalOf(group)));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw error;
@@ -112,15 +152,26 @@ export class FileSystemStore implements TrajectoryStore {
   }
 
   async delete(key: string): Promise<void> {
-    await rm(this.path(key), { force: true });
+    const path = this.path(key);
+    const group = groupOfRecord(key);
+    if (group !== null && (await this.readJournalOf(group))?.get(key)) await appendFile(this.journalOf(group), deletedFrame(key));
+    await rm(path, { force: true });
   }
 
   async deletePrefix(prefix: string): Promise<void> {
     const file = this.path(prefix);
-    await rm(file.slice(0, -'.json'.length), { recursive: true, force: true });
-    await rm(file, { force: true });
-    // Directories under the prefix are gone: a later put must make them again.
     const dir = file.slice(0, -'.json'.length);
+    // A prefix inside a group: its journal's keys under the prefix are marked deleted. The group itself or above:
+    // its journal goes with the group's files (a journal lies beside its group's directory, or in one above it).
+    const group = groupOfRecord(`${prefix}/_`);
+    if (group !== null && group !== prefix) {
+      const live = [...((await this.readJournalOf(group)) ?? [])].filter(([key, value]) => value !== null && under(key, prefix));
+      if (live.length > 0) await appendFile(this.journalOf(group), Buffer.concat(live.map(([key]) => deletedFrame(key))));
+    }
+    await rm(dir, { recursive: true, force: true });
+    await rm(file, { force: true });
+    await rm(dir + JOURNAL_SUFFIX, { force: true });
+    // Directories under the prefix are gone: a later put must make them again.
     for (const made of this.made) if (made === dir || made.startsWith(dir + sep)) this.made.delete(made);
   }
 
@@ -129,6 +180,9 @@ export class FileSystemStore implements TrajectoryStore {
     if (prefix !== '') {
       const own = await statOrUndefined(`${base}.json`);
       if (own?.isFile()) yield { key: prefix, size: own.size, modified: own.mtime };
+      // The journal of the group the prefix is or lies in sits beside the group's directory, not under `base`.
+      const group = groupOfRecord(`${prefix}/_`);
+      if (group !== null) yield* this.journalEntries(this.journalOf(group), prefix);
     }
     let entries;
     try {
@@ -138,15 +192,36 @@ export class FileSystemStore implements TrajectoryStore {
       throw error;
     }
     for (const entry of entries) {
-      // Temporary files of writes in progress end in .tmp, never .json.
-      if (!entry.isFile() || !entry.name.endsWith('.json')) continue;
+      if (!entry.isFile()) continue;
       const path = join(entry.parentPath, entry.name);
+      if (entry.name.endsWith(JOURNAL_SUFFIX)) {
+        yield* this.journalEntries(path, prefix);
+        continue;
+      }
+      // Temporary files of writes in progress end in .tmp, never .json.
+      if (!entry.name.endsWith('.json')) continue;
       const info = await statOrUndefined(path);
       if (!info) continue; // deleted since the directory was read
-      yield { key: relative(this.root, path).slice(0, -'.json'.length).split(sep).join('/'), size: info.size, modified: info.mtime };
+      yield { key: this.keyOf(path, '.json'), size: info.size, modified: info.mtime };
+    }
+  }
+
+  private keyOf(path: string, suffix: string): string {
+    return relative(this.root, path).slice(0, -suffix.length).split(sep).join('/');
+  }
+
+  /** A journal's live keys under `prefix`, each as large as its value and as new as the journal's last write. */
+  private async *journalEntries(journal: string, prefix: string): AsyncIterable<StoredEntry> {
+    const info = await statOrUndefined(journal);
+    const entries = info?.isFile() ? await this.readJournalOf(this.keyOf(journal, JOURNAL_SUFFIX)) : undefined;
+    for (const [key, value] of entries ?? []) {
+      if (value !== null && under(key, prefix)) yield { key, size: value.length, modified: info!.mtime };
     }
   }
 }
+
+/** Whether `key` is `prefix` or lies under it, by whole segments (everything lies under the empty prefix). */
+const under = (key: string, prefix: string) => prefix === '' || key === prefix || key.startsWith(`${prefix}/`);
 
 async function statOrUndefined(path: string) {
   try {

@@ -1,6 +1,7 @@
-"""Clotho's trajectory store on the file system, as ``FileSystemStore`` (src/store/trajectory-store.ts) lays it out:
-one JSON file per key, ``<root>/<key>.json``, written to a temporary file and renamed into place, so a retried
-activity overwrites what its failed attempt wrote. Groups go there rather than into Temporal's history, whose
+"""Clotho's trajectory store on the file system: one JSON file per key, ``<root>/<key>.json``, written to a temporary
+file and renamed into place, so a retried activity overwrites what its failed attempt wrote. ``FileSystemStore``
+(src/store/trajectory-store.ts) reads a key from this layout when its group's journal does not hold it; it appends a
+group's own records to the journal, but a collected group is one write here, so a file costs little. Groups go there rather than into Temporal's history, whose
 payloads are limited (2 MB by default) and where Clotho's workflows keep references and scalars only.
 """
 
