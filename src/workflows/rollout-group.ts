@@ -21,7 +21,7 @@ import { MEAN_SCORE, STATUS, TOOL_CALLS, TURNS } from './search-attributes.js';
  * a tool again for what was recorded.
  *
  * By default (issue 25) every step is local and an episode's turns run in `takeTurns` local activities: each takes
- * turns while less than TURNS_WINDOW_MS (1 s) has passed since it started, the first prepares the group and the last
+ * turns while less than TURNS_WINDOW_MS (3 s) has passed since it started, the first prepares the group and the last
  * finishes it (parse, score and assemble) when no judge or teacher sits between. A workflow activation costs the SDK a
  * few ms of CPU whatever it does (its vm calls under a watchdog, a stack trace per promise), as much as a fast turn,
  * so fast turns share one. What a group costs Temporal (`npm run bench:orchestration` and `bench:tool-use` print it):
@@ -138,14 +138,14 @@ function turnsInOneActivity({ oneActivityPerTurn, steps }: RolloutGroupInput): b
 }
 
 /**
- * The turns of an episode as `takeTurns` local activities, each a turn or, while turns are fast, the turns of about a
- * second (`TURNS_WINDOW_MS`): the first prepares the group, and the last finishes it when `finish` is given. A marker
+ * The turns of an episode as `takeTurns` local activities, each a turn or, while turns are fast, the turns of about
+ * 3 s (`TURNS_WINDOW_MS`): the first prepares the group, and the last finishes it when `finish` is given. A marker
  * and a workflow activation per activity; the workflow task stays open across them (the SDK completes it and takes a
  * new one each time 80 % of its timeout passes).
  */
 async function runTurns(input: RolloutGroupInput, finish: TakeTurnsInput['finish']): Promise<Episode> {
   const { generate, tool, step } = input.steps;
-  // An activity takes turns for up to a second, then one more: its timeout covers that and a turn's generation, a
+  // An activity takes turns for up to TURNS_WINDOW_MS, then one more: its timeout covers that and a turn's generation, a
   // tool call and step.
   const turnMs = generate.startToCloseTimeoutMs + (tool?.startToCloseTimeoutMs ?? 0) + step.startToCloseTimeoutMs;
   const turnsStep = { ...generate, startToCloseTimeoutMs: TURNS_WINDOW_MS + turnMs };

@@ -2,6 +2,7 @@ import type { temporal } from '@temporalio/proto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TakeTurnsResult } from '../../src/activities/turn.js';
 import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
+import { TURNS_WINDOW_MS } from '../../src/schema/turns.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { counterLog, counterScript, counterTools } from '../support/counter-tools.js';
 import { guessNumber } from '../support/environments.js';
@@ -114,16 +115,17 @@ describe('an episode’s turns as takeTurns local activities, the default placem
     ]);
   });
 
-  it('takes turns in one activity while a second has not passed, and a turn a second or longer alone', async () => {
-    // Guess-number's model never guesses right: the episode lasts its 5 turns, each call 600 ms.
+  it('takes turns in one activity while TURNS_WINDOW_MS has not passed, then ends it', async () => {
+    // Guess-number's model never guesses right: the episode lasts its 3 turns, each call a little over half the window.
+    const delayMs = Math.ceil(TURNS_WINDOW_MS * 0.55);
     harness = await startHarness({
       environment: guessNumber,
       envConfig: { group_size: 1 },
-      responder: () => ({ delayMs: 600, choices: [{ text: '7' }] }),
+      responder: () => ({ delayMs, choices: [{ text: '7' }] }),
     });
-    const { result, events } = await runGroup(harness, harness.groupInput(0, { maxTurns: 5, ...defaults }));
-    expect(result).toMatchObject({ status: 'scored', turns: 5, scores: [-1] });
-    // 600 ms: another turn; 1200 ms: the activity ends. Turns 0–1, 2–3, 4.
-    expect(takeTurnsResults(events).map((t) => t.turns)).toEqual([2, 2, 1]);
+    const { result, events } = await runGroup(harness, harness.groupInput(0, { maxTurns: 3, ...defaults }));
+    expect(result).toMatchObject({ status: 'scored', turns: 3, scores: [-1] });
+    // After one call: another turn; after two, the window has passed and the activity ends. Turns 0–1, then 2.
+    expect(takeTurnsResults(events).map((t) => t.turns)).toEqual([2, 1]);
   });
 });
