@@ -5,7 +5,7 @@
  *    but the last calling an instant tool: per-turn orchestration overhead over the same episodes driven by
  *    `runEpisode` (a plain in-process loop over the same server), the share of wall time outside inference of
  *    both, history events per episode and per turn, the Temporal server's requests per turn, and where an episode's
- *    time goes by its history.
+ *    time goes by its history. Both are timed after an untimed run of the same size (warm code, as in a long run).
  * 2. `--storage-episodes` episodes of `--storage-turns` turns: bytes the trajectory store keeps per episode, beside
  *    what the scheme before per-turn deltas (the whole state every turn) stored for the same episode.
  *
@@ -58,7 +58,6 @@ const STORAGE_TURNS = Number(values['storage-turns']);
 const MODES = placementsOf(values.placement);
 /** Completion-token budget of an episode: far above what the scripted calls use, so no episode ends by it. */
 const TOKENS = 8192;
-const WARMUP_EPISODES = 4;
 
 /** A run's wall time and the CPU time it took, here and in the dev server. */
 interface Measured {
@@ -142,6 +141,9 @@ async function overhead(
 ): Promise<{ baseline: Measured; clotho: Measured; history: EpisodeHistory; requests: Requests }> {
   const server = await startScriptedOpenAI({ responder: toolCallingModel(TURNS, DELAY_MS) });
   try {
+    // Each run is timed after an untimed one of the same size: what a long training run pays per turn once the JIT has
+    // compiled its paths, not their compilation (after a warm-up of 4 episodes, about a fifth of Clotho's CPU).
+    await plainLoop(server.baseUrl, episodes);
     const baselineCpu = cpuStopwatch(bench.serverPid);
     const baselineMs = await plainLoop(server.baseUrl, episodes);
     const baseline = { wallMs: baselineMs, cpu: baselineCpu() };
@@ -155,8 +157,7 @@ async function overhead(
       placement: mode,
     });
     try {
-      // A few episodes first, so that the timed run sees warm workers as a long training run does.
-      await workers.run(WARMUP_EPISODES, WARMUP_EPISODES);
+      await workers.run(episodes, episodes);
       const calls = server.calls;
       const clothoCpu = cpuStopwatch(bench.serverPid);
       const before = await bench.serverRequests();
