@@ -1,14 +1,17 @@
 /**
  * Orchestration overhead of Clotho: what Temporal costs around inference (issue 12).
  *
+ * 0. Temporal's floor: the CPU an empty child workflow per group costs (`floor-workflows.ts`: a parent keeping
+ *    `--concurrency` children in flight, each returning at once), which bounds what part 1's CPU per group can come
+ *    down to while each group is a workflow.
  * 1. Groups per second end to end (8 samples × 256 tokens per group) against a server that answers at once,
  *    divided by the groups per second of calling that same server directly at the same concurrency; with what a
  *    group costs the Temporal server (requests by operation, CPU) and this process (workers, CPU), and its history.
  * 2. With every inference call taking 2 s, the share of wall time outside inference at `--in-flight` groups at once
  *    (32 and 256), in steady state: over `--waves` waves, the calls started per second from the second wave to the
  *    last (each wave's mean start time), against the in-flight/2 s an orchestrator that cost nothing would start.
- *
- * Both are measured in each placement (`--placement`: the default, every step local, a group one takeTurns; the queue,
+
+ * Parts 1 and 2 are measured in each placement (`--placement`: the default, every step local, a group one takeTurns; the queue,
  * generation on the LLM queue), each on fresh workers.
  *
  * What bounds them on a given machine is printed beside them: the cores that part 1's ratio of 0.5 would take at the
@@ -27,6 +30,7 @@ import { startScriptedOpenAI, type Responder } from '../../test/support/scripted
 import { readEpisodeHistory } from '../tool-use/history.js';
 import { coresSampler, cpuStopwatch } from '../tool-use/cpu.js';
 import { CYCLE_LEGS, readCycles } from './cycle.js';
+import { measureFloor } from './floor.js';
 import {
   benchEnv,
   benchMessages,
@@ -130,6 +134,11 @@ async function main(): Promise<void> {
       );
     }
     await fast.close();
+    const floor = await measureFloor(bench, GROUPS, CONCURRENCY);
+    console.log(
+      `temporal's floor: ${n(floor.serverMs + floor.selfMs)} ms CPU per group (${n(floor.serverMs)} ms dev server + ${n(floor.selfMs)} ms this process) ` +
+        `for a child workflow that does nothing, ${CONCURRENCY} at once under one parent`,
+    );
 
     for (const inFlight of IN_FLIGHT) {
       for (const mode of MODES) {
