@@ -114,6 +114,19 @@ describe('group state as a chain of per-turn records', () => {
     expect(await loadGroupState(store, ref)).toEqual(state);
   });
 
+  it('keeps a saved state as it is, its fields frozen: whoever goes on changes a copy', async () => {
+    const store = new FileSystemStore(await mkdtemp(join(tmpdir(), 'clotho-gs-')));
+    const { ref, state } = await grow(store, 'r6', 1);
+    expect(() => {
+      state.trajectories[0]!.completionTokens = 7;
+    }).toThrow(TypeError);
+    expect(() => state.trajectories[0]!.messages.push({ role: 'user', content: 'late' })).toThrow(TypeError);
+    const copy = cloneGroupState(state);
+    copy.trajectories[0]!.completionTokens = 7;
+    copy.trajectories[0]!.tokens.push(99);
+    expect(await loadGroupState(store, ref)).toEqual(state);
+  });
+
   it('reads a whole state written by an older version as is', async () => {
     const store = new FileSystemStore(await mkdtemp(join(tmpdir(), 'clotho-gs-')));
     await store.put('old/env/item-0/turn-0/generated', base());

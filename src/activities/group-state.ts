@@ -120,11 +120,27 @@ const RECENT_GROUPS = 256;
 /** `<run>/<environment>/item-<i>`: the group a record key belongs to. */
 const groupOfKey = (key: string) => key.split('/').slice(0, 3).join('/');
 
+/**
+ * Keeps `state` as the group's newest: a saved state is a record's value and never changes again (whoever goes on
+ * changes a copy, `cloneGroupState`), so it is kept as it is rather than copied once more every turn (issue 25). Its
+ * objects are frozen, so a change of a field throws instead of reaching the cache; its token arrays are not (freezing
+ * copies their elements, as much as the copy it saves). The environment's state slot, which may be shared with the
+ * environment's own objects, is copied rather than frozen.
+ */
 function remember(key: string, state: GroupState): void {
   const group = groupOfKey(key);
   freezeShared(state);
+  for (const t of state.trajectories) {
+    if (Object.isFrozen(t)) continue;
+    if (t.state !== undefined) t.state = structuredClone(t.state);
+    Object.freeze(t.messages);
+    if (t.toolOutcomes) Object.freeze(t.toolOutcomes);
+    Object.freeze(t);
+  }
+  Object.freeze(state.trajectories);
+  Object.freeze(state);
   recent.delete(group);
-  recent.set(group, { key, state: cloneGroupState(state) });
+  recent.set(group, { key, state });
   if (recent.size > RECENT_GROUPS) recent.delete(recent.keys().next().value!);
 }
 
@@ -198,8 +214,9 @@ export async function loadGroupState(store: TrajectoryStore, ref: StoreRef | str
   for (const delta of deltas.reverse()) {
     for (const [i, change] of Object.entries(delta)) applyDelta(state.trajectories[Number(i)]!, change);
   }
-  if (cached?.key !== key) remember(key, state);
-  return state;
+  if (cached?.key === key) return state;
+  remember(key, state);
+  return cloneGroupState(state);
 }
 
 function applyDelta(trajectory: Trajectory, { replacedMessages, ...delta }: TrajectoryDelta): void {
@@ -212,7 +229,7 @@ function applyDelta(trajectory: Trajectory, { replacedMessages, ...delta }: Traj
   }
 }
 
-/** Writes a group's first record. */
+/** Writes a group's first record. `state` is frozen from then on (see remember). */
 export async function saveGroupBase(store: TrajectoryStore, key: string, state: GroupState): Promise<StoreRef> {
   const ref = await store.put(key, { format: 2, base: state } satisfies GroupRecord);
   remember(key, state);
@@ -221,7 +238,7 @@ export async function saveGroupBase(store: TrajectoryStore, key: string, state: 
 
 /**
  * Writes what `next` gained over `previous` (read from `prev`) as a record after it. Trajectories only grow: the
- * arrays of `next` start with those of `previous`.
+ * arrays of `next` start with those of `previous`. `next` is frozen from then on (see remember).
  */
 export async function saveGroupDelta(
   store: TrajectoryStore,

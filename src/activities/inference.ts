@@ -5,7 +5,7 @@ import { messageImages } from '../kits/images/images.js';
 import type { Completion, InferenceClient } from '../inference/types.js';
 import { toApplicationFailure } from '../inference/errors.js';
 import { oldestWeightsVersion } from '../inference/weights-version.js';
-import { buildTrainingSequence, extendTrainingSequence, TokenizationDriftError } from '../inference/openai-client.js';
+import { continueTrainingSequence, TokenizationDriftError } from '../inference/openai-client.js';
 import type { Sampling, StoreRef } from '../schema/rollout.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { activeSamples } from './environment.js';
@@ -259,17 +259,12 @@ function applyCompletion(trajectory: Trajectory, completion: Completion, input: 
       'MissingTokenIds',
     );
   }
-  const sequence =
-    trajectory.tokens.length === 0
-      ? buildTrainingSequence(completion.promptTokenIds, { tokenIds: completion.tokenIds, logprobs: completion.logprobs })
-      : extendTrainingSequence(
-          { tokens: trajectory.tokens, masks: trajectory.masks, inferenceLogprobs: trajectory.logprobs },
-          completion.promptTokenIds,
-          { tokenIds: completion.tokenIds, logprobs: completion.logprobs },
-        );
-  trajectory.tokens = sequence.tokens;
-  trajectory.masks = sequence.masks;
-  trajectory.logprobs = sequence.inferenceLogprobs;
+  // The trajectory is this activity's own copy (cloneGroupState): its arrays grow in place.
+  continueTrainingSequence(
+    { tokens: trajectory.tokens, masks: trajectory.masks, inferenceLogprobs: trajectory.logprobs },
+    completion.promptTokenIds,
+    { tokenIds: completion.tokenIds, logprobs: completion.logprobs },
+  );
   appendTurn(trajectory, completion, completion.tokenIds.length, input);
 }
 

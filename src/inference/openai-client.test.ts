@@ -9,7 +9,14 @@ import {
   type ScriptedOpenAI,
 } from '../../test/support/scripted-openai.js';
 import { InferenceError } from './errors.js';
-import { buildTrainingSequence, createOpenAIClient, extendTrainingSequence, requestBody, TokenizationDriftError } from './openai-client.js';
+import {
+  buildTrainingSequence,
+  continueTrainingSequence,
+  createOpenAIClient,
+  extendTrainingSequence,
+  requestBody,
+  TokenizationDriftError,
+} from './openai-client.js';
 import type { GenerateRequest } from './types.js';
 import { scriptedServers } from '../../test/support/scripted-servers.js';
 
@@ -313,6 +320,17 @@ describe('extendTrainingSequence', () => {
       masks: [-100, -100, -100, 20, 21, -100, -100, 40, 41],
       inferenceLogprobs: [1, 1, 1, -0.5, -0.25, 1, 1, -1, -2],
     });
+  });
+
+  it('leaves the previous sequence as it was; continueTrainingSequence grows it in place, once checked', () => {
+    const before = structuredClone(previous);
+    const extended = extendTrainingSequence(previous, [10, 11, 12, 20, 21, 30], { tokenIds: [40], logprobs: [-1] });
+    expect(previous).toEqual(before);
+    const grown = structuredClone(previous);
+    expect(() => continueTrainingSequence(grown, [10, 99], { tokenIds: [40], logprobs: [-1] })).toThrow(TokenizationDriftError);
+    expect(grown).toEqual(before);
+    continueTrainingSequence(grown, [10, 11, 12, 20, 21, 30], { tokenIds: [40], logprobs: [-1] });
+    expect(grown).toEqual(extended);
   });
 
   it('throws on re-tokenization drift', () => {

@@ -172,15 +172,9 @@ function toCompletion(choice: ChatChoice, promptTokenIds: number[] | null): Comp
  * generated positions carry their token id and sampling logprob.
  */
 export function buildTrainingSequence(promptTokenIds: number[], completion: GeneratedTokens): TrainingSequence {
-  return appendCompletion(
-    { tokens: [...promptTokenIds], masks: promptTokenIds.map(() => MASKED), inferenceLogprobs: promptTokenIds.map(() => MASKED_LOGPROB) },
-    completion,
-  );
-}
-
-/** Thrown when a later turn's prompt does not begin with the trajectory so far. */
-export class TokenizationDriftError extends Error {
-  override readonly name = 'TokenizationDriftError';
+  const sequence: TrainingSequence = { tokens: [], masks: [], inferenceLogprobs: [] };
+  continueTrainingSequence(sequence, promptTokenIds, completion);
+  return sequence;
 }
 
 /**
@@ -193,34 +187,51 @@ export function extendTrainingSequence(
   newPromptTokenIds: number[],
   completion: GeneratedTokens,
 ): TrainingSequence {
-  const length = previous.tokens.length;
-  const at = previous.tokens.findIndex((token, i) => newPromptTokenIds[i] !== token);
+  const sequence = {
+    tokens: previous.tokens.slice(),
+    masks: previous.masks.slice(),
+    inferenceLogprobs: previous.inferenceLogprobs.slice(),
+  };
+  continueTrainingSequence(sequence, newPromptTokenIds, completion);
+  return sequence;
+}
+
+/**
+ * What {@link extendTrainingSequence} does, in place: appends to the arrays of `sequence` (its holder's own) rather
+ * than copying them every turn, which made an episode's turns cost O(tokens²) (issue 25).
+ */
+export function continueTrainingSequence(
+  sequence: TrainingSequence,
+  newPromptTokenIds: number[],
+  { tokenIds, logprobs }: GeneratedTokens,
+): void {
+  const { tokens, masks, inferenceLogprobs } = sequence;
+  const length = tokens.length;
+  if (tokenIds.length !== logprobs.length) {
+    throw new Error(`completion has ${tokenIds.length} token ids but ${logprobs.length} logprobs`);
+  }
+  const at = tokens.findIndex((token, i) => newPromptTokenIds[i] !== token);
   // A shorter prompt differs too: its missing positions read as undefined.
   if (at !== -1) {
     throw new TokenizationDriftError(
       `re-tokenization drift: the new prompt (${newPromptTokenIds.length} tokens) does not start with the ` +
         `previous sequence (${length} tokens); first difference at position ${at}: ` +
-        `expected ${previous.tokens[at]}, got ${newPromptTokenIds[at]}`,
+        `expected ${tokens[at]}, got ${newPromptTokenIds[at]}`,
     );
   }
-  const suffix = newPromptTokenIds.slice(length);
-  return appendCompletion(
-    {
-      tokens: [...previous.tokens, ...suffix],
-      masks: [...previous.masks, ...suffix.map(() => MASKED)],
-      inferenceLogprobs: [...previous.inferenceLogprobs, ...suffix.map(() => MASKED_LOGPROB)],
-    },
-    completion,
-  );
+  for (let i = length; i < newPromptTokenIds.length; i++) {
+    tokens.push(newPromptTokenIds[i]!);
+    masks.push(MASKED);
+    inferenceLogprobs.push(MASKED_LOGPROB);
+  }
+  for (let i = 0; i < tokenIds.length; i++) {
+    tokens.push(tokenIds[i]!);
+    masks.push(tokenIds[i]!);
+    inferenceLogprobs.push(logprobs[i]!);
+  }
 }
 
-function appendCompletion(sequence: TrainingSequence, { tokenIds, logprobs }: GeneratedTokens): TrainingSequence {
-  if (tokenIds.length !== logprobs.length) {
-    throw new Error(`completion has ${tokenIds.length} token ids but ${logprobs.length} logprobs`);
-  }
-  return {
-    tokens: [...sequence.tokens, ...tokenIds],
-    masks: [...sequence.masks, ...tokenIds],
-    inferenceLogprobs: [...sequence.inferenceLogprobs, ...logprobs],
-  };
+/** Thrown when a later turn's prompt does not begin with the trajectory so far. */
+export class TokenizationDriftError extends Error {
+  override readonly name = 'TokenizationDriftError';
 }
