@@ -122,8 +122,10 @@ async function main(): Promise<void> {
     }
 
     const storage = await storagePerEpisode(bench);
-    const { total, whole, files, bytes, wholeState, wholeCheckpoints } = storage;
-    console.log(`trajectory store per ${STORAGE_TURNS}-turn episode (mean of ${STORAGE_EPISODES}): ${n(total)} bytes in ${n(files)} files`);
+    const { total, whole, records, bytes, wholeState, wholeCheckpoints } = storage;
+    console.log(
+      `trajectory store per ${STORAGE_TURNS}-turn episode (mean of ${STORAGE_EPISODES}): ${n(total)} bytes in ${n(records)} records`,
+    );
     console.log(`  group state as per-turn deltas: ${n(bytes.state)}; the whole state every turn would be ${n(wholeState)}`);
     console.log(`  completion checkpoints: ${n(bytes.checkpoints)}; with the whole prompt's ids every turn ${n(wholeCheckpoints)}`);
     console.log(`  tool-call records: ${n(bytes.tools)}; parsed answer and assembled group: ${n(bytes.other)}`);
@@ -221,7 +223,7 @@ async function storagePerEpisode(bench: BenchTemporal): Promise<EpisodeStorage &
     const wholeState = mean((s) => s.wholeState);
     const wholeCheckpoints = mean((s) => s.wholeCheckpoints);
     const whole = total - bytes.state - bytes.checkpoints + wholeState + wholeCheckpoints;
-    return { files: mean((s) => s.files), bytes, wholeState, wholeCheckpoints, total, whole };
+    return { records: mean((s) => s.records), bytes, wholeState, wholeCheckpoints, total, whole };
   } finally {
     await workers.shutdown();
     await server.close();

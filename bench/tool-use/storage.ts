@@ -1,20 +1,18 @@
 /**
- * Bytes one episode leaves in the file-system trajectory store, by kind of record, beside what the scheme before
+ * Bytes one episode leaves in the trajectory store, by kind of record (as the store lists them), beside what the scheme before
  * per-turn deltas stored for the same episode: the whole group state at every turn, and every turn's completion
  * checkpoint with the whole prompt's token ids.
  */
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { groupKey, loadGroupState, type GroupAddress } from '../../src/activities/group-state.js';
-import type { FileSystemStore } from '../../src/store/trajectory-store.js';
+import type { TrajectoryStore } from '../../src/store/trajectory-store.js';
 
 /** Kinds of record under an episode's keys. */
 export const PARTS = ['state', 'checkpoints', 'tools', 'other'] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface EpisodeStorage {
-  files: number;
-  /** Bytes on disk by kind: group-state records, completion checkpoints, tool-call records, the rest (parsed, group). */
+  records: number;
+  /** Bytes by kind: group-state records, completion checkpoints, tool-call records, the rest (parsed, group). */
   bytes: Record<Part, number>;
   /** Bytes of the state records had each held the whole materialized state (the old scheme). */
   wholeState: number;
@@ -32,19 +30,20 @@ function partOf(key: string): Part {
 }
 
 /** Measures the keys `<run>/<env>/item-<i>/...` of one episode. */
-export async function measureEpisodeStorage(store: FileSystemStore, address: GroupAddress): Promise<EpisodeStorage> {
-  const root = join(store.root, groupKey(address));
-  const files = (await readdir(root, { recursive: true })).filter((f) => f.endsWith('.json')).map((f) => f.replaceAll('\\', '/'));
+export async function measureEpisodeStorage(store: TrajectoryStore, address: GroupAddress): Promise<EpisodeStorage> {
+  const prefix = `${groupKey(address)}/`;
+  const entries: { key: string; size: number }[] = [];
+  for await (const { key, size } of store.list(groupKey(address)))
+    if (key.startsWith(prefix)) entries.push({ key: key.slice(prefix.length), size });
   const result: EpisodeStorage = {
-    files: files.length,
+    records: entries.length,
     bytes: { state: 0, checkpoints: 0, tools: 0, other: 0 },
     wholeState: 0,
     wholeCheckpoints: 0,
   };
-  for (const file of files) {
-    const key = file.slice(0, -'.json'.length);
+  for (const { key, size: bytes } of entries) {
     const part = partOf(key);
-    result.bytes[part] += (await stat(join(root, file))).size;
+    result.bytes[part] += bytes;
     if (part === 'state') result.wholeState += size(await loadGroupState(store, groupKey(address, key)));
     if (part === 'checkpoints') result.wholeCheckpoints += await wholeCheckpointSize(store, address, key);
   }
@@ -52,7 +51,7 @@ export async function measureEpisodeStorage(store: FileSystemStore, address: Gro
 }
 
 /** A checkpoint keeps the prompt ids beyond the sequence it extends; the old one kept them all. */
-async function wholeCheckpointSize(store: FileSystemStore, address: GroupAddress, key: string): Promise<number> {
+async function wholeCheckpointSize(store: TrajectoryStore, address: GroupAddress, key: string): Promise<number> {
   const saved = await store.get<{ promptSuffix?: number[] | null }>(groupKey(address, key));
   if (!saved.promptSuffix) return size(saved);
   const [, turn, sample] = /^turn-(\d+)\/sample-(\d+)$/.exec(key)!;
