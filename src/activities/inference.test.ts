@@ -112,7 +112,7 @@ describe('generateTurn', () => {
     expect(model.requests).toBe(2);
     // The answered sample's checkpoint is written even though its sibling failed the attempt.
     await vi.waitFor(async () => {
-      const journal = readJournal(await readFile(join(store.root, 'run/env/item-0.journal')));
+      const journal = readJournal(await readFile(join(store.root, 'run/env/item-0.journal'))).entries;
       expect(journal.has('run/env/item-0/turn-1/sample-0')).toBe(true);
     });
     const retried = await at({ isLocal: false, attempt: 2 });

@@ -48,17 +48,19 @@ describe('a rollout group’s journal', () => {
       // Another process's write, not yet whole.
       journalFrame('g/e/item-0/e', '"partial"').subarray(0, 20),
     ]);
-    const entries = readJournal(bytes);
+    const { entries, read } = readJournal(bytes);
     expect(Object.fromEntries([...entries].map(([k, v]) => [k, v === null ? null : JSON.parse(v.toString())]))).toEqual({
       'g/e/item-0/a': { v: 2 },
       'g/e/item-0/b': null,
       'g/e/item-0/d': 'after',
     });
+    // Up to the start of the unfinished frame (after its leading line feed): the next read goes on from there.
+    expect(read).toBe(bytes.length - 19);
   });
 
   it('keeps bytes kept as posted, pretty-printed ones too, as the same JSON', () => {
     const pretty = JSON.stringify({ tokens: [[1, 2]], note: 'a\nb' }, null, 2);
-    const [value] = readJournal(journalFrame('g/e/item-0/group', Buffer.from(pretty))).values();
+    const [value] = readJournal(journalFrame('g/e/item-0/group', Buffer.from(pretty))).entries.values();
     expect(JSON.parse(value!.toString())).toEqual({ tokens: [[1, 2]], note: 'a\nb' });
   });
 
@@ -111,6 +113,22 @@ describe('a rollout group’s journal', () => {
     expect(await keys(store, 'run/env/item-0')).toEqual(['run/env/item-0/turn-0/prompt']);
     await store.deletePrefix('run/env/item-0');
     expect(await keys(store, '')).toEqual([]);
+  });
+
+  it('reads what another process appended since its last read, and a group deleted and written again afresh', async () => {
+    const { dir, store } = await freshStore();
+    const other = new FileSystemStore(dir);
+    await store.put('run/env/item-0/turn-0/generated', { t: 0 });
+    expect(await other.get('run/env/item-0/turn-0/generated')).toEqual({ t: 0 });
+    await store.put('run/env/item-0/turn-1/generated', { t: 1 });
+    await store.put('run/env/item-0/turn-0/generated', { t: 'again' });
+    expect(await other.get('run/env/item-0/turn-1/generated')).toEqual({ t: 1 });
+    expect(await other.get('run/env/item-0/turn-0/generated')).toEqual({ t: 'again' });
+    // The group is deleted elsewhere and written anew, longer than before: nothing of the old journal survives here.
+    await store.deletePrefix('run/env/item-0');
+    await store.put('run/env/item-0/turn-5/generated', { t: 5, pad: 'x'.repeat(200) });
+    expect(await other.tryGet('run/env/item-0/turn-1/generated')).toBeUndefined();
+    expect(await other.get('run/env/item-0/turn-5/generated')).toMatchObject({ t: 5 });
   });
 
   it('deletes the records under a prefix inside a group, and writes there again afterwards', async () => {

@@ -42,12 +42,16 @@ export function journalFrame(key: string, json: string | Uint8Array): Buffer {
 export const deletedFrame = (key: string): Buffer => Buffer.from(`\n${key}\t${DELETED}\t\n`);
 
 /**
- * The newest value of each key in a journal's bytes (null for a deleted key), as JSON bytes. A last line without its
- * line feed (a write in progress in another process) and frames cut short are left out.
+ * The newest value of each key in a journal's bytes (null for a deleted key), as JSON bytes, put in `entries` over
+ * what they held; and how many bytes that read, up to the last whole line. A last line without its line feed (a write
+ * in progress in another process) is left for the next read, and frames cut short are skipped.
  */
-export function readJournal(bytes: Buffer): Map<string, Buffer | null> {
-  const entries = new Map<string, Buffer | null>();
-  for (let start = 0; start < bytes.length;) {
+export function readJournal(
+  bytes: Buffer,
+  entries = new Map<string, Buffer | null>(),
+): { entries: Map<string, Buffer | null>; read: number } {
+  let start = 0;
+  while (start < bytes.length) {
     const end = bytes.indexOf(LF, start);
     if (end < 0) break;
     if (end > start) {
@@ -62,5 +66,5 @@ export function readJournal(bytes: Buffer): Map<string, Buffer | null> {
     }
     start = end + 1;
   }
-  return entries;
+  return { entries, read: start };
 }

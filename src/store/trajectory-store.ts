@@ -1,5 +1,5 @@
 import { appendFileSync } from 'node:fs';
-import { appendFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
 import { deletedFrame, groupOfRecord, JOURNAL_SUFFIX, journalFrame, readJournal } from './group-journal.js';
@@ -64,6 +64,7 @@ export class FileSystemStore implements TrajectoryStore {
   readonly root: string;
   /** Directories this store made or found: one mkdir per directory, not one per write. */
   private readonly made = new Set<string>();
+  private readonly journals = new JournalCache();
 
   constructor(root: string) {
     // A URL is never a directory: say so rather than make a directory named `s3:` (openStore opens the URLs).
@@ -141,13 +142,36 @@ export class FileSystemStore implements TrajectoryStore {
     }
   }
 
-  /** The newest value of each key in a group's journal, or undefined when it has none. */
+  /**
+   * The newest value of each key in a group's journal, or undefined when it has none. Journals read lately are kept,
+   * so a read of a journal that grew reads what was appended since rather than the whole file again: loading an
+   * episode's state walks its records back one by one, and would otherwise read the journal once per turn.
+   */
   private async readJournalOf(group: string): Promise<Map<string, Buffer | null> | undefined> {
+    const path = this.journalOf(group);
+    let handle;
     try {
-      return readJournal(await readFile(this.journalOf(group)));
+      handle = await open(path, 'r');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      this.journals.forget(path);
+      return undefined;
+    }
+    try {
+      const { ino, birthtimeMs, size } = await handle.stat();
+      const kept = this.journals.take(path);
+      // Another journal at the same path (the group deleted and written again) is read from its start.
+      const same = kept && kept.ino === ino && kept.birthtimeMs === birthtimeMs && kept.read <= size;
+      const index: JournalIndex = same ? kept : { ino, birthtimeMs, read: 0, entries: new Map() };
+      if (size > index.read) {
+        const tail = Buffer.allocUnsafe(size - index.read);
+        const { bytesRead } = await handle.read(tail, 0, tail.length, index.read);
+        index.read += readJournal(tail.subarray(0, bytesRead), index.entries).read;
+      }
+      this.journals.keep(path, index);
+      return index.entries;
+    } finally {
+      await handle.close();
     }
   }
 
@@ -171,6 +195,7 @@ export class FileSystemStore implements TrajectoryStore {
     await rm(dir, { recursive: true, force: true });
     await rm(file, { force: true });
     await rm(dir + JOURNAL_SUFFIX, { force: true });
+    this.journals.forgetUnder(dir);
     // Directories under the prefix are gone: a later put must make them again.
     for (const made of this.made) if (made === dir || made.startsWith(dir + sep)) this.made.delete(made);
   }
@@ -217,6 +242,49 @@ export class FileSystemStore implements TrajectoryStore {
     for (const [key, value] of entries ?? []) {
       if (value !== null && under(key, prefix)) yield { key, size: value.length, modified: info!.mtime };
     }
+  }
+}
+
+/** What this process read of a journal: the file it was (inode and birth), the bytes read, the newest values. */
+interface JournalIndex {
+  ino: number;
+  birthtimeMs: number;
+  read: number;
+  entries: Map<string, Buffer | null>;
+}
+
+/** Journals read lately, the least recently used dropped past 64 MB of them. */
+class JournalCache {
+  private static readonly LIMIT = 64 * 2 ** 20;
+  private readonly kept = new Map<string, JournalIndex>();
+  private bytes = 0;
+
+  take(path: string): JournalIndex | undefined {
+    const index = this.kept.get(path);
+    if (index) this.forget(path);
+    return index;
+  }
+
+  keep(path: string, index: JournalIndex): void {
+    this.kept.set(path, index);
+    this.bytes += index.read;
+    for (const [oldest, dropped] of this.kept) {
+      if (this.bytes <= JournalCache.LIMIT || oldest === path) break;
+      this.kept.delete(oldest);
+      this.bytes -= dropped.read;
+    }
+  }
+
+  forget(path: string): void {
+    const index = this.kept.get(path);
+    if (!index) return;
+    this.kept.delete(path);
+    this.bytes -= index.read;
+  }
+
+  /** Drops the journals at or under `dir` (the journal `dir.journal` and those inside `dir/`). */
+  forgetUnder(dir: string): void {
+    for (const path of [...this.kept.keys()]) if (path === dir + JOURNAL_SUFFIX || path.startsWith(dir + sep)) this.forget(path);
   }
 }
 
