@@ -80,6 +80,18 @@ describe('group state as a chain of per-turn records', () => {
     expect(cold.reads).toBe(0);
   });
 
+  it('keeps the groups of a run id of several segments apart: each item reads its own newest record', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'clotho-gs-'));
+    const [a, b] = [await grow(new FileSystemStore(dir), 'team/r3', 3), await grow(new FileSystemStore(dir), 'team/r3b', 3)];
+    const store = new CountingStore(dir);
+    const items = await Promise.all([0, 1].map((i) => saveGroupBase(store, `team/r3c/env/item-${i}/turn-0/prompt`, base())));
+    store.reads = 0;
+    for (const ref of [...items, ...items]) await loadGroupState(store, ref);
+    expect(store.reads).toBe(0);
+    expect(await loadGroupState(store, a.ref)).toEqual(a.state);
+    expect(await loadGroupState(store, b.ref)).toEqual(b.state);
+  });
+
   it('keeps a message replaced in a later turn, read from the cache or from the store', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'clotho-gs-'));
     const store = new FileSystemStore(dir);

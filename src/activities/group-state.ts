@@ -1,6 +1,7 @@
 import { oldestWeightsVersion } from '../inference/weights-version.js';
 import type { Message } from '../schema/scored-data.js';
 import type { StoreRef } from '../schema/rollout.js';
+import { groupOfRecord } from '../store/group-journal.js';
 import { storeKey, type TrajectoryStore } from '../store/trajectory-store.js';
 
 /** One rollout of a group as it grows turn by turn. Lives in the trajectory store, never in a payload. */
@@ -117,8 +118,8 @@ const APPENDED = ['messages', 'tokens', 'masks', 'logprobs', 'turnRewards'] as c
 const recent = new Map<string, { key: string; state: GroupState }>();
 const RECENT_GROUPS = 256;
 
-/** `<run>/<environment>/item-<i>`: the group a record key belongs to. */
-const groupOfKey = (key: string) => key.split('/').slice(0, 3).join('/');
+/** `<run>/<environment>/item-<i>`: the group a record key belongs to (a run id may have several segments). */
+const groupOfKey = (key: string) => groupOfRecord(key) ?? key;
 
 /**
  * Keeps `state` as the group's newest: a saved state is a record's value and never changes again (whoever goes on
