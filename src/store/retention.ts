@@ -1,3 +1,4 @@
+import { groupOfRecord } from './group-journal.js';
 import type { TrajectoryStore } from './trajectory-store.js';
 
 /**
@@ -40,18 +41,16 @@ export function parseRetention(spec: string): RetentionPolicy {
   return policy;
 }
 
-const ITEM = /^item-\d+$/;
-
 /**
  * The group a store key belongs to: `<run>/<env>/item-<i>` for every key of a rollout group (its prompt, turns, tool
  * records, checkpoints, judgements, the assembled group), `api/<hash>` for a group posted to the API. Null for what is
  * not a group's: the API's record of accepted idempotency keys, the batcher's state.
  */
 export function groupOfKey(key: string): string | null {
+  // The group's own key as well as those inside it: what lies inside `<key>/`.
+  const group = groupOfRecord(`${key}/_`);
+  if (group !== null) return group;
   const parts = key.split('/');
-  // The environment is one segment, the run id may have several: the item is the first `item-<n>` after two.
-  const item = parts.findIndex((p, i) => i >= 2 && ITEM.test(p));
-  if (item >= 0) return parts.slice(0, item + 1).join('/');
   if (parts.length === 2 && parts[0] === 'api') return key;
   return null;
 }
