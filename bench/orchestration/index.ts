@@ -3,7 +3,8 @@
  *
  * 0. Temporal's floor: the CPU an empty child workflow per group costs (`floor-workflows.ts`: a parent keeping
  *    `--concurrency` children in flight, each returning at once), which bounds what part 1's CPU per group can come
- *    down to while each group is a workflow.
+ *    down to while each group is a workflow. Part 1's CPU per group is then split into the floor, the direct calls and
+ *    what is left, Clotho's own.
  * 1. Groups per second end to end (8 samples × 256 tokens per group) against a server that answers at once,
  *    divided by the groups per second of calling that same server directly at the same concurrency; with what a
  *    group costs the Temporal server (requests by operation, CPU) and this process (workers, CPU), and its history.
@@ -112,10 +113,12 @@ async function main(): Promise<void> {
     const n = (x: number, digits = 1) => x.toFixed(digits);
     console.log(`groups: ${GROUPS} × ${SAMPLES} samples × ${TOKENS} tokens, ${CONCURRENCY} groups in flight, instant inference`);
     console.log(`direct inference calls:   ${n(directRate)} groups/s, ${n(directCpuMs)} ms CPU per group (client and scripted server)`);
+    const cpuPerGroup = new Map<Placement, number>();
     for (const mode of MODES) {
       const instant = await measureInstant(bench, fast.baseUrl, mode);
       const clothoRate = GROUPS / (instant.wallMs / 1000);
       const [serverMs, selfMs] = [instant.cpu.otherMs / GROUPS, instant.cpu.selfMs / GROUPS];
+      cpuPerGroup.set(mode, serverMs + selfMs);
       console.log(`${mode}: ${PLACEMENTS[mode]}`);
       console.log(
         `  cpu per group: clotho ${n(serverMs + selfMs)} ms all in (${n(serverMs)} ms Temporal dev server + ${n(selfMs)} ms this process: ` +
@@ -139,6 +142,14 @@ async function main(): Promise<void> {
       `temporal's floor: ${n(floor.serverMs + floor.selfMs)} ms CPU per group (${n(floor.serverMs)} ms dev server + ${n(floor.selfMs)} ms this process) ` +
         `for a child workflow that does nothing, ${CONCURRENCY} at once under one parent`,
     );
+    // What a group costs beyond what any group costs: a workflow (the floor) and its inference call (the direct calls,
+    // client and scripted server, both in this process as they are in Clotho's runs).
+    for (const [mode, cpuMs] of cpuPerGroup) {
+      const floorMs = floor.serverMs + floor.selfMs;
+      console.log(
+        `  ${mode}: clotho ${n(cpuMs)} ms = the floor ${n(floorMs)} + the direct calls ${n(directCpuMs)} + Clotho's own ${n(cpuMs - floorMs - directCpuMs)} ms per group`,
+      );
+    }
 
     for (const inFlight of IN_FLIGHT) {
       for (const mode of MODES) {

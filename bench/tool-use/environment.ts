@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { defineEnvironment } from '../../src/env/define.js';
 import { defineTool } from '../../src/env/tools.js';
-import type { Responder } from '../../test/support/scripted-openai.js';
+import type { Responder, ScriptedBody } from '../../test/support/scripted-openai.js';
 
 /** What the model answers on its last turn. */
 export const FINAL_ANSWER = 'done';
@@ -40,4 +40,12 @@ export function toolCallingModel(turns: number, delayMs: number): Responder {
     const text = turn + 1 < turns ? `<tool_call>{"name": "add", "arguments": {"x": ${turn}}}</tool_call>` : FINAL_ANSWER;
     return { delayMs, choices: Array.from({ length: body.n ?? 1 }, () => ({ text })) };
   };
+}
+
+/** The episode (item index) a request of the tool bench is for, read off its prompt. */
+export function episodeOf(body: ScriptedBody): number {
+  const first = 'messages' in body && Array.isArray(body.messages) ? body.messages[0] : undefined;
+  const item = typeof first?.content === 'string' ? /^item (\d+):/.exec(first.content) : null;
+  if (!item) throw new Error('a tool-bench request without its item in the prompt');
+  return Number(item[1]);
 }

@@ -34,7 +34,8 @@ import {
   type Placement,
 } from '../support.js';
 import { cpuStopwatch } from './cpu.js';
-import { toolBenchEnv, toolCallingModel } from './environment.js';
+import { episodeOf, toolBenchEnv, toolCallingModel } from './environment.js';
+import { logCalls, type RunLegs } from './legs.js';
 import { meanHistory, readEpisodeHistory, type EpisodeHistory } from './history.js';
 import { measureEpisodeStorage, PARTS, type EpisodeStorage } from './storage.js';
 
@@ -63,6 +64,7 @@ const TOKENS = 8192;
 interface Measured {
   wallMs: number;
   cpu: { selfMs: number; otherMs: number };
+  legs: RunLegs;
 }
 
 /** Requests the Temporal server answered during the timed Clotho run, by operation. */
@@ -94,6 +96,13 @@ async function main(): Promise<void> {
         // pays the same inference on it: the difference of the two walls over the turns is what Clotho adds per turn
         // of one episode.
         console.log(`  overhead per turn: ${((clotho.wallMs - baseline.wallMs) / TURNS).toFixed(1)} ms`);
+        const [p, c] = [baseline.legs, clotho.legs];
+        const ms = (x: number) => x.toFixed(1);
+        console.log(
+          `  where it goes (ms, plain loop / clotho): run start to an episode's first call ${ms(p.firstCall.meanMs)} / ${ms(c.firstCall.meanMs)} ` +
+            `(the last episode's ${ms(p.firstCall.lastMs)} / ${ms(c.firstCall.lastMs)}); each turn beyond its call ${ms(p.turnMs)} / ${ms(c.turnMs)}; ` +
+            `last answer to the run's end ${ms(p.endMs)} / ${ms(c.endMs)}`,
+        );
         console.log(
           `  history events per turn: ${(history.events / TURNS).toFixed(2)} (${n(history.events)} an episode` +
             (history.bytes === undefined ? '' : `, ${n(history.bytes)} bytes`) +
@@ -141,14 +150,16 @@ async function overhead(
   mode: Placement,
   episodes: number,
 ): Promise<{ baseline: Measured; clotho: Measured; history: EpisodeHistory; requests: Requests }> {
-  const server = await startScriptedOpenAI({ responder: toolCallingModel(TURNS, DELAY_MS) });
+  const log = logCalls(toolCallingModel(TURNS, DELAY_MS), DELAY_MS, episodeOf);
+  const server = await startScriptedOpenAI({ responder: log.responder });
   try {
     // Each run is timed after an untimed one of the same size: what a long training run pays per turn once the JIT has
     // compiled its paths, not their compilation (after a warm-up of 4 episodes, about a fifth of Clotho's CPU).
     await plainLoop(server.baseUrl, episodes);
+    log.clear();
     const baselineCpu = cpuStopwatch(bench.serverPid);
     const baselineMs = await plainLoop(server.baseUrl, episodes);
-    const baseline = { wallMs: baselineMs, cpu: baselineCpu() };
+    const baseline = { wallMs: baselineMs, cpu: baselineCpu(), legs: log.legs(performance.now(), baselineMs) };
     const workers = await startBenchWorkers(bench, {
       baseUrl: server.baseUrl,
       environment: toolBenchEnv,
@@ -161,10 +172,11 @@ async function overhead(
     try {
       await workers.run(episodes, episodes);
       const calls = server.calls;
+      log.clear();
       const clothoCpu = cpuStopwatch(bench.serverPid);
       const before = await bench.serverRequests();
       const run = await workers.run(episodes, episodes);
-      const clotho = { wallMs: run.wallMs, cpu: clothoCpu() };
+      const clotho = { wallMs: run.wallMs, cpu: clothoCpu(), legs: log.legs(performance.now(), run.wallMs) };
       const requests = requestsBetween(before, await bench.serverRequests());
       if (server.calls - calls !== episodes * TURNS)
         throw new Error(`expected ${episodes * TURNS} inference calls, saw ${server.calls - calls}`);
