@@ -11,6 +11,7 @@ import { defineEnvironment, type AnyEnvironment } from '../src/env/define.js';
 import { loadEnvironmentData } from '../src/env/loaded.js';
 import { defaultStepConfigs, toStepOptions } from '../src/config/steps.js';
 import { createOpenAIClient } from '../src/inference/openai-client.js';
+import { createServerManager } from '../src/inference/server-manager.js';
 import { BaseEnvConfigSchema, ServerConfigSchema } from '../src/config/schemas.js';
 import type { EnvRunInput } from '../src/schema/rollout.js';
 import { FileSystemStore } from '../src/store/trajectory-store.js';
@@ -81,6 +82,11 @@ export interface BenchWorkerOptions {
   maxTurns?: number;
   /** Where the steps run. @default "default" */
   placement?: Placement;
+  /**
+   * Requests the inference server takes at once (its `num_max_requests_at_once`): calls go through a server manager, as
+   * in `clotho` runs, and wait for a slot past this many. @default no limit (calls go straight to the server)
+   */
+  requestsAtOnce?: number;
 }
 
 /** Where a bench runs a group's steps. */
@@ -129,7 +135,13 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
   const config = BaseEnvConfigSchema.parse({ group_size: o.groupSize, max_token_length: o.tokens, max_turns: maxTurns });
   const environment = await loadEnvironmentData(definition, config);
   const store = new FileSystemStore(join(bench.state, 'store'));
-  const inference = createOpenAIClient(ServerConfigSchema.parse({ base_url: o.baseUrl, model_name: o.modelName ?? 'default' }));
+  const server = ServerConfigSchema.parse({
+    base_url: o.baseUrl,
+    model_name: o.modelName ?? 'default',
+    ...(o.requestsAtOnce === undefined ? {} : { num_max_requests_at_once: o.requestsAtOnce, health_check: false }),
+  });
+  const manager = o.requestsAtOnce === undefined ? undefined : createServerManager({ servers: [server] });
+  const inference = manager ?? createOpenAIClient(server);
   const workers = await startWorkers({
     address: bench.address,
     namespace: 'default',
@@ -175,7 +187,10 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
       if (result.delivered !== groups) throw new Error(`delivered ${result.delivered} of ${groups} groups: ${JSON.stringify(result)}`);
       return { runId, wallMs: performance.now() - start, sinkPath };
     },
-    shutdown: () => workers.shutdown(),
+    async shutdown() {
+      await workers.shutdown();
+      manager?.stop();
+    },
   };
 }
 

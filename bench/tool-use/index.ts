@@ -6,6 +6,9 @@
  *    `runEpisode` (a plain in-process loop over the same server), the share of wall time outside inference of
  *    both, history events per episode and per turn, the Temporal server's requests per turn, and where an episode's
  *    time goes by its history. Both are timed after an untimed run of the same size (warm code, as in a long run).
+ *    Then a long run of `--long-waves` times as many episodes through an inference server taking that many requests
+ *    at once, with `--overlap` (a share) more episodes in flight, in both: the overhead per turn of a training run,
+ *    where an episode's start and end overlap the other episodes' calls.
  * 2. `--storage-episodes` episodes of `--storage-turns` turns: bytes the trajectory store keeps per episode, beside
  *    what the scheme before per-turn deltas (the whole state every turn) stored for the same episode.
  *
@@ -14,13 +17,15 @@
  * episodes at once (`--episodes`). Its first line is the CPU per turn of Clotho (workers and the Temporal server
  * together) against the plain loop's, and their ratio (issue 25).
  *
- * Run: npm run bench:tool-use [-- --episodes 64,16 --turns 20 --delay 200 --storage-episodes 4 --storage-turns 30 --placement default,queue]
+ * Run: npm run bench:tool-use [-- --episodes 64,16 --turns 20 --delay 200 --storage-episodes 4 --storage-turns 30 --placement default,queue
+ *   --long-waves 3 --overlap 0.25]
  */
 import { parseArgs } from 'node:util';
 import type { ModelClient } from '../../src/env/define.js';
 import { runEpisode, type AssistantTurn } from '../../src/env/episode.js';
 import { loadEnvironmentData } from '../../src/env/loaded.js';
 import { createOpenAIClient } from '../../src/inference/openai-client.js';
+import { createServerManager } from '../../src/inference/server-manager.js';
 import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/config/schemas.js';
 import { rolloutGroupId } from '../../src/workflows/messages.js';
 import { startScriptedOpenAI } from '../../test/support/scripted-openai.js';
@@ -31,6 +36,8 @@ import {
   startBenchTemporal,
   startBenchWorkers,
   type BenchTemporal,
+  type BenchWorkerOptions,
+  type BenchWorkers,
   type Placement,
 } from '../support.js';
 import { cpuStopwatch } from './cpu.js';
@@ -47,6 +54,8 @@ const { values } = parseArgs({
     'storage-episodes': { type: 'string', default: '4' },
     'storage-turns': { type: 'string', default: '30' },
     placement: { type: 'string', default: 'default,queue' },
+    'long-waves': { type: 'string', default: '3' },
+    overlap: { type: 'string', default: '0.25' },
   },
 });
 const EPISODES = values.episodes.split(',').filter(Boolean).map(Number);
@@ -57,6 +66,14 @@ const DELAY_MS = Number(values.delay);
 const STORAGE_EPISODES = Number(values['storage-episodes']);
 const STORAGE_TURNS = Number(values['storage-turns']);
 const MODES = placementsOf(values.placement);
+const LONG_WAVES = Number(values['long-waves']);
+if (!Number.isInteger(LONG_WAVES) || LONG_WAVES < 0)
+  throw new Error(`--long-waves: expected a whole number (0 leaves the long run out), got "${values['long-waves']}"`);
+const OVERLAP = Number(values.overlap);
+if (!(OVERLAP >= 0))
+  throw new Error(
+    `--overlap: expected the episodes in flight beyond the inference slots as a share of them (0.25), got "${values.overlap}"`,
+  );
 /** Completion-token budget of an episode: far above what the scripted calls use, so no episode ends by it. */
 const TOKENS = 8192;
 
@@ -127,6 +144,14 @@ async function main(): Promise<void> {
           );
         }
         console.log(`    between activities (workflow tasks, local activities): ${((history.wallMs - inActivities) / TURNS).toFixed(1)}`);
+        if (LONG_WAVES > 0) {
+          const long = await longRun(bench, mode, episodes);
+          console.log(
+            `  a long run, ${long.episodes} episodes through ${episodes} inference slots (num_max_requests_at_once) with ${long.inFlight} in flight, ` +
+              `in both: overhead per turn ${((long.clothoMs - long.plainMs) / (LONG_WAVES * TURNS)).toFixed(1)} ms ` +
+              `(wall: plain loop ${(long.plainMs / 1000).toFixed(2)} s, clotho ${(long.clothoMs / 1000).toFixed(2)} s, for ${((LONG_WAVES * inferenceMs) / 1000).toFixed(2)} s of inference a slot)`,
+          );
+        }
       }
     }
 
@@ -160,15 +185,7 @@ async function overhead(
     const baselineCpu = cpuStopwatch(bench.serverPid);
     const baselineMs = await plainLoop(server.baseUrl, episodes);
     const baseline = { wallMs: baselineMs, cpu: baselineCpu(), legs: log.legs(performance.now(), baselineMs) };
-    const workers = await startBenchWorkers(bench, {
-      baseUrl: server.baseUrl,
-      environment: toolBenchEnv,
-      groupSize: 1,
-      tokens: TOKENS,
-      maxTurns: TURNS,
-      llmConcurrency: episodes,
-      placement: mode,
-    });
+    const workers = await toolWorkers(bench, server.baseUrl, mode, { llmConcurrency: episodes });
     try {
       await workers.run(episodes, episodes);
       const calls = server.calls;
@@ -191,9 +208,66 @@ async function overhead(
   }
 }
 
-/** The baseline: every episode in this process at once, `runEpisode` calling the server directly each turn. */
-async function plainLoop(baseUrl: string, count: number): Promise<number> {
-  const inference = createOpenAIClient(ServerConfigSchema.parse({ base_url: baseUrl }));
+/** Bench workers for the tool bench's episodes (one trajectory a group, `TURNS` turns) in `mode`. */
+function toolWorkers(
+  bench: BenchTemporal,
+  baseUrl: string,
+  mode: Placement,
+  o: Pick<BenchWorkerOptions, 'llmConcurrency' | 'requestsAtOnce'>,
+): Promise<BenchWorkers> {
+  return startBenchWorkers(bench, {
+    baseUrl,
+    environment: toolBenchEnv,
+    groupSize: 1,
+    tokens: TOKENS,
+    maxTurns: TURNS,
+    placement: mode,
+    ...o,
+  });
+}
+
+/**
+ * A long run as training runs one: `LONG_WAVES` × `slots` episodes through an inference server that takes `slots`
+ * requests at once, with a share (`--overlap`) more episodes in flight than slots, so that an episode's start and end
+ * overlap the others' calls. The plain loop runs the same episodes through the same slots and lanes. Each timed after
+ * an untimed run of the same size.
+ */
+async function longRun(bench: BenchTemporal, mode: Placement, slots: number) {
+  const episodes = slots * LONG_WAVES;
+  const inFlight = slots + Math.ceil(slots * OVERLAP);
+  const server = await startScriptedOpenAI({ responder: toolCallingModel(TURNS, DELAY_MS) });
+  try {
+    const plain = () => plainLoop(server.baseUrl, episodes, { inFlight, requestsAtOnce: slots });
+    await plain();
+    const plainMs = await plain();
+    const workers = await toolWorkers(bench, server.baseUrl, mode, { llmConcurrency: inFlight, requestsAtOnce: slots });
+    try {
+      await workers.run(episodes, inFlight);
+      const { wallMs } = await workers.run(episodes, inFlight);
+      return { episodes, inFlight, plainMs, clothoMs: wallMs };
+    } finally {
+      await workers.shutdown();
+    }
+  } finally {
+    await server.close();
+  }
+}
+
+/**
+ * The baseline: `count` episodes in this process, `inFlight` at once (all by default), `runEpisode` calling the server
+ * directly each turn, or through a server manager taking `requestsAtOnce` requests at once.
+ */
+async function plainLoop(
+  baseUrl: string,
+  count: number,
+  { inFlight = count, requestsAtOnce }: { inFlight?: number; requestsAtOnce?: number } = {},
+): Promise<number> {
+  const server = ServerConfigSchema.parse({
+    base_url: baseUrl,
+    ...(requestsAtOnce === undefined ? {} : { num_max_requests_at_once: requestsAtOnce, health_check: false }),
+  });
+  const manager = requestsAtOnce === undefined ? undefined : createServerManager({ servers: [server] });
+  const inference = manager ?? createOpenAIClient(server);
   const config = BaseEnvConfigSchema.parse({ group_size: 1, max_token_length: TOKENS, max_turns: TURNS });
   const environment = await loadEnvironmentData(toolBenchEnv, config);
   const turnOf: AssistantTurn = async (messages, tools) => {
@@ -202,10 +276,17 @@ async function plainLoop(baseUrl: string, count: number): Promise<number> {
     return { ...completion!.message, role: 'assistant', content: completion!.message.content ?? completion!.text };
   };
   const start = performance.now();
-  const episodes = await Promise.all(
-    Array.from({ length: count }, (_, itemIndex) => runEpisode(environment, turnOf, { itemIndex, maxTurns: TURNS, judge })),
+  // `inFlight` lanes, each running its next episode as the one before ends.
+  const episodes: Awaited<ReturnType<typeof runEpisode>>[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, count) }, async () => {
+      for (let itemIndex = next++; itemIndex < count; itemIndex = next++)
+        episodes.push(await runEpisode(environment, turnOf, { itemIndex, maxTurns: TURNS, judge }));
+    }),
   );
   const wallMs = performance.now() - start;
+  manager?.stop();
   const wrong = episodes.filter((e) => e.turns !== TURNS || e.score !== 1).length;
   if (wrong > 0) throw new Error(`${wrong} plain-loop episodes did not take ${TURNS} turns and answer`);
   return wallMs;
