@@ -1,3 +1,4 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +8,8 @@ import { GSM8K_TEST, gsm8kItems, gsm8kResponder, gsm8kCommand } from '../support
 import { completeLines, readGroups } from '../support/groups.js';
 import { temporalEnv as env } from '../support/runs.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
-import { uniqueId } from '../support/temporal.js';
+import { testConnection, uniqueId } from '../support/temporal.js';
+import { rolloutGroupId } from '../../src/workflows/messages.js';
 
 let model: ScriptedOpenAI;
 let dir: string;
@@ -78,6 +80,61 @@ describe('clotho process', () => {
     expect(delivered).toHaveLength(16);
     expect(new Set(delivered).size).toBe(16);
     expect([...delivered].sort((a, b) => a! - b!)).toEqual(Array.from({ length: 16 }, (_, i) => i));
+  });
+
+  it('keeps groups beyond the server’s slots started and waiting, and never sends it more calls at once', async () => {
+    // Each call is held until the test has seen every group of the first wave running, two of them waiting for a slot.
+    const answer = gsm8kResponder(() => true);
+    let open = 0;
+    let most = 0;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const held = await startScriptedOpenAI({
+      responder: async (body, call) => {
+        most = Math.max(most, ++open);
+        await released;
+        open--;
+        return answer(body, call);
+      },
+    });
+    try {
+      const runId = uniqueId('overlap');
+      const out = join(dir, `${runId}.jsonl`);
+      const run = spawnClotho(
+        gsm8kCommand('process', held.baseUrl, {
+          'env.total_steps': 6,
+          'env.group_size': 2,
+          'env.max_groups_in_flight': 4,
+          'openai.num_max_requests_at_once': 2,
+          'env.run_id': runId,
+          'env.data_path_to_save_groups': out,
+          store: join(dir, 'store'),
+        }),
+        env(),
+      );
+      const { client } = await testConnection();
+      const running = async (item: number) => {
+        try {
+          const { status } = await client.workflow.getHandle(rolloutGroupId(runId, 'gsm8k', item)).describe();
+          return status.name === 'RUNNING';
+        } catch (error) {
+          if (error instanceof WorkflowNotFoundError) return false;
+          throw error;
+        }
+      };
+      await waitFor(async () => open === 2 && (await running(2)) && (await running(3)), 60_000, 'four groups running, two calls held');
+      expect(await Promise.all([0, 1, 2, 3].map(running))).toEqual([true, true, true, true]);
+      expect(most).toBe(2);
+      release();
+      expect(await run.exited).toBe(0);
+      expect(run.stderr()).toBe('');
+      expect(run.stdout()).toContain('groups 6/6');
+      expect(await readGroups(out)).toHaveLength(6);
+      expect(most).toBe(2);
+    } finally {
+      release();
+      await held.close();
+    }
   });
 
   it('runs on embedded defaults: with no --openai.base_url it starts the local engine and stops it at the end', async () => {
