@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { dirname } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { afterAll, inject } from 'vitest';
 import { ensureTemporalCli, startDevServer, type DevServer } from '../../temporal-dev/index.js';
 
@@ -55,4 +55,27 @@ export async function startIsolatedDevServer(options: { dbFile: string; port?: n
     port: options.port ?? 0,
     headless: true,
   });
+}
+
+/**
+ * Whether a workflow has nothing under way that will add to its history by itself: no workflow task scheduled or
+ * running, and every signal it sent delivered (or failed). What happens next comes from outside (a signal, a child).
+ */
+export async function settled(handle: WorkflowHandle): Promise<boolean> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const signalled = new Set<string>();
+  let sent: string[] = [];
+  let taskOpen = false;
+  for (const event of events) {
+    const id = String(event.eventId);
+    if (event.signalExternalWorkflowExecutionInitiatedEventAttributes) sent.push(id);
+    const done =
+      event.externalWorkflowExecutionSignaledEventAttributes?.initiatedEventId ??
+      event.signalExternalWorkflowExecutionFailedEventAttributes?.initiatedEventId;
+    if (done !== undefined && done !== null) signalled.add(String(done));
+    if (event.workflowTaskScheduledEventAttributes) taskOpen = true;
+    if (event.workflowTaskCompletedEventAttributes) taskOpen = false;
+  }
+  sent = sent.filter((id) => !signalled.has(id));
+  return !taskOpen && sent.length === 0;
 }

@@ -6,7 +6,7 @@ import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { waitFor } from '../support/cli.js';
 import { batcherEnvRunInput, startHarnessBatcher } from '../support/batchers.js';
-import { uniqueId } from '../support/temporal.js';
+import { settled, uniqueId } from '../support/temporal.js';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -29,7 +29,12 @@ describe('envRun feeding a batcher on a real dev server', () => {
     });
     const queued = async () => (await batcherHandle.query(batcherViewQuery)).metrics.waiting['0']?.queued ?? 0;
     // max_batches_offpolicy 1 of 4-sample batches: one group at a time waits in the batcher.
-    await waitFor(async () => (await queued()) === 1, 60_000, 'the first group to reach the batcher');
+    // Once the group is in, the batcher pushes the room it left and the env-run takes it: both settle before idling.
+    await waitFor(
+      async () => (await queued()) === 1 && (await settled(batcherHandle)) && (await settled(run)),
+      60_000,
+      'the first group to reach the batcher, and both workflows to settle',
+    );
     const idleFrom = (await run.describe()).historyLength;
     // An observation window, not a synchronisation: the old env-run polled here, six events a second.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
