@@ -6,10 +6,10 @@ import type { TrainerRegistration } from '../schema/api.js';
  * itself says whether it is the same run coming back or a new one:
  *
  * - `initialise`: the batcher has no trainer (new, or after `/reset_data`): it takes these settings.
- * - `resume`: the same settings, with a `starting_step` the batcher can resume from (0 while the batcher is still at
- *   0, or any step up to the batcher's): state is kept, as before.
+ * - `resume`: the same settings, with a `starting_step` the batcher can resume from (0 while its trainer has taken no
+ *   batch, or any step up to the batcher's): state is kept, as before.
  * - `new_run`: a different `batch_size`, `max_token_len`, `num_steps`, `wandb_group` or `wandb_project`, or
- *   `starting_step` 0 while the batcher is further on: a fresh batcher run serves it.
+ *   `starting_step` 0 once the trainer has taken batches: a fresh batcher run serves it.
  * - `conflict`: the rest, which could be either (the same settings but a `starting_step` past the batcher's, or only
  *   the checkpoint settings changed): refused, naming both configurations and how to start a new run.
  */
@@ -26,16 +26,20 @@ export const NEW_RUN_HINT = 'POST /register?new_run=true starts a new training r
 
 /**
  * Decides what `next` means against the batcher's trainer `current` (its `starting_step` is the batcher's step now;
- * null when no trainer is registered).
+ * null when no trainer is registered), which has `taken` batches for good (served without a lease, or acked). The
+ * step counts batches formed, which a trainer that crashed before its first ack never trained on: from step 0 it is
+ * the same run coming back until it has taken one.
  */
-export function decideRegistration(current: TrainerRegistration | null, next: TrainerRegistration): RegistrationDecision {
+export function decideRegistration(current: TrainerRegistration | null, next: TrainerRegistration, taken: number): RegistrationDecision {
   if (current === null) return { kind: 'initialise' };
   const changed = (keys: readonly (keyof TrainerRegistration)[]) =>
     keys.filter((k) => current[k] !== next[k]).map((k) => `${k} ${JSON.stringify(current[k])} -> ${JSON.stringify(next[k])}`);
   const identity = changed(IDENTITY);
   if (identity.length > 0) return { kind: 'new_run', why: identity.join(', ') };
   const step = current.starting_step;
-  if (next.starting_step === 0 && step > 0) return { kind: 'new_run', why: `starting_step 0 while the batcher is at step ${step}` };
+  if (next.starting_step === 0 && step > 0 && taken > 0) {
+    return { kind: 'new_run', why: `starting_step 0 while the batcher is at step ${step}, ${taken} batches taken` };
+  }
   if (next.starting_step > step) return { kind: 'conflict', why: `starting_step ${next.starting_step} is past the batcher's step ${step}` };
   const checkpoints = changed(CHECKPOINTS);
   if (checkpoints.length > 0) return { kind: 'conflict', why: `only the checkpoint settings changed (${checkpoints.join(', ')})` };

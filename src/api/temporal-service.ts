@@ -102,12 +102,14 @@ export function createTemporalTrajectoryService({
     async register(registration, _requester, { newRun, trainer = 'http' } = {}) {
       const current = await view();
       if (current.trainerMode === 'temporal' && trainer !== 'temporal') throw new TrainerModeError(TEMPORAL_TRAINER_MODE);
+      // A batcher from before batches taken were counted decides by its step, as it did then.
+      const taken = current.metrics.counters.batchesTaken ?? current.status.current_step;
       const decision: RegistrationDecision =
         newRun === true
           ? { kind: 'new_run', why: 'asked for (new_run=true)' }
           : newRun === false
             ? { kind: current.trainer ? 'resume' : 'initialise' }
-            : decideRegistration(current.trainer, registration);
+            : decideRegistration(current.trainer, registration, taken);
       if (decision.kind === 'conflict') throw new RegistrationConflictError(conflictMessage(current.trainer!, registration, decision.why));
       if (decision.kind === 'new_run') await moveToNewRun(decision.why);
       await handle().executeUpdate(registerTrainerUpdate, { args: [registration] });

@@ -143,6 +143,11 @@ export const BatcherCountersSchema = z.object({
   batchesServed: int,
   batchesRedelivered: int,
   batchesAcked: int,
+  /**
+   * Batches a trainer has taken for good: served without a lease, or acked. What says a trainer has trained on this
+   * run (the step counts batches formed). Absent in batchers from before it was counted.
+   */
+  batchesTaken: int.optional(),
   leasesExpired: int,
   perEnv: z.record(z.string(), EnvCountersSchema),
 });

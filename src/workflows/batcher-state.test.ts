@@ -242,7 +242,19 @@ describe('leases', () => {
     // Each serving is its own lease; the first keeps the batch's id.
     expect([first?.leaseId, again?.leaseId]).toEqual(['batch-1-1', 'batch-1-1.lease-2']);
     expect(state.step).toBe(1);
-    expect(state.counters).toMatchObject({ batchesServed: 2, batchesRedelivered: 1, leasesExpired: 1 });
+    expect(state.counters).toMatchObject({ batchesServed: 2, batchesRedelivered: 1, leasesExpired: 1, batchesTaken: 0 });
+  });
+
+  it('counts a batch taken for good once: served without a lease, or acked, not served under a lease', () => {
+    const state = batcher(2);
+    ingestGroup(state, group(2));
+    ingestGroup(state, group(2));
+    const leased = served(state, { now: 0, durationMs: 10 });
+    expect(state.counters.batchesTaken).toBe(0);
+    expect(ackBatch(state, leased?.leaseId as string, 5)).toBe('acked');
+    expect(state.counters.batchesTaken).toBe(1);
+    expect(served(state)?.leaseId).toBeNull();
+    expect(state.counters.batchesTaken).toBe(2);
   });
 
   it('never serves an acked batch again', () => {
@@ -286,7 +298,7 @@ describe('leases', () => {
     expect(ackBatch(state, c.leaseId!, 21)).toBe('acked');
     expect([a, b, c].map((lease) => ackBatch(state, lease.leaseId!, 22))).toEqual(['unknown', 'unknown', 'unknown']);
     expect(takeBatch(state, { now: 100, durationMs: 10 })).toEqual({ status: 'empty' });
-    expect(state.counters).toMatchObject({ batchesServed: 3, batchesRedelivered: 2, leasesExpired: 2, batchesAcked: 1 });
+    expect(state.counters).toMatchObject({ batchesServed: 3, batchesRedelivered: 2, leasesExpired: 2, batchesAcked: 1, batchesTaken: 1 });
   });
 
   it('knows no lease that was never served: a later delivery, a formed batch, an id of another shape', () => {

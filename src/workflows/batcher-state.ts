@@ -108,7 +108,7 @@ export function createBatcherState(options: Partial<BatcherOptions> = {}): Batch
     seen: { ids: [], next: 0 },
     batchSeq: 0,
     options: { maxStaleness: options.maxStaleness ?? null, seenCapacity: options.seenCapacity ?? 10_000 },
-    counters: { batchesFormed: 0, batchesServed: 0, batchesRedelivered: 0, batchesAcked: 0, leasesExpired: 0, perEnv: {} },
+    counters: { batchesFormed: 0, batchesServed: 0, batchesRedelivered: 0, batchesAcked: 0, batchesTaken: 0, leasesExpired: 0, perEnv: {} },
   };
 }
 
@@ -301,6 +301,7 @@ export function takeBatch(
   for (const group of batch.groups) countersOf(state, group.envId).served++;
   const leaseExpiresAt = lease ? lease.now + lease.durationMs : null;
   if (leaseExpiresAt !== null) state.leases.push({ ...batch, leaseExpiresAt });
+  else countTaken(state);
   const leaseId = leaseExpiresAt === null ? null : leaseIdOf(batch.batchId, batch.deliveries);
   return { status: 'batch', batchId: batch.batchId, leaseId, step: batch.step, groups: batch.groups, leaseExpiresAt };
 }
@@ -318,10 +319,16 @@ export function ackBatch(state: BatcherState, leaseId: string, now?: number): Ac
   if (leased && leased.deliveries === delivery) {
     state.leases.splice(at, 1);
     state.counters.batchesAcked++;
+    countTaken(state);
     return 'acked';
   }
   const batch = leased ?? state.formed.find((b) => b.batchId === batchId);
   return batch && delivery <= batch.deliveries ? 'expired' : 'unknown';
+}
+
+/** A batch a trainer took for good (served without a lease, or acked); batchers from before count from here on. */
+function countTaken(state: BatcherState): void {
+  state.counters.batchesTaken = (state.counters.batchesTaken ?? 0) + 1;
 }
 
 /** Removes a served batch that a trainer refused for good, counting its groups as dropped with that reason. */

@@ -17,11 +17,10 @@ const sequences = (batch: { tokens: number[][] }[]) => batch.reduce((n, g) => n 
 let nextTag = 1;
 
 /**
- * One training run as the trainer and an environment play it: register, poll until the env is in, two batches of
- * `batch_size` sequences, and one group left queued behind them. Returns the tags of the groups served and left.
+ * The start of a training run: the trainer registers, an environment registers (told to wait until the trainer's
+ * first `GET /batch`, then joining at step 0) and posts `groups` groups of 2 sequences. Returns the groups' tags.
  */
-async function playRun(body: Body, { pollInfo = false } = {}) {
-  if (pollInfo) expect((await shared.http.get('/info')).status).toBe(200);
+async function startRun(body: Body, groups: number): Promise<number[]> {
   const registered = await shared.http.post('/register', body);
   expect(registered.status, registered.text).toBe(200);
   expect(registered.text).toMatch(/^\{"uuid":\d+\}$/);
@@ -30,7 +29,7 @@ async function playRun(body: Body, { pollInfo = false } = {}) {
   expect((await shared.http.get('/batch')).json).toEqual({ batch: null });
   const joined = (await shared.http.post('/register-env', env)).json;
   expect(joined).toMatchObject({ status: 'success', starting_step: 0, num_steps: body.num_steps, checkpoint_dir: body.checkpoint_dir });
-  const posted = Array.from({ length: body.batch_size + 1 }, () => nextTag++);
+  const posted = Array.from({ length: groups }, () => nextTag++);
   expect(
     (
       await shared.http.post(
@@ -39,6 +38,16 @@ async function playRun(body: Body, { pollInfo = false } = {}) {
       )
     ).status,
   ).toBe(200);
+  return posted;
+}
+
+/**
+ * One training run as the trainer and an environment play it: register, poll until the env is in, two batches of
+ * `batch_size` sequences, and one group left queued behind them. Returns the tags of the groups served and left.
+ */
+async function playRun(body: Body, { pollInfo = false } = {}) {
+  if (pollInfo) expect((await shared.http.get('/info')).status).toBe(200);
+  const posted = await startRun(body, body.batch_size + 1);
   const served: (number | undefined)[] = [];
   for (let i = 0; i < 2; i++) {
     const batch = (await shared.http.get('/batch')).json.batch;
@@ -120,6 +129,26 @@ describe('a second training run against the same clotho api gets its own configu
     expect((await shared.http.post('/register?new_run=true', TINKER_ATROPOS('p0q8w7zz'))).status).toBe(200);
     expect((await shared.http.get('/status')).json).toEqual({ current_step: 0, queue_size: 0 });
     await expectServing(TINKER_ATROPOS('p0q8w7zz'), 7);
+  });
+
+  it('a trainer back at step 0 before its first ack is the same run, though a batch was formed; after an ack, a new one', async () => {
+    const body = TINKER_ATROPOS('lease-crash');
+    // Groups of 2 sequences: one batch of batch_size.
+    const posted = await startRun(body, body.batch_size / 2);
+    const leased = (await shared.http.get('/batch?lease_seconds=60')).json;
+    expect(tags(leased.batch)).toEqual(posted);
+    expect((await shared.http.get('/status')).json).toEqual({ current_step: 1, queue_size: 0 });
+
+    // Killed before acking: it comes back at step 0, and finds its run and its leased batch.
+    expect((await shared.http.post('/register', body)).status).toBe(200);
+    expect(shared.api.run.stdout().trimEnd().split('\n').at(-1)).toContain('the same trainer came back, resumed');
+    await expectServing(body, 8);
+    expect((await shared.http.post('/batch/ack', { batch_id: leased.batch_id })).status).toBe(200);
+
+    // Once it has trained on a batch, step 0 is a new run (Atropos's example trainer always registers at 0).
+    expect((await shared.http.post('/register', body)).status).toBe(200);
+    await expectServing(body, 9);
+    await expectKept(8);
   });
 });
 
