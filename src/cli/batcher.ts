@@ -2,7 +2,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Clien
 import type { batcher, BatcherInput } from '../workflows/batcher.js';
 import { BATCHER_TASK_QUEUE } from '../workers/workers.js';
 import { startedBy } from './versions.js';
-import { WORKFLOW_TASK_TIMEOUT_MS } from '../workflows/messages.js';
+import { batcherEndedSignal, batcherWatchersQuery, WORKFLOW_TASK_TIMEOUT_MS } from '../workflows/messages.js';
 
 /** Workflow id of the default batcher: one per Temporal namespace unless `--batcher-id` names another. */
 export const DEFAULT_BATCHER_ID = 'clotho/batcher/default';
@@ -53,8 +53,9 @@ export async function ensureBatcher(client: Client, workflowId: string, input: B
 
 /**
  * Starts the next training run of the batcher `base` after `previous` and ends `previous` (terminated, with the new
- * run's id as the reason: environments still feeding it fail loudly instead of feeding a run no trainer reads). When
- * another API process started that run first, its run is the one returned.
+ * run's id as the reason). The env-runs it pushed rooms to are told, and fail naming it, rather than feed a run no
+ * trainer reads or wait for room that never comes. When another API process started that run first, its run is the
+ * one returned.
  */
 export async function startNextRun(
   client: Client,
@@ -76,12 +77,19 @@ export async function startNextRun(
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     return currentRun(client, base);
   }
-  await client.workflow
-    .getHandle(previous.workflowId)
-    .terminate(`superseded by training run ${next.run} (${next.workflowId})`)
-    .catch((error: unknown) => {
-      // Already closed (terminated by hand, say): nothing left to end.
-      if (!(error instanceof WorkflowNotFoundError)) throw error;
-    });
+  const ended = client.workflow.getHandle(previous.workflowId);
+  // The env-runs it pushes rooms to are told it ended (a batcher from before the query, or closed already, names none).
+  const watchers = await ended.query(batcherWatchersQuery).catch(() => [] as string[]);
+  const reason = `superseded by training run ${next.run} (${next.workflowId})`;
+  const notFound = (error: unknown) => {
+    // Already closed (terminated by hand, say, or an env-run that finished): nothing left to tell.
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  };
+  await ended.terminate(reason).catch(notFound);
+  await Promise.all(
+    watchers.map((id) =>
+      client.workflow.getHandle(id).signal(batcherEndedSignal, { batcherId: previous.workflowId, reason }).catch(notFound),
+    ),
+  );
   return next;
 }

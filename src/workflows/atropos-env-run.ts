@@ -18,7 +18,7 @@ import { atroposRolloutGroup } from './atropos-rollout-group.js';
 import { batcherDrops, initialAtroposProgress, outOfItems, recordAtroposResults, recordRestore } from './atropos-env-run-state.js';
 import { groupsToLaunch, pastLastStep, recordFailure } from './env-run-state.js';
 import { causeOf, envRunStatusQuery, ingestGroupsSignal, recordDropsSignal, roomChangedSignal, watchRoomSignal } from './messages.js';
-import { rolloutGroupOptions, runVersion, storedGroupRef } from './rollout-children.js';
+import { rolloutGroupOptions, runVersion, storedGroupRef, watchBatcherEnd } from './rollout-children.js';
 
 /**
  * Drives an Atropos environment through a run, as envRun drives Clotho's own: a durable cursor over the
@@ -47,6 +47,7 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
   setHandler(roomChangedSignal, (pushed) => {
     if (!room || pushed.version > room.version) room = pushed;
   });
+  const batcherEnd = watchBatcherEnd();
 
   const launch = async (itemIndex: number, item: unknown) => {
     inFlight.add(itemIndex);
@@ -137,6 +138,7 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
     await batcher.signal(watchRoomSignal, { workflowId: workflowInfo().workflowId, envId: sink.envId });
   }
   for (;;) {
+    batcherEnd.check();
     if (hooks) await hooks.atStep(room);
     while (more() && free() > 0) {
       const taken = await take(Math.min(free(), input.totalGroups - progress.nextItem));
@@ -152,7 +154,12 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
     if (inFlight.size === 0 && !evaluating() && (!more() || outOfItems(progress))) break;
     const seen = { inFlight: inFlight.size, room: room?.version, evaluating: evaluating() };
     await condition(
-      () => finished.length > 0 || inFlight.size !== seen.inFlight || room?.version !== seen.room || evaluating() !== seen.evaluating,
+      () =>
+        finished.length > 0 ||
+        inFlight.size !== seen.inFlight ||
+        room?.version !== seen.room ||
+        evaluating() !== seen.evaluating ||
+        batcherEnd.ended(),
     );
   }
   const continuing = progress.nextItem < input.totalGroups && !stopped() && !outOfItems(progress);

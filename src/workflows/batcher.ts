@@ -36,6 +36,7 @@ import {
   takeBatchUpdate,
   waitingGroupsQuery,
   watchRoomSignal,
+  batcherWatchersQuery,
 } from './messages.js';
 
 export interface BatcherInput {
@@ -107,6 +108,7 @@ export async function batcher(input: BatcherInput): Promise<void> {
   setHandler(statusEnvQuery, (envId) => computeEnvStatus(state, envId)?.status ?? null);
   setHandler(batchQuery, (batchId) => [...state.formed, ...state.leases].find((b) => b.batchId === batchId)?.groups ?? null);
   setHandler(batcherViewQuery, () => view(state, input.trainer.kind));
+  setHandler(batcherWatchersQuery, () => watches.map((watch) => watch.workflowId));
   setHandler(waitingGroupsQuery, ({ offset, limit }) => waitingGroupsPage(state, offset, limit));
 
   const continueSuggested = () => workflowInfo().continueAsNewSuggested || changes >= CHANGES_PER_RUN;

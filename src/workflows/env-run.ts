@@ -14,7 +14,7 @@ import { activityOptions } from './activity-options.js';
 import { evaluationDue, initialEvalProgress, runEvaluation, trainingLimit } from './env-run-eval.js';
 import { groupsToLaunch, initialProgress, pastLastStep, recordFailure, recordFinished } from './env-run-state.js';
 import { causeOf, envRunStatusQuery, ingestGroupsSignal, recordDropsSignal, roomChangedSignal, watchRoomSignal } from './messages.js';
-import { deliveredGroup, rolloutGroupOptions, runVersion, timedOut, timedOutGroup } from './rollout-children.js';
+import { deliveredGroup, rolloutGroupOptions, runVersion, timedOut, timedOutGroup, watchBatcherEnd } from './rollout-children.js';
 import { rolloutGroup } from './rollout-group.js';
 
 /**
@@ -47,6 +47,7 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
   setHandler(roomChangedSignal, (pushed) => {
     if (!room || pushed.version > room.version) room = pushed;
   });
+  const batcherEnd = watchBatcherEnd();
 
   const launch = async (itemIndex: number) => {
     inFlight.add(itemIndex);
@@ -105,6 +106,7 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     await batcher.signal(watchRoomSignal, { workflowId: workflowInfo().workflowId, envId: sink.envId });
   }
   for (;;) {
+    batcherEnd.check();
     const evalStep = evals && room ? evaluationDue(evals, room.currentStep, schedule!.everySteps) : null;
     if (evalStep !== null) void runEvaluation(input, schedule!, evals!, evalStep);
     // `launch` takes its slot before it awaits anything, so `free()` counts it at once. Groups finished and not yet
@@ -119,7 +121,12 @@ export async function envRun(input: EnvRunInput): Promise<EnvRunResult> {
     if (!more() && inFlight.size === 0 && finished.length === 0 && (evals?.running ?? null) === null) break;
     const seen = { inFlight: inFlight.size, room: room?.version, evaluating: evals?.running };
     await condition(
-      () => finished.length > 0 || inFlight.size !== seen.inFlight || room?.version !== seen.room || evals?.running !== seen.evaluating,
+      () =>
+        finished.length > 0 ||
+        inFlight.size !== seen.inFlight ||
+        room?.version !== seen.room ||
+        evals?.running !== seen.evaluating ||
+        batcherEnd.ended(),
     );
   }
 

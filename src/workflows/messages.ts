@@ -46,6 +46,15 @@ export const recordDropsSignal = defineSignal<[RecordDrops]>('recordDrops');
 export const watchRoomSignal = defineSignal<[WatchRoom]>('watchRoom');
 /** The batcher pushes an env's room to the env-runs watching it (sent to the env-run). */
 export const roomChangedSignal = defineSignal<[BatcherRoom]>('roomChanged');
+/** The env-runs watching a batcher's rooms, by workflow id: whoever ends the batcher tells them (`batcherEndedSignal`). */
+export const batcherWatchersQuery = defineQuery<string[]>('batcherWatchers');
+/** Why the batcher an env-run feeds was ended (a new training run superseded it). */
+export interface BatcherEnded {
+  batcherId: string;
+  reason: string;
+}
+/** Sent to an env-run whose batcher was ended: it fails, naming the batcher and why, rather than wait for room. */
+export const batcherEndedSignal = defineSignal<[BatcherEnded]>('batcherEnded');
 export const registerTrainerUpdate = defineUpdate<RegisterTrainerResult, [TrainerRegistration]>('registerTrainer');
 export const registerEnvUpdate = defineUpdate<RegisterEnvResponse, [EnvRegistration]>('registerEnv');
 export const disconnectEnvUpdate = defineUpdate<DisconnectEnvResponse, [number]>('disconnectEnv');

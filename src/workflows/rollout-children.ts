@@ -1,7 +1,15 @@
-import { ChildWorkflowFailure, ParentClosePolicy, TimeoutFailure, workflowInfo, type ChildWorkflowOptions } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  ChildWorkflowFailure,
+  ParentClosePolicy,
+  setHandler,
+  TimeoutFailure,
+  workflowInfo,
+  type ChildWorkflowOptions,
+} from '@temporalio/workflow';
 import type { GroupRef } from '../schema/batcher.js';
 import type { EnvRunInput, RolloutGroupResult } from '../schema/rollout.js';
-import { rolloutGroupId, WORKFLOW_TASK_TIMEOUT_MS } from './messages.js';
+import { batcherEndedSignal, rolloutGroupId, WORKFLOW_TASK_TIMEOUT_MS, type BatcherEnded } from './messages.js';
 import { ENVIRONMENT, ITEM_INDEX, RUN_ID, STATUS, VERSION, VERSION_MEMO } from './search-attributes.js';
 
 /**
@@ -77,5 +85,27 @@ export function storedGroupRef(key: string, size: number, envId: number, policyV
     policyVersion,
     receivedAt: Date.now(),
     ...(longestSequence === undefined ? {} : { longestSequence }),
+  };
+}
+
+/**
+ * Listens for `batcherEndedSignal` (the batcher a run feeds was ended for a new training run, README: "What /register
+ * means"). `ended()` joins the run's wait conditions; `check()` then fails the run, naming the batcher and why: a run
+ * waiting for room would otherwise wait for a batcher that will never push any.
+ */
+export function watchBatcherEnd(): { ended: () => boolean; check: () => void } {
+  let end: BatcherEnded | undefined;
+  setHandler(batcherEndedSignal, (ended) => {
+    end ??= ended;
+  });
+  return {
+    ended: () => end !== undefined,
+    check: () => {
+      if (!end) return;
+      throw ApplicationFailure.nonRetryable(
+        `the batcher this run feeds, ${end.batcherId}, was ended (${end.reason}): start the environment again for the new training run`,
+        'BatcherEnded',
+      );
+    },
   };
 }

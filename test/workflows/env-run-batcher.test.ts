@@ -1,7 +1,9 @@
+import { WorkflowFailedError } from '@temporalio/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import gsm8k from '../../environments/gsm8k/index.js';
 import { batcherViewQuery, ingestGroupsUpdate, takeBatchUpdate } from '../../src/workflows/messages.js';
 import { envRun } from '../../src/workflows/env-run.js';
+import { startNextRun } from '../../src/cli/batcher.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { waitFor } from '../support/cli.js';
@@ -14,27 +16,35 @@ afterEach(async () => {
   harness = undefined;
 });
 
+/**
+ * An env-run of gsm8k groups feeding a batcher with one batch off-policy (max_batches_offpolicy 1 of 4-sample
+ * batches: one group at a time waits in the batcher), once its first group is in and it waits for room: the batcher
+ * pushes the room the group left and the env-run takes it, so both settle first.
+ */
+async function waitingForRoom() {
+  harness = await startHarness({
+    environment: gsm8k,
+    envConfig: { data_path: GSM8K_TEST, group_size: 4 },
+    responder: gsm8kResponder((_item, sample) => sample === 0),
+  });
+  const batcherHandle = await startHarnessBatcher(harness);
+  const run = await harness.temporal.client.workflow.start(envRun, {
+    taskQueue: harness.queues.workflows,
+    workflowId: uniqueId('env-run'),
+    args: [batcherEnvRunInput(harness, batcherHandle.workflowId)],
+  });
+  const queued = async () => (await batcherHandle.query(batcherViewQuery)).metrics.waiting['0']?.queued ?? 0;
+  await waitFor(
+    async () => (await queued()) === 1 && (await settled(batcherHandle)) && (await settled(run)),
+    60_000,
+    'the first group to reach the batcher, and both workflows to settle',
+  );
+  return { batcherHandle, run, queued };
+}
+
 describe('envRun feeding a batcher on a real dev server', () => {
   it('waits for the batcher to push room, adding no history while the trainer is idle', async () => {
-    harness = await startHarness({
-      environment: gsm8k,
-      envConfig: { data_path: GSM8K_TEST, group_size: 4 },
-      responder: gsm8kResponder((_item, sample) => sample === 0),
-    });
-    const batcherHandle = await startHarnessBatcher(harness);
-    const run = await harness.temporal.client.workflow.start(envRun, {
-      taskQueue: harness.queues.workflows,
-      workflowId: uniqueId('env-run'),
-      args: [batcherEnvRunInput(harness, batcherHandle.workflowId)],
-    });
-    const queued = async () => (await batcherHandle.query(batcherViewQuery)).metrics.waiting['0']?.queued ?? 0;
-    // max_batches_offpolicy 1 of 4-sample batches: one group at a time waits in the batcher.
-    // Once the group is in, the batcher pushes the room it left and the env-run takes it: both settle before idling.
-    await waitFor(
-      async () => (await queued()) === 1 && (await settled(batcherHandle)) && (await settled(run)),
-      60_000,
-      'the first group to reach the batcher, and both workflows to settle',
-    );
+    const { batcherHandle, run, queued } = await waitingForRoom();
     const idleFrom = (await run.describe()).historyLength;
     // An observation window, not a synchronisation: the old env-run polled here, six events a second.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
@@ -54,6 +64,28 @@ describe('envRun feeding a batcher on a real dev server', () => {
     // History grows with the groups (about twenty events each: child, signals, workflow tasks), not with waiting.
     expect((await run.describe()).historyLength).toBeLessThan(6 * 25);
     await batcherHandle.terminate();
+  });
+
+  it('fails, naming its batcher, when a new training run ends the batcher it waits on for room', async () => {
+    const { batcherHandle, run } = await waitingForRoom();
+    const { client } = harness!.temporal;
+    // What clotho api does on a /register that starts a new run (no worker serves the new batcher here).
+    const previous = { run: 1, workflowId: batcherHandle.workflowId };
+    const next = await startNextRun(client, batcherHandle.workflowId, previous, { trainer: { kind: 'http' } }, false);
+    try {
+      const failure = await run.result().then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(failure).toBeInstanceOf(WorkflowFailedError);
+      expect((failure as WorkflowFailedError).cause?.message).toBe(
+        `the batcher this run feeds, ${batcherHandle.workflowId}, was ended (superseded by training run 2 (${next.workflowId})): ` +
+          'start the environment again for the new training run',
+      );
+      expect((await batcherHandle.describe()).status.name).toBe('TERMINATED');
+    } finally {
+      await client.workflow.getHandle(next.workflowId).terminate();
+    }
   });
 
   it('stamps a group with the step at which it started, so one that outlived a step bump is stale', async () => {
