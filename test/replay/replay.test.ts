@@ -220,6 +220,9 @@ describe('replay of recorded histories', () => {
     // Launches first, then deliveries: to JSONL here, and to a weighted batcher.
     'env-run-launch-first.json',
     'env-run-weighted-launch-first.json',
+    // Waiting for room when a new training run ends its batcher: batcherEnded fails it, naming the batcher
+    // (test/workflows/env-run-batcher.test.ts records it).
+    'env-run-batcher-ended.json',
     // A --trainer temporal batcher releasing a trained batch (src/store/retention.test.ts records it).
     'batcher-trained-release.json',
     // An Atropos env-run before patched('atropos-run-hooks'): its cursor, declined groups, items put back and served again, deliveries to JSONL; and a

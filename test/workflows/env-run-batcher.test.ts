@@ -4,9 +4,11 @@ import gsm8k from '../../environments/gsm8k/index.js';
 import { batcherViewQuery, ingestGroupsUpdate, takeBatchUpdate } from '../../src/workflows/messages.js';
 import { envRun } from '../../src/workflows/env-run.js';
 import { startNextRun } from '../../src/cli/batcher.js';
+import { startedBy } from '../../src/cli/versions.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { waitFor } from '../support/cli.js';
+import { recordHistory } from '../support/atropos.js';
 import { batcherEnvRunInput, startHarnessBatcher } from '../support/batchers.js';
 import { settled, uniqueId } from '../support/temporal.js';
 
@@ -32,6 +34,8 @@ async function waitingForRoom() {
     taskQueue: harness.queues.workflows,
     workflowId: uniqueId('env-run'),
     args: [batcherEnvRunInput(harness, batcherHandle.workflowId)],
+    // The Clotho version that started it, as runs record it (a committed history must: test/replay/baseline.ts).
+    ...startedBy(false),
   });
   const queued = async () => (await batcherHandle.query(batcherViewQuery)).metrics.waiting['0']?.queued ?? 0;
   await waitFor(
@@ -83,6 +87,7 @@ describe('envRun feeding a batcher on a real dev server', () => {
           'start the environment again for the new training run',
       );
       expect((await batcherHandle.describe()).status.name).toBe('TERMINATED');
+      await recordHistory('env-run-batcher-ended.json', run.workflowId);
     } finally {
       await client.workflow.getHandle(next.workflowId).terminate();
     }
