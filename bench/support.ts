@@ -126,6 +126,21 @@ export interface BenchWorkers {
 
 let runs = 0;
 
+/**
+ * The bench's model client for the server at `baseUrl`: straight to it, or through a server manager taking
+ * `requestsAtOnce` requests at once (its `num_max_requests_at_once`), as `clotho` runs send calls. `stop` ends the
+ * manager's timers.
+ */
+export function benchInference(baseUrl: string, o: Pick<BenchWorkerOptions, 'modelName' | 'requestsAtOnce'> = {}) {
+  const server = ServerConfigSchema.parse({
+    base_url: baseUrl,
+    model_name: o.modelName ?? 'default',
+    ...(o.requestsAtOnce === undefined ? {} : { num_max_requests_at_once: o.requestsAtOnce, health_check: false }),
+  });
+  const manager = o.requestsAtOnce === undefined ? undefined : createServerManager({ servers: [server] });
+  return { inference: manager ?? createOpenAIClient(server), stop: () => manager?.stop() };
+}
+
 /** Starts workflow, LLM and environment workers for {@link benchEnv} (or `o.environment`) on task queues of their own. */
 export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOptions): Promise<BenchWorkers> {
   const id = `bench-${Date.now()}-${++runs}`;
@@ -135,13 +150,7 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
   const config = BaseEnvConfigSchema.parse({ group_size: o.groupSize, max_token_length: o.tokens, max_turns: maxTurns });
   const environment = await loadEnvironmentData(definition, config);
   const store = new FileSystemStore(join(bench.state, 'store'));
-  const server = ServerConfigSchema.parse({
-    base_url: o.baseUrl,
-    model_name: o.modelName ?? 'default',
-    ...(o.requestsAtOnce === undefined ? {} : { num_max_requests_at_once: o.requestsAtOnce, health_check: false }),
-  });
-  const manager = o.requestsAtOnce === undefined ? undefined : createServerManager({ servers: [server] });
-  const inference = manager ?? createOpenAIClient(server);
+  const { inference, stop } = benchInference(o.baseUrl, o);
   const workers = await startWorkers({
     address: bench.address,
     namespace: 'default',
@@ -189,7 +198,7 @@ export async function startBenchWorkers(bench: BenchTemporal, o: BenchWorkerOpti
     },
     async shutdown() {
       await workers.shutdown();
-      manager?.stop();
+      stop();
     },
   };
 }

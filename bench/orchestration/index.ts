@@ -27,8 +27,6 @@
  */
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { createOpenAIClient } from '../../src/inference/openai-client.js';
-import { ServerConfigSchema } from '../../src/config/schemas.js';
 import { rolloutGroupId } from '../../src/workflows/messages.js';
 import { startScriptedOpenAI, type Responder } from '../../test/support/scripted-openai.js';
 import { readEpisodeHistory } from '../tool-use/history.js';
@@ -37,6 +35,7 @@ import { CYCLE_LEGS, readCycles } from './cycle.js';
 import { measureFloor } from './floor.js';
 import {
   benchEnv,
+  benchInference,
   benchMessages,
   PLACEMENTS,
   placementsOf,
@@ -97,7 +96,7 @@ async function main(): Promise<void> {
   const bench = await startBenchTemporal();
   try {
     const fast = await startScriptedOpenAI({ responder: answer(0) });
-    const inference = createOpenAIClient(ServerConfigSchema.parse({ base_url: fast.baseUrl }));
+    const { inference } = benchInference(fast.baseUrl);
     const request = {
       messages: [{ role: 'user', content: 'item 0: say something' }],
       n: SAMPLES,

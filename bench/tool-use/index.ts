@@ -24,12 +24,11 @@ import { parseArgs } from 'node:util';
 import type { ModelClient } from '../../src/env/define.js';
 import { runEpisode, type AssistantTurn } from '../../src/env/episode.js';
 import { loadEnvironmentData } from '../../src/env/loaded.js';
-import { createOpenAIClient } from '../../src/inference/openai-client.js';
-import { createServerManager } from '../../src/inference/server-manager.js';
-import { BaseEnvConfigSchema, ServerConfigSchema } from '../../src/config/schemas.js';
+import { BaseEnvConfigSchema } from '../../src/config/schemas.js';
 import { rolloutGroupId } from '../../src/workflows/messages.js';
 import { startScriptedOpenAI } from '../../test/support/scripted-openai.js';
 import {
+  benchInference,
   PLACEMENTS,
   placementsOf,
   requestsBetween,
@@ -262,12 +261,7 @@ async function plainLoop(
   count: number,
   { inFlight = count, requestsAtOnce }: { inFlight?: number; requestsAtOnce?: number } = {},
 ): Promise<number> {
-  const server = ServerConfigSchema.parse({
-    base_url: baseUrl,
-    ...(requestsAtOnce === undefined ? {} : { num_max_requests_at_once: requestsAtOnce, health_check: false }),
-  });
-  const manager = requestsAtOnce === undefined ? undefined : createServerManager({ servers: [server] });
-  const inference = manager ?? createOpenAIClient(server);
+  const { inference, stop } = benchInference(baseUrl, { requestsAtOnce });
   const config = BaseEnvConfigSchema.parse({ group_size: 1, max_token_length: TOKENS, max_turns: TURNS });
   const environment = await loadEnvironmentData(toolBenchEnv, config);
   const turnOf: AssistantTurn = async (messages, tools) => {
@@ -286,7 +280,7 @@ async function plainLoop(
     }),
   );
   const wallMs = performance.now() - start;
-  manager?.stop();
+  stop();
   const wrong = episodes.filter((e) => e.turns !== TURNS || e.score !== 1).length;
   if (wrong > 0) throw new Error(`${wrong} plain-loop episodes did not take ${TURNS} turns and answer`);
   return wallMs;

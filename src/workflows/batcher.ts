@@ -25,6 +25,7 @@ import {
   ackBatchUpdate,
   batchQuery,
   batcherViewQuery,
+  batcherWatchersQuery,
   disconnectEnvUpdate,
   ingestGroupsSignal,
   ingestGroupsUpdate,
@@ -36,7 +37,6 @@ import {
   takeBatchUpdate,
   waitingGroupsQuery,
   watchRoomSignal,
-  batcherWatchersQuery,
 } from './messages.js';
 
 export interface BatcherInput {
