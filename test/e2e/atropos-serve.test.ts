@@ -136,7 +136,9 @@ describe('clotho serve --atropos', () => {
     const first = spawnClotho(serveArgs(port), env);
     let second: ReturnType<typeof spawnClotho> | undefined;
     try {
-      await waitFor(() => first.stdout().includes('registered as'), 120_000, 'clotho serve --atropos to register');
+      // Its schedule is printed right after it registers, and may reach the pipe in a chunk of its own.
+      await waitFor(() => first.stdout().includes('trainer steps ('), 120_000, 'clotho serve --atropos to register and print its schedule');
+      expect(first.stdout()).toContain('registered as');
       expect(first.stdout()).toContain('evaluating every 2 trainer steps (STOP_TRAIN)');
       let taken = 0;
       await waitFor(async () => (taken += Number(await takeBatch())) >= 3, 90_000, 'three batches');
