@@ -134,6 +134,15 @@ export interface RolloutGroupResult {
   metrics?: Record<string, number>;
 }
 
+/**
+ * How long an env-run under `serve` waits before it asks a source that had no item again (Atropos's `get_next_item`
+ * returning None): `initialMs`, doubling after each empty answer up to `maximumMs`.
+ */
+export interface ItemWait {
+  initialMs: number;
+  maximumMs: number;
+}
+
 /** Where an env-run hands its finished groups. */
 export type GroupSink =
   | { kind: 'jsonl'; path: string }
