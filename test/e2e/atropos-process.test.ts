@@ -107,6 +107,18 @@ describe('clotho process --atropos', () => {
     await recordHistory('atropos-rollout-group-failed.json', `clotho/${runId}/flaky_env/item-0`);
   });
 
+  it('drops a group whose collect runs past worker_timeout as timeout, counted and not retried, and finishes the run', async () => {
+    // slow_env.py's second item takes 30 s; worker_timeout is 3 s. Two attempts at most: a retried collect fails the run.
+    const runId = uniqueId('atropos-timeout');
+    const out = scratch.path(`${runId}.jsonl`);
+    const flags = ['--env.total_steps', '3', '--env.worker_timeout', '3', '--env.run_id', runId, '--steps.generate.maximum_attempts', '2'];
+    const { code, stdout, stderr } = await runClotho(atroposProcess('slow_env.py', out, 'http://127.0.0.1:9/v1', ...flags), env);
+    expect(code, stderr).toBe(0);
+    expect(stdout).toContain('groups 3/3 · 0 in flight · mean score 0.500 · failed 0 · dropped 1 (timeout 1)');
+    expect(await readGroups(out)).toHaveLength(2);
+    await recordHistory('atropos-env-run-loop-timeout.json', `clotho/${runId}/slow_env`);
+  });
+
   it('ends the run at once, saying why, when an item cannot be encoded (items holding lambdas can)', async () => {
     // closure_items_env.py's items hold a lambda, as reasoning_gym's do; --env.with_lock adds a lock nothing encodes.
     const args = (runId: string, ...flags: string[]) =>
