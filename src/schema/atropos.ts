@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { BatcherRoom, EnvRunProgress, EvalHandling, GroupSink, StepOptions, StoreRef } from './rollout.js';
+import type { BatcherRoom, EnvRunProgress, EvalHandling, GroupSink, ItemWait, StepOptions, StoreRef } from './rollout.js';
 
 /**
  * What crosses the boundary between Clotho's workflows and the Python worker that serves an Atropos `BaseEnv`
@@ -133,7 +133,7 @@ export interface AtroposProgress extends EnvRunProgress {
   dropped: Record<string, number>;
   /** Items taken from the environment's iterator: the next `atroposNextItem` asks for this one. */
   cursor: number;
-  /** Whether the iterator returned None: only the backlog feeds the run from then on. */
+  /** Whether the iterator returned None (under `process`): only the backlog feeds the run from then on. */
   exhausted: boolean;
   /** Items put back by groups, waiting for a group of their own (oldest first). */
   backlog: unknown[];
@@ -183,6 +183,11 @@ export interface AtroposEnvRunInput {
   searchAttributes: boolean;
   /** Atropos's worker_timeout: a group's deadline, after which it is dropped (`timeout`). */
   groupTimeoutSeconds?: number;
+  /**
+   * Under `serve`: when `get_next_item` returns None, ask again after this wait, as Atropos's serve loop asks again.
+   * Absent (`process`, and runs started before it): None ends the run's items once nothing was put back.
+   */
+  itemWait?: ItemWait;
   progress?: AtroposProgress;
   /** Checkpoints, metrics and evaluations; absent from runs started before them. */
   hooks?: AtroposRunHooks;

@@ -143,6 +143,9 @@ export interface ItemWait {
   maximumMs: number;
 }
 
+/** `serve`'s wait for items: 1 s, doubling to a minute. */
+export const SERVE_ITEM_WAIT: ItemWait = { initialMs: 1000, maximumMs: 60_000 };
+
 /** Where an env-run hands its finished groups. */
 export type GroupSink =
   | { kind: 'jsonl'; path: string }

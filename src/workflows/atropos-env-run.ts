@@ -29,11 +29,13 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
 
   /**
    * The next item: one put back first, else the cursor's; `none` once the iterator is exhausted. The cursor gives as
-   * many items as `wanted` in one call; those a change of room leaves unlaunched wait first in the backlog.
+   * many items as `wanted` in one call; those a change of room leaves unlaunched wait first in the backlog. Under
+   * `serve` (`itemWait`) None is none for now: the cursor is asked again once the loop's wait is over (`ask`).
    */
-  const take = async (wanted: number): Promise<Taken<unknown>> => {
+  const take = async (wanted: number, ask: boolean): Promise<Taken<unknown>> => {
     if (progress.backlog.length > 0) return { item: progress.backlog.shift() };
     if (progress.exhausted) return 'none';
+    if (!ask) return 'later';
     const at = progress.cursor;
     const count = batched ? { count: wanted } : {};
     const next = await atroposNextItem(
@@ -42,9 +44,10 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
     recordRestore(progress, at, next.restoredFrom, next.fastForwarded);
     const items = next.items ?? (next.exhausted ? [] : [next.item]);
     progress.cursor += items.length;
-    if (next.exhausted) progress.exhausted = true;
+    if (next.exhausted && !input.itemWait) progress.exhausted = true;
     progress.backlog.push(...items);
-    return progress.backlog.length > 0 ? { item: progress.backlog.shift() } : 'none';
+    if (progress.backlog.length > 0) return { item: progress.backlog.shift() };
+    return progress.exhausted ? 'none' : 'later';
   };
 
   const strategy: EnvRunStrategy<unknown, AtroposGroupResult> = {
