@@ -1,5 +1,6 @@
 import { log, proxyActivities } from '@temporalio/workflow';
-import type { AtroposActivities, AtroposEnvRunInput, AtroposProgress } from '../schema/atropos.js';
+import type { AtroposActivities, AtroposEnvRunInput, AtroposProgress, AtroposStoreTarget } from '../schema/atropos.js';
+import { storeKey } from '../schema/store-keys.js';
 import type { BatcherRoom, EvalProgress } from '../schema/rollout.js';
 import { activityOptions } from './activity-options.js';
 import { evaluationResult, keepCheckpoint, processLogDue, recordLogged, recordRestore, stepChecks } from './atropos-env-run-state.js';
@@ -24,13 +25,14 @@ export function atroposHooks(input: AtroposEnvRunInput, progress: AtroposProgres
   // At the run's cursor: a new worker restores and fast-forwards first, so its checkpoint is not one of item 0.
   const checkpoint = async (step: number) => {
     const at = progress.cursor;
-    const { cursor, data, restoredFrom, fastForwarded } = await atroposCheckpoint({
+    const { cursor, data, ref, restoredFrom, fastForwarded } = await atroposCheckpoint({
       step,
       cursor: at,
       checkpoint: progress.checkpoint ?? null,
+      store: atroposStore(input),
     });
     recordRestore(progress, at, restoredFrom, fastForwarded);
-    keepCheckpoint(progress, step, { cursor, data });
+    keepCheckpoint(progress, step, { cursor, data, ...(ref ? { ref } : {}) });
   };
   const logMetrics = async (step: number | null, count: number) => {
     const { metrics } = await atroposMetrics(step === null ? {} : { step });
@@ -82,4 +84,9 @@ export function atroposEvaluation(input: AtroposEnvRunInput): EnvRunStrategy<unk
       }
     },
   };
+}
+
+/** The run's store as the Python worker writes to it: items and checkpoints under `<run>/<env>`. */
+export function atroposStore(input: Pick<AtroposEnvRunInput, 'storeRoot' | 'runId' | 'environment'>): AtroposStoreTarget {
+  return { root: input.storeRoot, run: storeKey(input.runId, input.environment) };
 }

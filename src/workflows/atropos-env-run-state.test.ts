@@ -102,6 +102,9 @@ describe('an Atropos env-run’s hooks', () => {
     keepCheckpoint(progress, 2, { cursor: 3, data: { iter: 3 } });
     keepCheckpoint(progress, 3, { cursor: 9, data: null });
     expect(progress.checkpoint).toEqual({ cursor: 8, data: { iter: 8 }, step: 1 });
+    // Kept in the store by the worker: its key.
+    keepCheckpoint(progress, 4, { cursor: 12, data: null, ref: { key: 'run/env/checkpoints/ab' } });
+    expect(progress.checkpoint).toEqual({ cursor: 12, data: null, ref: { key: 'run/env/checkpoints/ab' }, step: 4 });
   });
 
   it('turns an evaluation’s numeric metrics into Clotho’s result', () => {

@@ -102,9 +102,12 @@ export function recordRestore(progress: AtroposProgress, cursor: number, from: n
   if (from !== null || fastForwarded > 0) progress.restored = { cursor, from, fastForwarded };
 }
 
-/** Keeps a checkpoint unless it stands behind the one kept (taken by a worker whose iterator had not caught up). */
+/**
+ * Keeps a checkpoint (its data, or its key in the store) unless it saved nothing or stands behind the one kept (taken
+ * by a worker whose iterator had not caught up).
+ */
 export function keepCheckpoint(progress: AtroposProgress, step: number, checkpoint: AtroposCheckpoint): void {
-  if (checkpoint.data === null || checkpoint.data === undefined) return;
+  if ((checkpoint.data === null || checkpoint.data === undefined) && !checkpoint.ref) return;
   if (progress.checkpoint && checkpoint.cursor < progress.checkpoint.cursor) return;
   progress.checkpoint = { ...checkpoint, step };
 }

@@ -1,6 +1,6 @@
 import { patched, proxyActivities, startChild } from '@temporalio/workflow';
 import type { AtroposActivities, AtroposEnvRunInput, AtroposGroupResult, AtroposProgress } from '../schema/atropos.js';
-import { atroposEvaluation, atroposHooks } from './atropos-env-run-hooks.js';
+import { atroposEvaluation, atroposHooks, atroposStore } from './atropos-env-run-hooks.js';
 import { atroposRolloutGroup } from './atropos-rollout-group.js';
 import { activityOptions } from './activity-options.js';
 import { batcherDrops, initialAtroposProgress, outOfItems, recordAtroposResults, recordRestore } from './atropos-env-run-state.js';
@@ -21,6 +21,8 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
   const version = runVersion();
   const { steps, taskQueues } = input;
   const { atroposNextItem } = proxyActivities<AtroposActivities>(activityOptions(steps.next, taskQueues.atropos));
+  // Where the worker puts items too large for history (and reads a checkpoint kept there).
+  const store = atroposStore(input);
   // Runs started before checkpoints, metrics, evaluations and drops reported to the batcher replay without them.
   const hooked = patched('atropos-run-hooks');
   const hooks = hooked ? atroposHooks(input, progress) : undefined;
@@ -39,7 +41,7 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
     const at = progress.cursor;
     const count = batched ? { count: wanted } : {};
     const next = await atroposNextItem(
-      hooked ? { cursor: at, checkpoint: progress.checkpoint ?? null, ...count } : { cursor: at, ...count },
+      hooked ? { cursor: at, checkpoint: progress.checkpoint ?? null, ...count, store } : { cursor: at, ...count, store },
     );
     recordRestore(progress, at, next.restoredFrom, next.fastForwarded);
     const items = next.items ?? (next.exhausted ? [] : [next.item]);

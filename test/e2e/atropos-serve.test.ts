@@ -14,6 +14,7 @@ import { uniqueId } from '../support/temporal.js';
 import { freePort } from '../../temporal-dev/index.js';
 import type { AtroposProgress } from '../../src/schema/atropos.js';
 import type { atroposEnvRun } from '../../src/workflows/atropos-env-run.js';
+import { atroposEnvironmentName } from '../../src/cli/atropos/session.js';
 
 const scratch = useScratch('clotho-atropos-serve-');
 let api: ApiProcess | undefined;
@@ -200,7 +201,7 @@ describe('clotho serve --atropos', () => {
     await http.post('/register', { ...TRAINER, batch_size: 4, num_steps: steps });
     expect((await http.get('/batch')).json).toEqual({ batch: null });
     const runId = uniqueId('atropos-serve-envs');
-    const stem = file.replace(/\.py$/, '');
+    const stem = atroposEnvironmentName(file);
     const serve = spawnClotho(
       [
         ...['serve', '--atropos', join(ATROPOS_ENVS, file), '--batcher-id', own.batcherId, '--store', own.store],
@@ -306,8 +307,8 @@ describe('clotho serve --atropos', () => {
   }, 600_000);
 
   it("asks a streaming environment again after get_next_item's None, on durable timers 1 s, 2 s, 4 s, and feeds the trainer", async () => {
-    // streaming_env.py has nothing for its first three calls, then an item at every call.
-    const streaming = await serveTo('streaming_env.py', 'http://127.0.0.1:9/v1', 1);
+    // StreamingEnv has nothing for its first three calls, then an item at every call.
+    const streaming = await serveTo('edge_envs.py:StreamingEnv', 'http://127.0.0.1:9/v1', 1);
     try {
       let batch: { scores: number[] }[] | null = null;
       await waitFor(
