@@ -10,6 +10,7 @@ import { startHarness, type Harness } from '../support/harness.js';
 import { encodeChat } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
 import { recordHistory } from '../support/atropos.js';
+import { startedBy } from '../../src/cli/versions.js';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -91,6 +92,8 @@ describe("envRun with Atropos's thinking fields and worker_timeout on a real dev
     const result = await harness.temporal.client.workflow.execute(envRun, {
       taskQueue: harness.queues.workflows,
       workflowId,
+      // The memo of the version that started it, as every run Clotho starts has (its history is committed).
+      ...startedBy(true),
       args: [
         {
           runId: harness.runId,
