@@ -79,10 +79,13 @@ class Checkpoint:
 class ItemCursor:
     """Serialises this process's calls of ``get_next_item`` and counts them."""
 
-    def __init__(self, env: BaseEnv, keep: int = 1024) -> None:
+    def __init__(self, env: BaseEnv, keep: int = 1024, progress_every: float = 1.0) -> None:
         self.env = env
         self.taken = 0
         self._keep = keep
+        # Seconds between progress reports while fast-forwarding (the activity's heartbeats): by time, not by items, so a
+        # slow get_next_item (a stream, a remote dataset) still heartbeats well within the 10 s heartbeat timeout.
+        self._progress_every = progress_every
         self._recent: "OrderedDict[int, Any]" = OrderedDict()
         self._lock = asyncio.Lock()
 
@@ -119,14 +122,15 @@ class ItemCursor:
         if checkpoint is not None and checkpoint.saved and self.taken < checkpoint.cursor <= index:
             self._load(checkpoint)
             result.restored_from = checkpoint.cursor
-        started = time.perf_counter()
+        started = reported = time.perf_counter()
         while self.taken < index:
             if await self.env.get_next_item() is None:
                 result.exhausted = True
                 break
             self.taken += 1
             result.fast_forwarded += 1
-            if result.fast_forwarded % 1000 == 0:
+            if time.perf_counter() - reported >= self._progress_every:
+                reported = time.perf_counter()
                 progress(result.fast_forwarded)
         result.fast_forward_seconds = time.perf_counter() - started
         return result
