@@ -125,6 +125,7 @@ export interface AtroposGroupInput {
   runId: string;
   environment: string;
   itemIndex: number;
+  /** As the worker encoded it, or its key in the store (`{"$stored": key}`) when it was large. */
   item: unknown;
   /** The file-system trajectory store the worker writes the group into, and reads a stored item from. */
   storeRoot: string;

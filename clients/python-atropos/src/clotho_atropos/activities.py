@@ -3,15 +3,15 @@
 Names and payloads (JSON objects, camelCase as Clotho's TypeScript workflows send them):
 
 - ``atroposDescribe()`` → ``{className, name, mode, config, usesCheckpoint, maxNumWorkers}``
-- ``atroposNextItem({cursor, checkpoint?, count?})`` → ``{cursor, item, exhausted, fastForwarded, fastForwardSeconds, restoredFrom}``;
+- ``atroposNextItem({cursor, checkpoint?, count?, store?})`` → ``{cursor, item, exhausted, fastForwarded, fastForwardSeconds, restoredFrom}``;
   with ``count``, also ``items``: up to ``count`` items from ``cursor`` on, fewer (and ``exhausted``) when the iterator ends
-- ``atroposCollect({itemIndex, item, postprocess?, maxTokenLen?})`` → a ``Collected`` (below); with
+- ``atroposCollect({itemIndex, item, store?, postprocess?, maxTokenLen?})`` → a ``Collected`` (below); with
   ``postprocess: false`` → ``{status: "collected", groups, list, backlog, seconds}``, the groups as returned
 - ``atroposPostprocess({itemIndex, item, groups, list, maxTokenLen?})`` → a ``Collected`` without ``backlog``
 - ``atroposEvaluate({step?})`` → ``{result, metrics, logged, seconds}``: ``metrics`` the pairs ``evaluate`` appended to
   ``eval_metrics`` over what it gave ``evaluate_log`` (``logged``, null when it did not call it)
-- ``atroposCheckpoint({step, cursor?, checkpoint?})`` → ``{cursor, data, restoredFrom, fastForwarded}`` (``data`` null when the class saves nothing;
-  with ``cursor``, the iterator is first brought to the run's cursor, from ``checkpoint`` when given)
+- ``atroposCheckpoint({step, cursor?, checkpoint?, store?})`` → ``{cursor, data, ref?, restoredFrom, fastForwarded}`` (``data`` null when the class saves nothing
+  or ``ref`` holds it; with ``cursor``, the iterator is first brought to the run's cursor, from ``checkpoint`` when given)
 - ``atroposMetrics({step})`` → ``{metrics}``: what ``wandb_log`` logs (and still logs to wandb when it is on)
 
 ``Collected``: ``{status: "scored", groups: [ScoredDataGroup...], list, dropped: [{index, reason}], backlog: [item...], seconds}``
