@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { BatcherRoom, EnvRunProgress, EvalHandling, GroupSink, StepOptions, StoreRef } from './rollout.js';
+import type { BatcherRoom, EnvRunProgress, EvalHandling, GroupSink, ItemWait, StepOptions, StoreRef } from './rollout.js';
 
 /**
  * What crosses the boundary between Clotho's workflows and the Python worker that serves an Atropos `BaseEnv`
@@ -56,10 +56,27 @@ export type AtroposCollected =
     }
   | { status: 'declined'; reason: string; dropped: AtroposDropped[]; backlog: unknown[]; seconds: number };
 
-/** What `save_checkpoint` wrote (null when it saved nothing), and how many items the iterator had given then. */
+/**
+ * What `save_checkpoint` wrote (null when it saved nothing), and how many items the iterator had given then. A worker
+ * given a store keeps what it wrote there by content and answers its key (`ref`, `data` null): it travels with every
+ * `atroposNextItem`, so it stays a key in history however much the class saves.
+ */
 export interface AtroposCheckpoint {
   cursor: number;
   data: unknown;
+  ref?: StoreRef;
+}
+
+/**
+ * The trajectory store an activity writes to and reads from (a directory): `run` is `<run>/<env>`, under which items
+ * (`items/<sha256>`) and checkpoints (`checkpoints/<sha256>`) are kept by content; `key` a group's, `<run>/<env>/item-<i>`,
+ * under which each attempt of its collect writes its groups (`attempt-<n>/group-<k>`). Items past a small size, and
+ * every put-back item, travel as `{"$stored": key}` (clients/python-atropos, payloads.py): opaque to the workflows.
+ */
+export interface AtroposStoreTarget {
+  root: string;
+  run: string;
+  key?: string;
 }
 
 /** `atroposEvaluate`'s answer: what the environment's `evaluate` produced. */
@@ -75,16 +92,22 @@ export interface AtroposEvaluated {
 
 /** The Python worker's activities, as workflows call them (`proxyActivities<AtroposActivities>`). */
 export interface AtroposActivities {
-  atroposNextItem(input: { cursor: number; checkpoint?: AtroposCheckpoint | null; count?: number }): Promise<AtroposNextItem>;
+  atroposNextItem(input: {
+    cursor: number;
+    checkpoint?: AtroposCheckpoint | null;
+    count?: number;
+    store?: AtroposStoreTarget;
+  }): Promise<AtroposNextItem>;
   /** With `cursor`, a worker behind the run's cursor (a new one) first brings its iterator there, from `checkpoint`. */
   atroposCheckpoint(input: {
     step: number;
     cursor?: number;
     checkpoint?: AtroposCheckpoint | null;
+    store?: AtroposStoreTarget;
   }): Promise<AtroposCheckpoint & Pick<AtroposNextItem, 'restoredFrom' | 'fastForwarded'>>;
   /** What the environment's `wandb_log` logs (it still logs to wandb when use_wandb is on): numbers only. */
   atroposMetrics(input: { step?: number }): Promise<{ metrics: Record<string, number> }>;
-  atroposCollect(input: { itemIndex: number; item: unknown; store: { root: string; key: string } }): Promise<AtroposCollected>;
+  atroposCollect(input: { itemIndex: number; item: unknown; store: AtroposStoreTarget & { key: string } }): Promise<AtroposCollected>;
   atroposEvaluate(input: { step?: number }): Promise<AtroposEvaluated>;
 }
 
@@ -102,8 +125,9 @@ export interface AtroposGroupInput {
   runId: string;
   environment: string;
   itemIndex: number;
+  /** As the worker encoded it, or its key in the store (`{"$stored": key}`) when it was large. */
   item: unknown;
-  /** The file-system trajectory store the worker writes the group into (`<root>/<key>.json`). */
+  /** The file-system trajectory store the worker writes the group into, and reads a stored item from. */
   storeRoot: string;
   /** The Python worker's queue. */
   taskQueue: string;
@@ -133,7 +157,7 @@ export interface AtroposProgress extends EnvRunProgress {
   dropped: Record<string, number>;
   /** Items taken from the environment's iterator: the next `atroposNextItem` asks for this one. */
   cursor: number;
-  /** Whether the iterator returned None: only the backlog feeds the run from then on. */
+  /** Whether the iterator returned None (under `process`): only the backlog feeds the run from then on. */
   exhausted: boolean;
   /** Items put back by groups, waiting for a group of their own (oldest first). */
   backlog: unknown[];
@@ -183,6 +207,11 @@ export interface AtroposEnvRunInput {
   searchAttributes: boolean;
   /** Atropos's worker_timeout: a group's deadline, after which it is dropped (`timeout`). */
   groupTimeoutSeconds?: number;
+  /**
+   * Under `serve`: when `get_next_item` returns None, ask again after this wait, as Atropos's serve loop asks again.
+   * Absent (`process`, and runs started before it): None ends the run's items once nothing was put back.
+   */
+  itemWait?: ItemWait;
   progress?: AtroposProgress;
   /** Checkpoints, metrics and evaluations; absent from runs started before them. */
   hooks?: AtroposRunHooks;

@@ -134,6 +134,18 @@ export interface RolloutGroupResult {
   metrics?: Record<string, number>;
 }
 
+/**
+ * How long an env-run under `serve` waits before it asks a source that had no item again (Atropos's `get_next_item`
+ * returning None): `initialMs`, doubling after each empty answer up to `maximumMs`.
+ */
+export interface ItemWait {
+  initialMs: number;
+  maximumMs: number;
+}
+
+/** `serve`'s wait for items: 1 s, doubling to a minute. */
+export const SERVE_ITEM_WAIT: ItemWait = { initialMs: 1000, maximumMs: 60_000 };
+
 /** Where an env-run hands its finished groups. */
 export type GroupSink =
   | { kind: 'jsonl'; path: string }

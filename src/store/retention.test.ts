@@ -38,6 +38,10 @@ describe('--retention', () => {
     expect(groupOfKey('run-1/gsm8k/item-3/turn-0/sample-1/call-2')).toBe('run-1/gsm8k/item-3');
     expect(groupOfKey('run-1/gsm8k/item-3/group')).toBe('run-1/gsm8k/item-3');
     expect(groupOfKey('run-1/gsm8k/item-3')).toBe('run-1/gsm8k/item-3');
+    // An Atropos collect's groups under its attempt; the run's stored items and checkpoints belong to no group.
+    expect(groupOfKey('run-1/gsm8k/item-3/attempt-2/group-0')).toBe('run-1/gsm8k/item-3');
+    expect(groupOfKey(`run-1/gsm8k/items/${'a'.repeat(64)}`)).toBeNull();
+    expect(groupOfKey(`run-1/gsm8k/checkpoints/${'a'.repeat(64)}`)).toBeNull();
     // A run id of several segments; an environment named like an item.
     expect(groupOfKey('team/run/env/item-0/parsed')).toBe('team/run/env/item-0');
     expect(groupOfKey('run/item-1/item-2/group')).toBe('run/item-1/item-2');

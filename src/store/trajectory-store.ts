@@ -3,6 +3,7 @@ import { appendFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
 import { deletedFrame, groupOfRecord, JOURNAL_SUFFIX, journalFrame, readJournal } from './group-journal.js';
+import { storeKey } from '../schema/store-keys.js';
 
 /**
  * Where activities keep everything too big for a Temporal payload: token ids, masks, logprobs,
@@ -44,16 +45,7 @@ export class JsonBytes {
 /** What `put` writes for a value. */
 export const serialised = (value: unknown): Uint8Array | string => (value instanceof JsonBytes ? value.bytes : JSON.stringify(value));
 
-const KEY = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
-
-/** Store keys: `<run>/<environment>/item-<i>/<part>`; all parts are checked against path tricks. */
-export function storeKey(...parts: (string | number)[]): string {
-  const key = parts.join('/');
-  if (!KEY.test(key) || key.split('/').some((p) => p === '.' || p === '..')) {
-    throw new Error(`invalid store key "${key}"`);
-  }
-  return key;
-}
+export { storeKey } from '../schema/store-keys.js';
 
 /**
  * A store on the local file system. The records of a rollout group (`<run>/<env>/item-<i>/<part>`) are frames appended

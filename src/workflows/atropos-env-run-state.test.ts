@@ -35,13 +35,14 @@ describe('an Atropos env-run’s progress', () => {
           [1, 1, 0],
         ],
         dropped: { scores_all_equal: 1 },
+        policyVersion: 3,
       }),
       result({ status: 'declined', reason: 'declined', backlog: [{ n: 1 }] }),
       result({ status: 'declined', reason: 'too_long', dropped: { too_long: 2 } }),
     ]);
     expect(deliveries).toEqual([
-      { ref: { key: 'a/group-0' }, size: 2 },
-      { ref: { key: 'a/group-1' }, size: 3 },
+      { ref: { key: 'a/group-0' }, size: 2, policyVersion: 3 },
+      { ref: { key: 'a/group-1' }, size: 3, policyVersion: 3 },
     ]);
     expect(progress).toMatchObject({ completed: 3, scoredGroups: 1, scoreSum: 0.6, backlog: [{ n: 1 }] });
     expect(progress.dropped).toEqual({ scores_all_equal: 1, declined: 1, too_long: 2 });
@@ -101,6 +102,9 @@ describe('an Atropos env-run’s hooks', () => {
     keepCheckpoint(progress, 2, { cursor: 3, data: { iter: 3 } });
     keepCheckpoint(progress, 3, { cursor: 9, data: null });
     expect(progress.checkpoint).toEqual({ cursor: 8, data: { iter: 8 }, step: 1 });
+    // Kept in the store by the worker: its key.
+    keepCheckpoint(progress, 4, { cursor: 12, data: null, ref: { key: 'run/env/checkpoints/ab' } });
+    expect(progress.checkpoint).toEqual({ cursor: 12, data: null, ref: { key: 'run/env/checkpoints/ab' }, step: 4 });
   });
 
   it('turns an evaluation’s numeric metrics into Clotho’s result', () => {

@@ -1,24 +1,19 @@
 import type { AtroposCheckpoint, AtroposEvaluated, AtroposGroupResult, AtroposProgress, AtroposRunHooks } from '../schema/atropos.js';
 import type { RecordDrops } from '../schema/batcher.js';
-import type { EvaluationResult, StoreRef } from '../schema/rollout.js';
+import type { EvaluationResult } from '../schema/rollout.js';
+import type { Delivery } from './env-run-strategy.js';
 import { initialProgress } from './env-run-state.js';
 
 export function initialAtroposProgress(): AtroposProgress {
   return { ...initialProgress(), dropped: {}, cursor: 0, exhausted: false, backlog: [] };
 }
 
-/** A kept group to deliver: its store key and how many sequences it holds. */
-export interface AtroposDelivery {
-  ref: StoreRef;
-  size: number;
-}
-
 /**
  * Records finished groups: the items they put back join the backlog, declines and Atropos's filtered groups are
  * counted by reason, scored ones add their mean; returns the groups to deliver, in order.
  */
-export function recordAtroposResults(progress: AtroposProgress, results: AtroposGroupResult[]): AtroposDelivery[] {
-  const deliveries: AtroposDelivery[] = [];
+export function recordAtroposResults(progress: AtroposProgress, results: AtroposGroupResult[]): Delivery[] {
+  const deliveries: Delivery[] = [];
   for (const result of results) {
     progress.completed++;
     progress.backlog.push(...result.backlog);
@@ -27,7 +22,8 @@ export function recordAtroposResults(progress: AtroposProgress, results: Atropos
     const scores = result.scores.flat();
     progress.scoreSum += scores.reduce((a, b) => a + b, 0) / Math.max(scores.length, 1);
     progress.scoredGroups++;
-    result.groups.forEach((ref, i) => deliveries.push({ ref, size: result.scores[i]?.length ?? 0 }));
+    const { policyVersion } = result;
+    result.groups.forEach((ref, i) => deliveries.push({ ref, size: result.scores[i]?.length ?? 0, policyVersion }));
   }
   return deliveries;
 }
@@ -106,9 +102,12 @@ export function recordRestore(progress: AtroposProgress, cursor: number, from: n
   if (from !== null || fastForwarded > 0) progress.restored = { cursor, from, fastForwarded };
 }
 
-/** Keeps a checkpoint unless it stands behind the one kept (taken by a worker whose iterator had not caught up). */
+/**
+ * Keeps a checkpoint (its data, or its key in the store) unless it saved nothing or stands behind the one kept (taken
+ * by a worker whose iterator had not caught up).
+ */
 export function keepCheckpoint(progress: AtroposProgress, step: number, checkpoint: AtroposCheckpoint): void {
-  if (checkpoint.data === null || checkpoint.data === undefined) return;
+  if ((checkpoint.data === null || checkpoint.data === undefined) && !checkpoint.ref) return;
   if (progress.checkpoint && checkpoint.cursor < progress.checkpoint.cursor) return;
   progress.checkpoint = { ...checkpoint, step };
 }

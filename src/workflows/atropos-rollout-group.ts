@@ -1,12 +1,13 @@
 import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { AtroposActivities, AtroposGroupInput, AtroposGroupResult } from '../schema/atropos.js';
+import { itemKey, storeKey } from '../schema/store-keys.js';
 import { activityOptions } from './activity-options.js';
 import { MEAN_SCORE, STATUS } from './search-attributes.js';
 
 /**
  * One group of an Atropos environment: a single `atroposCollect` on the Python worker's queue, which runs the
  * environment's `collect_trajectories`, `postprocess_histories` and Atropos's send filter, writes the kept groups into
- * the trajectory store and answers with their references. It heartbeats, so a dead worker is noticed within the
+ * the trajectory store under its attempt's own keys and answers with their references, which are what is delivered. It heartbeats, so a dead worker is noticed within the
  * heartbeat timeout and the collect runs again elsewhere (work inside one collect is redone; the group is not lost).
  * An exception fails the activity with its Python traceback; once the step's retries run out the workflow fails
  * with it, never dropped or scored. History: started, one workflow task, the activity, one task, completed.
@@ -17,11 +18,15 @@ export async function atroposRolloutGroup(input: AtroposGroupInput): Promise<Atr
     ...activityOptions(input.collect, input.taskQueue),
     summary: `item ${input.itemIndex}`,
   });
-  // The key rollout groups of Clotho's own environments use for their items (`storeKey` in src/store).
-  const key = `${input.runId}/${input.environment}/item-${input.itemIndex}`;
+  // The key rollout groups of Clotho's own environments use for their items; each attempt writes under its own.
+  const store = {
+    root: input.storeRoot,
+    run: storeKey(input.runId, input.environment),
+    key: itemKey(input.runId, input.environment, input.itemIndex),
+  };
   let collected;
   try {
-    collected = await atroposCollect({ itemIndex: input.itemIndex, item: input.item, store: { root: input.storeRoot, key } });
+    collected = await atroposCollect({ itemIndex: input.itemIndex, item: input.item, store });
   } catch (error) {
     setStatus(input, 'failed');
     throw error;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { progressLine } from '../cli/progress.js';
-import { initialProgress, recordFinished, recordResult, roomForGroups } from './env-run-state.js';
+import { initialProgress, nextItemWait, recordFinished, recordResult, roomForGroups } from './env-run-state.js';
+import { payloadTooLarge } from './env-run-strategy.js';
 import { rolloutGroupOptions, timedOutGroup } from './rollout-children.js';
 
 const room = (queuedGroups: number, receivedGroups: number) => ({ version: 1, currentStep: 0, batchSize: 8, queuedGroups, receivedGroups });
@@ -71,5 +72,20 @@ describe('groups past their deadline (worker_timeout)', () => {
     expect(rolloutGroupOptions(input, 3, undefined)).not.toHaveProperty('workflowExecutionTimeout');
     expect(rolloutGroupOptions({ ...input, groupTimeoutSeconds: 60 }, 3, undefined).workflowExecutionTimeout).toBe(60_000);
     expect(rolloutGroupOptions(input, 3, '0.2.0').memo).toEqual({ clothoVersion: '0.2.0' });
+  });
+
+  it('waits for items 1 s, then twice as long after each empty answer, up to a minute', () => {
+    const policy = { initialMs: 1000, maximumMs: 60_000 };
+    const waits: number[] = [];
+    let last: number | null = null;
+    for (let i = 0; i < 8; i++) waits.push((last = nextItemWait(policy, last)));
+    expect(waits).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000]);
+  });
+
+  it('fails, naming the value, its size and the budget, when a value past the payload budget would enter history', () => {
+    expect(() => payloadTooLarge({ backlog: ['x'.repeat(1000)] }, 'the input')).not.toThrow();
+    expect(() => payloadTooLarge({ backlog: ['x'.repeat(600_000)] }, 'the input it continues as new with')).toThrow(
+      /^the input it continues as new with is 600016 bytes of JSON, past the payload budget of 524288 /,
+    );
   });
 });

@@ -1,4 +1,4 @@
-import type { BatcherRoom, DropReason, EnvRunProgress, GroupSink, RolloutGroupResult } from '../schema/rollout.js';
+import type { BatcherRoom, DropReason, EnvRunProgress, GroupSink, ItemWait, RolloutGroupResult } from '../schema/rollout.js';
 
 /** Failures kept in the progress (the rest are counted); the Temporal UI has every one. */
 const FAILURES_KEPT = 20;
@@ -91,4 +91,9 @@ export function groupsToLaunch(
   if (sink.kind !== 'batcher') return slots;
   if (!room) return 0;
   return Math.min(slots, roomForGroups(room, delivered, pending, sink.maxBatchesOffpolicy, groupSize));
+}
+
+/** The next wait for items (`ItemWait`): the first, or twice the last, at most the maximum. */
+export function nextItemWait(policy: ItemWait, lastMs: number | null): number {
+  return lastMs === null ? policy.initialMs : Math.min(policy.maximumMs, lastMs * 2);
 }

@@ -70,11 +70,6 @@ export function timedOutGroup(itemIndex: number, groupSize: number, policyVersio
   return { itemIndex, status: 'dropped', dropReason: 'timeout', scores: [], meanScore: 0, groupSize, tokens: 0, turns: 0, policyVersion };
 }
 
-/** A scored group as the batcher takes it: its store key is its idempotency key, so a repeat is ignored. */
-export function deliveredGroup(result: RolloutGroupResult, envId: number, policyVersion: number | null): GroupRef {
-  return storedGroupRef(result.group!.key, result.groupSize, envId, policyVersion, result.longestSequence);
-}
-
 /** A group in the store as the batcher takes it, by its key (also its idempotency key). */
 export function storedGroupRef(key: string, size: number, envId: number, policyVersion: number | null, longestSequence?: number): GroupRef {
   return {

@@ -107,6 +107,40 @@ describe('clotho process --atropos', () => {
     await recordHistory('atropos-rollout-group-failed.json', `clotho/${runId}/flaky_env/item-0`);
   });
 
+  it('drops a group whose collect runs past worker_timeout as timeout, counted and not retried, and finishes the run', async () => {
+    // SlowEnv's second item takes 30 s; worker_timeout is 3 s. Two attempts at most: a retried collect fails the run.
+    const runId = uniqueId('atropos-timeout');
+    const out = scratch.path(`${runId}.jsonl`);
+    const flags = ['--env.total_steps', '3', '--env.worker_timeout', '3', '--env.run_id', runId, '--steps.generate.maximum_attempts', '2'];
+    const { code, stdout, stderr } = await runClotho(atroposProcess('edge_envs.py:SlowEnv', out, 'http://127.0.0.1:9/v1', ...flags), env);
+    expect(code, stderr).toBe(0);
+    expect(stdout).toContain('groups 3/3 · 0 in flight · mean score 0.500 · failed 0 · dropped 1 (timeout 1)');
+    expect(await readGroups(out)).toHaveLength(2);
+    await recordHistory('atropos-env-run-loop-timeout.json', `clotho/${runId}/SlowEnv`);
+  });
+
+  it('runs items of 250 KB sixteen at a time, put back once each odd one, through the store rather than the history', async () => {
+    // Sixteen slots: one atroposNextItem answers sixteen items (4 MB), past Temporal's 2 MB payloads if they travelled inline.
+    const runId = uniqueId('atropos-big');
+    const out = scratch.path(`${runId}.jsonl`);
+    const flags = ['--env.total_steps', '24', '--env.max_num_workers', '16', '--env.run_id', runId];
+    const { code, stdout, stderr } = await runClotho(
+      atroposProcess('edge_envs.py:BigItemsEnv', out, 'http://127.0.0.1:9/v1', ...flags),
+      env,
+    );
+    expect(code, stderr).toBe(0);
+    const declined = Number(/groups 24\/24 · 0 in flight · mean score 0\.500 · failed 0 · dropped (\d+) \(declined \1\)/.exec(stdout)?.[1]);
+    expect(declined, stdout).toBeGreaterThan(0);
+    expect(await readGroups(out)).toHaveLength(24 - declined);
+    // What the env-run's history holds of the items: keys, not their text.
+    const { client } = await testConnection();
+    const history = await client.workflow.getHandle(`clotho/${runId}/BigItemsEnv`).fetchHistory();
+    expect(JSON.stringify(history).length).toBeLessThan(500_000);
+    await recordHistory('atropos-env-run-loop-stored-items.json', `clotho/${runId}/BigItemsEnv`);
+    // Its first group put its item back; its second collected one that came from the store.
+    await recordHistory('atropos-rollout-group-stored-item.json', `clotho/${runId}/BigItemsEnv/item-1`);
+  }, 300_000);
+
   it('ends the run at once, saying why, when an item cannot be encoded (items holding lambdas can)', async () => {
     // closure_items_env.py's items hold a lambda, as reasoning_gym's do; --env.with_lock adds a lock nothing encodes.
     const args = (runId: string, ...flags: string[]) =>

@@ -14,6 +14,7 @@ import { uniqueId } from '../support/temporal.js';
 import { freePort } from '../../temporal-dev/index.js';
 import type { AtroposProgress } from '../../src/schema/atropos.js';
 import type { atroposEnvRun } from '../../src/workflows/atropos-env-run.js';
+import { atroposEnvironmentName } from '../../src/cli/atropos/session.js';
 
 const scratch = useScratch('clotho-atropos-serve-');
 let api: ApiProcess | undefined;
@@ -200,7 +201,7 @@ describe('clotho serve --atropos', () => {
     await http.post('/register', { ...TRAINER, batch_size: 4, num_steps: steps });
     expect((await http.get('/batch')).json).toEqual({ batch: null });
     const runId = uniqueId('atropos-serve-envs');
-    const stem = file.replace(/\.py$/, '');
+    const stem = atroposEnvironmentName(file);
     const serve = spawnClotho(
       [
         ...['serve', '--atropos', join(ATROPOS_ENVS, file), '--batcher-id', own.batcherId, '--store', own.store],
@@ -218,7 +219,7 @@ describe('clotho serve --atropos', () => {
       await own.stop();
     };
     await waitFor(() => serve.stdout().includes('registered as'), 120_000, `clotho serve --atropos ${file} to register`);
-    return { http, serve, status, close };
+    return { http, serve, status, close, handle };
   }
 
   it('serves the multi-step, failing-once and declining test environments as Atropos would, counting what it drops', async () => {
@@ -304,4 +305,37 @@ describe('clotho serve --atropos', () => {
       await declining.close();
     }
   }, 600_000);
+
+  it("asks a streaming environment again after get_next_item's None, on durable timers 1 s, 2 s, 4 s, and feeds the trainer", async () => {
+    // StreamingEnv has nothing for its first three calls, then an item at every call.
+    const streaming = await serveTo('edge_envs.py:StreamingEnv', 'http://127.0.0.1:9/v1', 1);
+    try {
+      let batch: { scores: number[] }[] | null = null;
+      await waitFor(
+        async () => {
+          if (streaming.serve.child.exitCode !== null) {
+            throw new Error(
+              `serve exited (${streaming.serve.child.exitCode}) before the trainer had a batch:\n${streaming.serve.stdout()}`,
+            );
+          }
+          batch = (await streaming.http.get('/batch')).json.batch as { scores: number[] }[] | null;
+          return batch !== null;
+        },
+        120_000,
+        'a batch',
+      );
+      expect(batch!.map((g) => g.scores)).toEqual([
+        [1, 0],
+        [1, 0],
+      ]);
+      expect(await streaming.serve.exited).toBe(0);
+      const timers = ((await streaming.handle.fetchHistory()).events ?? []).flatMap((e) =>
+        e.timerStartedEventAttributes ? [Number(e.timerStartedEventAttributes.startToFireTimeout!.seconds)] : [],
+      );
+      expect(timers).toEqual([1, 2, 4]);
+      await recordHistory('atropos-env-run-loop-waiting.json', streaming.handle.workflowId);
+    } finally {
+      await streaming.close();
+    }
+  }, 300_000);
 });

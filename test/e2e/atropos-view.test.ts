@@ -40,7 +40,8 @@ describe("an Atropos run's groups in clotho inspect and clotho view", () => {
     const processed = await runClotho([...args, '--env.data_path_to_save_groups', out, '--store', store], env);
     expect(processed.code).toBe(0);
     expect(await readGroups(out)).toHaveLength(2);
-    const stored = join(store, runId, 'arithmetic_env', 'item-0', 'group-0.json');
+    // Under the attempt of its collect that wrote it (the first: nothing failed).
+    const stored = join(store, runId, 'arithmetic_env', 'item-0', 'attempt-1', 'group-0.json');
     const first = JSON.parse(await readFile(stored, 'utf8')) as ScoredDataGroup;
     const text = (role: string) => String(first.messages![0]!.find((m) => m.role === role)!.content);
     const [question, answer] = [text('user'), text('assistant')];
@@ -51,7 +52,7 @@ describe("an Atropos run's groups in clotho inspect and clotho view", () => {
     expect(inspect.stdout).toContain(`clotho/${runId}/arithmetic_env/item-0 (atroposRolloutGroup`);
     expect(inspect.stdout).toContain('atroposCollect');
     expect(inspect.stdout).toContain('result: scored · scores 1, -1, -1, -1');
-    expect(inspect.stdout).toContain(`group ${runId}/arithmetic_env/item-0/group-0 (4 sequences):`);
+    expect(inspect.stdout).toContain(`group ${runId}/arithmetic_env/item-0/attempt-1/group-0 (4 sequences):`);
     expect(inspect.stdout).toContain(`sample 0: score 1 · 1 assistant turns · last reply ${JSON.stringify(answer)}`);
 
     const url = await startClothoView(['--run', runId, '--store', store, '--tokenizer', 'none'], env, children);

@@ -245,6 +245,16 @@ describe('replay of recorded histories', () => {
     // (test/e2e/atropos-evaluate.test.ts records them).
     'atropos-evaluation.json',
     'atropos-evaluation-failed.json',
+    // The one env-run loop (issue 38) on the paths only new runs take, the histories above being those it replays as
+    // they ran: a group dropped at its deadline (worker_timeout) in envRun (test/workflows/env-run-thinking.test.ts)
+    // and in atroposEnvRun (`groupTimeoutSeconds`); items and put-back items as store keys, and a group collecting one;
+    // under serve, get_next_item's None asked again after timers of 1, 2 and 4 s (`itemWait`;
+    // test/e2e/atropos-process.test.ts and atropos-serve.test.ts record them).
+    'env-run-loop-timeout.json',
+    'atropos-env-run-loop-timeout.json',
+    'atropos-env-run-loop-stored-items.json',
+    'atropos-rollout-group-stored-item.json',
+    'atropos-env-run-loop-waiting.json',
   ])('replays %s against the current workflow code', async (name) => {
     const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
     expect(history.events.length).toBeGreaterThan(5);

@@ -9,6 +9,8 @@ import { GSM8K_TEST, gsm8kItems, gsm8kResponder } from '../support/gsm8k-model.j
 import { startHarness, type Harness } from '../support/harness.js';
 import { encodeChat } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
+import { recordHistory } from '../support/atropos.js';
+import { startedBy } from '../../src/cli/versions.js';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -86,9 +88,12 @@ describe("envRun with Atropos's thinking fields and worker_timeout on a real dev
       },
     });
     const path = join(await mkdtemp(join(tmpdir(), 'clotho-jsonl-')), 'groups.jsonl');
+    const workflowId = uniqueId('env-run');
     const result = await harness.temporal.client.workflow.execute(envRun, {
       taskQueue: harness.queues.workflows,
-      workflowId: uniqueId('env-run'),
+      workflowId,
+      // The memo of the version that started it, as every run Clotho starts has (its history is committed).
+      ...startedBy(true),
       args: [
         {
           runId: harness.runId,
@@ -107,5 +112,6 @@ describe("envRun with Atropos's thinking fields and worker_timeout on a real dev
       .split('\n')
       .map((l) => JSON.parse(l) as ScoredDataGroup);
     expect(delivered.map((g) => items.findIndex((item) => item.question === g.messages![0]![1]!.content)).sort()).toEqual([0, 2, 3]);
+    await recordHistory('env-run-loop-timeout.json', workflowId);
   });
 });

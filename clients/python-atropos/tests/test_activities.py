@@ -1,6 +1,7 @@
 """The activities called directly (temporalio's ActivityEnvironment) on environments built from argv."""
 
 import asyncio
+import dataclasses
 import json
 import os
 import subprocess
@@ -11,7 +12,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from clotho_atropos import AtroposActivities, ItemCursor, build_env, load_env_class
+from clotho_atropos import store
 from clotho_atropos.cursor import CursorBehindError
+from clotho_atropos.payloads import PAYLOAD_BUDGET_BYTES, Carrier, Target, uncarried
 from conftest import ENVS
 
 
@@ -237,6 +240,26 @@ def test_a_restarted_process_fast_forwards_to_the_cursor(flags) -> None:
     assert restarted.cursor.taken == 51
 
 
+def test_a_slow_fast_forward_heartbeats_every_second_not_every_thousand_items(flags) -> None:
+    # 300 items at 10 ms each: 3 s without a heartbeat when they were counted by the thousand.
+    first = activities_for("arithmetic_env.py", flags("serve"))
+    given = first.env.get_next_item
+
+    async def slow():
+        await asyncio.sleep(0.01)
+        return await given()
+
+    first.env.get_next_item = slow
+    beats: list = []
+
+    async def scenario(call):
+        return await call(first.next_item, {"cursor": 300})
+
+    resumed = run(first, scenario, on_heartbeat=lambda *details: beats.append(details))
+    assert resumed["fastForwarded"] == 300
+    assert len(beats) >= 2 and all(0 < d[0]["fastForwarded"] < 300 for d in beats)
+
+
 def test_a_checkpoint_is_restored_then_fast_forwarded(flags) -> None:
     spec = "arithmetic_env.py:CheckpointedArithmeticEnv"
     first = activities_for(spec, flags("serve"))
@@ -341,9 +364,9 @@ def test_groups_into_the_trajectory_store(flags, tmp_path) -> None:
         return await call(acts.collect, {"itemIndex": 0, "item": item["item"], "store": {"root": str(tmp_path), "key": key}})
 
     collected = run(acts, scenario)
-    assert "groups" not in collected and collected["groupRefs"] == [{"key": f"{key}/group-0"}]
+    assert "groups" not in collected and collected["groupRefs"] == [{"key": f"{key}/attempt-1/group-0"}]
     assert collected["scores"] == [[1.0, -1.0, 1.0, -1.0]]
-    stored = json.loads((tmp_path / f"{key}/group-0.json").read_text())
+    stored = json.loads((tmp_path / f"{key}/attempt-1/group-0.json").read_text())
     assert stored["scores"] == [1.0, -1.0, 1.0, -1.0] and len(stored["tokens"]) == 4
 
 
@@ -376,3 +399,94 @@ def test_an_item_nothing_can_encode_fails_the_activity_for_good(flags) -> None:
     with pytest.raises(ApplicationError, match=r"item 0 from get_next_item cannot be encoded: .*\[2\] is a lock") as raised:
         run(acts, scenario)
     assert raised.value.type == "AtroposItemNotEncodable" and raised.value.non_retryable
+
+
+def test_two_overlapping_attempts_of_one_collect_each_answer_what_they_wrote(flags, tmp_path) -> None:
+    # Attempt 1 timed out (its heartbeats stopped) while its code ran on; attempt 2 ran, wrote and answered; then
+    # attempt 1 finished and wrote too. What attempt 2 answered is what the trainer must read.
+    acts = activities_for("flaky_env.py", flags("process"))
+    second_answered = asyncio.Event()
+    tokens = [[1, 2, 3], [1, 2, 3]]
+
+    async def collect(item):
+        first = not second_answered.is_set() and item.get("attempt") == 1
+        if first:
+            await second_answered.wait()
+        scores = [1.0, 0.0] if first else [0.0, 1.0]
+        return {"tokens": tokens, "masks": tokens, "scores": scores}, []
+
+    acts.env.collect_trajectories = collect
+    target = {"root": str(tmp_path), "run": "run-1/flaky", "key": "run-1/flaky/item-0"}
+
+    async def scenario():
+        await acts.env.setup()
+        attempts = []
+        for n in (1, 2):
+            environment = ActivityEnvironment()
+            environment.info = dataclasses.replace(environment.info, attempt=n)
+            attempts.append(environment)
+        first = asyncio.ensure_future(attempts[0].run(acts.collect, {"itemIndex": 0, "item": {"n": 1, "attempt": 1}, "store": target}))
+        await asyncio.sleep(0)
+        answered = await attempts[1].run(acts.collect, {"itemIndex": 0, "item": {"n": 1, "attempt": 2}, "store": target})
+        second_answered.set()
+        await first
+        return answered
+
+    answered = asyncio.run(scenario())
+    assert answered["scores"] == [[0.0, 1.0]]
+    [ref] = answered["groupRefs"]
+    assert store.get(str(tmp_path), ref["key"])["scores"] == [0.0, 1.0]
+
+
+def test_large_items_put_back_items_and_checkpoints_travel_as_store_keys(flags, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("BIG_ITEMS_ENV_BYTES", "250000")
+    acts = activities_for("edge_envs.py:BigItemsEnv", flags("process"))
+    target = {"root": str(tmp_path), "run": "run-1/BigItemsEnv"}
+
+    async def scenario(call):
+        taken = await call(acts.next_item, {"cursor": 0, "count": 3, "store": target})
+        collected = await call(acts.collect, {"itemIndex": 0, "item": taken["items"][0], "store": {**target, "key": "run-1/BigItemsEnv/item-0"}})
+        saved = await call(acts.checkpoint, {"step": 1, "cursor": 3, "store": target})
+        return taken, collected, saved
+
+    taken, collected, saved = run(acts, scenario)
+    assert len(json.dumps(taken)) < 2000 and taken["item"] == taken["items"][0]
+    assert all(set(item) == {"$stored"} for item in taken["items"])
+    # Item 1 is put back once: in the store too, whatever its size.
+    assert collected["status"] == "declined" and set(collected["backlog"][0]) == {"$stored"}
+    again = Target.parse(target).read(collected["backlog"][0]["$stored"])
+    assert again["again"] is True and len(again["text"]) == 250000
+    # The checkpoint is a key: a new worker restores from it.
+    assert saved["data"] is None and saved["ref"]["key"].startswith("run-1/BigItemsEnv/checkpoints/")
+    restarted = activities_for("edge_envs.py:BigItemsEnv", flags("process"))
+
+    async def resume(call):
+        return await call(restarted.next_item, {"cursor": 5, "checkpoint": {"cursor": 3, "data": None, "ref": saved["ref"]}, "store": target})
+
+    resumed = run(restarted, resume)
+    assert resumed["restoredFrom"] == 3 and resumed["fastForwarded"] == 2 and restarted.env.iter == 6
+
+
+def test_small_items_stay_inline_and_one_that_reads_as_a_key_is_stored(tmp_path) -> None:
+    target = Target(root=str(tmp_path), run="run-1/env")
+    carrier = Carrier(target)
+    assert carrier.carry({"n": 1}) == {"n": 1}
+    lookalike = {"$stored": "run-1/env/items/x"}
+    carried = carrier.carry(lookalike)
+    assert carried != lookalike and uncarried(carried, target) == lookalike
+    # The items kept inline in one answer stay under a bound together.
+    many = [carrier.carry({"text": "x" * 4000}) for _ in range(40)]
+    assert 10 < sum(1 for m in many if "text" in m) < 20
+
+
+def test_an_answer_past_the_payload_budget_fails_naming_its_size(flags, monkeypatch) -> None:
+    # Without a store to put them in, sixteen items of 250 KB would be a 4 MB answer.
+    monkeypatch.setenv("BIG_ITEMS_ENV_BYTES", "250000")
+    acts = activities_for("edge_envs.py:BigItemsEnv", flags("process"))
+
+    async def scenario(call):
+        return await call(acts.next_item, {"cursor": 0, "count": 16})
+
+    with pytest.raises(ApplicationError, match=rf"atroposNextItem's answer at cursor 0 is \d+ bytes of JSON, past the payload budget of {PAYLOAD_BUDGET_BYTES}") as raised:
+        run(acts, scenario)
+    assert raised.value.type == "AtroposPayloadTooLarge" and raised.value.non_retryable

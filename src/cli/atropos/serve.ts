@@ -1,5 +1,5 @@
 import type { AtroposEnvRunInput, AtroposEvalSchedule } from '../../schema/atropos.js';
-import type { StepOptions } from '../../schema/rollout.js';
+import { SERVE_ITEM_WAIT, type StepOptions } from '../../schema/rollout.js';
 import { evaluationsLine } from '../progress.js';
 import { currentRun } from '../batcher.js';
 import { envRunId, runToEnd } from '../commands/process.js';
@@ -51,6 +51,8 @@ export function atroposServeCommand(argv: string[], io: CommandIo): Promise<numb
       ...settings,
       hooks: { ...settings.hooks, checkpointInterval: registered.checkpoint_interval, ...(evaluation ? { evaluation } : {}) },
       totalGroups: Number.MAX_SAFE_INTEGER,
+      // A streaming environment's None is none for now: the run asks again, as Atropos's serve loop does.
+      itemWait: SERVE_ITEM_WAIT,
       sink: {
         kind: 'batcher',
         workflowId: batcherId,

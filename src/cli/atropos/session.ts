@@ -74,15 +74,18 @@ function clothoFlags(argv: string[], commandFlags: z.ZodRawShape) {
   return { runId: resolved.env.run_id, flags: resolved.rest.flags as Record<string, unknown>, steps: resolved.steps };
 }
 
-/** The env-run's step policies: collect under `--steps.generate`'s (the step that asks the model), heartbeating. */
-export function atroposSteps(steps: StepOptionsTable, config: AtroposReady['config']): AtroposEnvRunInput['steps'] {
-  const workerTimeout = typeof config.worker_timeout === 'number' && config.worker_timeout > 0 ? config.worker_timeout * 1000 : undefined;
+/**
+ * The env-run's step policies: collect under `--steps.generate`'s (the step that asks the model), heartbeating. Atropos's
+ * worker_timeout is the group's deadline (`groupTimeoutSeconds`), not the collect's: past it the group is dropped.
+ */
+export function atroposSteps(steps: StepOptionsTable): AtroposEnvRunInput['steps'] {
   const onWorker = { local: false, heartbeatTimeoutMs: 10_000 };
-  return {
-    next: { ...steps.prepare, ...onWorker },
-    collect: { ...steps.generate, ...onWorker, startToCloseTimeoutMs: workerTimeout ?? steps.generate.startToCloseTimeoutMs },
-    deliver: steps.deliver,
-  };
+  return { next: { ...steps.prepare, ...onWorker }, collect: { ...steps.generate, ...onWorker }, deliver: steps.deliver };
+}
+
+/** Atropos's worker_timeout (> 0) as the groups' deadline: dropped as `timeout` past it, as Atropos drops them. */
+export function groupDeadline(config: AtroposReady['config']): Pick<AtroposEnvRunInput, 'groupTimeoutSeconds'> {
+  return typeof config.worker_timeout === 'number' && config.worker_timeout > 0 ? { groupTimeoutSeconds: config.worker_timeout } : {};
 }
 
 /** What an Atropos run's command holds while it runs. */
@@ -183,7 +186,8 @@ export async function withAtroposSession(
           groupSize: typeof config.group_size === 'number' ? config.group_size : 1,
           storeRoot: store.root,
           taskQueues: { workflows: queues.workflows, atropos: queues.env },
-          steps: atroposSteps(steps, config),
+          steps: atroposSteps(steps),
+          ...groupDeadline(config),
           searchAttributes: temporal.searchAttributes,
           hooks: { usesCheckpoint: worker.ready.usesCheckpoint, minGroupsToLog: numberOf(config, 'min_items_sent_before_logging', 2) },
         };

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { groupKey, saveGroupBase, saveGroupDelta, type GroupState } from '../../activities/group-state.js';
 import { FileSystemStore, storeKey } from '../../store/trajectory-store.js';
-import { findGroupsInStore, listStoredItems, listStoredRuns, readNewestState } from './store-layout.js';
+import { findGroupsInStore, listStoredItems, listStoredRuns, readAssembled, readNewestState } from './store-layout.js';
 
 let root: string;
 let store: FileSystemStore;
@@ -44,6 +44,19 @@ describe('reading a run from the trajectory store', () => {
       { ...a, assembled: true },
       { ...a, itemIndex: 10, assembled: false },
     ]);
+  });
+
+  it("reads an Atropos item's groups of the newest attempt that wrote any, in order, and older runs' unattempted ones", async () => {
+    const a = { runId: 'run-atropos', environment: 'env', itemIndex: 0 };
+    // Attempt 1 timed out and wrote after attempt 2 answered: attempt 2's groups are the item's.
+    await store.put(groupKey(a, 'attempt-2', 'group-1'), { scores: [2, 1] });
+    await store.put(groupKey(a, 'attempt-2', 'group-0'), { scores: [2, 0] });
+    await store.put(groupKey(a, 'attempt-1', 'group-0'), { scores: [1, 0] });
+    expect(await readAssembled(store, a)).toEqual([{ scores: [2, 0] }, { scores: [2, 1] }]);
+    expect(await listStoredItems(store, 'run-atropos')).toEqual([{ ...a, assembled: true }]);
+    const older = { ...a, itemIndex: 1 };
+    await store.put(groupKey(older, 'group-0'), { scores: [0, 1] });
+    expect(await readAssembled(store, older)).toEqual([{ scores: [0, 1] }]);
   });
 
   it("reads an unassembled group from its newest record: a later turn's prompt after an earlier turn's generation", async () => {

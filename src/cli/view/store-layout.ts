@@ -5,7 +5,8 @@ import type { GroupAddress } from './model.js';
 /**
  * How the viewer (and `inspect`, `sft-gen --run`) finds its way in a trajectory store of any kind, a directory or an
  * S3 bucket, through its `list`: keys are `<run>/<environment>/item-<i>/<part>` (src/activities/group-state.ts),
- * `group` once assembled (`group-<k>` for the k-th group an Atropos environment's `collect_trajectories` returned),
+ * `group` once assembled (`attempt-<n>/group-<k>` for the k-th group an Atropos environment's `collect_trajectories`
+ * returned in attempt n of its collect, `group-<k>` before attempts had keys of their own),
  * `parsed` once parsed, and the group's state as records `turn-<t>/prompt` and `turn-<t>/generated`, newest last.
  */
 
@@ -13,8 +14,8 @@ import type { GroupAddress } from './model.js';
 const NOT_RUNS = new Set(['api', 'api-accepted', 'batcher']);
 /** A key inside a group: run, environment, `item-<i>`, then the part. */
 const GROUP_PART = /^([^/]+)\/([^/]+)\/item-(\d+)\/(.+)$/;
-/** An assembled group's part: Clotho's `group`, or an Atropos group's `group-<k>`. */
-const ASSEMBLED = /^group(?:-(\d+))?$/;
+/** An assembled group's part: Clotho's `group`, or an Atropos group's `attempt-<n>/group-<k>` (or `group-<k>`). */
+const ASSEMBLED = /^(?:attempt-(\d+)\/)?group(?:-(\d+))?$/;
 
 /** One item of a run in the store. */
 export interface StoredItem extends GroupAddress {
@@ -55,19 +56,23 @@ export async function readParsed(store: TrajectoryStore, address: GroupAddress):
 }
 
 /**
- * The item's assembled groups: its `group`, or an Atropos environment's `group-<k>` in order of k (found by listing
- * the item, so a Clotho group costs one read as before); empty when none was assembled.
+ * The item's assembled groups: its `group`, or an Atropos environment's `group-<k>` in order of k, of the newest
+ * attempt of its collect that wrote any (the one its history answered, unless a later attempt wrote none; `clotho
+ * inspect` reads the answered keys from the history). Found by listing the item, so a Clotho group costs one read as
+ * before; empty when none was assembled.
  */
 export async function readAssembled(store: TrajectoryStore, address: GroupAddress): Promise<unknown[]> {
   const group = await store.tryGet(groupKey(address, 'group'));
   if (group !== undefined) return [group];
   const prefix = `${groupKey(address)}/`;
-  const parts: { k: number; key: string }[] = [];
+  const parts: { attempt: number; k: number; key: string }[] = [];
   for await (const { key } of store.list(groupKey(address))) {
-    const k = key.startsWith(prefix) ? ASSEMBLED.exec(key.slice(prefix.length))?.[1] : undefined;
-    if (k !== undefined) parts.push({ k: Number(k), key });
+    const match = key.startsWith(prefix) ? ASSEMBLED.exec(key.slice(prefix.length)) : null;
+    if (match?.[2] !== undefined) parts.push({ attempt: Number(match[1] ?? 0), k: Number(match[2]), key });
   }
-  const groups = await Promise.all(parts.sort((a, b) => a.k - b.k).map(({ key }) => store.tryGet(key)));
+  const newest = Math.max(...parts.map((p) => p.attempt));
+  const kept = parts.filter((p) => p.attempt === newest).sort((a, b) => a.k - b.k);
+  const groups = await Promise.all(kept.map(({ key }) => store.tryGet(key)));
   return groups.filter((g) => g !== undefined);
 }
 

@@ -3,21 +3,25 @@
 Names and payloads (JSON objects, camelCase as Clotho's TypeScript workflows send them):
 
 - ``atroposDescribe()`` → ``{className, name, mode, config, usesCheckpoint, maxNumWorkers}``
-- ``atroposNextItem({cursor, checkpoint?, count?})`` → ``{cursor, item, exhausted, fastForwarded, fastForwardSeconds, restoredFrom}``;
+- ``atroposNextItem({cursor, checkpoint?, count?, store?})`` → ``{cursor, item, exhausted, fastForwarded, fastForwardSeconds, restoredFrom}``;
   with ``count``, also ``items``: up to ``count`` items from ``cursor`` on, fewer (and ``exhausted``) when the iterator ends
-- ``atroposCollect({itemIndex, item, postprocess?, maxTokenLen?})`` → a ``Collected`` (below); with
+- ``atroposCollect({itemIndex, item, store?, postprocess?, maxTokenLen?})`` → a ``Collected`` (below); with
   ``postprocess: false`` → ``{status: "collected", groups, list, backlog, seconds}``, the groups as returned
 - ``atroposPostprocess({itemIndex, item, groups, list, maxTokenLen?})`` → a ``Collected`` without ``backlog``
 - ``atroposEvaluate({step?})`` → ``{result, metrics, logged, seconds}``: ``metrics`` the pairs ``evaluate`` appended to
   ``eval_metrics`` over what it gave ``evaluate_log`` (``logged``, null when it did not call it)
-- ``atroposCheckpoint({step, cursor?, checkpoint?})`` → ``{cursor, data, restoredFrom, fastForwarded}`` (``data`` null when the class saves nothing;
-  with ``cursor``, the iterator is first brought to the run's cursor, from ``checkpoint`` when given)
+- ``atroposCheckpoint({step, cursor?, checkpoint?, store?})`` → ``{cursor, data, ref?, restoredFrom, fastForwarded}`` (``data`` null when the class saves nothing
+  or ``ref`` holds it; with ``cursor``, the iterator is first brought to the run's cursor, from ``checkpoint`` when given)
 - ``atroposMetrics({step})`` → ``{metrics}``: what ``wandb_log`` logs (and still logs to wandb when it is on)
 
 ``Collected``: ``{status: "scored", groups: [ScoredDataGroup...], list, dropped: [{index, reason}], backlog: [item...], seconds}``
 or ``{status: "declined", reason, dropped, backlog, seconds}``. Items travel encoded by ``codec.encode_item``.
-With ``store: {root, key}`` in the input (a file-system trajectory store), each kept group is written to
-``<key>/group-<i>`` and the result has ``groupRefs: [{key}]`` and ``scores`` in place of ``groups``.
+With ``store: {root, run, key?}`` in the input (a file-system trajectory store; ``run`` is ``<run>/<env>``, ``key`` the
+group's ``<run>/<env>/item-<i>``), large items and every put-back item travel as ``{"$stored": key}`` and checkpoints as
+``ref: {key}`` (``payloads.py``), and each kept group is written to ``<key>/attempt-<n>/group-<i>``, n the activity's
+attempt: an attempt that timed out while its code ran on can never overwrite what a later attempt answered. The
+result then has ``groupRefs: [{key}]`` and ``scores`` in place of ``groups``. Every answer is held to the payload
+budget (``payloads.within_budget``).
 
 An exception from the environment fails the activity with its type and Python traceback, so Temporal
 retries it under the step's policy and, once attempts run out, fails the workflow with the traceback;
@@ -40,6 +44,7 @@ from .codec import NotEncodableError, NotJsonError, decode_item, encode_item, gr
 from .cursor import Checkpoint, CursorBehindError, ItemCursor
 from . import store
 from .groups import filter_groups
+from .payloads import Carrier, Target, uncarried, within_budget
 
 T = TypeVar("T")
 
@@ -75,7 +80,8 @@ class AtroposActivities:
     async def next_item(self, raw: Any) -> dict:
         request = _object(raw, "atroposNextItem")
         index = _int(request, "cursor")
-        checkpoint = Checkpoint.parse(request.get("checkpoint"))
+        target = Target.parse(request.get("store"))
+        checkpoint = Checkpoint.parse(request.get("checkpoint"), target.read if target else None)
         count = _int(request, "count") if "count" in request else None
         try:
             taken = await self.cursor.item_at(index, checkpoint, progress=lambda n: activity.heartbeat({"fastForwarded": n}))
@@ -89,52 +95,58 @@ class AtroposActivities:
                     items.append(following.item)
         except CursorBehindError as error:
             raise ApplicationError(str(error), type="AtroposCursorBehind", non_retryable=True) from error
+        carrier = Carrier(target)
+        carried = [carrier.carry(_encoded(item, f"item {index + i} from get_next_item")) for i, item in enumerate(items)]
         answer = {
             "cursor": index,
-            "item": _encoded(taken.item, f"item {index} from get_next_item"),
+            # The first of `items` again (the answer of a call without `count`): the same value, not carried twice.
+            "item": carried[0] if carried else None,
             "exhausted": exhausted,
             "fastForwarded": taken.fast_forwarded,
             "fastForwardSeconds": taken.fast_forward_seconds,
             "restoredFrom": taken.restored_from,
         }
-        if count is None:
-            return answer
-        return {**answer, "items": [_encoded(item, f"item {index + i} from get_next_item") for i, item in enumerate(items)]}
+        return within_budget(answer if count is None else {**answer, "items": carried}, f"atroposNextItem's answer at cursor {index}")
 
     @activity.defn(name="atroposCollect")
     async def collect(self, raw: Any) -> dict:
         request = _object(raw, "atroposCollect")
-        item = decode_item(request.get("item"))
+        target = Target.parse(request.get("store"))
+        item = decode_item(uncarried(request.get("item"), target))
         started = time.time()
         result = await self._heartbeating(self.env.collect_trajectories(item))
         if not (isinstance(result, tuple) and len(result) == 2):
             raise ApplicationError(f"collect_trajectories returned {type(result).__name__}, expected (groups, backlog)", type="AtroposBadReturn", non_retryable=True)
         groups, backlog = result
-        backlog_json = [_encoded(b, f"backlog item {i} of collect_trajectories") for i, b in enumerate(backlog or [])]
+        # Put-back items wait in the env-run's progress, across continue-as-new: in the store, always.
+        carrier = Carrier(target, always=True)
+        backlog_json = [carrier.carry(_encoded(b, f"backlog item {i} of collect_trajectories")) for i, b in enumerate(backlog or [])]
         if groups is None or (hasattr(groups, "__len__") and len(groups) == 0):
             self._record(started, succeeded=False)
-            return {"status": "declined", "reason": "declined", "dropped": [], "backlog": backlog_json, "seconds": time.time() - started}
+            declined = {"status": "declined", "reason": "declined", "dropped": [], "backlog": backlog_json, "seconds": time.time() - started}
+            return within_budget(declined, "atroposCollect's answer")
         if not request.get("postprocess", True):
             # For a workflow that runs atroposPostprocess as a step of its own: the groups as they came.
             was_list = isinstance(groups, list)
             raw_groups = _groups_json(groups if was_list else [groups])
-            return {"status": "collected", "groups": raw_groups, "list": was_list, "backlog": backlog_json, "seconds": time.time() - started}
+            collected = {"status": "collected", "groups": raw_groups, "list": was_list, "backlog": backlog_json, "seconds": time.time() - started}
+            return within_budget(collected, "atroposCollect's answer")
         groups = await self._heartbeating(self.env.postprocess_histories(groups))
         collected = await self._scored(groups, item, request, started)
         collected["backlog"] = backlog_json
-        return collected
+        return within_budget(collected, "atroposCollect's answer")
 
     @activity.defn(name="atroposPostprocess")
     async def postprocess(self, raw: Any) -> dict:
         request = _object(raw, "atroposPostprocess")
-        item = decode_item(request.get("item"))
+        item = decode_item(uncarried(request.get("item"), Target.parse(request.get("store"))))
         started = time.time()
         groups = request.get("groups")
         if not isinstance(groups, list) or not groups:
             raise ApplicationError("atroposPostprocess expects groups: a non-empty list", type="AtroposBadInput", non_retryable=True)
         # The shape collect_trajectories returned: a list of groups, or one group.
         groups = await self._heartbeating(self.env.postprocess_histories(groups if request.get("list", False) else groups[0]))
-        return await self._scored(groups, item, request, started)
+        return within_budget(await self._scored(groups, item, request, started), "atroposPostprocess's answer")
 
     @activity.defn(name="atroposEvaluate")
     async def evaluate(self, raw: Any = None) -> dict:
@@ -150,20 +162,27 @@ class AtroposActivities:
         after = getattr(self.env, "eval_metrics", None)
         new = after[before:] if isinstance(after, list) else []
         pairs = {str(pair[0]): pair[1] for pair in new if isinstance(pair, (tuple, list)) and len(pair) == 2}
-        return {
+        evaluated = {
             "result": _json_or_repr(result),
             "metrics": _json_or_repr({**logged, **pairs}),
             "logged": _json_or_repr(logged) if logged else None,
             "seconds": time.time() - started,
         }
+        return within_budget(evaluated, "atroposEvaluate's answer")
 
     @activity.defn(name="atroposCheckpoint")
     async def checkpoint(self, raw: Any = None) -> dict:
         request = _object(raw or {}, "atroposCheckpoint")
         at = _int(request, "cursor") if "cursor" in request else None
-        restore = Checkpoint.parse(request.get("checkpoint"))
+        target = Target.parse(request.get("store"))
+        restore = Checkpoint.parse(request.get("checkpoint"), target.read if target else None)
         saved, advanced = await self.cursor.checkpoint(int(request.get("step", 0)), at, restore)
-        return {**saved.to_json(), "restoredFrom": advanced.restored_from, "fastForwarded": advanced.fast_forwarded}
+        kept = saved.to_json()
+        if target is not None and target.run is not None and saved.data is not None:
+            # By content: it travels with every atroposNextItem, as a key.
+            kept = {"cursor": saved.cursor, "data": None, "ref": store.put_content(target.root, f"{target.run}/checkpoints", saved.data)}
+        answer = {**kept, "restoredFrom": advanced.restored_from, "fastForwarded": advanced.fast_forwarded}
+        return within_budget(answer, f"atroposCheckpoint's answer at step {request.get('step', 0)}")
 
     @activity.defn(name="atroposMetrics")
     async def metrics(self, raw: Any = None) -> dict:
@@ -188,7 +207,7 @@ class AtroposActivities:
             wandb.log = real_log
             self.env.config.use_wandb = use_wandb
         numbers = {k: v for k, v in logged.items() if isinstance(v, (int, float)) or hasattr(v, "item")}
-        return {"metrics": _json_or_repr(numbers)}
+        return within_budget({"metrics": _json_or_repr(numbers)}, "atroposMetrics's answer")
 
     async def _scored(self, groups: Any, item: Any, request: dict, started: float) -> dict:
         was_list = isinstance(groups, list)
@@ -204,10 +223,12 @@ class AtroposActivities:
             reason = dropped[0]["reason"] if dropped else "declined"
             return {"status": "declined", "reason": reason, "dropped": dropped, "seconds": seconds}
         scored = {"status": "scored", "list": was_list, "dropped": dropped, "seconds": seconds}
-        target = request.get("store")
-        if isinstance(target, dict) and isinstance(target.get("root"), str) and isinstance(target.get("key"), str):
-            # Into the trajectory store, one entry per group: the result carries references and scores only.
-            refs = [store.put(target["root"], f"{target['key']}/group-{i}", g) for i, g in enumerate(groups_json)]
+        target = Target.parse(request.get("store"))
+        if target is not None and target.key is not None:
+            # Into the trajectory store, one entry per group under this attempt's own prefix: another attempt of the
+            # same collect still running (timed out, its code not yet stopped) writes beside it, never over it.
+            prefix = f"{target.key}/attempt-{activity.info().attempt}"
+            refs = [store.put(target.root, f"{prefix}/group-{i}", g) for i, g in enumerate(groups_json)]
             return {**scored, "groupRefs": refs, "scores": [g["scores"] for g in groups_json]}
         return {**scored, "groups": groups_json}
 

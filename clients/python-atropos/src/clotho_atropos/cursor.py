@@ -40,30 +40,52 @@ class Taken:
 
 @dataclass
 class Checkpoint:
-    """What ``save_checkpoint`` wrote, and how many items the iterator had given when it was taken."""
+    """What ``save_checkpoint`` wrote, and how many items the iterator had given when it was taken.
+
+    The workflow keeps it by reference when the worker put it in the trajectory store (``ref``): it is given back with
+    every ``atroposNextItem``, and read (``read``) only when a restore needs it.
+    """
 
     cursor: int
     data: Optional[dict] = field(default=None)
+    ref: Optional[str] = None
+    read: Optional[Callable[[str], Any]] = field(default=None, repr=False)
+
+    @property
+    def saved(self) -> bool:
+        return self.data is not None or self.ref is not None
+
+    def contents(self) -> Optional[dict]:
+        if self.data is None and self.ref is not None:
+            if self.read is None:
+                raise TypeError(f"checkpoint {self.ref} is in the trajectory store, and the request names none")
+            self.data = self.read(self.ref)
+        return self.data
 
     def to_json(self) -> dict:
         return {"cursor": self.cursor, "data": self.data}
 
     @staticmethod
-    def parse(raw: Any) -> Optional["Checkpoint"]:
+    def parse(raw: Any, read: Optional[Callable[[str], Any]] = None) -> Optional["Checkpoint"]:
         if raw is None:
             return None
         if not isinstance(raw, dict) or not isinstance(raw.get("cursor"), int):
-            raise TypeError(f"checkpoint: expected {{cursor: int, data: object | null}}, got {raw!r:.200}")
-        return Checkpoint(cursor=raw["cursor"], data=raw.get("data"))
+            raise TypeError(f"checkpoint: expected {{cursor: int, data: object | null, ref?: {{key}}}}, got {raw!r:.200}")
+        ref = raw.get("ref")
+        key = ref.get("key") if isinstance(ref, dict) and isinstance(ref.get("key"), str) else None
+        return Checkpoint(cursor=raw["cursor"], data=raw.get("data"), ref=key, read=read)
 
 
 class ItemCursor:
     """Serialises this process's calls of ``get_next_item`` and counts them."""
 
-    def __init__(self, env: BaseEnv, keep: int = 1024) -> None:
+    def __init__(self, env: BaseEnv, keep: int = 1024, progress_every: float = 1.0) -> None:
         self.env = env
         self.taken = 0
         self._keep = keep
+        # Seconds between progress reports while fast-forwarding (the activity's heartbeats): by time, not by items, so a
+        # slow get_next_item (a stream, a remote dataset) still heartbeats well within the 10 s heartbeat timeout.
+        self._progress_every = progress_every
         self._recent: "OrderedDict[int, Any]" = OrderedDict()
         self._lock = asyncio.Lock()
 
@@ -97,17 +119,18 @@ class ItemCursor:
     async def _advance(self, index: int, checkpoint: Optional[Checkpoint], progress: Callable[[int], None]) -> Taken:
         """Brings the iterator to ``index``: restores ``checkpoint`` when it is ahead of this process, then fast-forwards."""
         result = Taken(index=index)
-        if checkpoint is not None and checkpoint.data is not None and self.taken < checkpoint.cursor <= index:
+        if checkpoint is not None and checkpoint.saved and self.taken < checkpoint.cursor <= index:
             self._load(checkpoint)
             result.restored_from = checkpoint.cursor
-        started = time.perf_counter()
+        started = reported = time.perf_counter()
         while self.taken < index:
             if await self.env.get_next_item() is None:
                 result.exhausted = True
                 break
             self.taken += 1
             result.fast_forwarded += 1
-            if result.fast_forwarded % 1000 == 0:
+            if time.perf_counter() - reported >= self._progress_every:
+                reported = time.perf_counter()
                 progress(result.fast_forwarded)
         result.fast_forward_seconds = time.perf_counter() - started
         return result
@@ -135,7 +158,7 @@ class ItemCursor:
         with tempfile.TemporaryDirectory(prefix="clotho-atropos-ckpt-") as folder, _checkpoint_location(self.env, folder, 0) as path:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
-                json.dump(checkpoint.data, f)
+                json.dump(checkpoint.contents(), f)
             self.env.load_checkpoint()
         self.taken = checkpoint.cursor
         self._recent.clear()
