@@ -162,6 +162,9 @@ def test_heartbeats_while_collecting(flags, openai_server) -> None:
 
     assert run(acts, scenario, on_heartbeat=lambda *details: beats.append(details))["status"] == "scored"
     assert len(beats) >= 3
+    # Where the collect waits: the environment's collect_trajectories, awaiting the model.
+    [details] = beats[-1]
+    assert details["seconds"] > 0 and any(line.startswith("arithmetic_env.py:") and line.endswith(" in collect_trajectories") for line in details["stack"])
 
 
 def test_postprocess_as_a_step_of_its_own(flags) -> None:

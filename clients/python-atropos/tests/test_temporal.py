@@ -19,7 +19,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import RetryPolicy
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from clotho_atropos import build_env, load_env_class, run_worker
+from clotho_atropos import WorkerStop, build_env, load_env_class, run_worker
 from conftest import ENVS
 
 
@@ -36,23 +36,62 @@ class Drive:
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), backoff_coefficient=1, maximum_attempts=request.get("attempts", 3)),
         )
         results = []
-        for i in range(request["items"]):
+        first = request.get("first", 0)
+        for i in range(first, first + request["items"]):
             taken = await workflow.execute_activity("atroposNextItem", {"cursor": i}, **options)
             collected = await workflow.execute_activity("atroposCollect", {"itemIndex": i, "item": taken["item"]}, **options)
             results.append({"item": taken["item"], "fastForwarded": taken["fastForwarded"], "status": collected["status"], "scores": [g["scores"] for g in collected.get("groups", [])]})
         return results
 
 
-async def drive(client: Client, queue: str, **request) -> list:
+async def drive(client: Client, queue: str, workflow_id: str = "", **request) -> list:
     workflows = f"{queue}-workflows"
+    workflow_id = workflow_id or f"atropos-test-{uuid.uuid4()}"
     async with Worker(client, task_queue=workflows, workflows=[Drive], workflow_runner=UnsandboxedWorkflowRunner()):
-        return await client.execute_workflow(Drive.run, {"queue": queue, **request}, id=f"atropos-test-{uuid.uuid4()}", task_queue=workflows)
+        return await client.execute_workflow(Drive.run, {"queue": queue, **request}, id=workflow_id, task_queue=workflows)
 
 
-async def in_process_worker(spec: str, argv: list[str], client: Client, queue: str):
+async def drive_to_the_end(client: Client, queue: str, **request) -> list:
+    """``drive``, failing the test with the activity's failure (a heartbeat timeout) where the workflow fails."""
+    try:
+        return await drive(client, queue, **request)
+    except WorkflowFailureError as error:
+        pytest.fail(f"the workflow failed: {error.cause} ({error.cause.cause})")
+
+
+async def attempts_of(client: Client, workflow_id: str, activity_type: str) -> list[int]:
+    """The attempt each of the workflow's finished ``activity_type`` activities finished on, from its history."""
+    scheduled, attempts = set(), []
+    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            if event.activity_task_scheduled_event_attributes.activity_type.name == activity_type:
+                scheduled.add(event.event_id)
+        elif event.HasField("activity_task_started_event_attributes"):
+            started = event.activity_task_started_event_attributes
+            if started.scheduled_event_id in scheduled:
+                attempts.append(started.attempt)
+    return attempts
+
+
+def start_worker(queue: str, address: str, spec: str, argv: list[str], cwd) -> tuple[subprocess.Popen, dict]:
+    """The worker as Clotho's CLI starts it, in a process group of its own; returns it and its ready line."""
+    command = [sys.executable, "-m", "clotho_atropos", "worker", "--task-queue", queue, "--address", address,
+               "--heartbeat-interval", "0.5", str(ENVS / spec), *argv]
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    ready = json.loads(process.stdout.readline())
+    assert ready["event"] == "ready" and ready["taskQueue"] == queue
+    return process, ready
+
+
+def stop_worker(process: subprocess.Popen) -> None:
+    process.terminate()
+    process.wait(30)
+
+
+async def in_process_worker(spec: str, argv: list[str], address: str, queue: str):
     built = await asyncio.to_thread(build_env, load_env_class(str(ENVS / spec)), argv)
-    stop = asyncio.Event()
-    return stop, asyncio.ensure_future(run_worker(built, task_queue=queue, client=client, stop=stop, announce=False))
+    stop = WorkerStop()
+    return stop, asyncio.ensure_future(run_worker(built, task_queue=queue, address=address, stop=stop, announce=False))
 
 
 def test_a_transient_failure_is_retried(temporal_address: str, flags) -> None:
@@ -60,7 +99,7 @@ def test_a_transient_failure_is_retried(temporal_address: str, flags) -> None:
 
     async def scenario():
         client = await Client.connect(temporal_address)
-        stop, worker = await in_process_worker("flaky_env.py", flags("serve"), client, queue)
+        stop, worker = await in_process_worker("flaky_env.py", flags("serve"), temporal_address, queue)
         try:
             return await drive(client, queue, items=2)
         finally:
@@ -78,7 +117,7 @@ def test_a_failure_that_persists_fails_the_workflow_with_the_traceback(temporal_
 
     async def scenario():
         client = await Client.connect(temporal_address)
-        stop, worker = await in_process_worker("flaky_env.py", flags("serve"), client, queue)
+        stop, worker = await in_process_worker("flaky_env.py", flags("serve"), temporal_address, queue)
         try:
             with pytest.raises(WorkflowFailureError) as failed:
                 await drive(client, queue, items=1, attempts=2)
@@ -96,13 +135,9 @@ def test_a_failure_that_persists_fails_the_workflow_with_the_traceback(temporal_
 def test_kill_9_mid_group_then_a_new_worker_finishes_the_run(temporal_address: str, flags, openai_server, tmp_path) -> None:
     """kill -9 of the worker's process group while a group is being collected; a new process resumes the cursor."""
     queue = f"clotho-env@test-{uuid.uuid4()}/arithmetic"
-    command = [sys.executable, "-m", "clotho_atropos", "worker", "--task-queue", queue, "--address", temporal_address,
-               "--heartbeat-interval", "0.5", str(ENVS / "arithmetic_env.py"), *flags("serve", "--env.group_size", "2")]
 
     def start() -> subprocess.Popen:
-        process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-        ready = json.loads(process.stdout.readline())
-        assert ready["event"] == "ready" and ready["taskQueue"] == queue
+        process, ready = start_worker(queue, temporal_address, "arithmetic_env.py", flags("serve", "--env.group_size", "2"), tmp_path)
         assert ready["className"] == "ArithmeticEnv" and ready["config"]["group_size"] == 2 and ready["slots"] == 10
         # Temporal's default identity, which the command that started the worker looks for among started activities.
         assert ready["identity"] == f"{process.pid}@{socket.gethostname()}"
@@ -126,8 +161,7 @@ def test_kill_9_mid_group_then_a_new_worker_finishes_the_run(temporal_address: s
             try:
                 results = await asyncio.wait_for(run, timeout=90)
             finally:
-                second.terminate()
-                second.wait(15)
+                stop_worker(second)
             return results, time.monotonic() - killed_at
         finally:
             openai_server.delay = 0.0
@@ -140,3 +174,80 @@ def test_kill_9_mid_group_then_a_new_worker_finishes_the_run(temporal_address: s
     # From the kill to the run's end: a new worker's start, the 2 s heartbeat timeout, item 1 again, item 2.
     print(f"\nrun finished {recovered_in:.1f} s after kill -9 of the worker mid-group")
     assert recovered_in < 60
+
+
+def test_a_collect_that_blocks_the_event_loop_keeps_its_attempt(temporal_address: str, flags, tmp_path) -> None:
+    """Scoring that holds the event loop for 5 s under a 2 s heartbeat timeout: one attempt, not a timeout and another."""
+    queue = f"clotho-env@test-{uuid.uuid4()}/blocking"
+    worker, _ = start_worker(queue, temporal_address, "blocking_env.py", flags("serve", "--env.scoring_seconds", "5"), tmp_path)
+    workflow_id = f"atropos-test-{uuid.uuid4()}"
+
+    async def scenario():
+        client = await Client.connect(temporal_address)
+        results = await drive_to_the_end(client, queue, workflow_id=workflow_id, items=1, heartbeat=2, attempts=2)
+        return results, await attempts_of(client, workflow_id, "atroposCollect")
+
+    try:
+        results, attempts = asyncio.run(scenario())
+    finally:
+        stop_worker(worker)
+    assert [r["status"] for r in results] == ["scored"]
+    assert attempts == [1]
+
+
+def test_a_long_fast_forward_heartbeats_by_time(temporal_address: str, flags, tmp_path) -> None:
+    """A new worker skipping 80 items of 50 ms each (4 s) under a 2 s heartbeat timeout: it heartbeats meanwhile."""
+    queue = f"clotho-env@test-{uuid.uuid4()}/blocking"
+    worker, _ = start_worker(queue, temporal_address, "blocking_env.py", flags("serve", "--env.item_seconds", "0.05"), tmp_path)
+
+    async def scenario():
+        client = await Client.connect(temporal_address)
+        return await drive_to_the_end(client, queue, items=1, first=80, heartbeat=2, attempts=1)
+
+    try:
+        results = asyncio.run(scenario())
+    finally:
+        stop_worker(worker)
+    assert [(r["item"], r["fastForwarded"]) for r in results] == [({"n": 81}, 80)]
+
+
+def test_a_long_collect_says_where_it_is_in_its_heartbeat(temporal_address: str, flags, tmp_path) -> None:
+    """While scoring blocks the loop, the collect's heartbeat details carry its stack and the environment's last output."""
+    queue = f"clotho-env@test-{uuid.uuid4()}/blocking"
+    release = tmp_path / "release"
+    worker, _ = start_worker(queue, temporal_address, "blocking_env.py", flags("serve", "--env.release_file", str(release)), tmp_path)
+    workflow_id = f"atropos-test-{uuid.uuid4()}"
+
+    async def heartbeat_details(client: Client) -> dict:
+        description = await client.get_workflow_handle(workflow_id).describe()
+        for pending in description.raw_description.pending_activities:
+            if pending.activity_type.name == "atroposCollect" and pending.heartbeat_details.payloads:
+                return json.loads(pending.heartbeat_details.payloads[0].data)
+        return {}
+
+    async def scenario():
+        client = await Client.connect(temporal_address)
+        run = asyncio.ensure_future(drive(client, queue, workflow_id=workflow_id, items=1, heartbeat=2))
+        try:
+            deadline = time.monotonic() + 60
+            details = {}
+            while not any("score_slowly" in line for line in details.get("stack", [])):
+                assert time.monotonic() < deadline, f"no heartbeat naming score_slowly in 60 s; the last details: {details}"
+                await asyncio.sleep(0.2)
+                details = await heartbeat_details(client)
+        finally:
+            release.touch()
+        return details, await run
+
+    try:
+        details, results = asyncio.run(scenario())
+    finally:
+        stop_worker(worker)
+    assert [r["status"] for r in results] == ["scored"]
+    stack = details["stack"]
+    # Innermost last, down to the loop that holds the event loop (or the file check it calls).
+    functions = [line.rsplit(" in ", 1)[1] for line in stack]
+    assert functions[-3:-1] == ["collect_trajectories", "score_slowly"] or functions[-2:] == ["collect_trajectories", "score_slowly"], stack
+    assert stack[functions.index("score_slowly")].startswith("blocking_env.py:")
+    assert details["lastOutput"][-1] == "scoring item 1" and details["seconds"] > 0
+    assert len(json.dumps(details)) < 4096

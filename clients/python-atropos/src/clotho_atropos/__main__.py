@@ -11,12 +11,16 @@ import asyncio
 import json
 import sys
 import threading
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from pydantic import ValidationError
 
 from .building import BuildError, build_env
 from .loading import EnvSpecError, load_env_class, parse_spec
+from .watch import OutputTail
+
+if TYPE_CHECKING:
+    from .worker import WorkerStop
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -34,6 +38,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         sub.add_argument("env", help="path/to/env.py[:ClassName]")
         sub.add_argument("atropos", nargs=argparse.REMAINDER, help="serve|process|evaluate and Atropos's flags")
     args = parser.parse_args(argv)
+    # Before the environment is imported, so what it prints from the start is among the lines its heartbeats carry.
+    output = OutputTail().install() if args.command == "worker" else None
     try:
         env_cls = load_env_class(args.env)
         built = build_env(env_cls, args.atropos, prog=str(parse_spec(args.env)[0]))
@@ -51,16 +57,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.command == "describe":
         from .activities import AtroposActivities
 
-        print(json.dumps(asyncio.run(AtroposActivities(built).describe())))
+        print(json.dumps(AtroposActivities(built).description()))
         return 0
-    from .worker import run_worker
+    from .worker import WorkerStop, run_worker
 
-    async def serve() -> None:
-        stop = asyncio.Event()
-        if args.exit_with_stdin:
-            loop = asyncio.get_running_loop()
-            threading.Thread(target=_set_at_end_of_stdin, args=(loop, stop), daemon=True).start()
-        await run_worker(
+    stop = WorkerStop()
+    if args.exit_with_stdin:
+        threading.Thread(target=_stop_at_end_of_stdin, args=(stop,), name="clotho-atropos-stdin", daemon=True).start()
+    asyncio.run(
+        run_worker(
             built,
             task_queue=args.task_queue,
             address=args.address,
@@ -68,16 +73,16 @@ def main(argv: Optional[list[str]] = None) -> int:
             max_concurrent=args.max_concurrent,
             heartbeat_interval=args.heartbeat_interval,
             stop=stop,
+            output=output,
         )
-
-    asyncio.run(serve())
+    )
     return 0
 
 
-def _set_at_end_of_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
-    """Blocks until stdin closes, then sets ``stop``: the pipe closes when its parent dies, even by kill -9."""
+def _stop_at_end_of_stdin(stop: "WorkerStop") -> None:
+    """Blocks until stdin closes, then stops the worker: the pipe closes when its parent dies, even by kill -9."""
     sys.stdin.buffer.read()
-    loop.call_soon_threadsafe(stop.set)
+    stop.set()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ The workflow records item ``i`` once and asks for ``i + 1`` next; this process m
 a worker on another host), so its ``get_next_item`` may stand anywhere behind. ``ItemCursor.item_at(i)``
 first restores the run's last checkpoint when the class keeps one (``save_checkpoint``/``load_checkpoint``,
 Atropos's own methods and file layout) and it is ahead of this process, then calls ``get_next_item`` and
-discards the results until the iterator stands at ``i`` (fast-forward), then takes item ``i``. The last
+discards the results until the iterator stands at ``i`` (fast-forward; ``progress`` hears the count after each item,
+for the activity's heartbeat, which beats by time), then takes item ``i``. The last
 items taken are kept, so an activity retried after its result was lost gets the same item again.
 """
 
@@ -107,8 +108,7 @@ class ItemCursor:
                 break
             self.taken += 1
             result.fast_forwarded += 1
-            if result.fast_forwarded % 1000 == 0:
-                progress(result.fast_forwarded)
+            progress(result.fast_forwarded)
         result.fast_forward_seconds = time.perf_counter() - started
         return result
 
