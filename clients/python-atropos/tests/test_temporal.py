@@ -73,11 +73,16 @@ async def attempts_of(client: Client, workflow_id: str, activity_type: str) -> l
     return attempts
 
 
+def worker_command(queue: str, address: str, spec: str, argv: list[str]) -> list[str]:
+    """The worker's command line as Clotho's CLI gives it: it stops when its stdin (a pipe from the command) closes."""
+    return [sys.executable, "-m", "clotho_atropos", "worker", "--exit-with-stdin", "--task-queue", queue, "--address", address,
+            "--heartbeat-interval", "0.5", str(ENVS / spec), *argv]
+
+
 def start_worker(queue: str, address: str, spec: str, argv: list[str], cwd) -> tuple[subprocess.Popen, dict]:
     """The worker as Clotho's CLI starts it, in a process group of its own; returns it and its ready line."""
-    command = [sys.executable, "-m", "clotho_atropos", "worker", "--task-queue", queue, "--address", address,
-               "--heartbeat-interval", "0.5", str(ENVS / spec), *argv]
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    process = subprocess.Popen(worker_command(queue, address, spec, argv), cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     ready = json.loads(process.stdout.readline())
     assert ready["event"] == "ready" and ready["taskQueue"] == queue
     return process, ready
@@ -251,3 +256,60 @@ def test_a_long_collect_says_where_it_is_in_its_heartbeat(temporal_address: str,
     assert stack[functions.index("score_slowly")].startswith("blocking_env.py:")
     assert details["lastOutput"][-1] == "scoring item 1" and details["seconds"] > 0
     assert len(json.dumps(details)) < 4096
+
+
+def test_an_environment_that_scores_in_a_forked_pool(temporal_address: str, flags, tmp_path) -> None:
+    """A pool forked while the worker watches its stdin: its children must not inherit a lock held by the watcher."""
+    queue = f"clotho-env@test-{uuid.uuid4()}/forked_pool"
+    worker, _ = start_worker(queue, temporal_address, "forked_pool_env.py", flags("serve"), tmp_path)
+
+    async def scenario():
+        client = await Client.connect(temporal_address)
+        try:
+            return await asyncio.wait_for(drive_to_the_end(client, queue, items=2), timeout=90)
+        except asyncio.TimeoutError:
+            pytest.fail("2 groups scored in a forked pool did not finish in 90 s: its children hang")
+
+    try:
+        results = asyncio.run(scenario())
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)  # the pool's children too, should they hang
+        worker.wait()
+    assert [r["scores"] for r in results] == [[[1.0, -1.0]], [[1.0, -1.0]]]
+
+
+def test_an_environment_error_ends_the_worker_with_its_traceback(temporal_address: str, flags, tmp_path) -> None:
+    """setup() raises while the command's stdin is open: exit 1 with the traceback, not Python's fatal error on stdin."""
+    queue = f"clotho-env@test-{uuid.uuid4()}/flaky"
+    command = worker_command(queue, temporal_address, "flaky_env.py", flags("serve"))
+    env = {**os.environ, "FLAKY_ENV_SETUP_FAILS": "1"}
+    with subprocess.Popen(command, cwd=tmp_path, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as worker:
+        code = worker.wait(120)
+        stderr = worker.stderr.read()
+    assert "FileNotFoundError: the data set is not there" in stderr
+    assert "Fatal Python error" not in stderr and code == 1, stderr[-2000:]
+
+
+def test_the_worker_exits_when_its_stdin_closes_though_its_environment_holds_the_loop(temporal_address: str, flags, tmp_path) -> None:
+    """Its command is gone (stdin closed) while scoring holds the loop for good: the worker exits all the same."""
+    queue = f"clotho-env@test-{uuid.uuid4()}/blocking"
+    argv = flags("serve", "--env.release_file", str(tmp_path / "never"))
+    worker, _ = start_worker(queue, temporal_address, "blocking_env.py", argv, tmp_path)
+
+    async def scenario():
+        client = await Client.connect(temporal_address)
+        run = asyncio.ensure_future(drive(client, queue, items=1))
+        try:
+            # The environment prints this, then holds the loop.
+            assert await asyncio.to_thread(worker.stdout.readline) == "scoring item 1\n"
+            worker.stdin.close()
+            return await asyncio.to_thread(worker.wait, 60)
+        finally:
+            run.cancel()
+
+    try:
+        code = asyncio.run(scenario())
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+    assert code == 1

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING, Optional
 
 from pydantic import ValidationError
@@ -79,10 +82,29 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0
 
 
+#: After stdin closed, how long the worker has to stop (its graceful shutdown takes up to 10 s) before it is exited.
+EXIT_GRACE_S = 20.0
+
+
 def _stop_at_end_of_stdin(stop: "WorkerStop") -> None:
-    """Blocks until stdin closes, then stops the worker: the pipe closes when its parent dies, even by kill -9."""
-    sys.stdin.buffer.read()
+    """Blocks until stdin closes (the pipe closes when its parent dies, even by kill -9), then stops the worker, and
+    exits the process if it is still there ``EXIT_GRACE_S`` later (an environment holding its loop keeps it up).
+
+    Reads the raw descriptor, never ``sys.stdin``: a thread blocked in ``sys.stdin.buffer.read()`` holds the buffer's
+    lock, which a child forked meanwhile (a process pool's) inherits held and deadlocks on when multiprocessing closes
+    its stdin, and which interpreter shutdown cannot take.
+    """
+    while True:
+        try:
+            if not os.read(0, 65536):
+                break
+        except OSError:
+            break
     stop.set()
+    time.sleep(EXIT_GRACE_S)
+    with contextlib.suppress(OSError):  # the parent that read it is gone
+        print(f"clotho-atropos: stdin closed {EXIT_GRACE_S:.0f} s ago and the worker has not stopped: exiting", file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 if __name__ == "__main__":
