@@ -350,7 +350,7 @@ def test_groups_into_the_trajectory_store(flags, tmp_path) -> None:
     assert stored["scores"] == [1.0, -1.0, 1.0, -1.0] and len(stored["tokens"]) == 4
 
 
-def test_items_standard_pickle_refuses_travel_by_value(flags) -> None:
+def test_items_standard_pickle_refuses_travel_by_value(flags, item_key_file) -> None:
     # reasoning_gym's items carry dataset objects holding lambdas: encoded by value, read back by another worker.
     acts = activities_for("closure_items_env.py", flags("process"))
 
@@ -361,8 +361,8 @@ def test_items_standard_pickle_refuses_travel_by_value(flags) -> None:
     taken, collected = run(acts, scenario)
     assert collected["status"] == "scored" and collected["groups"][0]["scores"] == [1.0, -1.0]
     elsewhere = (
-        "import json, sys\nfrom clotho_atropos import load_env_class\nfrom clotho_atropos.codec import decode_item\n"
-        f"load_env_class({str(ENVS / 'closure_items_env.py')!r})\n"
+        "import json, sys\nfrom clotho_atropos import load_env_class\nfrom clotho_atropos.codec import decode_item, read_item_key, set_item_key\n"
+        f"load_env_class({str(ENVS / 'closure_items_env.py')!r})\nset_item_key(read_item_key({item_key_file!r}))\n"
         "question, task = decode_item(json.load(sys.stdin))\nprint(question, task.check(41), task.check(42))"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

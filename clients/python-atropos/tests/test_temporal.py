@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -12,6 +14,7 @@ import sys
 import time
 import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from temporalio import workflow
@@ -20,7 +23,7 @@ from temporalio.common import RetryPolicy
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from clotho_atropos import WorkerStop, build_env, load_env_class, run_worker
-from conftest import ENVS
+from conftest import ENVS, ITEM_KEY
 
 
 @workflow.defn(name="atroposDriveTest")
@@ -42,6 +45,24 @@ class Drive:
             collected = await workflow.execute_activity("atroposCollect", {"itemIndex": i, "item": taken["item"]}, **options)
             results.append({"item": taken["item"], "fastForwarded": taken["fastForwarded"], "status": collected["status"], "scores": [g["scores"] for g in collected.get("groups", [])]})
         return results
+
+
+@workflow.defn(name="atroposCollectTest")
+class CollectOne:
+    """One ``atroposCollect`` of the item given, as a workflow started by hand on the server could ask for it."""
+
+    @workflow.run
+    async def run(self, request: dict) -> dict:
+        retry = RetryPolicy(initial_interval=timedelta(milliseconds=100), backoff_coefficient=1, maximum_attempts=3)
+        return await workflow.execute_activity(
+            "atroposCollect", {"itemIndex": 0, "item": request["item"]}, task_queue=request["queue"], start_to_close_timeout=timedelta(seconds=60), retry_policy=retry
+        )
+
+
+async def collect_one(client: Client, queue: str, workflow_id: str, item) -> dict:
+    workflows = f"{queue}-workflows"
+    async with Worker(client, task_queue=workflows, workflows=[CollectOne], workflow_runner=UnsandboxedWorkflowRunner()):
+        return await client.execute_workflow(CollectOne.run, {"queue": queue, "item": item}, id=workflow_id, task_queue=workflows)
 
 
 async def drive(client: Client, queue: str, workflow_id: str = "", **request) -> list:
@@ -73,15 +94,18 @@ async def attempts_of(client: Client, workflow_id: str, activity_type: str) -> l
     return attempts
 
 
-def worker_command(queue: str, address: str, spec: str, argv: list[str]) -> list[str]:
-    """The worker's command line as Clotho's CLI gives it: it stops when its stdin (a pipe from the command) closes."""
-    return [sys.executable, "-m", "clotho_atropos", "worker", "--exit-with-stdin", "--task-queue", queue, "--address", address,
-            "--heartbeat-interval", "0.5", str(ENVS / spec), *argv]
+def worker_command(queue: str, address: str, spec: str, argv: list[str], cwd) -> list[str]:
+    """The worker's command line as Clotho's CLI gives it: it stops when its stdin (a pipe from the command) closes, and
+    signs pickled items with the run's key (here ``ITEM_KEY``, in a file in ``cwd``)."""
+    key_file = Path(cwd) / "atropos-item-key"
+    key_file.write_bytes(ITEM_KEY)
+    return [sys.executable, "-m", "clotho_atropos", "worker", "--exit-with-stdin", "--item-key-file", str(key_file), "--task-queue", queue,
+            "--address", address, "--heartbeat-interval", "0.5", str(ENVS / spec), *argv]
 
 
 def start_worker(queue: str, address: str, spec: str, argv: list[str], cwd) -> tuple[subprocess.Popen, dict]:
     """The worker as Clotho's CLI starts it, in a process group of its own; returns it and its ready line."""
-    process = subprocess.Popen(worker_command(queue, address, spec, argv), cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    process = subprocess.Popen(worker_command(queue, address, spec, argv, cwd), cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     ready = json.loads(process.stdout.readline())
     assert ready["event"] == "ready" and ready["taskQueue"] == queue
@@ -281,7 +305,7 @@ def test_an_environment_that_scores_in_a_forked_pool(temporal_address: str, flag
 def test_an_environment_error_ends_the_worker_with_its_traceback(temporal_address: str, flags, tmp_path) -> None:
     """setup() raises while the command's stdin is open: exit 1 with the traceback, not Python's fatal error on stdin."""
     queue = f"clotho-env@test-{uuid.uuid4()}/flaky"
-    command = worker_command(queue, temporal_address, "flaky_env.py", flags("serve"))
+    command = worker_command(queue, temporal_address, "flaky_env.py", flags("serve"), tmp_path)
     env = {**os.environ, "FLAKY_ENV_SETUP_FAILS": "1"}
     with subprocess.Popen(command, cwd=tmp_path, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as worker:
         code = worker.wait(120)
@@ -313,3 +337,54 @@ def test_the_worker_exits_when_its_stdin_closes_though_its_environment_holds_the
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGKILL)
     assert code == 1
+
+
+class CreatesAFile:
+    """Unpickling it runs ``open(path, "w")``: any code could run in its place."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_forged_pickled_item_is_refused_and_never_unpickled(temporal_address: str, flags, tmp_path) -> None:
+    """A workflow started by hand hands the worker a pickle it did not make: refused for good, its code never run."""
+    queue = f"clotho-env@test-{uuid.uuid4()}/arithmetic"
+    worker, _ = start_worker(queue, temporal_address, "arithmetic_env.py", flags("serve"), tmp_path)
+    created = tmp_path / "created-by-the-pickle"
+    forged = {"$pickle": base64.b64encode(pickle.dumps(CreatesAFile(str(created)))).decode("ascii")}
+    workflow_id = f"atropos-test-{uuid.uuid4()}"
+
+    async def scenario():
+        client = await Client.connect(temporal_address)
+        with pytest.raises(WorkflowFailureError) as failed:
+            await collect_one(client, queue, workflow_id, forged)
+        return failed.value, await attempts_of(client, workflow_id, "atroposCollect")
+
+    try:
+        error, attempts = asyncio.run(scenario())
+    finally:
+        stop_worker(worker)
+    assert not created.exists(), "the forged pickle's code ran in the worker"
+    cause = error.cause.cause
+    assert cause.type == "AtroposItemRefused" and "has no signature" in cause.message, cause
+    assert attempts == [1]  # not retried: the same item would be refused again
+
+
+def test_pickled_items_the_worker_signed_are_collected(temporal_address: str, flags, tmp_path) -> None:
+    """Items only pickle can carry (a closure: cloudpickle), signed by the worker that took them, then collected."""
+    queue = f"clotho-env@test-{uuid.uuid4()}/closure_items"
+    worker, _ = start_worker(queue, temporal_address, "closure_items_env.py", flags("process"), tmp_path)
+
+    async def scenario():
+        client = await Client.connect(temporal_address)
+        return await drive_to_the_end(client, queue, items=2)
+
+    try:
+        results = asyncio.run(scenario())
+    finally:
+        stop_worker(worker)
+    assert [r["scores"] for r in results] == [[[1.0, -1.0]], [[1.0, -1.0]]]
+    assert all("$pickle" in json.dumps(r["item"]) for r in results)

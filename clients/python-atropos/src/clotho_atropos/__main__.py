@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Optional
 from pydantic import ValidationError
 
 from .building import BuildError, build_env
+from .codec import read_item_key, set_item_key
 from .loading import EnvSpecError, load_env_class, parse_spec
 from .watch import OutputTail
 
@@ -36,11 +37,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     worker.add_argument("--max-concurrent", type=int)
     worker.add_argument("--heartbeat-interval", type=float, default=2.0)
     worker.add_argument("--exit-with-stdin", action="store_true", help="stop when stdin closes (the command that started it died)")
+    worker.add_argument("--item-key-file", help="the run's key for signing pickled items (made by the run's first command)")
     describe = commands.add_parser("describe", help="print the environment Atropos's CLI builds, as JSON")
     for sub in (worker, describe):
         sub.add_argument("env", help="path/to/env.py[:ClassName]")
         sub.add_argument("atropos", nargs=argparse.REMAINDER, help="serve|process|evaluate and Atropos's flags")
     args = parser.parse_args(argv)
+    if getattr(args, "item_key_file", None):
+        try:
+            set_item_key(read_item_key(args.item_key_file))
+        except (OSError, ValueError) as error:
+            print(f"clotho-atropos: --item-key-file: {error}", file=sys.stderr)
+            return 2
     # Before the environment is imported, so what it prints from the start is among the lines its heartbeats carry.
     output = OutputTail().install() if args.command == "worker" else None
     try:

@@ -20,7 +20,8 @@ Every activity runs on the environment's event loop and heartbeats from the work
 lines the process printed (``watch.py``); ``atroposNextItem`` adds ``fastForwarded``, the items skipped so far.
 
 ``Collected``: ``{status: "scored", groups: [ScoredDataGroup...], list, dropped: [{index, reason}], backlog: [item...], seconds}``
-or ``{status: "declined", reason, dropped, backlog, seconds}``. Items travel encoded by ``codec.encode_item``.
+or ``{status: "declined", reason, dropped, backlog, seconds}``. Items travel encoded by ``codec.encode_item``; a pickled item the run's workers did not sign
+fails the activity for good (``AtroposItemRefused``) without being unpickled.
 With ``store: {root, key}`` in the input (a file-system trajectory store), each kept group is written to
 ``<key>/group-<i>`` and the result has ``groupRefs: [{key}]`` and ``scores`` in place of ``groups``.
 
@@ -43,7 +44,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .building import BuiltEnv
-from .codec import NotEncodableError, NotJsonError, decode_item, encode_item, group_to_json
+from .codec import ItemRefusedError, NotEncodableError, NotJsonError, decode_item, encode_item, group_to_json
 from .cursor import Checkpoint, CursorBehindError, ItemCursor
 from . import store
 from .groups import filter_groups
@@ -63,7 +64,11 @@ def _on_env_loop(body: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., C
 
     @functools.wraps(body)
     async def activity_fn(self: "AtroposActivities", *args: Any) -> T:
-        return await self._heartbeating(body(self, *args))
+        try:
+            return await self._heartbeating(body(self, *args))
+        except ItemRefusedError as error:
+            # The same item would be refused again: the workflow fails now, naming why.
+            raise ApplicationError(str(error), type="AtroposItemRefused", non_retryable=True) from None
 
     return activity_fn
 
