@@ -136,6 +136,15 @@ describe('clotho process --atropos', () => {
     expect(stderr).toMatch(/clotho process: Workflow execution failed: item 0 from get_next_item cannot be encoded: item\[2\] is a lock/);
   });
 
+  it('names a Python module the environment needs and the worker’s Python lacks, with the commands that add it', async () => {
+    const args = atroposProcess('missing_module_env.py', scratch.path('missing.jsonl'), 'http://127.0.0.1:9/v1', '--env.total_steps', '1');
+    const { code, stderr } = await runClotho(args, env);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/the environment imports the Python module 'clotho_test_missing_module' at missing_module_env\.py:\d+/);
+    expect(stderr).toContain('export CLOTHO_ATROPOS_PYTHON="$LAYER/bin/python"');
+    expect(stderr).not.toContain('Traceback');
+  });
+
   it('runs an environment that scores in a process pool it forks (its children do not hang on the worker’s stdin)', async () => {
     const out = scratch.path('forked.jsonl');
     const args = atroposProcess('forked_pool_env.py', out, 'http://127.0.0.1:9/v1', '--env.total_steps', '4');

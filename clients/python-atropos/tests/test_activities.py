@@ -379,3 +379,16 @@ def test_an_item_nothing_can_encode_fails_the_activity_for_good(flags) -> None:
     with pytest.raises(ApplicationError, match=r"item 0 from get_next_item cannot be encoded: .*\[2\] is a lock") as raised:
         run(acts, scenario)
     assert raised.value.type == "AtroposItemNotEncodable" and raised.value.non_retryable
+
+
+def test_a_module_imported_while_collecting_that_is_missing_fails_for_good_naming_it(flags, monkeypatch) -> None:
+    monkeypatch.setenv("MISSING_MODULE_ENV_LAZY", "1")
+    acts = activities_for("missing_module_env.py", flags("serve"))
+
+    async def scenario(call):
+        item = await call(acts.next_item, {"cursor": 0})
+        return await call(acts.collect, {"itemIndex": 0, "item": item["item"]})
+
+    with pytest.raises(ApplicationError, match=r"imports the Python module 'clotho_test_missing_module' at missing_module_env.py:\d+") as raised:
+        run(acts, scenario)
+    assert raised.value.type == "AtroposModuleMissing" and raised.value.non_retryable and "CLOTHO_ATROPOS_PYTHON" in raised.value.message

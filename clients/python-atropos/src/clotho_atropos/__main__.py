@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from .building import BuildError, build_env
 from .codec import read_item_key, set_item_key
-from .loading import EnvSpecError, load_env_class, parse_spec
+from .loading import EnvSpecError, load_env_class, missing_module, parse_spec
 from .watch import OutputTail
 
 if TYPE_CHECKING:
@@ -63,6 +63,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         # Atropos's CLI lets pydantic's error out as a traceback; the message is what matters.
         print(f"clotho-atropos: {error}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as error:
+        print(f"clotho-atropos: {missing_module(error)}", file=sys.stderr)
+        return 2
     if built is None:
         return 0  # help was printed
     if args.command == "describe":
@@ -75,18 +78,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     stop = WorkerStop()
     if args.exit_with_stdin:
         threading.Thread(target=_stop_at_end_of_stdin, args=(stop,), name="clotho-atropos-stdin", daemon=True).start()
-    asyncio.run(
-        run_worker(
-            built,
-            task_queue=args.task_queue,
-            address=args.address,
-            namespace=args.namespace,
-            max_concurrent=args.max_concurrent,
-            heartbeat_interval=args.heartbeat_interval,
-            stop=stop,
-            output=output,
-        )
+    serving = run_worker(
+        built,
+        task_queue=args.task_queue,
+        address=args.address,
+        namespace=args.namespace,
+        max_concurrent=args.max_concurrent,
+        heartbeat_interval=args.heartbeat_interval,
+        stop=stop,
+        output=output,
     )
+    try:
+        asyncio.run(serving)
+    except ModuleNotFoundError as error:  # imported by setup()
+        print(f"clotho-atropos: {missing_module(error)}", file=sys.stderr)
+        return 2
     return 0
 
 

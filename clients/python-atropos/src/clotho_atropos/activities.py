@@ -48,6 +48,7 @@ from .codec import ItemRefusedError, NotEncodableError, NotJsonError, decode_ite
 from .cursor import Checkpoint, CursorBehindError, ItemCursor
 from . import store
 from .groups import filter_groups
+from .loading import missing_module
 from .watch import EnvLoop, OutputTail, where
 
 T = TypeVar("T")
@@ -69,6 +70,9 @@ def _on_env_loop(body: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., C
         except ItemRefusedError as error:
             # The same item would be refused again: the workflow fails now, naming why.
             raise ApplicationError(str(error), type="AtroposItemRefused", non_retryable=True) from None
+        except ModuleNotFoundError as error:
+            # Imported lazily by the environment: no retry adds it. The message says where (a run shows the innermost cause).
+            raise ApplicationError(missing_module(error), type="AtroposModuleMissing", non_retryable=True) from None
 
     return activity_fn
 
