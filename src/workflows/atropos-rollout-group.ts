@@ -21,7 +21,13 @@ export async function atroposRolloutGroup(input: AtroposGroupInput): Promise<Atr
   const key = `${input.runId}/${input.environment}/item-${input.itemIndex}`;
   let collected;
   try {
-    collected = await atroposCollect({ itemIndex: input.itemIndex, item: input.item, store: { root: input.storeRoot, key } });
+    const { itemIndex, item, maxTokenLen } = input;
+    collected = await atroposCollect({
+      itemIndex,
+      item,
+      store: { root: input.storeRoot, key },
+      ...(maxTokenLen === undefined ? {} : { maxTokenLen }),
+    });
   } catch (error) {
     setStatus(input, 'failed');
     throw error;
