@@ -15,10 +15,12 @@ import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from typing import Awaitable, Callable, Optional
 
 import pytest
 from temporalio import workflow
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import CancelledError
 from temporalio.common import RetryPolicy
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
@@ -55,14 +57,25 @@ class CollectOne:
     async def run(self, request: dict) -> dict:
         retry = RetryPolicy(initial_interval=timedelta(milliseconds=100), backoff_coefficient=1, maximum_attempts=3)
         return await workflow.execute_activity(
-            "atroposCollect", {"itemIndex": 0, "item": request["item"]}, task_queue=request["queue"], start_to_close_timeout=timedelta(seconds=60), retry_policy=retry
+            "atroposCollect",
+            {"itemIndex": 0, "item": request["item"]},
+            task_queue=request["queue"],
+            start_to_close_timeout=timedelta(seconds=60),
+            heartbeat_timeout=timedelta(seconds=2),
+            retry_policy=retry,
+            # A cancel waits for the worker to say the activity ended: the test sees when the cancel reached it.
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
 
 
-async def collect_one(client: Client, queue: str, workflow_id: str, item) -> dict:
+async def collect_one(client: Client, queue: str, workflow_id: str, item, started: Optional[Callable[[], Awaitable[None]]] = None) -> dict:
+    """Runs ``CollectOne``; with ``started``, awaits it once the workflow has started (to cancel it, say)."""
     workflows = f"{queue}-workflows"
     async with Worker(client, task_queue=workflows, workflows=[CollectOne], workflow_runner=UnsandboxedWorkflowRunner()):
-        return await client.execute_workflow(CollectOne.run, {"queue": queue, "item": item}, id=workflow_id, task_queue=workflows)
+        handle = await client.start_workflow(CollectOne.run, {"queue": queue, "item": item}, id=workflow_id, task_queue=workflows)
+        if started is not None:
+            await started()
+        return await handle.result()
 
 
 async def drive(client: Client, queue: str, workflow_id: str = "", **request) -> list:
@@ -222,6 +235,39 @@ def test_a_collect_that_blocks_the_event_loop_keeps_its_attempt(temporal_address
         stop_worker(worker)
     assert [r["status"] for r in results] == ["scored"]
     assert attempts == [1]
+
+
+def test_a_cancel_reaches_a_collect_whose_environment_holds_the_loop(temporal_address: str, flags, tmp_path) -> None:
+    """The workflow is cancelled while scoring holds the environment's loop: the activity ends cancelled meanwhile."""
+    queue = f"clotho-env@test-{uuid.uuid4()}/blocking"
+    release = tmp_path / "release"
+    worker, _ = start_worker(queue, temporal_address, "blocking_env.py", flags("serve", "--env.release_file", str(release)), tmp_path)
+    workflow_id = f"atropos-test-{uuid.uuid4()}"
+
+    async def scenario():
+        client = await Client.connect(temporal_address)
+
+        async def cancel_once_scoring() -> None:
+            # The environment prints this, then holds its loop until the release file exists.
+            assert await asyncio.to_thread(worker.stdout.readline) == "scoring item 1\n"
+            await client.get_workflow_handle(workflow_id).cancel()
+
+        try:
+            with pytest.raises(WorkflowFailureError) as failed:
+                await asyncio.wait_for(collect_one(client, queue, workflow_id, {"n": 1}, started=cancel_once_scoring), timeout=60)
+            cancelled_while_held = not release.exists()
+        finally:
+            release.touch()
+        events = [e async for e in client.get_workflow_handle(workflow_id).fetch_history_events()]
+        return failed.value, cancelled_while_held, events, await attempts_of(client, workflow_id, "atroposCollect")
+
+    try:
+        error, cancelled_while_held, events, attempts = asyncio.run(scenario())
+    finally:
+        stop_worker(worker)
+    assert isinstance(error.cause, CancelledError) and cancelled_while_held
+    # The first attempt, still heartbeating, heard the cancel and ended cancelled: no heartbeat timeout, no retry.
+    assert attempts == [1] and any(e.HasField("activity_task_canceled_event_attributes") for e in events)
 
 
 def test_a_long_fast_forward_heartbeats_by_time(temporal_address: str, flags, tmp_path) -> None:
