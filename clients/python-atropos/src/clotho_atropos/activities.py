@@ -20,8 +20,8 @@ Every activity runs on the environment's event loop and heartbeats from the work
 lines the process printed (``watch.py``); ``atroposNextItem`` adds ``fastForwarded``, the items skipped so far.
 
 ``Collected``: ``{status: "scored", groups: [ScoredDataGroup...], list, dropped: [{index, reason}], backlog: [item...], seconds}``
-or ``{status: "declined", reason, dropped, backlog, seconds}``. Items travel encoded by ``codec.encode_item``; a pickled item the run's workers did not sign
-fails the activity for good (``AtroposItemRefused``) without being unpickled.
+or ``{status: "declined", reason, dropped, backlog, seconds}``. Items travel encoded by ``codec.encode_item``; a
+pickled item the run's workers did not sign fails the activity for good (``AtroposItemRefused``), never unpickled.
 With ``store: {root, key}`` in the input (a file-system trajectory store), each kept group is written to
 ``<key>/group-<i>`` and the result has ``groupRefs: [{key}]`` and ``scores`` in place of ``groups``.
 
