@@ -2,7 +2,15 @@ import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { arithmeticResponder, ATROPOS_ENVS, atroposPython, recordHistory } from '../support/atropos.js';
+import {
+  arithmeticResponder,
+  ATROPOS_ENVS,
+  atroposPython,
+  atroposWorkerPids,
+  endsWithin,
+  processGroupPids,
+  recordHistory,
+} from '../support/atropos.js';
 import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
 import { completeLines, readGroups } from '../support/groups.js';
 import { temporalEnv, useScratch } from '../support/runs.js';
@@ -161,6 +169,40 @@ describe('clotho process --atropos', () => {
     expect(code).toBe(1);
     expect(stderr).toMatch(/clotho process: Workflow execution failed: item 0 from get_next_item cannot be encoded: item\[2\] is a lock/);
   });
+
+  it('names a Python module the environment needs and the worker’s Python lacks, with the commands that add it', async () => {
+    const args = atroposProcess('missing_module_env.py', scratch.path('missing.jsonl'), 'http://127.0.0.1:9/v1', '--env.total_steps', '1');
+    const { code, stderr } = await runClotho(args, env);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/the environment imports the Python module 'clotho_test_missing_module' at missing_module_env\.py:\d+/);
+    expect(stderr).toContain('export CLOTHO_ATROPOS_PYTHON="$LAYER/bin/python"');
+    expect(stderr).not.toContain('Traceback');
+  });
+
+  it('runs an environment that scores in a process pool it forks (its children do not hang on the worker’s stdin)', async () => {
+    const out = scratch.path('forked.jsonl');
+    const args = atroposProcess('forked_pool_env.py', out, 'http://127.0.0.1:9/v1', '--env.total_steps', '4');
+    const run = spawnClotho(args, env);
+    expect(await endsWithin(run, 120_000, 'a run of 4 groups scored in a forked pool'), run.stderr()).toBe(0);
+    expect((await readGroups(out)).map((g) => g.scores)).toEqual(Array.from({ length: 4 }, () => [1, -1]));
+  }, 180_000);
+
+  it('stops the Python worker, and the pool it forked, when its command is killed -9', async () => {
+    const out = scratch.path('forked-killed.jsonl');
+    const args = atroposProcess('forked_pool_env.py', out, 'http://127.0.0.1:9/v1', '--env.total_steps', '100000');
+    const run = spawnClotho(args, env);
+    let worker: number | undefined;
+    try {
+      await waitFor(async () => (await completeLines(out)) >= 2, 120_000, 'the first groups');
+      [worker] = atroposWorkerPids(run.child.pid!);
+      expect(processGroupPids(worker!).length).toBeGreaterThan(1); // the worker and its pool's processes
+      run.child.kill('SIGKILL');
+      await waitFor(() => processGroupPids(worker!).length === 0, 60_000, 'the Python worker and its pool to exit');
+    } finally {
+      if (worker !== undefined && processGroupPids(worker).length > 0) process.kill(-worker, 'SIGKILL');
+      run.child.kill('SIGKILL');
+    }
+  }, 240_000);
 
   /** Starts a run of 12 arithmetic groups, two at a time, and kills -9 the command's and the Python worker's process groups mid-run. */
   async function killedMidRun(runId: string, out: string): Promise<string[]> {

@@ -4,7 +4,15 @@ import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { envRunStatusQuery, waitingGroupsQuery } from '../../src/workflows/messages.js';
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
-import { arithmeticResponder, ATROPOS_ENVS, atroposPython, recordHistory } from '../support/atropos.js';
+import {
+  arithmeticResponder,
+  ATROPOS_ENVS,
+  atroposPython,
+  atroposWorkerPids,
+  endsWithin,
+  processGroupPids,
+  recordHistory,
+} from '../support/atropos.js';
 import { spawnClotho, waitFor } from '../support/cli.js';
 import { startVllmServer } from '../support/native-servers.js';
 import { prometheusSamples } from '../support/prometheus.js';
@@ -193,12 +201,12 @@ describe('clotho serve --atropos', () => {
     }
   }, 400_000);
 
-  /** `clotho serve --atropos <file>` for a trainer of `steps` batches of two groups of two, on its own API. */
-  async function serveTo(file: string, baseUrl: string, steps: number) {
+  /** `clotho serve --atropos <file>` for a trainer of `steps` batches of two groups of two (and `trainer`'s settings), on its own API. */
+  async function serveTo(file: string, baseUrl: string, steps: number, trainer: Partial<typeof TRAINER> = {}) {
     const address = inject('temporalAddress');
     const own = await startApiProcess({ temporalAddress: address });
     const http = apiClient(own.url);
-    await http.post('/register', { ...TRAINER, batch_size: 4, num_steps: steps });
+    await http.post('/register', { ...TRAINER, batch_size: 4, num_steps: steps, ...trainer });
     expect((await http.get('/batch')).json).toEqual({ batch: null });
     const runId = uniqueId('atropos-serve-envs');
     const stem = atroposEnvironmentName(file);
@@ -221,6 +229,47 @@ describe('clotho serve --atropos', () => {
     await waitFor(() => serve.stdout().includes('registered as'), 120_000, `clotho serve --atropos ${file} to register`);
     return { http, serve, status, close, handle };
   }
+
+  it("hands the trainer's max_token_len to the environment, whose send filter drops longer groups as Atropos's does", async () => {
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder() }));
+    // Every arithmetic rollout is longer than 8 tokens.
+    const served = await serveTo('arithmetic_env.py', model.baseUrl, 1, { max_token_len: 8 });
+    try {
+      const tooLong = async () => {
+        const progress = await served.status().catch((error: unknown) => {
+          if (error instanceof WorkflowNotFoundError) return undefined;
+          throw error;
+        });
+        return progress?.dropped['longer than max_token_len 8'] ?? 0;
+      };
+      await waitFor(async () => (await tooLong()) >= 2, 120_000, "groups dropped by the environment's send filter at max_token_len 8");
+      expect((await served.status()).delivered).toBe(0);
+    } finally {
+      await served.close();
+    }
+  }, 300_000);
+
+  it('serves an environment that scores in a process pool it forks (its children do not hang on the worker’s stdin)', async () => {
+    const forked = await serveTo('forked_pool_env.py', 'http://127.0.0.1:9/v1', 1);
+    const workers = atroposWorkerPids(forked.serve.child.pid!);
+    try {
+      let batch: { scores: number[] }[] | null = null;
+      await waitFor(
+        async () => (batch = (await forked.http.get('/batch')).json.batch as typeof batch) !== null,
+        120_000,
+        'a batch of groups scored in a forked pool',
+      );
+      expect(batch!.map((g) => g.scores)).toEqual([
+        [1, -1],
+        [1, -1],
+      ]);
+      expect(await endsWithin(forked.serve, 60_000, 'clotho serve --atropos at the last step')).toBe(0);
+    } finally {
+      await forked.close();
+      // A pool whose children hung outlives its worker: end it with the test.
+      for (const pid of workers) if (processGroupPids(pid).length > 0) process.kill(-pid, 'SIGKILL');
+    }
+  }, 300_000);
 
   it('serves the multi-step, failing-once and declining test environments as Atropos would, counting what it drops', async () => {
     type Group = {

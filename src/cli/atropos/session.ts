@@ -20,6 +20,7 @@ import { METRICS_FLAGS, serveRunMetrics } from '../run-metrics.js';
 import { createWorkerMetrics } from '../../workers/metrics.js';
 import { AtroposWorkerExit, startAtroposWorker, type AtroposWorker } from './worker-process.js';
 import { releaseActivitiesOf } from './release.js';
+import { atroposItemKeyPath, ensureAtroposItemKey } from './item-key.js';
 import { takeOverStickyQueues } from '../sticky.js';
 import { evaluationId } from '../../workflows/messages.js';
 
@@ -149,9 +150,11 @@ export async function withAtroposSession(
     if (givenRunId !== null) await refuseUnreplayable(temporal.client, `run ${runId}`, envRunId(runId, environment));
     const queues = runTaskQueues(runId, environment);
     const endpoint = temporal.endpoint;
+    const itemKeyFile = await ensureAtroposItemKey(atroposItemKeyPath(store.root, runId, environment), runId, joining);
     let worker;
     try {
-      worker = await startAtroposWorker({ python, spec, mode: atroposMode, atroposArgs: atropos, taskQueue: queues.env, ...endpoint });
+      const taskQueue = queues.env;
+      worker = await startAtroposWorker({ python, spec, mode: atroposMode, atroposArgs: atropos, taskQueue, itemKeyFile, ...endpoint });
     } catch (error) {
       if (!(error instanceof AtroposWorkerExit)) throw error;
       (error.code === 0 ? io.out : io.err)(error.output);

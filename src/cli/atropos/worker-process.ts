@@ -15,6 +15,8 @@ export interface AtroposWorkerOptions {
   taskQueue: string;
   address: string;
   namespace: string;
+  /** The run's key for signing pickled items (`ensureAtroposItemKey`). */
+  itemKeyFile: string;
 }
 
 export interface AtroposWorker {
@@ -46,12 +48,14 @@ function keep(lines: string[], line: string, serving: boolean): void {
  * queue. Rejects with the end of its stderr (Atropos's own errors: a bad flag, an ambiguous class) if it exits first.
  */
 export async function startAtroposWorker(options: AtroposWorkerOptions): Promise<AtroposWorker> {
-  const { python, spec, mode, atroposArgs, taskQueue, address, namespace } = options;
+  const { python, spec, mode, atroposArgs, taskQueue, address, namespace, itemKeyFile } = options;
   const args = [
     '-m',
     'clotho_atropos',
     'worker',
     '--exit-with-stdin',
+    '--item-key-file',
+    itemKeyFile,
     '--task-queue',
     taskQueue,
     '--address',
