@@ -243,26 +243,6 @@ def test_a_restarted_process_fast_forwards_to_the_cursor(flags) -> None:
     assert restarted.cursor.taken == 51
 
 
-def test_a_slow_fast_forward_heartbeats_every_second_not_every_thousand_items(flags) -> None:
-    # 300 items at 10 ms each: 3 s without a heartbeat when they were counted by the thousand.
-    first = activities_for("arithmetic_env.py", flags("serve"))
-    given = first.env.get_next_item
-
-    async def slow():
-        await asyncio.sleep(0.01)
-        return await given()
-
-    first.env.get_next_item = slow
-    beats: list = []
-
-    async def scenario(call):
-        return await call(first.next_item, {"cursor": 300})
-
-    resumed = run(first, scenario, on_heartbeat=lambda *details: beats.append(details))
-    assert resumed["fastForwarded"] == 300
-    assert len(beats) >= 2 and all(0 < d[0]["fastForwarded"] < 300 for d in beats)
-
-
 def test_a_checkpoint_is_restored_then_fast_forwarded(flags) -> None:
     spec = "arithmetic_env.py:CheckpointedArithmeticEnv"
     first = activities_for(spec, flags("serve"))
