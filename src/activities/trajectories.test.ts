@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,5 +49,33 @@ describe('assembleGroup', () => {
   it('leaves `images` null for text-only groups', async () => {
     const group = await assemble(1, [trajectory([{ role: 'user', content: 'Colour?' }], 'red')]);
     expect(group.images).toBeNull();
+  });
+});
+
+describe('deliverToJsonl', () => {
+  it('writes float fields as Atropos does (Python floats: 1.0, -1.0), whatever JavaScript made of them', async () => {
+    const { deliverToJsonl } = createTrajectoryActivities({ store });
+    const group = {
+      tokens: [[1, 2]],
+      masks: [[-100, 2]],
+      scores: [1, -1, 0.5, 0.00001, 0],
+      advantages: [[0, 2]],
+      ref_logprobs: null,
+      inference_logprobs: [[1, -0.25]],
+      distill_logprobs: [[[0, -1.5]]],
+      messages: [[{ role: 'assistant', content: 'scores 1' }]],
+    };
+    const ref = await store.put('run/env/item-9/group', group);
+    const path = join(root, 'floats.jsonl');
+    expect(await deliverToJsonl({ path, firstLine: 0, groups: [ref] })).toBe(1);
+    const line = (await readFile(path, 'utf8')).trimEnd();
+    expect(line).toContain('"scores":[1.0,-1.0,0.5,0.00001,0.0]');
+    expect(line).toContain('"advantages":[[0.0,2.0]]');
+    expect(line).toContain('"ref_logprobs":null');
+    expect(line).toContain('"inference_logprobs":[[1.0,-0.25]]');
+    expect(line).toContain('"distill_logprobs":[[[0.0,-1.5]]]');
+    // Integers stay integers; the messages' text is untouched.
+    expect(line).toContain('"tokens":[[1,2]],"masks":[[-100,2]]');
+    expect(JSON.parse(line)).toEqual(group);
   });
 });

@@ -3,6 +3,7 @@ import { mkdir, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
 import { groupImages } from '../kits/images/images.js';
+import { jsonlLine } from '../schema/float-json.js';
 import { parseHotFirst } from '../schema/number-rows.js';
 import {
   HotScoredDataGroupSchema,
@@ -65,7 +66,7 @@ export function createTrajectoryActivities({ store }: { store: TrajectoryStore }
       }
       const pending = input.groups.slice(lines - input.firstLine);
       if (pending.length === 0) return 0;
-      const text = (await Promise.all(pending.map(async (ref) => `${JSON.stringify(await store.get(ref))}\n`))).join('');
+      const text = (await Promise.all(pending.map(async (ref) => `${jsonlLine(await store.get(ref))}\n`))).join('');
       const file = await open(input.path, 'a');
       try {
         await file.write(text);

@@ -52,6 +52,8 @@ describe('clotho process --atropos', () => {
     const groups = await readGroups(out);
     expect(groups).toHaveLength(5);
     for (const group of groups) expect(group.scores).toEqual([1, -1, -1, -1]);
+    // Floats, as Atropos writes them (json.dumps of the environment's 1.0 and -1.0), not JavaScript's integers.
+    expect(await readFile(out, 'utf8')).toContain('"scores":[1.0,-1.0,-1.0,-1.0]');
     expect(await readFile(scratch.path('arithmetic.html'), 'utf8')).toContain('5 groups');
     await recordHistory('atropos-rollout-group-scored.json', `clotho/${runId}/arithmetic_env/item-0`);
   });

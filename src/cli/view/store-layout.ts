@@ -1,4 +1,5 @@
 import { groupKey, loadGroupState, type GroupState } from '../../activities/group-state.js';
+import { jsonlLine } from '../../schema/float-json.js';
 import type { TrajectoryStore } from '../../store/trajectory-store.js';
 import type { GroupAddress } from './model.js';
 
@@ -87,15 +88,15 @@ export async function readNewestState(store: TrajectoryStore, address: GroupAddr
 }
 
 /**
- * Finds JSONL lines in the store: `clotho process` writes each delivered group's `group` entry to the JSONL byte for
- * byte, so a line of the same size and text is that group. Only sizes (from the listing) are compared until one
- * matches.
+ * Finds JSONL lines in the store: `clotho process` writes each delivered group's `group` entry to the JSONL as
+ * {@link jsonlLine} makes it, so a line with that text is that group. Only sizes are compared until one matches: the
+ * listing's, against the line's as JSON.stringify writes it (as the store holds a group Clotho assembled).
  */
 export async function findGroupsInStore(store: TrajectoryStore, lines: string[]): Promise<Map<number, GroupAddress>> {
   const bySize = new Map<number, number[]>();
   lines.forEach((line, i) => {
-    const size = Buffer.byteLength(line);
-    bySize.set(size, [...(bySize.get(size) ?? []), i]);
+    const size = storedSize(line);
+    if (size !== undefined) bySize.set(size, [...(bySize.get(size) ?? []), i]);
   });
   const found = new Map<number, GroupAddress>();
   for await (const { key, size } of store.list('')) {
@@ -103,10 +104,19 @@ export async function findGroupsInStore(store: TrajectoryStore, lines: string[])
     if (!match || !ASSEMBLED.test(match[4]!) || NOT_RUNS.has(match[1]!)) continue;
     const candidates = bySize.get(size)?.filter((i) => !found.has(i));
     if (!candidates?.length) continue;
-    const text = JSON.stringify(await store.tryGet(key));
+    const text = jsonlLine(await store.tryGet(key));
     const at = candidates.find((i) => lines[i] === text);
     if (at !== undefined) found.set(at, { runId: match[1]!, environment: match[2]!, itemIndex: Number(match[3]) });
     if (found.size === lines.length) break;
   }
   return found;
+}
+
+/** The size of a line's group in the store's JSON; undefined when the line is not JSON. */
+function storedSize(line: string): number | undefined {
+  try {
+    return Buffer.byteLength(JSON.stringify(JSON.parse(line)));
+  } catch {
+    return undefined;
+  }
 }
