@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { arithmeticResponder, ATROPOS_ENVS, atroposPython, recordHistory } from '../support/atropos.js';
+import { arithmeticResponder, ATROPOS_ENVS, atroposPython, clothoStderr, recordHistory } from '../support/atropos.js';
 import { runClotho, spawnClotho, waitFor } from '../support/cli.js';
 import { completeLines, readGroups } from '../support/groups.js';
 import { temporalEnv, useScratch } from '../support/runs.js';
@@ -45,7 +45,7 @@ describe('clotho process --atropos', () => {
     const runId = uniqueId('atropos');
     const args = atroposProcess('arithmetic_env.py', out, model.baseUrl, '--env.total_steps', '5', '--env.run_id', runId);
     const { code, stdout, stderr } = await runClotho(args, env);
-    expect(stderr).toBe('');
+    expect(clothoStderr(stderr)).toBe('');
     expect(code).toBe(0);
     // Atropos's timing stats, from its wandb_log: the mean time a group's collect took.
     expect(stdout).toMatch(/groups 5\/5 · 0 in flight · mean score -0\.500 · failed 0 · dropped 0 · collect \d+\.\d\d s/);
@@ -56,6 +56,15 @@ describe('clotho process --atropos', () => {
     expect(await readFile(out, 'utf8')).toContain('"scores":[1.0,-1.0,-1.0,-1.0]');
     expect(await readFile(scratch.path('arithmetic.html'), 'utf8')).toContain('5 groups');
     await recordHistory('atropos-rollout-group-scored.json', `clotho/${runId}/arithmetic_env/item-0`);
+  });
+
+  it("shows what the environment prints, each line marked as the environment's", async () => {
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder() }));
+    const out = scratch.path('printing.jsonl');
+    const { code, stderr } = await runClotho(atroposProcess('tokens_only_env.py', out, model.baseUrl, '--env.total_steps', '2'), env);
+    expect(code, stderr).toBe(0);
+    expect(stderr).toContain('[env] What is 1 + 10? 1 of 2 right\n');
+    expect(stderr).toContain('[env] What is 2 + 20? 1 of 2 right\n');
   });
 
   it('runs the environment that keeps checkpoints to the end', async () => {
@@ -160,7 +169,7 @@ describe('clotho process --atropos', () => {
     const out = scratch.path(`${runId}.jsonl`);
     const args = await killedMidRun(runId, out);
     const second = await runClotho(args, env);
-    expect(second.stderr).toBe('');
+    expect(clothoStderr(second.stderr)).toBe('');
     expect(second.code).toBe(0);
     await expectEachGroupOnce(out);
   });

@@ -148,7 +148,17 @@ export async function withAtroposSession(
     const endpoint = temporal.endpoint;
     let worker;
     try {
-      worker = await startAtroposWorker({ python, spec, mode: atroposMode, atroposArgs: atropos, taskQueue: queues.env, ...endpoint });
+      // What the environment prints (its print(), its logging) shows beside Clotho's own lines, marked as its.
+      const onOutput = (line: string) => io.err(`[env] ${line}`);
+      worker = await startAtroposWorker({
+        python,
+        spec,
+        mode: atroposMode,
+        atroposArgs: atropos,
+        taskQueue: queues.env,
+        ...endpoint,
+        onOutput,
+      });
     } catch (error) {
       if (!(error instanceof AtroposWorkerExit)) throw error;
       (error.code === 0 ? io.out : io.err)(error.output);
