@@ -14,6 +14,7 @@ import { duration, formatEnd, formatSteps, harnessLines } from '../timeline-form
 import { HarnessProgressSchema } from '../../activities/harness.js';
 import { readHarnessSample } from '../view/harness.js';
 import { sampleLines } from '../group-summary.js';
+import { runTokenizer } from '../decoded-tokens.js';
 import { ROLLOUT_GROUP_TYPES } from '../view/temporal.js';
 import { stalledWorkflowTask, waitingIn, waitingText } from '../waiting-work.js';
 
@@ -66,7 +67,9 @@ export async function inspectCommand(argv: string[], io: CommandIo): Promise<num
     }
     io.out('');
     io.out(formatEnd(timeline));
-    for (const key of groupKeys(timeline.end.result)) for (const line of await sampleLines(store, key)) io.out(line);
+    const group = (timeline.input ?? {}) as Partial<GroupAddress>;
+    const tokenizerOf = group.runId && group.environment ? runTokenizer(store, group.runId, group.environment) : undefined;
+    for (const key of groupKeys(timeline.end.result)) for (const line of await sampleLines(store, key, tokenizerOf)) io.out(line);
     return timeline.end.status === 'completed' || timeline.end.status === 'running' ? 0 : 1;
   } finally {
     await temporal.close();

@@ -1,6 +1,6 @@
 """An environment shaped as Atropos's gsm8k_server.py (for the tests; not Atropos's code): its groups hold tokens,
-masks and scores but no messages, it prints a line for each item it scores, and it declines an item whose answers
-all score alike, saying so."""
+masks and scores but no messages, it prints a line for each item it scores, and every third item's answers all
+score alike (Atropos's send filter drops such a group under serve, or with --env.ensure_scores_are_not_same)."""
 
 from typing import List, Tuple
 
@@ -38,9 +38,6 @@ class TokensOnlyEnv(BaseEnv):
             group["masks"].append(out["masks"])
             group["scores"].append(1.0 if f"\\boxed{{{answer}}}" in choice.message.content else -1.0)
         print(f"{question} {group['scores'].count(1.0)} of {len(group['scores'])} right")
-        if len(set(group["scores"])) == 1:
-            # As gsm8k_server.py's score() does: a group that teaches nothing is not sent.
-            return None, []
         return group, []
 
     async def evaluate(self, *args, **kwargs):
