@@ -1,4 +1,5 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, rm, unlink } from 'node:fs/promises';
+import { ApplicationFailure } from '@temporalio/common';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -77,5 +78,33 @@ describe('deliverToJsonl', () => {
     // Integers stay integers; the messages' text is untouched.
     expect(line).toContain('"tokens":[[1,2]],"masks":[[-100,2]]');
     expect(JSON.parse(line)).toEqual(group);
+  });
+
+  it('refuses a file that lost groups or gained lines since the run wrote it, as a retryable SinkCorrupted naming the way on', async () => {
+    const { deliverToJsonl } = createTrajectoryActivities({ store });
+    const refs = await Promise.all(
+      [0, 1, 2].map((i) => store.put(`run/env/item-${20 + i}/group`, { tokens: [[i]], masks: [[i]], scores: [i] })),
+    );
+    const path = join(root, 'changed.jsonl');
+    await deliverToJsonl({ path, firstLine: 0, groups: refs.slice(0, 2) });
+    const refused = async (firstLine: number, groups = refs.slice(2)) => {
+      const error = await deliverToJsonl({ path, firstLine, groups }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ApplicationFailure);
+      const failure = error as ApplicationFailure;
+      expect(failure.type).toBe('SinkCorrupted');
+      // Retried, and not soon: a command that sees it stops, and its resume rebuilds the file first.
+      expect(failure.nonRetryable).toBe(false);
+      expect(failure.nextRetryDelay).toBe('60s');
+      expect(failure.message).toContain('--rebuild-output');
+      return failure.message;
+    };
+    // A line appended by hand: the next delivery must not take it for a group of its own.
+    await appendFile(path, '{"by":"hand"}\n');
+    expect(await refused(2)).toContain(`${path} has 3 lines, but the run had delivered 2 groups to it`);
+    await unlink(path);
+    expect(await refused(2)).toContain(`${path} has 0 lines, but the run had delivered 2 groups to it`);
   });
 });

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { arithmeticResponder, ATROPOS_ENVS, atroposPython, clothoStderr, recordHistory } from '../support/atropos.js';
@@ -172,7 +172,41 @@ describe('clotho process --atropos', () => {
     expect(clothoStderr(second.stderr)).toBe('');
     expect(second.code).toBe(0);
     await expectEachGroupOnce(out);
+    // The resumed command names the file its run writes (not the _1 Atropos's CLI picks beside it), and ends as a
+    // whole run ends: the wrote line and the HTML page.
+    expect(second.stdout).toContain(`run ${runId}: 12 groups of ArithmeticEnv (Atropos) → ${out}\n`);
+    const html = out.replace(/\.jsonl$/, '.html');
+    expect(second.stdout).toContain(`wrote 12 groups to ${out} and ${html}`);
+    expect(await readFile(html, 'utf8')).toContain('12 groups');
   });
+
+  it('stops, naming the way on, when its JSONL is deleted mid-run; resumed with --rebuild-output it rebuilds it and finishes', async () => {
+    const runId = uniqueId('atropos-deleted');
+    const out = scratch.path(`${runId}.jsonl`);
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder(150) }));
+    const args = atroposProcess('arithmetic_env.py', out, model.baseUrl, '--env.total_steps', '12', '--env.max_num_workers', '2');
+    const first = spawnClotho([...args, '--env.run_id', runId], env);
+    await waitFor(async () => (await completeLines(out)) >= 3, 120_000, 'the first groups');
+    await unlink(out);
+    expect(await first.exited).toBe(1);
+    expect(first.stderr()).toMatch(new RegExp(`${out} has 0 lines, but the run had delivered \\d+ groups to it`));
+    // The exact command that goes on, rebuilding the file from the store.
+    const resume = /resume it, rebuilding the file from the trajectory store: (.*)$/m.exec(first.stderr())?.[1];
+    expect(resume).toBe(`clotho ${[...args, '--env.run_id', runId, '--rebuild-output'].join(' ')}`);
+
+    // Run again without the flag: refused before anything runs, saying how to go on.
+    const refused = await runClotho([...args, '--env.run_id', runId], env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(new RegExp(`${out} has 0 groups where run ${runId} delivered [\\d to]+: it was changed or deleted`));
+    expect(refused.stderr).toContain('--rebuild-output');
+
+    const rebuilt = await runClotho(resume!.split(' ').slice(1), env);
+    expect(clothoStderr(rebuilt.stderr)).toBe('');
+    expect(rebuilt.code).toBe(0);
+    expect(rebuilt.stdout).toMatch(new RegExp(`rebuilt ${out}: \\d+ groups from the trajectory store`));
+    await expectEachGroupOnce(out);
+    // The delivery that found the file gone is retried a minute later: the test waits for it.
+  }, 300_000);
 
   it('finishes a killed run with clotho worker --atropos, in the run’s mode', async () => {
     const runId = uniqueId('atropos-worker');

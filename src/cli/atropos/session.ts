@@ -30,8 +30,14 @@ export interface AtroposArgv {
   atropos: string[];
 }
 
-/** Flags Clotho reads itself and Atropos never sees: where the run's data lives, its step policies, which run, the batcher, /metrics. */
-const isClothoFlag = (name: string) => ['store', 'env.run_id', 'batcher-id', 'metrics-port'].includes(name) || name.startsWith('steps.');
+/**
+ * Flags Clotho reads itself and Atropos never sees: where the run's data lives, its step policies, which run, the
+ * batcher, /metrics, rebuilding a resumed run's JSONL.
+ */
+const isClothoFlag = (name: string) =>
+  ['store', 'env.run_id', 'batcher-id', 'metrics-port', ...BOOLEAN_FLAGS].includes(name) || name.startsWith('steps.');
+/** Clotho's flags that stand alone (`--rebuild-output`), or take `true` or `false` after them. */
+const BOOLEAN_FLAGS = ['rebuild-output'];
 
 /** Splits a command line of `--atropos` into the environment, Clotho's flags and Atropos's (passed on unchanged). */
 export function splitAtroposArgv(argv: string[]): AtroposArgv {
@@ -41,7 +47,12 @@ export function splitAtroposArgv(argv: string[]): AtroposArgv {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const name = arg.startsWith('--') ? arg.slice(2).split('=')[0]! : undefined;
-    const valued = name !== undefined && !arg.includes('=') && i + 1 < argv.length;
+    const next = argv[i + 1];
+    const valued =
+      name !== undefined &&
+      !arg.includes('=') &&
+      next !== undefined &&
+      (!BOOLEAN_FLAGS.includes(name) || next === 'true' || next === 'false');
     if (name === 'atropos') spec = arg.includes('=') ? arg.slice('--atropos='.length) : argv[++i];
     else if (name !== undefined && isClothoFlag(name)) clotho.push(arg, ...(valued ? [argv[++i]!] : []));
     else atropos.push(arg);
@@ -108,11 +119,19 @@ export interface AtroposSession {
   stopped: Promise<never>[];
 }
 
+/** What a session knows before its workflow worker polls (a resumed run's JSONL is settled then). */
+export type BeforeWorkflows = (
+  session: Pick<AtroposSession, 'runId' | 'environment' | 'resumed' | 'flags' | 'temporal' | 'worker'> & {
+    store: FileSystemStore;
+  },
+) => Promise<void>;
+
 /**
  * Opens an Atropos run for `mode`: the Python worker (installing its venv first), which builds the environment as
  * Atropos's CLI would from the flags and serves its activities on the run's env queue; the run's config, recorded from
- * its ready line (an evaluation, like `clotho evaluate`, records none); the workflow worker; then runs `body` and
- * closes all of it in reverse order. Atropos's `--help` and its errors about flags are printed as it prints them.
+ * its ready line (an evaluation, like `clotho evaluate`, records none); `beforeWorkflows`; the workflow worker; then
+ * runs `body` and closes all of it in reverse order. Atropos's `--help` and its errors about flags are printed as it
+ * prints them.
  */
 export async function withAtroposSession(
   argv: string[],
@@ -120,6 +139,7 @@ export async function withAtroposSession(
   commandFlags: z.ZodRawShape,
   io: CommandIo,
   body: (session: AtroposSession) => Promise<number>,
+  beforeWorkflows?: BeforeWorkflows,
 ): Promise<number> {
   const { spec, clotho, atropos: given } = splitAtroposArgv(argv);
   const { runId: givenRunId, flags, steps } = clothoFlags(clotho, commandFlags);
@@ -181,6 +201,7 @@ export async function withAtroposSession(
         throw new ConfigError([`run ${runId} (${environment}) has no recorded config: start it with clotho process or serve --atropos`]);
       }
       if (settled.settled.how === 'new' && !evaluating) await recordRunConfig(store, runId, settled.settled.record);
+      await beforeWorkflows?.({ runId, environment, resumed: givenRunId !== null, flags, temporal, worker, store });
       const workflows = await startAtroposWorkflowWorker({ ...endpoint, store, taskQueue: queues.workflows });
       try {
         // A resumed run's env-run and groups may wait on the sticky queue of a command that died: this one takes them now.
