@@ -208,6 +208,40 @@ describe('clotho process --atropos', () => {
     // The delivery that found the file gone is retried a minute later: the test waits for it.
   }, 300_000);
 
+  /** kill -9 of the Python worker a command started (its process group), and of nothing else. */
+  function killPythonWorker(command: ReturnType<typeof spawnClotho>): void {
+    const children = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(command.child.pid)], { encoding: 'utf8' });
+    const python = children.split('\n').find((line) => line.includes('clotho_atropos worker'));
+    if (!python) throw new Error(`no Python worker among the command's children:\n${children}`);
+    process.kill(-Number(python.trim().split(/\s+/)[0]), 'SIGKILL');
+  }
+
+  it('restarts a Python worker killed -9, and past --worker-restarts exits printing the command that resumes the run', async () => {
+    const runId = uniqueId('atropos-restart');
+    const out = scratch.path(`${runId}.jsonl`);
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder(150) }));
+    const args = atroposProcess('arithmetic_env.py', out, model.baseUrl, '--env.total_steps', '12', '--env.max_num_workers', '2');
+    // No restart allowed: the command exits, and says how to go on.
+    const first = spawnClotho([...args, '--worker-restarts', '0'], env);
+    await waitFor(async () => (await completeLines(out)) >= 3, 120_000, 'the first groups');
+    killPythonWorker(first);
+    expect(await first.exited).toBe(1);
+    expect(first.stderr()).toContain('the Atropos worker exited (SIGKILL) 1 time within 10 minutes');
+    const resume = /resume the run with: (.*)$/m.exec(first.stderr())?.[1];
+    const runOf = /^run (\S+):/m.exec(first.stdout())?.[1];
+    expect(resume).toBe(`clotho ${[...args, '--worker-restarts', '0', '--env.run_id', runOf].join(' ')}`);
+    expect(await completeLines(out)).toBeLessThan(12);
+
+    // The command resumed with restarts allowed: its worker killed mid-run, it starts another and finishes the run.
+    const second = spawnClotho([...args, '--env.run_id', runOf!], env);
+    const before = await completeLines(out);
+    await waitFor(async () => (await completeLines(out)) > before, 120_000, 'the resumed run to deliver');
+    killPythonWorker(second);
+    expect(await second.exited).toBe(0);
+    expect(second.stderr()).toMatch(/the Atropos worker exited \(SIGKILL\): restart 1 of at most 5 within 10 minutes, in 1 s/);
+    await expectEachGroupOnce(out);
+  }, 300_000);
+
   it('finishes a killed run with clotho worker --atropos, in the run’s mode', async () => {
     const runId = uniqueId('atropos-worker');
     const out = scratch.path(`${runId}.jsonl`);

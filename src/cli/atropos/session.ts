@@ -18,7 +18,9 @@ import { refuseUnreplayable } from '../versions.js';
 import { ensureAtroposPython } from './python.js';
 import { METRICS_FLAGS, serveRunMetrics } from '../run-metrics.js';
 import { createWorkerMetrics } from '../../workers/metrics.js';
-import { AtroposWorkerExit, startAtroposWorker, type AtroposWorker } from './worker-process.js';
+import { AtroposWorkerExit, startAtroposWorker } from './worker-process.js';
+import { AtroposWorkerGaveUp, restartPolicy, superviseAtroposWorker, WORKER_RESTARTS_FLAGS, type SupervisedWorker } from './supervisor.js';
+import { resumeCommand } from '../resume-command.js';
 import { releaseActivitiesOf } from './release.js';
 import { takeOverStickyQueues } from '../sticky.js';
 import { evaluationId } from '../../workflows/messages.js';
@@ -32,10 +34,10 @@ export interface AtroposArgv {
 
 /**
  * Flags Clotho reads itself and Atropos never sees: where the run's data lives, its step policies, which run, the
- * batcher, /metrics, rebuilding a resumed run's JSONL.
+ * batcher, /metrics, the worker's restarts, rebuilding a resumed run's JSONL.
  */
 const isClothoFlag = (name: string) =>
-  ['store', 'env.run_id', 'batcher-id', 'metrics-port', ...BOOLEAN_FLAGS].includes(name) || name.startsWith('steps.');
+  ['store', 'env.run_id', 'batcher-id', 'metrics-port', 'worker-restarts', ...BOOLEAN_FLAGS].includes(name) || name.startsWith('steps.');
 /** Clotho's flags that stand alone (`--rebuild-output`), or take `true` or `false` after them. */
 const BOOLEAN_FLAGS = ['rebuild-output'];
 
@@ -61,6 +63,19 @@ export function splitAtroposArgv(argv: string[]): AtroposArgv {
   return { spec, clotho, atropos };
 }
 
+/** The end of `--atropos … --help`, after Atropos's own. */
+export const ATROPOS_CLOTHO_FLAGS_HELP = `
+Clotho's flags (taken out before Atropos's CLI reads the rest):
+  --store <dir>                the trajectory store, a directory (default $CLOTHO_HOME/store)
+  --env.run_id <id>            the run to resume (or, for clotho worker, to join)
+  --batcher-id <id>            serve: the batcher of the clotho api to feed
+  --metrics-port <n>           Prometheus metrics of this process at http://<host>:<n>/metrics
+  --steps.<step>.<field> <v>   step policies (a group's collect runs under --steps.generate)
+  --worker-restarts <n>        restarts of a Python worker that died, within 10 minutes, 1 s, 2 s, 4 s … (at most
+                               30 s) apart; past them the command exits printing the command that resumes the run
+                               (default 5; 0: exit when it dies)
+  --rebuild-output             process: resuming a run, write its JSONL again from the trajectory store first`;
+
 /** A number field of Atropos's config, or `fallback` where the class has none. */
 export const numberOf = (config: Record<string, unknown>, field: string, fallback: number): number =>
   typeof config[field] === 'number' ? config[field] : fallback;
@@ -80,7 +95,7 @@ function clothoFlags(argv: string[], commandFlags: z.ZodRawShape) {
   const resolved = resolveConfig({
     argv,
     environment: standIn,
-    commandFlags: { store: RUN_FLAGS.store, ...METRICS_FLAGS, ...commandFlags },
+    commandFlags: { store: RUN_FLAGS.store, ...METRICS_FLAGS, ...WORKER_RESTARTS_FLAGS, ...commandFlags },
   });
   return { runId: resolved.env.run_id, flags: resolved.rest.flags as Record<string, unknown>, steps: resolved.steps };
 }
@@ -107,7 +122,7 @@ export interface AtroposSession {
   /** The `--steps.*` policies, resolved. */
   steps: StepOptionsTable;
   temporal: TemporalRuntime;
-  worker: AtroposWorker;
+  worker: SupervisedWorker;
   workflows: RunningWorkers;
   /** The run's config, recorded from the worker's ready line. */
   record: RunConfigRecord;
@@ -166,28 +181,31 @@ export async function withAtroposSession(
     if (givenRunId !== null) await refuseUnreplayable(temporal.client, `run ${runId}`, envRunId(runId, environment));
     const queues = runTaskQueues(runId, environment);
     const endpoint = temporal.endpoint;
-    let worker;
+    const root = evaluating ? evaluationId(runId, environment, 0) : envRunId(runId, environment);
+    let worker: SupervisedWorker;
     try {
       // What the environment prints (its print(), its logging) shows beside Clotho's own lines, marked as its.
       const onOutput = (line: string) => io.err(`[env] ${line}`);
-      worker = await startAtroposWorker({
-        python,
-        spec,
-        mode: atroposMode,
-        atroposArgs: atropos,
-        taskQueue: queues.env,
-        ...endpoint,
-        onOutput,
+      const options = { python, spec, mode: atroposMode, atroposArgs: atropos, taskQueue: queues.env, ...endpoint, onOutput };
+      worker = await superviseAtroposWorker(() => startAtroposWorker(options), {
+        policy: restartPolicy(flags['worker-restarts'] as number),
+        // Once a worker is gone (killed, crashed, or stopped with work left), what it had started is handed on at once.
+        onExit: (exited, code) => releaseHeld(temporal, root, exited.ready.identity, code, mode, io),
+        notice: (line) => io.err(`clotho ${mode}: ${line}`),
       });
     } catch (error) {
       if (!(error instanceof AtroposWorkerExit)) throw error;
       (error.code === 0 ? io.out : io.err)(error.output);
+      // Atropos's help lists its flags; Clotho's own follow.
+      if (error.code === 0 && atropos.some((arg) => arg === '--help' || arg === '-h')) io.out(ATROPOS_CLOTHO_FLAGS_HELP);
       return typeof error.code === 'number' ? error.code : 1;
     }
-    // Once the worker is gone (killed, crashed, or stopped with work left), what it had started is handed on at once.
-    const root = evaluating ? evaluationId(runId, environment, 0) : envRunId(runId, environment);
-    const { identity } = worker.ready;
-    const released = worker.exited.then((code) => releaseHeld(temporal, root, identity, code, mode, io));
+    // Past its restarts, the command exits saying how to resume the run.
+    const gaveUp = worker.gaveUp.catch((error: Error) => {
+      const resume = evaluating ? '' : `\nresume the run with: ${resumeCommand(mode, argv, runId)}`;
+      throw new AtroposWorkerGaveUp(`${error.message}${resume}`);
+    });
+    gaveUp.catch(() => undefined);
     try {
       const { config } = worker.ready;
       // The worker's config, as Atropos built it, is the run's: a resumed run whose flags build another is refused.
@@ -220,11 +238,7 @@ export async function withAtroposSession(
         };
         const stopped = [
           workflows.done.then(() => Promise.reject(new Error('the workflow worker stopped before the run finished'))),
-          worker.exited.then((code) =>
-            Promise.reject(
-              new Error(`the Atropos worker exited (${code}) before the run finished; its last lines:\n${worker.lastLines()}`),
-            ),
-          ),
+          gaveUp,
           stop.promise,
         ];
         // They reject when the workers stop at the end of the run too, when nothing races them any more.
@@ -255,7 +269,6 @@ export async function withAtroposSession(
       }
     } finally {
       await worker.stop();
-      await released;
     }
   } finally {
     stop.dispose();
