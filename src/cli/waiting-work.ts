@@ -169,13 +169,23 @@ export const WAITING_BATCH = 32;
  * the env-run (its own activities: the cursor, the delivery) and up to {@link WAITING_BATCH} of its children, the
  * next ones in turn on the next call, and answers what it saw of the env-run and last saw of every group in flight.
  */
-export function waitingWatcher(client: WorkflowClient, envRunWorkflowId: string) {
+export function waitingWatcher(
+  client: WorkflowClient,
+  envRunWorkflowId: string,
+  hooks: {
+    /** Each group in flight, as described. */
+    described?(workflowId: string, description: WorkflowExecutionDescription): void;
+    /** The env-run, and the ids of its groups in flight, at each look. */
+    looked?(envRun: WorkflowExecutionDescription, inFlight: string[]): void;
+  } = {},
+) {
   let offset = 0;
   const seen = new Map<string, WaitingWork[]>();
   return async (): Promise<WaitingWork[]> => {
     const parent = await client.getHandle(envRunWorkflowId).describe();
     const own = waitingIn(envRunWorkflowId, parent.raw);
     const children = (parent.raw.pendingChildren ?? []).map((c) => c.workflowId ?? '').filter(Boolean);
+    hooks.looked?.(parent, children);
     for (const id of seen.keys()) if (!children.includes(id)) seen.delete(id);
     if (children.length === 0) return own;
     offset %= children.length;
@@ -187,7 +197,10 @@ export function waitingWatcher(client: WorkflowClient, envRunWorkflowId: string)
           .getHandle(id)
           .describe()
           .then(
-            (d) => seen.set(id, waitingIn(id, d.raw)),
+            (d) => {
+              seen.set(id, waitingIn(id, d.raw));
+              hooks.described?.(id, d);
+            },
             () => undefined,
           ),
       ),
