@@ -73,5 +73,7 @@ describe('reading a run from the trajectory store', () => {
     const sameSize = jsonlLine({ scores: [1, -2], tokens: [[1], [2]] });
     const found = await findGroupsInStore(store, [sameSize, same]);
     expect([...found.entries()]).toEqual([[1, address]]);
+    // A JSONL written before scores were floats: the same group.
+    expect([...(await findGroupsInStore(store, [JSON.stringify(group)])).entries()]).toEqual([[0, address]]);
   });
 });

@@ -1,5 +1,4 @@
 import { groupKey, loadGroupState, type GroupState } from '../../activities/group-state.js';
-import { jsonlLine } from '../../schema/float-json.js';
 import type { TrajectoryStore } from '../../store/trajectory-store.js';
 import type { GroupAddress } from './model.js';
 
@@ -88,15 +87,18 @@ export async function readNewestState(store: TrajectoryStore, address: GroupAddr
 }
 
 /**
- * Finds JSONL lines in the store: `clotho process` writes each delivered group's `group` entry to the JSONL as
- * {@link jsonlLine} makes it, so a line with that text is that group. Only sizes are compared until one matches: the
- * listing's, against the line's as JSON.stringify writes it (as the store holds a group Clotho assembled).
+ * Finds JSONL lines in the store: `clotho process` writes each delivered group's `group` entry to the JSONL (its float
+ * fields as floats since issue 43, as integers before), so a line that reads back as the same JSON is that group.
+ * Only sizes are compared until one matches: the listing's, against the line's as JSON.stringify writes it (as the
+ * store holds a group Clotho assembled).
  */
 export async function findGroupsInStore(store: TrajectoryStore, lines: string[]): Promise<Map<number, GroupAddress>> {
+  const texts = lines.map(asStored);
   const bySize = new Map<number, number[]>();
-  lines.forEach((line, i) => {
-    const size = storedSize(line);
-    if (size !== undefined) bySize.set(size, [...(bySize.get(size) ?? []), i]);
+  texts.forEach((text, i) => {
+    if (text === undefined) return;
+    const size = Buffer.byteLength(text);
+    bySize.set(size, [...(bySize.get(size) ?? []), i]);
   });
   const found = new Map<number, GroupAddress>();
   for await (const { key, size } of store.list('')) {
@@ -104,18 +106,18 @@ export async function findGroupsInStore(store: TrajectoryStore, lines: string[])
     if (!match || !ASSEMBLED.test(match[4]!) || NOT_RUNS.has(match[1]!)) continue;
     const candidates = bySize.get(size)?.filter((i) => !found.has(i));
     if (!candidates?.length) continue;
-    const text = jsonlLine(await store.tryGet(key));
-    const at = candidates.find((i) => lines[i] === text);
+    const text = JSON.stringify(await store.tryGet(key));
+    const at = candidates.find((i) => texts[i] === text);
     if (at !== undefined) found.set(at, { runId: match[1]!, environment: match[2]!, itemIndex: Number(match[3]) });
     if (found.size === lines.length) break;
   }
   return found;
 }
 
-/** The size of a line's group in the store's JSON; undefined when the line is not JSON. */
-function storedSize(line: string): number | undefined {
+/** A line's group as JSON.stringify writes it; undefined when the line is not JSON. */
+function asStored(line: string): string | undefined {
   try {
-    return Buffer.byteLength(JSON.stringify(JSON.parse(line)));
+    return JSON.stringify(JSON.parse(line));
   } catch {
     return undefined;
   }
