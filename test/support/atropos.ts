@@ -22,6 +22,14 @@ export async function atroposPython(dir: string): Promise<{ python: string; toke
   return { python, tokenizer: dir, env: { ...offline, CLOTHO_ATROPOS_PYTHON: python } };
 }
 
+/** A command's stderr without the lines its Atropos environment printed (`[env] …`): what Clotho itself said. */
+export function clothoStderr(stderr: string): string {
+  return stderr
+    .split('\n')
+    .filter((line) => line !== '' && !line.startsWith('[env] '))
+    .join('\n');
+}
+
 /** Answers arithmetic_env.py's questions ("What is a + b?"): the first sample right, the others wrong. */
 export function arithmeticResponder(delayMs = 0): Responder {
   return (body) => {

@@ -17,6 +17,8 @@ export interface AtroposWorkerOptions {
   namespace: string;
   /** The run's key for signing pickled items (`ensureAtroposItemKey`). */
   itemKeyFile: string;
+  /** Each line the worker prints (stdout or stderr) once it serves: what its environment prints, and its logs. */
+  onOutput?: (line: string) => void;
 }
 
 export interface AtroposWorker {
@@ -74,7 +76,11 @@ export async function startAtroposWorker(options: AtroposWorkerOptions): Promise
   });
   const stderr: string[] = [];
   let serving = false;
-  createInterface({ input: child.stderr! }).on('line', (line) => keep(stderr, line, serving));
+  const printed = (lines: string[], line: string) => {
+    keep(lines, line, serving);
+    if (serving) options.onOutput?.(line);
+  };
+  createInterface({ input: child.stderr! }).on('line', (line) => printed(stderr, line));
   // 'close', not 'exit': the last lines of its output are read by then.
   const exited = new Promise<number | string>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal ?? -1)));
   const stdout: string[] = [];
@@ -82,7 +88,7 @@ export async function startAtroposWorker(options: AtroposWorkerOptions): Promise
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
       const event = readyEvent(line);
-      if (event === undefined) return keep(stdout, line, serving);
+      if (event === undefined) return printed(stdout, line);
       const parsed = AtroposReadySchema.safeParse(event);
       serving = parsed.success;
       if (parsed.success) resolve(parsed.data);
