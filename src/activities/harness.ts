@@ -136,12 +136,17 @@ export async function runHarnessRollout(
   try {
     const workspace = join(dir, 'work');
     await writeFiles(workspace, spec.workspace(item, env.config));
+    // The session's socket records the policy's trajectory: only the sandbox's user reaches it (issue 38, finding 9).
     const socketDir = join(dir, 'session');
-    await mkdir(socketDir);
+    await mkdir(socketDir, { mode: 0o700 });
     const socket = join(socketDir, 'model.sock');
-    server = await serveSession(session, socket);
-    if (process.getuid?.() === 0) await chownTree(workspace);
-    await chmod(dir, 0o755);
+    const owner = sandboxOwner();
+    server = await serveSession(session, socket, owner);
+    if (owner) {
+      await chownTree(workspace);
+      await lchown(socketDir, owner.uid, owner.gid);
+      await lchown(dir, owner.uid, owner.gid);
+    }
 
     const limits = { ...HARNESS_AGENT_LIMITS, ...agent.limits };
     const baseUrl = `http://127.0.0.1:${SESSION_PORT}/v1`;
@@ -234,8 +239,16 @@ function trajectoryOf(session: HarnessSession, outcome: HarnessOutcome, maxCalls
   };
 }
 
-/** Serves the session's chat API on a Unix socket, readable and writable by the sandbox's user. */
-export async function serveSession(session: HarnessSession, socket: string): Promise<Server> {
+/** Who the sandbox runs as when it is not this process's user: nobody, when Clotho runs as root (see runSandboxed). */
+function sandboxOwner(): { uid: number; gid: number } | undefined {
+  return process.getuid?.() === 0 ? { uid: NOBODY, gid: NOBODY } : undefined;
+}
+
+/**
+ * Serves the session's chat API on a Unix socket that only its owner may connect to (mode 0600): `owner`, the
+ * sandbox's user, or this process's. Its folder must be the owner's alone too.
+ */
+export async function serveSession(session: HarnessSession, socket: string, owner?: { uid: number; gid: number }): Promise<Server> {
   const server = createServer((request, response) => {
     const reply = (status: number, body: unknown) => {
       response.writeHead(status, { 'content-type': 'application/json' });
@@ -276,7 +289,8 @@ export async function serveSession(session: HarnessSession, socket: string): Pro
     server.once('error', reject);
     server.listen(socket, resolve);
   });
-  await chmod(socket, 0o666);
+  await chmod(socket, 0o600);
+  if (owner) await lchown(socket, owner.uid, owner.gid);
   return server;
 }
 
