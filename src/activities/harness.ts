@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import type { HarnessEnd, HarnessOutcome } from '../env/harness.js';
 import { HARNESS_AGENT_LIMITS } from '../env/harness.js';
+import type { Liveness } from '../env/define.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
 import { toScoreResult } from '../env/rewards.js';
 import type { Continuation } from '../inference/continuation.js';
@@ -34,6 +35,8 @@ const FORWARDER = new URL('../kits/sandbox/loopback-forward.py', import.meta.url
 // When Clotho runs as root the sandbox runs as nobody (see runSandboxed): the workspace must be nobody's to write.
 const NOBODY = 65534;
 const OUTPUT_TAIL = 2000;
+/** How often a rollout heartbeats, whatever it is doing. */
+const HEARTBEAT_MS = 2_000;
 /** How long an agent refused for its budget may take to exit by itself. */
 const BUDGET_GRACE_MS = 5_000;
 
@@ -86,7 +89,26 @@ export async function runHarnessRollout(
   deps: HarnessDeps,
   env: LoadedEnvironment,
   input: HarnessRolloutInput,
-  live: { signal: AbortSignal; heartbeat(details?: unknown): void },
+  live: Liveness,
+): Promise<HarnessRolloutRecord> {
+  // From the first line to the last: installing the agent on a fresh worker (a minute for mini-swe-agent) and the
+  // check both outlast the 10 s heartbeat timeout, and an attempt that timed out would go on beside the next one.
+  const progress: HarnessProgress = { calls: 0, replayed: 0 };
+  live.heartbeat(progress);
+  const beating = setInterval(() => live.heartbeat(progress), HEARTBEAT_MS);
+  try {
+    return await rollout(deps, env, input, live, progress);
+  } finally {
+    clearInterval(beating);
+  }
+}
+
+async function rollout(
+  deps: HarnessDeps,
+  env: LoadedEnvironment,
+  input: HarnessRolloutInput,
+  live: Liveness,
+  progress: HarnessProgress,
 ): Promise<HarnessRolloutRecord> {
   const spec = env.definition.harness;
   if (!spec) throw ApplicationFailure.nonRetryable(`environment "${input.environment}" has no harness`, 'ConfigError');
@@ -99,7 +121,8 @@ export async function runHarnessRollout(
   }
   const item = env.items.get(input.itemIndex);
   const agent = spec.agent(env.config);
-  await agent.ensure?.();
+  // An attempt cancelled meanwhile stops waiting; the install goes on for the next one (ensure is once per process).
+  if (agent.ensure) await untilAborted(agent.ensure(), live.signal);
 
   const dir = await mkdtemp(join(tmpdir(), 'clotho-harness-'));
   const stop = new AbortController();
@@ -107,7 +130,6 @@ export async function runHarnessRollout(
   live.signal.addEventListener('abort', onAbort, { once: true });
   // Set by the session's callbacks while the agent runs.
   const episode: { ended: HarnessEnd; failure: Error | null; grace?: NodeJS.Timeout } = { ended: 'exited', failure: null };
-  const progress: HarnessProgress = { calls: 0, replayed: 0 };
   const session = new HarnessSession({
     store: deps.store,
     callKey: (call) => harnessKey(input, input.sample, `call-${call}`),
@@ -152,7 +174,6 @@ export async function runHarnessRollout(
     const baseUrl = `http://127.0.0.1:${SESSION_PORT}/v1`;
     const task = spec.task(item, env.config);
     const command = agent.command({ baseUrl, model: 'clotho-policy', task, workspace: WORKSPACE, maxCalls: input.maxTurns });
-    const heartbeat = setInterval(() => live.heartbeat(progress), 2_000);
     let run: SandboxResult | null = null;
     try {
       run = await runSandboxed({
@@ -170,8 +191,6 @@ export async function runHarnessRollout(
       // Stopped for its budget: the episode ends there and is checked. Any other abort or setup error is the attempt's.
       const budgetSpent = episode.ended !== 'exited' && !episode.failure && !live.signal.aborted;
       if (!budgetSpent) throw episode.failure ?? error;
-    } finally {
-      clearInterval(heartbeat);
     }
     if (episode.failure) throw episode.failure;
     if (run?.timedOut) episode.ended = 'time';
@@ -219,6 +238,17 @@ export async function runHarnessRollout(
     server?.closeAllConnections();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** `work`, or a rejection with the signal's reason as soon as it aborts (the work itself goes on). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted();
+  let onAbort!: () => void;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
 }
 
 /** The rollout's trajectory: the sequence the last call grew, and the conversation it answered. */

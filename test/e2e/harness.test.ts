@@ -1,4 +1,5 @@
-import { mkdtemp } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -305,6 +306,92 @@ describe(`kill -9 of the worker while mini-swe-agent waits for model call ${KILL
     // A harness group's history, with its retried rollout, among the replayed ones (with CLOTHO_RECORD_HISTORIES=1).
     await recordHistory('rollout-group-harness-crash.json', workflowId);
   });
+});
+
+/**
+ * Issue 38, finding 7: on a fresh worker mini-swe-agent is installed from PyPI (about a minute) by the rollout that
+ * first needs it. The rollout's attempt must stay alive meanwhile (one attempt, one install, one agent), not time out
+ * every 10 s and start again beside itself.
+ */
+describe('a fresh worker installing mini-swe-agent inside the rollout (default 10 s heartbeat timeout)', () => {
+  it('keeps the first attempt alive through the install: one attempt, one install, one agent, the rollout scored', async () => {
+    // The sandbox's user (nobody, under root) reads the venv there, as it reads a checkout's .clotho.
+    const home = scratch.path('fresh-home');
+    await chmod(scratch.dir, 0o755);
+    await mkdir(home, { mode: 0o755 });
+    const scripted = sweResponder(tokenizer, () => true);
+    // Each start of the agent asks its first call once: the count of agents that ran.
+    let agentStarts = 0;
+    const model = scratch.closeAfter(
+      await startScriptedOpenAI({
+        responder: (body, index) => {
+          if (tokenizer.decode(body.prompt as number[]).split('<|im_start|>assistant').length === 2) agentStarts++;
+          return scripted.responder(body, index);
+        },
+      }),
+    );
+    const runId = uniqueId('harness-install');
+    // A Clotho home of its own: no mini-swe-agent venv there, so the worker installs one for real.
+    const worker = spawnClotho(
+      ['worker', 'bugfix', '--env.run_id', runId, ...modelFlags(model.baseUrl), '--store', scratch.path('install-store')],
+      {
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+        CLOTHO_HOME: home,
+        CLOTHO_MINI_SWE_AGENT_VENV: '',
+      },
+      { processGroup: true },
+    );
+    children.push(worker);
+    const { client } = await testConnection();
+    const queues = runTaskQueues(runId, 'bugfix');
+    const workflowId = rolloutGroupId(runId, 'bugfix', ITEM);
+    const handle = await client.workflow.start(rolloutGroup, {
+      taskQueue: queues.workflows,
+      workflowId,
+      ...startedBy(true),
+      args: [
+        {
+          runId,
+          environment: 'bugfix',
+          itemIndex: ITEM,
+          groupSize: 1,
+          maxTurns: 20,
+          maxTokenLength: 16_384,
+          sampling: { temperature: 1, topP: 1 },
+          ensureScoresAreNotSame: false,
+          teacherTopK: null,
+          taskQueues: { llm: queues.llm, env: queues.env },
+          // The harness step as a run has it: a 10 s heartbeat timeout and 5 attempts.
+          steps: fastSteps(),
+          searchAttributes: true,
+          oneActivityPerTurn: true,
+          harness: true,
+        },
+      ],
+    });
+    const ended = await handle.result().then(
+      (result) => ({ result }),
+      (error: Error) => ({ error: (error.cause as Error | undefined)?.message ?? error.message }),
+    );
+    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const attempts = events.flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt] : []));
+    const installs = worker
+      .stderr()
+      .split('\n')
+      .filter((line) => line.includes('installing mini-swe-agent')).length;
+    // With its installs: attempts that timed out may still be installing, which a graceful stop would wait for.
+    process.kill(-worker.child.pid!, 'SIGKILL');
+    await worker.exited;
+    console.log(`fresh install: attempts ${attempts.join(',')}, installs ${installs}, agents started ${agentStarts}`);
+    expect({ ended, attempts, installs, agentStarts }).toEqual({
+      ended: { result: expect.objectContaining({ status: 'scored', scores: [1] }) },
+      attempts: [1],
+      installs: 1,
+      agentStarts: 1,
+    });
+    expect(existsSync(join(home, 'mini-swe-agent-venv', 'bin', 'mini'))).toBe(true);
+  }, 600_000);
 });
 
 /** The rollout without Temporal or a kill, through the same code, against the same scripted model. */
