@@ -10,12 +10,13 @@ import type { Liveness } from '../env/define.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
 import { toScoreResult } from '../env/rewards.js';
 import type { Continuation } from '../inference/continuation.js';
+import { PROGRESS_INTERVAL_MS } from '../inference/types.js';
 import { oldestWeightsVersion } from '../inference/weights-version.js';
 import { runSandboxed, SANDBOX_DIR, type SandboxResult } from '../kits/sandbox/sandbox.js';
 import type { Sampling, StoreRef } from '../schema/rollout.js';
 import type { Message } from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
-import { itemOf, liveness } from './environment-context.js';
+import { heartbeatEvery, itemOf, liveness } from './environment-context.js';
 import {
   groupKey,
   groupWeightsVersion,
@@ -35,8 +36,6 @@ const FORWARDER = new URL('../kits/sandbox/loopback-forward.py', import.meta.url
 // When Clotho runs as root the sandbox runs as nobody (see runSandboxed): the workspace must be nobody's to write.
 const NOBODY = 65534;
 const OUTPUT_TAIL = 2000;
-/** How often a rollout heartbeats, whatever it is doing. */
-const HEARTBEAT_MS = 2_000;
 /** How long an agent refused for its budget may take to exit by itself. */
 const BUDGET_GRACE_MS = 5_000;
 
@@ -89,13 +88,13 @@ export async function runHarnessRollout(
   deps: HarnessDeps,
   env: LoadedEnvironment,
   input: HarnessRolloutInput,
-  live: Liveness,
+  live: Liveness & { heartbeatEveryMs?: number },
 ): Promise<HarnessRolloutRecord> {
   // From the first line to the last: installing the agent on a fresh worker (a minute for mini-swe-agent) and the
   // check both outlast the 10 s heartbeat timeout, and an attempt that timed out would go on beside the next one.
   const progress: HarnessProgress = { calls: 0, replayed: 0 };
   live.heartbeat(progress);
-  const beating = setInterval(() => live.heartbeat(progress), HEARTBEAT_MS);
+  const beating = setInterval(() => live.heartbeat(progress), live.heartbeatEveryMs ?? PROGRESS_INTERVAL_MS);
   try {
     return await rollout(deps, env, input, live, progress);
   } finally {
@@ -229,6 +228,8 @@ async function rollout(
       },
     };
     const record: HarnessRolloutRecord = { trajectory: trajectoryOf(session, outcome, input.maxTurns), outcome };
+    // A cancelled attempt leaves the result to the one that replaced it, as its session leaves the calls.
+    live.signal.throwIfAborted();
     await deps.store.put(harnessKey(input, input.sample, 'result'), record);
     return record;
   } finally {
@@ -398,7 +399,7 @@ export function createHarnessActivities(deps: HarnessDeps & { environments: Reco
       // A rollout whose record was written finished: an attempt that died before reporting it is not run again.
       const done = await deps.store.tryGet<HarnessRolloutRecord>(harnessKey(input, input.sample, 'result'));
       const { env } = itemOf(deps.environments, input);
-      const { outcome } = done ?? (await runHarnessRollout(deps, env, input, liveness()));
+      const { outcome } = done ?? (await runHarnessRollout(deps, env, input, { ...liveness(), heartbeatEveryMs: heartbeatEvery() }));
       return {
         calls: outcome.calls,
         replayed: outcome.replayed,
