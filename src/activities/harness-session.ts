@@ -91,6 +91,7 @@ export interface SessionAnswer {
   events?: string[];
 }
 
+const errorText = (reason: unknown) => (reason instanceof Error ? reason.message : String(reason));
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const SUMMARY_CHARS = 160;
 
@@ -197,6 +198,9 @@ export class HarnessSession {
       this.options.onInfrastructureFailure(error as Error);
       return openAIError(503, `the model server failed: ${(error as Error).message}`, 'server_error');
     }
+    // An attempt Temporal gave up on leaves the records to the one that replaced it (issue 38, finding 1).
+    const { signal } = this.options;
+    if (signal.aborted) return openAIError(503, `this attempt was cancelled: ${errorText(signal.reason)}`, 'server_error');
     const id = `chatcmpl-${digest.slice(0, 24)}`;
     const answer = this.state.record(prompt, [completion], sessionRequest.parseTools, `call-${id.slice(9)}`)[0]!;
     const generated = completion.tokenIds!;

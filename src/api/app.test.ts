@@ -309,7 +309,9 @@ describe('the waiting groups: GET /queue', () => {
 
   it('needs the bearer token when the API has one', async () => {
     app = createApi({ service, options: { token: 's3cret' } });
-    expect((await queue()).status).toBe(401);
+    const denied = await queue();
+    expect(denied.status).toBe(401);
+    expect(JSON.parse(denied.text).detail).toContain('Authorization: Bearer');
     const res = await app.request('/queue', { headers: { Authorization: 'Bearer s3cret' } });
     expect([res.status, await res.json()]).toEqual([200, { total: 0, groups: [] }]);
   });

@@ -49,6 +49,7 @@ class TrainerConfig:
     namespace: Optional[str] = None
     task_queue: str = "clotho-trainer"
     token: Optional[str] = None
+    inference_token: Optional[str] = None
 
     @property
     def sequences_per_step(self) -> int:
@@ -126,6 +127,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace")
     p.add_argument("--task-queue", default=TrainerConfig.task_queue)
     p.add_argument("--token", help="bearer token of the API (default $CLOTHO_API_TOKEN)")
+    p.add_argument("--inference-token", help="--weight-sync clotho: bearer token of clotho inference (default $CLOTHO_INFERENCE_TOKEN)")
     return p
 
 

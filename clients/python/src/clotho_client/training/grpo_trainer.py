@@ -32,6 +32,7 @@ import torch
 from ..api import TrajectoryClient
 from ..errors import LeaseExpiredError, UnknownBatchError
 from ..pull import ack_with_retries, poll_batches
+from ..wire import auth_headers
 from .checkpoint import Checkpoints, TrainerState, update_state
 from .config import TrainerConfig
 from .data import micro_batches
@@ -52,7 +53,7 @@ def served_model(config: TrainerConfig) -> str:
     """The GGUF file `clotho inference` serves (``GET /v1/weights``): the policy to train when ``--model`` is not given."""
     url = f"{(config.inference_url or '').rstrip('/').removesuffix('/v1')}/v1/weights"
     try:
-        response = httpx.get(url, timeout=30.0)
+        response = httpx.get(url, headers=auth_headers(config.inference_token, "CLOTHO_INFERENCE_TOKEN"), timeout=30.0)
         response.raise_for_status()
     except httpx.HTTPError as error:
         raise SystemExit(f"--model not given and the engine's weights could not be read from {url}: {error}") from error
