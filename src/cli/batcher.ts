@@ -100,8 +100,11 @@ export async function startNextRun(
 /** Terminates `workflowId` when it runs and recorded a version older than the replay baseline; answers whether it did. */
 async function endUnreplayable(client: Client, workflowId: string, reason: string): Promise<boolean> {
   const handle = client.workflow.getHandle(workflowId);
-  const description = await handle.describe();
-  if (description.status.name !== 'RUNNING' || canFinish(recordedVersion(description))) return false;
+  const description = await handle.describe().catch((error: unknown) => {
+    if (error instanceof WorkflowNotFoundError) return undefined;
+    throw error;
+  });
+  if (description?.status.name !== 'RUNNING' || canFinish(recordedVersion(description))) return false;
   await handle.terminate(reason);
   return true;
 }
