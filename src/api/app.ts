@@ -5,6 +5,7 @@ import { z } from 'zod';
 import {
   BatchAckSchema,
   BatchQuerySchema,
+  BatchRenewSchema,
   EMPTY_EXAMPLE,
   EnvIdSchema,
   EnvRegistrationSchema,
@@ -218,6 +219,13 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
     if (outcome === 'acked') return c.json({ status: 'success' });
     if (outcome === 'expired') return c.json({ status: 'failure', error: LEASE_GONE }, 409);
     return c.json({ status: 'failure', error: `unknown batch_id ${req.data.batch_id}` }, 404);
+  });
+
+  // Clotho's own: a trainer holding batches until its next checkpoint keeps their leases alive.
+  app.post('/batch/renew', async (c) => {
+    const req = await body(c, BatchRenewSchema);
+    if (req instanceof Response) return req;
+    return c.json({ leases: await service.renewLeases(req.data.batch_ids, req.data.lease_seconds) });
   });
 
   app.get('/batch/:id', async (c) => {

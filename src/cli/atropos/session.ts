@@ -285,9 +285,11 @@ export async function withAtroposSession(
 /** {@link releaseActivitiesOf} for a worker that exited with `code`, saying what it released; a failure only delays them. */
 async function releaseHeld(temporal: TemporalRuntime, root: string, identity: string, code: number | string, mode: string, io: CommandIo) {
   try {
-    const released = await releaseActivitiesOf(temporal.client, root, identity, `exited (${code})`);
+    const { released, errors } = await releaseActivitiesOf(temporal.client, root, identity, `exited (${code})`);
     if (released > 0)
       io.err(`clotho ${mode}: the Atropos worker exited (${code}): ${released} of its activities handed on for another attempt`);
+    for (const error of errors)
+      io.err(`clotho ${mode}: releasing the Atropos worker's activities: ${error} (they wait for their heartbeat timeout)`);
   } catch (error) {
     io.err(`clotho ${mode}: the Atropos worker's activities wait for their heartbeat timeout (${(error as Error).message})`);
   }

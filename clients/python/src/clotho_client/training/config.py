@@ -108,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint-interval", type=_positive_int, default=1, help="steps between checkpoints; batches are acked only once checkpointed")
     p.add_argument("--keep-checkpoints", type=_positive_int, default=2)
-    p.add_argument("--lease-seconds", type=_positive_float, default=TrainerConfig.lease_seconds, help="lease of each batch: longer than checkpoint-interval steps plus a restart")
+    p.add_argument("--lease-seconds", type=_positive_float, default=TrainerConfig.lease_seconds, help="lease of each batch, renewed every third of it until the batch is acked at a checkpoint: longer than a restart")
     p.add_argument("--weight-sync", choices=WEIGHT_SYNC_MODES, default="none", help="how the engine gets the new weights")
     p.add_argument("--inference-url", help="the engine's base URL (clotho inference or vLLM), for --weight-sync")
     p.add_argument("--gguf-template", help="GGUF whose layout the clotho weight sync writes into (default: --model when it is a .gguf)")
