@@ -1,3 +1,4 @@
+import { whileTemporalOutOfReach } from './temporal-reach.js';
 import { setMaxListeners } from 'node:events';
 import { WorkflowFailedError, type Client, type Connection } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
@@ -57,17 +58,15 @@ export function followGroups(options: GroupFeedOptions): GroupFeed {
     const handle = client.workflow.getHandle(rolloutGroupId(options.runId, options.environment, itemIndex));
     // Undefined when the group's workflow failed (retries ran out): a failed group, never a score.
     let result: RolloutGroupResult | undefined;
-    for (let transient = 0; ;) {
+    for (;;) {
       try {
-        result = (await rpc(() => handle.result())) as RolloutGroupResult;
+        result = (await whileTemporalOutOfReach(() => rpc(() => handle.result()), { signal: abort.signal })) as RolloutGroupResult;
         break;
       } catch (error) {
         if (abort.signal.aborted) return;
         // The env-run counted the item before its child started: the child exists within moments.
         if (error instanceof WorkflowNotFoundError) await pause(Math.min(pollMs, 100));
         else if (error instanceof WorkflowFailedError) break;
-        else if (++transient <= 5)
-          await pause(); // the server briefly out of reach
         else throw error;
       }
     }

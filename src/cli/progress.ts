@@ -1,3 +1,4 @@
+import { whileTemporalOutOfReach } from './temporal-reach.js';
 import type { Connection, WorkflowHandle, WorkflowResultType } from '@temporalio/client';
 import type { envRun } from '../workflows/env-run.js';
 import type { atroposEnvRun } from '../workflows/atropos-env-run.js';
@@ -147,11 +148,14 @@ export async function watchProgress<W extends typeof envRun | typeof atroposEnvR
     polling = polling.then(poll);
   }, 1_000);
   try {
-    const result = await connection
-      .withAbortSignal(AbortSignal.any([signal, stop.signal]), () => handle.result())
-      .catch((error: unknown) => {
-        throw stop.signal.aborted ? stop.signal.reason : error;
-      });
+    const watching = AbortSignal.any([signal, stop.signal]);
+    const result = await whileTemporalOutOfReach(() => connection.withAbortSignal(watching, () => handle.result()), {
+      signal: watching,
+      onOutage: () => io.out(`Temporal is out of reach (${connection.options.address}); waiting for it, the run goes on when it is back`),
+      onBack: (seconds) => io.out(`Temporal is back after ${Math.round(seconds)} s`),
+    }).catch((error: unknown) => {
+      throw stop.signal.aborted ? stop.signal.reason : error;
+    });
     await polling;
     reportEvaluations((result as EnvRunResult).evaluation);
     return result;
