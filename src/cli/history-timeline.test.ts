@@ -116,7 +116,13 @@ describe('buildTimeline', () => {
   });
 
   it('shows a timed-out activity, and a running one with the attempt and failure describe reports', () => {
-    const pending = [{ activityId: '2', attempt: 4, lastFailure: { message: 'HTTP 503 from the model server' } }] as PendingActivity[];
+    const pending = [
+      {
+        activityId: '2',
+        attempt: 4,
+        lastFailure: { message: 'HTTP 503 from the model server', applicationFailureInfo: { type: 'ServerError' } },
+      },
+    ] as PendingActivity[];
     const timeline = buildTimeline(
       history([
         [0, started],
@@ -138,9 +144,10 @@ describe('buildTimeline', () => {
     );
     expect(formatSteps(timeline)).toEqual([
       '   +0.005s    60.00 s  stepTurn turn 0 [TIMED OUT]',
-      '                       error: activity StartToClose timeout',
+      // Whose failure each was (issue 40.5): a timeout and a server's 503 are infrastructure's.
+      '                       error (infrastructure): activity StartToClose timeout',
       '  +60.010s    running  generateTurn turn 1 [attempt 4]',
-      '                       retry: attempt 3 failed: HTTP 503 from the model server',
+      '                       retry: attempt 3 failed (infrastructure): HTTP 503 from the model server',
     ]);
     expect(formatEnd(timeline)).toBe('result: still running');
   });

@@ -1,4 +1,5 @@
 import type { WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
+import { failureClass, type FailureClass } from '../inference/errors.js';
 
 /** A workflow's history as the client fetches it. */
 export type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
@@ -24,9 +25,11 @@ export interface TimelineStep {
   /** The attempt that ended it, or the one running now. */
   attempt: number;
   /** Failures of earlier attempts that the history keeps (Temporal keeps the last one before the final attempt). */
-  retries: { attempt: number; message: string }[];
+  retries: { attempt: number; message: string; class?: FailureClass }[];
   /** Why the step failed for good. */
   error?: string;
+  /** Whose failure that was, where its type is known (`failureClass`). */
+  errorClass?: FailureClass;
   /** Where it failed, when a worker in another language raised it (an Atropos environment's Python traceback). */
   trace?: string;
   input?: unknown;
@@ -112,7 +115,8 @@ export function buildTimeline(history: History, decode: PayloadDecoder, pending:
       const live = pending.find((p) => p.activityId === id);
       if (live) {
         step.attempt = live.attempt ?? 1;
-        if (live.lastFailure) step.retries.push({ attempt: step.attempt - 1, message: failureMessage(live.lastFailure) });
+        if (live.lastFailure)
+          step.retries.push({ attempt: step.attempt - 1, message: failureMessage(live.lastFailure), ...classOf(live.lastFailure) });
         // Details outlive their attempt: a retry that has not heartbeaten yet still shows the failed attempt's.
         const current = live.lastStartedTime && ms(live.lastHeartbeatTime) >= ms(live.lastStartedTime);
         const heartbeat = current ? firstPayload(live.heartbeatDetails, decode) : undefined;
@@ -127,7 +131,7 @@ export function buildTimeline(history: History, decode: PayloadDecoder, pending:
       if (step) {
         step.attempt = s.attempt ?? 1;
         if (s.lastFailure && step.attempt > 1 && !step.retries.some((r) => r.attempt === step.attempt - 1)) {
-          step.retries.push({ attempt: step.attempt - 1, message: failureMessage(s.lastFailure) });
+          step.retries.push({ attempt: step.attempt - 1, message: failureMessage(s.lastFailure), ...classOf(s.lastFailure) });
         }
       }
       continue;
@@ -159,9 +163,9 @@ export function buildTimeline(history: History, decode: PayloadDecoder, pending:
       step.attempt = data.attempt;
       step.durationMs = completedAt - step.startMs;
       if (m.failure && data.backoff) {
-        step.retries.push({ attempt: data.attempt, message: failureMessage(m.failure) });
+        step.retries.push({ attempt: data.attempt, message: failureMessage(m.failure), ...classOf(m.failure) });
       } else if (m.failure) {
-        Object.assign(step, { status: 'failed', error: failureMessage(m.failure) });
+        Object.assign(step, { status: 'failed', error: failureMessage(m.failure), ...errorClassOf(m.failure) });
       } else {
         Object.assign(step, { status: 'completed', result: firstPayload(m.details?.result, decode) });
       }
@@ -199,11 +203,14 @@ function closeOf(event: HistoryEvent, decode: PayloadDecoder): { scheduledEventI
   if (failed)
     return {
       scheduledEventId: num(failed.scheduledEventId),
-      fields: { status: 'failed', error: failureMessage(failed.failure), ...foreignTrace(failed.failure) },
+      fields: { status: 'failed', error: failureMessage(failed.failure), ...errorClassOf(failed.failure), ...foreignTrace(failed.failure) },
     };
   const timedOut = event.activityTaskTimedOutEventAttributes;
   if (timedOut)
-    return { scheduledEventId: num(timedOut.scheduledEventId), fields: { status: 'timed out', error: failureMessage(timedOut.failure) } };
+    return {
+      scheduledEventId: num(timedOut.scheduledEventId),
+      fields: { status: 'timed out', error: failureMessage(timedOut.failure), errorClass: 'infrastructure' },
+    };
   const cancelled = event.activityTaskCanceledEventAttributes;
   if (cancelled) return { scheduledEventId: num(cancelled.scheduledEventId), fields: { status: 'cancelled' } };
   return undefined;
@@ -230,6 +237,21 @@ export function failureMessage(failure: Failure | null | undefined): string {
   const parts: string[] = [];
   for (let f = failure; f; f = f.cause) if (f.message && !parts.includes(f.message)) parts.push(f.message);
   return parts.join(': ') || 'unknown failure';
+}
+
+/** Whose failure it was, from the innermost failure that names its type (Temporal's timeouts are infrastructure's). */
+function classOf(failure: Failure | null | undefined): { class?: FailureClass } {
+  let type: string | undefined;
+  for (let f = failure; f; f = f.cause) {
+    if (f.timeoutFailureInfo) type = 'TimeoutFailure';
+    else if (f.applicationFailureInfo?.type) type = f.applicationFailureInfo.type;
+  }
+  return type === undefined ? {} : { class: failureClass(type) };
+}
+
+function errorClassOf(failure: Failure | null | undefined): { errorClass?: FailureClass } {
+  const { class: found } = classOf(failure);
+  return found === undefined ? {} : { errorClass: found };
 }
 
 /** The stack trace of a failure raised outside TypeScript (Clotho's own are in its logs), innermost first. */

@@ -87,7 +87,8 @@ const waitingKinds = (waiting: readonly WaitingWork[]) =>
 
 /**
  * Shows an env-run's progress once a second (a status line on a terminal, a line every 10 s otherwise, and at once
- * when what waits on a retry or a timeout changes, or a collect runs far past the run's usual time) until it ends, or until `signal` aborts: then its calls to
+ * when what waits on a retry or a timeout changes, an inference server goes down or comes back, or a collect runs far
+ * past the run's usual time) until it ends, or until `signal` aborts: then its calls to
  * Temporal are cancelled, so the connection can close under it. Rejects with {@link OutputChanged} when the run's
  * JSONL was changed or deleted under it (its delivery waits, retried, for the file to be rebuilt).
  */
@@ -97,6 +98,8 @@ export async function watchProgress<W extends typeof envRun | typeof atroposEnvR
   connection: Connection,
   signal: AbortSignal,
   slowPolicy: SlowPolicy = SLOW_POLICY,
+  /** What is down, given the groups in flight (`outageNote`): on the line, and a line of its own when it changes. */
+  outage: (groupsInFlight: number) => string = () => '',
 ): Promise<WorkflowResultType<W>> {
   const started = Date.now();
   const reportEvaluations = evaluationReporter(io);
@@ -134,9 +137,11 @@ export async function watchProgress<W extends typeof envRun | typeof atroposEnvR
     if (changed) return stop.abort(new OutputChanged(changed.message));
     completedAtStart ??= status.completed;
     reportEvaluations(status.evaluation);
-    const notes = [waitingSummary(waiting), slowSummary(slow)].filter(Boolean).join(' · ');
+    const down = outage(status.inFlight);
+    const notes = [down, waitingSummary(waiting), slowSummary(slow)].filter(Boolean).join(' · ');
     const line = progressLine(status, Date.now() - started, completedAtStart, notes);
-    const kinds = [waitingKinds(waiting), ...slow.map((s) => s.workflowId).sort()].join('\n');
+    // An outage's seconds change on every look; what is down is what deserves a line of its own.
+    const kinds = [down.replace(/\d+ s\b.*/, ''), waitingKinds(waiting), ...slow.map((s) => s.workflowId).sort()].join('\n');
     if (io.status) io.status(line);
     else if (Date.now() - lastLine >= 10_000 || kinds !== shownKinds) {
       lastLine = Date.now();

@@ -126,7 +126,7 @@ export async function withRunSession<T>(
           return await body({ inference, temporal, workers, interrupted: stop.promise, metrics: telemetry.metrics });
         } finally {
           // The tools' MCP servers are child processes whose pipes would keep this process alive after the run.
-          await workers.shutdown().finally(closeMcpServers);
+          await stopWorkers(workers, stop.promise).finally(closeMcpServers);
         }
       } finally {
         await telemetry.close();
@@ -138,6 +138,20 @@ export async function withRunSession<T>(
   } finally {
     await inference.close();
   }
+}
+
+/**
+ * How long Ctrl-C or SIGTERM waits for the workers to drain. A call in flight may wait minutes (a model server that
+ * is down, its retries, a local activity's retries, which the SDK does not cancel on shutdown); nothing is lost by
+ * leaving it, as nothing is by a kill -9: its workflow task times out and the resumed run takes it over.
+ */
+export const INTERRUPTED_DRAIN_MS = 3_000;
+
+/** Shuts the workers down and waits for them to drain: fully, unless the user interrupted (then {@link INTERRUPTED_DRAIN_MS}). */
+async function stopWorkers(workers: RunningWorkers, interrupted: Promise<never>): Promise<void> {
+  const drained = workers.shutdown();
+  const givenUp = interrupted.catch(() => new Promise<void>((resolve) => setTimeout(resolve, INTERRUPTED_DRAIN_MS).unref()));
+  await Promise.race([drained, givenUp]);
 }
 
 /**

@@ -181,13 +181,13 @@ export function formatSteps(timeline: Timeline, beneath?: ReadonlyMap<TimelineSt
     lines.push(
       `${offset} ${duration(step.durationMs).padStart(10)}  ${describeStep(step, Math.max(0, turn))}${flags.length > 0 ? ` [${flags.join(', ')}]` : ''}`,
     );
-    for (const retry of step.retries) lines.push(`${pad}retry: attempt ${retry.attempt} failed: ${retry.message}`);
+    for (const retry of step.retries) lines.push(`${pad}retry: attempt ${retry.attempt} failed${classed(retry.class)}: ${retry.message}`);
     if (step.local && step.attempt > 1 && step.retries.length === 0) {
       lines.push(
         `${pad}retry: ${plural(step.attempt - 1, 'earlier attempt')} failed (a local activity's failures are not kept in the history)`,
       );
     }
-    if (step.error) lines.push(`${pad}error: ${step.error}`);
+    if (step.error) lines.push(`${pad}error${classed(step.errorClass)}: ${step.error}`);
     if (step.trace) lines.push(`${pad}traceback:`, ...step.trace.split('\n').map((line) => `${pad}  ${line}`));
     for (const line of beneath?.get(step) ?? []) lines.push(`${pad}${line}`);
   }
@@ -226,3 +226,6 @@ export function dropReasonText(reason: string): string {
 }
 
 const because = (reason: string | undefined) => (reason ? ` (${dropReasonText(reason)})` : '');
+
+/** ` (infrastructure)`: whose failure it was, where its type said. */
+const classed = (failureClass: string | undefined) => (failureClass ? ` (${failureClass})` : '');

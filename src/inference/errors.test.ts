@@ -2,7 +2,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { classifyError, InferenceError, parseRetryAfter, toApplicationFailure } from './errors.js';
+import { classifyError, failureClass, InferenceError, parseRetryAfter, toApplicationFailure } from './errors.js';
 
 const statusError = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   APIError.generate(status, body as object, undefined, new Headers(headers));
@@ -102,5 +102,20 @@ describe('toApplicationFailure', () => {
   it('returns a cancellation unchanged', () => {
     const cancelled = new CancelledFailure('activity cancelled');
     expect(toApplicationFailure(cancelled)).toBe(cancelled);
+  });
+});
+
+describe('failureClass', () => {
+  it('tells infrastructure from the model and from the environment by the failure type', () => {
+    for (const type of ['ConnectionError', 'Timeout', 'RateLimited', 'ServerError', 'MalformedResponse', 'ToolFailure', 'TimeoutFailure']) {
+      expect([type, failureClass(type)]).toEqual([type, 'infrastructure']);
+    }
+    // The server refused the request (a prompt over its context length), or the answer re-tokenized otherwise.
+    expect(failureClass('RequestRejected')).toBe('model');
+    expect(failureClass('TokenizationDrift')).toBe('model');
+    // A raise in the environment's code, or a request it built that fails validation.
+    for (const type of ['TypeError', 'Error', 'EnvironmentError', 'ConfigError', 'InvalidRequest']) {
+      expect([type, failureClass(type)]).toEqual([type, 'environment']);
+    }
   });
 });

@@ -32,6 +32,35 @@ export const INFERENCE_FAILURES = {
 
 export type InferenceFailureType = keyof typeof INFERENCE_FAILURES;
 
+/**
+ * Whose failure it was (issue 40.5): `infrastructure` (a model, tool or sandbox server unreachable or failing, a
+ * timeout: retrying helps once it is back), `model` (the model's answer or request does not fit: refused by the
+ * server, e.g. over its context length) or `environment` (the environment's code raised, or refused its input).
+ */
+export type FailureClass = 'infrastructure' | 'model' | 'environment';
+
+/** Failure types (an `ApplicationFailure`'s type, else the error's class name) that are not the environment's. */
+const FAILURE_CLASSES: Record<string, FailureClass> = {
+  ...Object.fromEntries(
+    Object.entries(INFERENCE_FAILURES).map(([type, kind]) => [type, kind === 'infrastructure' ? 'infrastructure' : 'model']),
+  ),
+  // A request Clotho built and checked before sending is the environment's (its prompt, its sampling).
+  InvalidRequest: 'environment',
+  // A tool call that failed is retried as a server's failure (an MCP server, a sandbox); a tool's own refusal is its
+  // result, not a failure.
+  ToolFailure: 'infrastructure',
+  // Temporal's own: an attempt that timed out or lost its heartbeat (a worker or server gone).
+  TimeoutFailure: 'infrastructure',
+  // The store or the JSONL changed under the run.
+  SinkCorrupted: 'infrastructure',
+  TokenizationDrift: 'model',
+};
+
+/** The class of a failure type; anything not named (a raise in environment code: TypeError, EnvironmentError) is the environment's. */
+export function failureClass(type: string): FailureClass {
+  return FAILURE_CLASSES[type] ?? 'environment';
+}
+
 /** A classified inference failure. `message` carries the server's own message where it sent one. */
 export class InferenceError extends Error {
   override readonly name = 'InferenceError';

@@ -251,12 +251,19 @@ describe('health checks', () => {
     const a = fake('a');
     const b = fake('b');
     const manager = manage([a, b], { healthCheckIntervalMs: 5 });
+    expect(manager.status()[0]!.downSince).toBeUndefined();
+    const before = Date.now();
     a.up = false;
     await waitFor(() => !manager.status()[0]!.healthy);
+    // When it went down is kept while it stays down (the CLI names the outage and its length).
+    const downSince = manager.status()[0]!.downSince!;
+    expect(downSince).toBeGreaterThanOrEqual(before);
     await manager.generate(request(1));
     expect([a.calls.length, b.calls.length]).toEqual([0, 1]);
+    expect(manager.status()[0]!.downSince).toBe(downSince);
     a.up = true;
     await waitFor(() => manager.status()[0]!.healthy);
+    expect(manager.status()[0]!.downSince).toBeUndefined();
     a.hold = b.hold = true;
     const calls = [manager.generate(request(1)), manager.generate(request(1))];
     await waitFor(() => a.calls.length === 1 && b.calls.length === 2);

@@ -49,6 +49,8 @@ export interface ServerManagerOptions {
 export interface ServerStatus {
   baseUrl: string;
   healthy: boolean;
+  /** When the server last went from healthy to unhealthy (epoch ms); absent while it is healthy. */
+  downSince?: number;
   /** Learned (or configured) that the server ignores `n`: its samples are requested one by one. */
   nIgnored: boolean;
   inFlight: Record<Split, number>;
@@ -77,6 +79,7 @@ interface Server {
   backend: Backend;
   config: ServerConfig;
   healthy: boolean;
+  downSince?: number;
   nIgnored: boolean;
   inFlight: Record<Split, number>;
   /** Bumped when a call marks the server unhealthy, so that a probe started earlier cannot undo it. */
@@ -116,6 +119,12 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
   const timers = new Set<NodeJS.Timeout>();
   const probes = new AbortController();
 
+  /** Marks a server up or down, keeping when it went down (the CLI names an outage and its length). */
+  const setHealthy = (server: Server, healthy: boolean) => {
+    if (healthy) delete server.downSince;
+    else server.downSince ??= Date.now();
+    server.healthy = healthy;
+  };
   const notify = () => {
     for (const wake of [...waiters]) wake();
   };
@@ -199,7 +208,7 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
         if (last.kind === 'request') throw last;
         avoid.add(server);
         if (server.config.health_check) {
-          server.healthy = false;
+          setHealthy(server, false);
           server.failures += 1;
         }
       } finally {
@@ -273,9 +282,9 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
       const call = callSignal([probes.signal], probeTimeoutMs);
       try {
         await server.backend.checkHealth(call.signal);
-        if (server.failures === failures) server.healthy = true;
+        if (server.failures === failures) setHealthy(server, true);
       } catch {
-        server.healthy = false;
+        setHealthy(server, false);
       } finally {
         call.release();
       }
@@ -323,6 +332,7 @@ export function createServerManager(options: ServerManagerOptions): ServerManage
       return servers.map((s) => ({
         baseUrl: s.config.base_url,
         healthy: s.healthy,
+        ...(s.downSince === undefined ? {} : { downSince: s.downSince }),
         nIgnored: s.nIgnored,
         inFlight: { ...s.inFlight },
         limits: { train: limit(s, 'train'), eval: limit(s, 'eval') },

@@ -1,6 +1,7 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { failureClass } from '../inference/errors.js';
 import type { EnvRunStatus } from '../schema/rollout.js';
 
 /** Step latencies in seconds: from a cheap parse (ms) to a long generation or tool run (minutes). */
@@ -46,8 +47,10 @@ export function createWorkerMetrics(options: { rollingBufferLength?: number; def
   const keep = options.rollingBufferLength ?? 1000;
   const attempts = new Counter({
     name: 'clotho_activity_attempts_total',
-    help: 'Activity attempts by activity type and outcome (completed, failed, cancelled); failures by error type.',
-    labelNames: ['activity', 'outcome', 'error_type'] as const,
+    help:
+      'Activity attempts by activity type and outcome (completed, failed, cancelled); failures by error type and ' +
+      'class (infrastructure, model, environment).',
+    labelNames: ['activity', 'outcome', 'error_type', 'failure_class'] as const,
     registers: [registry],
   });
   const retries = new Counter({
@@ -208,7 +211,8 @@ export function createWorkerMetrics(options: { rollingBufferLength?: number; def
         } catch (error) {
           const outcome = error instanceof CancelledFailure ? 'cancelled' : 'failed';
           duration.observe({ activity, outcome }, seconds());
-          attempts.inc({ activity, outcome, error_type: errorType(error) });
+          const type = errorType(error);
+          attempts.inc({ activity, outcome, error_type: type, ...(outcome === 'failed' ? { failure_class: failureClass(type) } : {}) });
           throw error;
         }
       },

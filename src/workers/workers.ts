@@ -7,6 +7,7 @@ import {
   type ActivityInterceptorsFactory,
   type LogLevel,
 } from '@temporalio/worker';
+import { join } from 'node:path';
 import type { TemporalConnectionOptions } from '../../temporal-dev/index.js';
 import { createBatcherActivities } from '../activities/batcher.js';
 import { createEnvironmentActivities } from '../activities/environment.js';
@@ -21,8 +22,10 @@ import { createTrajectoryActivities } from '../activities/trajectories.js';
 import type { ModelClient } from '../env/define.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
 import type { InferenceClient } from '../inference/types.js';
+import { clothoHome } from '../store/paths.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import { workflowBundle } from './bundle.js';
+import { failureLog } from './failure-log.js';
 
 export type WorkerTaskQueues = { workflows: string; llm: string; env: string };
 
@@ -69,19 +72,30 @@ export interface RunningWorkers {
 const STICKY_SCHEDULE_TO_START = '2 seconds';
 
 let runtimeInstalled = false;
+/** Set once this process shuts its workers down: calls cut short by the shutdown are logged, not printed. */
+let stopping = false;
 
-/** Worker logs at WARN unless CLOTHO_LOG_LEVEL says otherwise: progress is the CLI's job, not the SDK's. */
+/**
+ * Worker logs at WARN unless CLOTHO_LOG_LEVEL says otherwise: progress is the CLI's job, not the SDK's. A failure's
+ * entry goes whole to `<CLOTHO_HOME>/logs/worker-<time>-<pid>.log`, and each distinct failure to stderr as one line.
+ */
 function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.CLOTHO_LOG_LEVEL?.toUpperCase() ?? 'WARN') as LogLevel;
   const fallback = new DefaultLogger(level);
+  const started = new Date().toISOString().replace(/[:.]/g, '-');
+  const failures = failureLog({
+    file: join(clothoHome(), 'logs', `worker-${started}-${process.pid}.log`),
+    print: (line) => stopping || process.stderr.write(`clotho: ${line}\n`),
+  });
   const logger = new DefaultLogger(level, (entry) => {
     // One worker per task queue is the design, so "no workflows/activities registered" is expected, not news.
     if (/^No (activities|workflows) registered/.test(entry.message)) return;
     // A workflow task holds its local activities (an episode with local generation and tools runs its turns in one):
     // one that lasts more than 5 s is how those run, not a workflow thread stuck.
     if (entry.message.includes('[TMPRL1104]')) return;
+    if (failures(entry)) return;
     fallback.log(entry.level, entry.message, entry.meta);
   });
   // The SDK core's own messages come through the same logger (rather than straight to stderr), so the filter sees them.
@@ -158,6 +172,7 @@ export async function startWorkers(setup: WorkerSetup): Promise<RunningWorkers> 
   return {
     done,
     async shutdown() {
+      stopping = true;
       for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;
     },

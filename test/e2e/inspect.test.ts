@@ -93,7 +93,8 @@ describe('clotho inspect (real dev server, run as a child process)', () => {
     const lines = stdout.split('\n');
     const flaky = lines.flatMap((line, i) => (line.includes('callTool flaky') ? [i] : []));
     expect(flaky).toHaveLength(2);
-    for (const i of flaky) expect(lines[i + 1]!.trim()).toBe('retry: attempt 1 failed: tool flaky failed: connection reset by tool server');
+    for (const i of flaky)
+      expect(lines[i + 1]!.trim()).toBe('retry: attempt 1 failed (infrastructure): tool flaky failed: connection reset by tool server');
 
     expect(steps).toContain(
       'finishGroup: scores 1, 1 (tool_calls 5, tool_errors 1, unknown_tool_calls 1, invalid_tool_arguments 0, total 5); ' +
@@ -114,8 +115,9 @@ describe('clotho inspect (real dev server, run as a child process)', () => {
     const lines = stdout.split('\n').map((l) => l.trim());
     const broken = lines.findIndex((l) => l.includes('callTool broken({}) turn 0 sample 0 call 0'));
     expect(lines[broken]).toMatch(/callTool broken\(\{\}\) turn 0 sample 0 call 0 \[attempt 2, FAILED\]$/);
-    expect(lines[broken + 1]).toBe('retry: attempt 1 failed: tool broken failed: tool server unreachable');
-    expect(lines[broken + 2]).toBe('error: tool broken failed: tool server unreachable');
+    // Whose failure it was (issue 40.5): a tool server's.
+    expect(lines[broken + 1]).toBe('retry: attempt 1 failed (infrastructure): tool broken failed: tool server unreachable');
+    expect(lines[broken + 2]).toBe('error (infrastructure): tool broken failed: tool server unreachable');
     expect(stdout).toMatch(/^result: failed: .*tool broken failed: tool server unreachable$/m);
     expect(stdout).not.toContain('finishGroup');
   });

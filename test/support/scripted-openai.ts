@@ -135,6 +135,8 @@ export interface ScriptedOpenAIOptions {
   logprobs?: boolean;
   /** @default 'scripted-model' */
   model?: string;
+  /** The port to listen on, to start a server again where a closed one was (an outage and its end). @default a free one */
+  port?: number;
 }
 
 /** A request the server received. */
@@ -232,7 +234,7 @@ export async function startScriptedOpenAI(options: ScriptedOpenAIOptions = {}): 
       if (!res.headersSent) send(res, 500, openAIError(`responder failed: ${String(err)}`, 500));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
 
   return {

@@ -57,7 +57,11 @@ describe('worker /metrics on a real dev server', () => {
     expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await response.text();
     const m = prometheusSamples(text);
-    expect(m.get('clotho_activity_attempts_total{activity="generateTurn",outcome="failed",error_type="ServerError"}')).toBe(2);
+    expect(
+      m.get(
+        'clotho_activity_attempts_total{activity="generateTurn",outcome="failed",error_type="ServerError",failure_class="infrastructure"}',
+      ),
+    ).toBe(2);
     expect(m.get('clotho_activity_attempts_total{activity="generateTurn",outcome="completed"}')).toBe(2);
     expect(m.get('clotho_activity_retries_total{activity="generateTurn"}')).toBe(2);
     expect(m.get('clotho_activity_duration_seconds_count{activity="generateTurn",outcome="failed"}')).toBe(2);

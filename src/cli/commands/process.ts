@@ -8,7 +8,9 @@ import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
 import type { atroposEnvRun } from '../../workflows/atropos-env-run.js';
 import type { envRun } from '../../workflows/env-run.js';
 import type { CommandIo } from '../io.js';
+import { outageNote } from '../outage.js';
 import { progressLine, watchProgress } from '../progress.js';
+import { SLOW_POLICY } from '../slow-collects.js';
 import { writeGroupsHtml } from '../report-html.js';
 import { processEvalNotices } from '../eval-schedule.js';
 import { envRunSettings, planRun, raceWatching, withRunSession } from '../run.js';
@@ -64,7 +66,7 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
   };
   return withRunSession(
     plan,
-    async ({ temporal, workers, interrupted, metrics }) => {
+    async ({ temporal, workers, interrupted, metrics, inference }) => {
       const input: EnvRunInput = { ...envRunSettings(plan, temporal.searchAttributes), totalGroups, sink: { kind: 'jsonl', path } };
       io.out(`run ${plan.runId}: ${totalGroups} groups of ${plan.definition.name} → ${path}`);
       const ui = rolloutsUiUrl(temporal.endpoint, plan.runId);
@@ -74,7 +76,10 @@ export async function processCommand(argv: string[], io: CommandIo): Promise<num
         io.out('  (the dev server stops with this run; `npx clotho temporal start` serves its history again at this link)');
       const watch = () =>
         raceWatching(
-          (signal) => runToEnd(temporal, { runId: plan.runId, environment: plan.definition.name }, { type: 'envRun', input }, io, signal),
+          (signal) =>
+            runToEnd(temporal, { runId: plan.runId, environment: plan.definition.name }, { type: 'envRun', input }, io, signal, (n) =>
+              outageNote(inference.policy.status(), n),
+            ),
           workers.done.then(never),
           interrupted,
         );
@@ -144,6 +149,7 @@ export async function runToEnd(
   start: EnvRunStart,
   io: CommandIo,
   signal: AbortSignal,
+  outage?: (groupsInFlight: number) => string,
 ): Promise<EnvRunResult> {
   const workflowId = envRunId(runId, environment);
   let handle;
@@ -162,7 +168,7 @@ export async function runToEnd(
     io.out(`run ${runId} has already finished; showing its result`);
     handle = temporal.client.workflow.getHandle<typeof envRun | typeof atroposEnvRun>(workflowId);
   }
-  return watchProgress(handle, io, temporal.connection, signal);
+  return watchProgress(handle, io, temporal.connection, signal, SLOW_POLICY, outage);
 }
 
 /** Atropos's rule: a new run never overwrites a file; it takes the first free `_1`, `_2`, … suffix. */

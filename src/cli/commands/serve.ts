@@ -13,7 +13,9 @@ import { METRICS_FLAGS } from '../run-metrics.js';
 import { runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { rolloutsUiUrl } from '../ui.js';
 import { startedBy } from '../versions.js';
+import { outageNote } from '../outage.js';
 import { evaluationsLine, watchProgress } from '../progress.js';
+import { SLOW_POLICY } from '../slow-collects.js';
 import { withWandbLogging } from '../wandb/wandb-logging.js';
 import { envRunId } from './process.js';
 
@@ -68,7 +70,7 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
         'messages-only run is for evaluation or SFT data: run it with clotho process',
     ]);
   }
-  return withRunSession(plan, async ({ temporal, workers, interrupted, metrics }) => {
+  return withRunSession(plan, async ({ temporal, workers, interrupted, metrics, inference }) => {
     // The trainer's newest training run: a trainer that registered new settings moved clotho api onto a fresh batcher.
     const { run, workflowId: batcherId } = await currentRun(temporal.client, baseBatcherId);
     if (run > 1) io.out(`feeding training run ${run} (batcher ${batcherId})`);
@@ -111,7 +113,8 @@ export async function serveCommand(argv: string[], io: CommandIo): Promise<numbe
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
     const stopped = workers.done.then(() => Promise.reject(new Error('the workers stopped')));
-    const watch = (signal: AbortSignal) => watchProgress(handle, io, temporal.connection, signal);
+    const outage = (groupsInFlight: number) => outageNote(inference.policy.status(), groupsInFlight);
+    const watch = (signal: AbortSignal) => watchProgress(handle, io, temporal.connection, signal, SLOW_POLICY, outage);
     // W&B logs at the trainer's steps, under the name the trainer gave this environment (Atropos's serve mode).
     const cadence = { kind: 'serve', batcherId, registeredName: registered.wandb_name, startingStep: registered.starting_step } as const;
     const result: EnvRunResult = await withWandbLogging(
