@@ -92,6 +92,9 @@ export async function writeSdkReference(docs: string): Promise<number> {
     disableSources: true,
     hidePageHeader: true,
     hideBreadcrumbs: true,
+    // TypeDoc's links name its own anchors (`#game_config` for GAME_CONFIG, `#gameconfig-1` for a second GameConfig),
+    // not the ids VitePress makes of the headings (`game-config`): each heading carries TypeDoc's as an HTML anchor.
+    useHTMLAnchors: true,
     validation: { notExported: false, notDocumented: false, invalidLink: false },
     logLevel: 'Warn',
     // tsc checks the sources (npm run lint); TypeDoc only reads them.

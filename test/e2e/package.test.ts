@@ -236,7 +236,9 @@ describe('the package npm pack produces', () => {
   });
 
   it('runs a .ts environment through the installed CLI', async () => {
-    const source = (await readmeEnvironment()).replace('const items = [', 'const items: { question: string; answer: string }[] = [');
+    // With a type argument, so that the installed CLI has TypeScript to strip.
+    const source = (await guideEnvironment()).replace('fromItems([', 'fromItems<{ question: string; answer: string }>([');
+    expect(source).toContain('fromItems<{');
     await writeFile(join(installed, 'my-env.ts'), source);
     const out = join(root, 'installed-ts.jsonl');
     await expectTwoGroups(await installedClotho(scriptedArgs('./my-env.ts', out)), out);
