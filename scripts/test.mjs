@@ -11,32 +11,36 @@ rmSync(results, { recursive: true, force: true });
 mkdirSync(results, { recursive: true });
 const passThrough = process.argv.slice(2);
 
-// The Atropos worker's venv (atroposlib, about 90 s the first time) installs beside the linters, not inside the first
-// Atropos test file (where two files at once would install it twice while the other tests wait).
-const atroposVenv =
+/** Runs `command` with the output inherited; resolves to its exit status (never rejects: a failed step is reported by it). */
+const step = (command, args) => new Promise((resolve) => spawn(command, args, { stdio: 'inherit' }).on('close', (code) => resolve(code)));
+
+// What the tests need from outside is prepared beside the linters (on a fresh machine: minutes of downloads and a Go
+// build that would otherwise wait for tsc), and before vitest starts. None of it is fatal here: a test that needs a
+// missing piece fails (or skips) saying why.
+const preparation = Promise.all([
+  // The Atropos worker's venv (atroposlib, about 90 s the first time), not inside the first Atropos test file (where
+  // two files at once would install it twice while the other tests wait). A subset of the tests installs it if it needs it.
   passThrough.length > 0
-    ? Promise.resolve()
-    : new Promise((resolve) => {
-        const ensure = `const { ensureAtroposPython } = await import('./src/cli/atropos/python.ts');
-          await ensureAtroposPython((line) => console.log('ensure-atropos-python: ' + line));`;
-        const child = spawn(process.execPath, ['--conditions=clotho-source', '--import', 'tsx', '-e', ensure], { stdio: 'inherit' });
-        // A failed install is not fatal here: the Atropos tests install it again, and fail saying why.
-        child.on('close', resolve);
-      });
+    ? null
+    : step(process.execPath, [
+        '--conditions=clotho-source',
+        '--import',
+        'tsx',
+        '-e',
+        `const { ensureAtroposPython } = await import('./src/cli/atropos/python.ts');
+        await ensureAtroposPython((line) => console.log('ensure-atropos-python: ' + line));`,
+      ]),
+  // bubblewrap for the code-execution sandbox, then Debian's Chromium for the viewer's browser test (playwright's own
+  // download does not work offline): one after the other, as both may run apt-get, which holds dpkg's lock.
+  step(process.execPath, ['scripts/ensure-sandbox.mjs']).then(() => step(process.execPath, ['scripts/ensure-chromium.mjs'])),
+  // VersityGW for the S3 trajectory store's tests, built once with Go (a few minutes on a fresh machine); when the Go
+  // module proxy cannot be reached they skip, saying so.
+  step(process.execPath, ['scripts/ensure-s3-server.mjs']),
+]);
 
-const lint = passThrough.length > 0 ? null : spawnSync('npm', ['run', 'lint'], { stdio: 'inherit' });
-if (lint && lint.status !== 0) console.log('\nlint: FAILED (ESLint, dependency-cruiser or tsc: see above); running the tests anyway\n');
-
-// The code-execution sandbox needs bubblewrap: installed here when missing and we are root (CI); otherwise the script
-// says what to do, and the sandbox's tests fail with the same message.
-spawnSync(process.execPath, ['scripts/ensure-sandbox.mjs'], { stdio: 'inherit' });
-// The viewer's browser test drives Debian's Chromium (playwright's own download does not work offline).
-spawnSync(process.execPath, ['scripts/ensure-chromium.mjs'], { stdio: 'inherit' });
-// The S3 trajectory store's tests run against VersityGW, built once with Go (a few minutes on a fresh machine); when the
-// Go module proxy cannot be reached they skip, saying so.
-spawnSync(process.execPath, ['scripts/ensure-s3-server.mjs'], { stdio: 'inherit' });
-
-await atroposVenv;
+const lint = passThrough.length > 0 ? null : await step('npm', ['run', 'lint']);
+if (lint !== null && lint !== 0) console.log('\nlint: FAILED (ESLint, dependency-cruiser or tsc: see above); running the tests anyway\n');
+await preparation;
 const vitest = spawnSync(
   'npx',
   ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${results}/vitest.json`, ...passThrough],
@@ -74,7 +78,7 @@ for (const pytest of pytests) {
     totals.failed += 1;
   }
 }
-if (lint && lint.status !== 0) {
+if (lint !== null && lint !== 0) {
   totals.failed += 1;
   console.log('\nlint: FAILED (npm run lint), counted as one failed test');
 }

@@ -1,6 +1,7 @@
 import type { WorkflowClient, WorkflowExecutionDescription } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { AtroposHeartbeatSchema } from '../schema/atropos.js';
 import { ROLLOUT_GROUP_TYPES } from './view/temporal.js';
 
 // A CommonJS package: its namespaces come through the default export.
@@ -8,14 +9,10 @@ const { PendingActivityState } = proto.temporal.api.enums.v1;
 
 /**
  * What a running `atroposCollect` heartbeats: how long it has run and, from workers that send them, where the Python
- * worker is (its stack, innermost frame last) and the environment's last lines of output. Read loosely: a worker
- * that sends only `seconds` is shown with what it sends.
+ * worker is (its stack, innermost frame last) and the environment's last lines of output: the boundary's heartbeat
+ * (src/schema/atropos.ts), read loosely: a worker that sends only `seconds` is shown with what it sends.
  */
-export const CollectHeartbeatSchema = z.looseObject({
-  seconds: z.number(),
-  stack: z.array(z.string()).optional(),
-  lastOutput: z.array(z.string()).optional(),
-});
+export const CollectHeartbeatSchema = AtroposHeartbeatSchema.loose();
 export type CollectHeartbeat = z.infer<typeof CollectHeartbeatSchema>;
 
 /** A group whose collect has run far longer than the run's groups usually take. */

@@ -1,3 +1,6 @@
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalEngine, type RunningLocalEngine } from '../../src/inference/local/start.js';
 import { defineEnvironment } from '../../src/env/define.js';
@@ -9,12 +12,15 @@ import { fastSteps, startHarness, type Harness } from '../support/harness.js';
 import { uniqueId } from '../support/temporal.js';
 
 let engine: RunningLocalEngine;
+let weightsDir: string;
 let student: ServerManager;
 let teacher: ServerManager;
 let harness: Harness | undefined;
 
 beforeAll(async () => {
-  engine = await startLocalEngine({ model: 'generate:tiny', slots: 4 });
+  // Swaps are taken only from the engine's weights folder (--weights-dir): the version test below swaps a copy in.
+  weightsDir = await mkdtemp(join(tmpdir(), 'clotho-teacher-weights-'));
+  engine = await startLocalEngine({ model: 'generate:tiny', slots: 4, weightsDir });
   const server = (server_type: 'openai' | 'vllm') =>
     ServerConfigSchema.parse({ base_url: engine.baseUrl, model_name: engine.modelName, server_type, health_check: false });
   student = createServerManager({ servers: [server('openai')] });
@@ -24,6 +30,7 @@ afterAll(async () => {
   student?.stop();
   teacher?.stop();
   await engine?.close();
+  await rm(weightsDir, { recursive: true, force: true });
 });
 afterEach(async () => {
   await harness?.close();
@@ -81,11 +88,13 @@ describe('teacher logprobs on the embedded engine', () => {
 
 describe("a group's policy version on the embedded engine", () => {
   it("is the engine's weights version in both placements, and the input's from a server that reports none", async () => {
-    // The same file again as version 4: only the version changes, so the teacher tests above are unaffected.
+    // The same weights again as version 4: only the version changes, so the teacher tests above are unaffected.
+    const copy = join(weightsDir, 'tiny.gguf');
+    await copyFile(engine.engine.weights.path, copy);
     const swap = await fetch(`${engine.baseUrl}/weights`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ path: engine.engine.weights.path, version: 4 }),
+      body: JSON.stringify({ path: copy, version: 4 }),
     });
     expect(swap.status).toBe(200);
     const placements = { queued: {}, takeTurns: { steps: fastSteps(), oneActivityPerTurn: true } };

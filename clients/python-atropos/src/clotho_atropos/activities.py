@@ -12,7 +12,12 @@ Names and payloads (JSON objects, camelCase as Clotho's TypeScript workflows sen
   ``eval_metrics`` over what it gave ``evaluate_log`` (``logged``, null when it did not call it)
 - ``atroposCheckpoint({step, cursor?, checkpoint?, store?})`` → ``{cursor, data, ref?, restoredFrom, fastForwarded}`` (``data`` null when the class saves nothing
   or ``ref`` holds it; with ``cursor``, the iterator is first brought to the run's cursor, from ``checkpoint`` when given)
-- ``atroposMetrics({step})`` → ``{metrics}``: what ``wandb_log`` logs (and still logs to wandb when it is on)
+- ``atroposMetrics({step})`` → ``{metrics}``: the finite numbers ``wandb_log`` logs (it still logs to wandb when it is on)
+
+The names above are a summary: what each input and answer holds exactly is the boundary schema (``boundary.py``,
+``boundary.schema.json``, generated from the zod schemas of src/schema/atropos.ts), which every call is checked
+against: an input that breaks it fails for good as ``AtroposBadInput`` naming the field, an answer as
+``AtroposBadAnswer`` naming the activity and the field.
 
 Every activity runs on the environment's event loop and heartbeats from the worker's (``_heartbeating``) every
 ``heartbeat_interval`` with ``{seconds, stack?, lastOutput?}``: the seconds so far, where the environment's task is
@@ -40,6 +45,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import math
 import time
 from typing import Any, Callable, Coroutine, Iterator, Optional, TypeVar
 
@@ -47,6 +53,7 @@ import wandb
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from .boundary import Boundary
 from .building import BuiltEnv
 from .codec import ItemRefusedError, NotEncodableError, NotJsonError, decode_item, encode_item, group_to_json
 from .cursor import Checkpoint, CursorBehindError, ItemCursor
@@ -65,21 +72,33 @@ BLOCKED_AFTER_S = 0.5
 _progress: contextvars.ContextVar[dict] = contextvars.ContextVar("clotho_atropos_progress")
 
 
-def _on_env_loop(body: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., Coroutine[Any, Any, T]]:
-    """Makes the coroutine method ``body`` an activity that runs on the environment's loop, heartbeating from this one."""
+Body = Callable[["AtroposActivities", dict], Coroutine[Any, Any, dict]]
 
-    @functools.wraps(body)
-    async def activity_fn(self: "AtroposActivities", *args: Any) -> T:
-        try:
-            return await self._heartbeating(body(self, *args))
-        except ItemRefusedError as error:
-            # The same item would be refused again: the workflow fails now, naming why.
-            raise ApplicationError(str(error), type="AtroposItemRefused", non_retryable=True) from None
-        except ModuleNotFoundError as error:
-            # Imported lazily by the environment: no retry adds it. The message says where (a run shows the innermost cause).
-            raise ApplicationError(missing_module(error), type="AtroposModuleMissing", non_retryable=True) from None
 
-    return activity_fn
+def _activity(name: str) -> Callable[[Body], Callable[..., Coroutine[Any, Any, dict]]]:
+    """Makes the coroutine method ``body`` the activity ``name``: its input and answer held to the boundary schema
+    (``boundary.py``), its body run on the environment's loop, heartbeating from this one."""
+
+    def wrap(body: Body) -> Callable[..., Coroutine[Any, Any, dict]]:
+        @functools.wraps(body)
+        async def activity_fn(self: "AtroposActivities", raw: Any = None) -> dict:
+            # A caller that passes no argument asks with an empty input.
+            request = {} if raw is None else raw
+            self.boundary.check_input(name, request)
+            try:
+                answer = await self._heartbeating(body(self, request))
+            except ItemRefusedError as error:
+                # The same item would be refused again: the workflow fails now, naming why.
+                raise ApplicationError(str(error), type="AtroposItemRefused", non_retryable=True) from None
+            except ModuleNotFoundError as error:
+                # Imported lazily by the environment: no retry adds it. The message says where (a run shows the innermost cause).
+                raise ApplicationError(missing_module(error), type="AtroposModuleMissing", non_retryable=True) from None
+            self.boundary.check_answer(name, answer)
+            return answer
+
+        return activity.defn(name=name)(activity_fn)
+
+    return wrap
 
 
 ACTIVITY_NAMES = ("atroposDescribe", "atroposNextItem", "atroposCollect", "atroposPostprocess", "atroposEvaluate", "atroposCheckpoint", "atroposMetrics")
@@ -94,6 +113,7 @@ class AtroposActivities:
         heartbeat_interval: float = 2.0,
         env_loop: Optional[EnvLoop] = None,
         output: Optional[OutputTail] = None,
+        boundary: Optional[Boundary] = None,
     ) -> None:
         self.built = built
         self.env = built.env
@@ -102,14 +122,15 @@ class AtroposActivities:
         #: Where the environment's code runs; None: the loop that calls the activity (tests).
         self.env_loop = env_loop
         self.output = output
+        #: What every input, answer and heartbeat is held to.
+        self.boundary = boundary or _package_boundary()
 
     @property
     def activities(self) -> list:
         return [self.describe, self.next_item, self.collect, self.postprocess, self.evaluate, self.checkpoint, self.metrics]
 
-    @activity.defn(name="atroposDescribe")
-    @_on_env_loop
-    async def describe(self, _raw: Any = None) -> dict:
+    @_activity("atroposDescribe")
+    async def describe(self, _request: dict) -> dict:
         return self.description()
 
     def description(self) -> dict:
@@ -124,14 +145,12 @@ class AtroposActivities:
             "maxNumWorkers": env.max_num_workers,
         }
 
-    @activity.defn(name="atroposNextItem")
-    @_on_env_loop
-    async def next_item(self, raw: Any) -> dict:
-        request = _object(raw, "atroposNextItem")
-        index = _int(request, "cursor")
+    @_activity("atroposNextItem")
+    async def next_item(self, request: dict) -> dict:
+        index = request["cursor"]
         target = Target.parse(request.get("store"))
         checkpoint = Checkpoint.parse(request.get("checkpoint"), target.read if target else None)
-        count = _int(request, "count") if "count" in request else None
+        count = request.get("count")
         try:
             taken = await self.cursor.item_at(index, checkpoint, progress=_report_fast_forward)
             items = [] if taken.exhausted else [taken.item]
@@ -157,10 +176,8 @@ class AtroposActivities:
         }
         return within_budget(answer if count is None else {**answer, "items": carried}, f"atroposNextItem's answer at cursor {index}")
 
-    @activity.defn(name="atroposCollect")
-    @_on_env_loop
-    async def collect(self, raw: Any) -> dict:
-        request = _object(raw, "atroposCollect")
+    @_activity("atroposCollect")
+    async def collect(self, request: dict) -> dict:
         target = Target.parse(request.get("store"))
         item = decode_item(uncarried(request.get("item"), target))
         started = time.time()
@@ -186,25 +203,19 @@ class AtroposActivities:
         collected["backlog"] = backlog_json
         return within_budget(collected, "atroposCollect's answer")
 
-    @activity.defn(name="atroposPostprocess")
-    @_on_env_loop
-    async def postprocess(self, raw: Any) -> dict:
-        request = _object(raw, "atroposPostprocess")
+    @_activity("atroposPostprocess")
+    async def postprocess(self, request: dict) -> dict:
         item = decode_item(uncarried(request.get("item"), Target.parse(request.get("store"))))
         started = time.time()
-        groups = request.get("groups")
-        if not isinstance(groups, list) or not groups:
-            raise ApplicationError("atroposPostprocess expects groups: a non-empty list", type="AtroposBadInput", non_retryable=True)
+        groups = request["groups"]
         # The shape collect_trajectories returned: a list of groups, or one group.
-        groups = await self.env.postprocess_histories(groups if request.get("list", False) else groups[0])
+        groups = await self.env.postprocess_histories(groups if request["list"] else groups[0])
         return within_budget(await self._scored(groups, item, request, started), "atroposPostprocess's answer")
 
-    @activity.defn(name="atroposEvaluate")
-    @_on_env_loop
-    async def evaluate(self, raw: Any = None) -> dict:
-        request = _object(raw or {}, "atroposEvaluate")
+    @_activity("atroposEvaluate")
+    async def evaluate(self, request: dict) -> dict:
         if "step" in request:
-            self.env.curr_step = _int(request, "step")
+            self.env.curr_step = request["step"]
         buffered = getattr(self.env, "eval_metrics", None)
         before = len(buffered) if isinstance(buffered, list) else 0
         started = time.time()
@@ -222,27 +233,22 @@ class AtroposActivities:
         }
         return within_budget(evaluated, "atroposEvaluate's answer")
 
-    @activity.defn(name="atroposCheckpoint")
-    @_on_env_loop
-    async def checkpoint(self, raw: Any = None) -> dict:
-        request = _object(raw or {}, "atroposCheckpoint")
-        at = _int(request, "cursor") if "cursor" in request else None
+    @_activity("atroposCheckpoint")
+    async def checkpoint(self, request: dict) -> dict:
         target = Target.parse(request.get("store"))
         restore = Checkpoint.parse(request.get("checkpoint"), target.read if target else None)
-        saved, advanced = await self.cursor.checkpoint(int(request.get("step", 0)), at, restore)
+        saved, advanced = await self.cursor.checkpoint(request["step"], request.get("cursor"), restore)
         kept = saved.to_json()
         if target is not None and target.run is not None and saved.data is not None:
             # By content: it travels with every atroposNextItem, as a key.
             kept = {"cursor": saved.cursor, "data": None, "ref": store.put_content(target.root, f"{target.run}/checkpoints", saved.data)}
         answer = {**kept, "restoredFrom": advanced.restored_from, "fastForwarded": advanced.fast_forwarded}
-        return within_budget(answer, f"atroposCheckpoint's answer at step {request.get('step', 0)}")
+        return within_budget(answer, f"atroposCheckpoint's answer at step {request['step']}")
 
-    @activity.defn(name="atroposMetrics")
-    @_on_env_loop
-    async def metrics(self, raw: Any = None) -> dict:
-        request = _object(raw or {}, "atroposMetrics")
+    @_activity("atroposMetrics")
+    async def metrics(self, request: dict) -> dict:
         if "step" in request:
-            self.env.curr_step = _int(request, "step")
+            self.env.curr_step = request["step"]
         logged: dict = {}
         real_log = wandb.log
         use_wandb = self.env.config.use_wandb
@@ -260,14 +266,14 @@ class AtroposActivities:
         finally:
             wandb.log = real_log
             self.env.config.use_wandb = use_wandb
-        numbers = {k: v for k, v in logged.items() if isinstance(v, (int, float)) or hasattr(v, "item")}
-        return within_budget({"metrics": _json_or_repr(numbers)}, "atroposMetrics's answer")
+        numbers = {str(key): number for key, number in ((key, _number(value)) for key, value in logged.items()) if number is not None}
+        return within_budget({"metrics": numbers}, "atroposMetrics's answer")
 
     async def _scored(self, groups: Any, item: Any, request: dict, started: float) -> dict:
         was_list = isinstance(groups, list)
         as_list = groups if was_list else [groups]
         if "maxTokenLen" in request:
-            self.env.max_token_len = _int(request, "maxTokenLen")
+            self.env.max_token_len = request["maxTokenLen"]
         # Atropos's serve aborts on a sequence at or past the trainer's max_token_len; process does not.
         kept, dropped = await filter_groups(self.env, as_list, item, abort_on_length=self.built.mode == "serve")
         groups_json = _groups_json(kept)
@@ -320,7 +326,9 @@ class AtroposActivities:
                 finished, _ = await asyncio.wait({done}, timeout=self.heartbeat_interval)
                 if finished:
                     return done.result()
-                activity.heartbeat(self._details(started, work, held.get("task"), progress))
+                details = self._details(started, work, held.get("task"), progress)
+                self.boundary.check_message("heartbeat", details)
+                activity.heartbeat(details)
         except BaseException:
             done.cancel()
             raise
@@ -365,16 +373,21 @@ def _evaluate_log_kept(env: Any) -> Iterator[dict]:
             env.evaluate_log = own
 
 
-def _object(raw: Any, name: str) -> dict:
-    if not isinstance(raw, dict):
-        raise ApplicationError(f"{name} expects a JSON object, got {raw!r:.200}", type="AtroposBadInput", non_retryable=True)
-    return raw
+@functools.lru_cache(maxsize=None)
+def _package_boundary() -> Boundary:
+    """This package's boundary schema, compiled once per process."""
+    return Boundary.load()
 
 
-def _int(request: dict, key: str) -> int:
-    value = request.get(key)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ApplicationError(f"{key}: expected an integer, got {value!r:.100}", type="AtroposBadInput", non_retryable=True)
+def _number(value: Any) -> Optional[float]:
+    """A metric as the answer carries it: a finite int or float (numpy's scalars read), else None (left out)."""
+    if hasattr(value, "item") and not isinstance(value, (int, float)):
+        try:
+            value = value.item()
+        except (TypeError, ValueError):  # an array of more than one value
+            return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
     return value
 
 

@@ -69,6 +69,7 @@ async def run_worker(
             if announce:
                 # With the description, so the command can record the run's config without a second start.
                 line = {"event": "ready", "taskQueue": task_queue, "identity": identity, "slots": slots, **activities.description()}
+                activities.boundary.check_message("ready", line)
                 stdout = output.original("stdout") if output is not None else sys.stdout
                 print(json.dumps(line), file=stdout, flush=True)
             await asyncio.wrap_future(serving.finished)
