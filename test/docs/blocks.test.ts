@@ -1,6 +1,6 @@
 // How the guides' blocks are read: the expected output's `…`, and the order of its lines.
 import { describe, expect, it } from 'vitest';
-import { missingOutput, shellWords } from './blocks.js';
+import { fencesOf, guidePages, missingOutput, shellWords } from './blocks.js';
 
 describe('a guide’s shown output', () => {
   it('matches `…` to any text, anywhere in a line, and nothing else loosely', () => {
@@ -19,4 +19,13 @@ describe('a guide’s shown output', () => {
 
 it('splits a command line as the shell does for the guides’ commands', () => {
   expect(shellWords(`npx clotho process ./my-env.ts --env.name 'a b' --x "c d"`)).toEqual(['npx', 'clotho', 'process', './my-env.ts', '--env.name', 'a b', '--x', 'c d']);
+});
+
+it('leaves no code pasted into a guide: TypeScript and JavaScript come from files the suite compiles (<<< @/snippets/…)', () => {
+  const pasted = guidePages().flatMap((page) =>
+    fencesOf(page)
+      .filter((fence) => /^(ts|tsx|js|mjs|typescript|javascript)\b/.test(fence.info))
+      .map((fence) => `${page}:${fence.start + 1}`),
+  );
+  expect(pasted).toEqual([]);
 });

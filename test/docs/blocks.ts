@@ -50,9 +50,10 @@ export function fencesOf(page: string): Fence[] {
   const lines = readFileSync(join(docsDir, page), 'utf8').split('\n');
   const fences: Fence[] = [];
   for (let i = 0; i < lines.length; i++) {
-    const open = /^(`{3,})(.*)$/.exec(lines[i]!);
+    // Indented too: a block inside a list item.
+    const open = /^\s*(`{3,})(.*)$/.exec(lines[i]!);
     if (!open) continue;
-    const close = new RegExp(`^${open[1]}\`*\\s*$`);
+    const close = new RegExp(`^\\s*${open[1]}\`*\\s*$`);
     let end = i + 1;
     while (end < lines.length && !close.test(lines[end]!)) end++;
     if (end === lines.length) throw new Error(`${page}:${i + 1}: the block is never closed`);
@@ -65,7 +66,7 @@ export function fencesOf(page: string): Fence[] {
 /** The runnable blocks of one page. */
 export function runnableBlocks(page: string): RunnableBlock[] {
   const lines = readFileSync(join(docsDir, page), 'utf8').split('\n');
-  const snippets = lines.flatMap((l) => /^<<< @\/(snippets\/\S+)/.exec(l)?.[1] ?? []);
+  const snippets = lines.flatMap((l) => /^\s*<<< @\/(snippets\/[^\s#{]+)/.exec(l)?.[1] ?? []);
   const fences = fencesOf(page);
   const onlyBlankBetween = (from: number, to: number) => lines.slice(from + 1, to).every((l) => l.trim() === '');
   return fences.flatMap((fence, k) => {
