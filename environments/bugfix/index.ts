@@ -37,6 +37,8 @@ export default defineEnvironment({
 
   prompt: (task: BugfixTask) => [{ role: 'user', content: taskStatement(task) }],
 
+  // docs/guide/harness.md shows this region.
+  // #region harness
   harness: {
     agent: (config) => {
       const limits = { wallTimeMs: config.agent_seconds * 1000, cpuSeconds: config.agent_seconds };
@@ -59,4 +61,5 @@ export default defineEnvironment({
       agent_exited: harness?.ended === 'exited' ? 1 : 0,
     },
   }),
+  // #endregion harness
 });

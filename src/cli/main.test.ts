@@ -93,7 +93,7 @@ describe('clotho', () => {
     const { code, out, err } = await run('list');
     expect(err).toBe('');
     expect(code).toBe(0);
-    const lines = out.split('\n');
+    const lines = out.slice(0, out.indexOf('\n\n')).split('\n');
     for (const env of BUILT_IN) {
       const line = lines.find((l) => l.startsWith(`${env.name} `));
       expect(line).toBeDefined();
@@ -102,6 +102,51 @@ describe('clotho', () => {
     // Aligned: every description starts in the same column.
     const columns = new Set(lines.map((l) => l.length - l.replace(/^\S+\s+/, '').length));
     expect(columns.size).toBe(1);
+  });
+
+  it('says, after the built-in environments, how to bring the others', async () => {
+    const { out } = await run('list');
+    const after = out.slice(out.indexOf('\n\n'));
+    expect(after).toContain('./my-env.ts');
+    expect(after).toContain('--atropos env.py');
+    expect(after).toMatch(/npm package/);
+  });
+
+  it('names every way to bring an environment in `clotho --help` and in the help of each command that runs one', async () => {
+    const ways = [
+      /<name> .*built-in.*clotho list/,
+      /\.\/my-env\.ts .*TypeScript/,
+      /<npm package> /,
+      /--atropos env\.py\[:Class\] .*Atropos/,
+    ];
+    const { out } = await run('--help');
+    for (const way of ways) expect(out).toMatch(way);
+    for (const command of ['process', 'serve', 'evaluate', 'worker']) {
+      const help = await run(command, '--help');
+      expect(help.code, command).toBe(0);
+      for (const way of ways) expect(help.out, command).toMatch(way);
+      // And a named one's help too: the same ways, then that environment's flags.
+      expect((await run(command, 'gsm8k', '--help')).out, command).toMatch(ways[3]!);
+    }
+  });
+
+  it('says in one line that an --atropos file is missing, before starting anything', async () => {
+    // An address nothing listens on: the answer must come before any connection to Temporal or Python is tried.
+    const before = process.env.TEMPORAL_ADDRESS;
+    process.env.TEMPORAL_ADDRESS = '127.0.0.1:9';
+    try {
+      for (const command of ['process', 'serve', 'evaluate']) {
+        const { code, out, err } = await run(command, '--atropos', '/no/such/env.py:MyEnv', '--env.total_steps', '2');
+        expect(code, command).toBe(2);
+        expect(out, command).toBe('');
+        expect(err, command).toBe(`clotho ${command}: --atropos /no/such/env.py:MyEnv: no such file /no/such/env.py`);
+      }
+      const help = await run('process', '--atropos', '/no/such/env.py', '--help');
+      expect(help).toMatchObject({ code: 2, err: 'clotho process: --atropos /no/such/env.py: no such file /no/such/env.py' });
+    } finally {
+      if (before === undefined) delete process.env.TEMPORAL_ADDRESS;
+      else process.env.TEMPORAL_ADDRESS = before;
+    }
   });
 
   it('rejects an argument to list as a usage error', async () => {

@@ -9,6 +9,7 @@ import { inspectCommand, INSPECT_USAGE } from './commands/inspect.js';
 import { listCommand, LIST_USAGE } from './commands/list.js';
 import { runsCommand, RUNS_USAGE } from './commands/runs.js';
 import { atroposEvaluateCommand } from './atropos/evaluate.js';
+import { atroposHelpCommand } from './atropos/help.js';
 import { atroposProcessCommand } from './atropos/process.js';
 import { atroposServeCommand } from './atropos/serve.js';
 import { atroposWorkerCommand } from './atropos/worker.js';
@@ -20,6 +21,7 @@ import { workerCommand, WORKER_USAGE } from './commands/worker.js';
 import { METRICS_FLAGS } from './run-metrics.js';
 import { processIo, type CommandIo } from './io.js';
 import { environmentHelp } from './help.js';
+import { environmentSourcesHelp } from './environment-sources.js';
 import { InterruptedError } from './interrupt.js';
 import { causeOf } from '../workflows/messages.js';
 
@@ -116,10 +118,15 @@ function usage(): string {
     'Commands:',
     ...rows,
     '',
-    "Run `clotho <command> --help` for its flags; `clotho process <environment> --help` lists the environment's;",
-    '`clotho list` names the built-in environments.',
+    environmentSourcesHelp('process, serve, evaluate and worker take an environment, one of:'),
+    '',
+    "Run `clotho <command> --help` for its flags; `clotho process <environment> --help` lists the environment's, and",
+    "`clotho process --atropos env.py --help` an Atropos environment's. `clotho list` names the built-in environments.",
   ].join('\n');
 }
+
+/** The commands that run an environment, and so take `--atropos env.py`. */
+const ATROPOS_COMMANDS = ['process', 'serve', 'evaluate', 'worker'];
 
 /** The `clotho` entry point; returns the exit code (only bin/clotho.js sets it). */
 export async function main(argv: string[], io: CommandIo = processIo): Promise<number> {
@@ -135,8 +142,10 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
   }
   try {
     // Help loads the named environment, so an unknown or broken one is reported like any other error.
-    // An Atropos environment's flags are its class's: Atropos's own --help lists them (the command runs it).
-    if (command.help && (args.includes('--help') || args.includes('-h')) && !args.includes('--atropos')) {
+    const wantsHelp = args.includes('--help') || args.includes('-h');
+    // An Atropos environment's flags are its class's: Atropos's own help lists them.
+    if (wantsHelp && args.includes('--atropos') && ATROPOS_COMMANDS.includes(name)) return await atroposHelpCommand(name, args, io);
+    if (command.help && wantsHelp && !args.includes('--atropos')) {
       io.out(await command.help(args.filter((a) => a !== '--help' && a !== '-h')));
       return 0;
     }

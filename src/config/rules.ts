@@ -36,7 +36,7 @@ interface AtroposFields {
 const ATROPOS_TOKENIZER = 'NousResearch/DeepHermes-3-Llama-3-3B-Preview';
 
 /**
- * Applies the Atropos fields that map onto Clotho settings and checks the rest (README: "Atropos config fields").
+ * Applies the Atropos fields that map onto Clotho settings and checks the rest (docs/reference/atropos-compatibility.md).
  * A field counts as set when it differs from `defaults` (the environment's and the command's); Atropos's own default
  * is always accepted, so an Atropos config loads unchanged.
  */

@@ -84,7 +84,7 @@ export function storedGroupRef(key: string, size: number, envId: number, policyV
 }
 
 /**
- * Listens for `batcherEndedSignal` (the batcher a run feeds was ended for a new training run, README: "What /register
+ * Listens for `batcherEndedSignal` (the batcher a run feeds was ended for a new training run, docs/guide/train.md: "What /register
  * means"). `ended()` joins the run's wait conditions; `check()` then fails the run, naming the batcher and why: a run
  * waiting for room would otherwise wait for a batcher that will never push any.
  */

@@ -11,17 +11,14 @@ import { temporalEnv } from '../support/runs.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
 
 // A user's own folders, outside the repository: Clotho installed by path (a symlink to this checkout), the
-// environment pasted from the README, and an environment published as a package.
+// environment of the guide "Write an environment" (docs/snippets/my-env.ts, which the guide and the README show), and
+// an environment published as a package.
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
 let root: string;
 
-/** The README's `my-env.ts`, so that what users paste is what this test runs. */
-async function readmeEnvironment(): Promise<string> {
-  const block = /```ts\n(\/\/ my-env\.ts\n[\s\S]*?)```/.exec(await readFile(join(repo, 'README.md'), 'utf8'));
-  if (!block) throw new Error('README.md has no ```ts block starting with "// my-env.ts"');
-  return block[1]!;
-}
+/** The guide's `my-env.ts`, so that what users copy is what this test runs. */
+const guideEnvironment = () => readFile(join(repo, 'docs/snippets/my-env.ts'), 'utf8');
 
 const npm = (cwd: string, ...args: string[]) => run('npm', [...args, '--no-audit', '--no-fund', '--ignore-scripts', '--offline'], { cwd });
 
@@ -55,7 +52,7 @@ async function expectTwoGroups(result: Awaited<ReturnType<typeof clotho>>, out: 
 
 beforeAll(async () => {
   root = await realpath(await mkdtemp(join(tmpdir(), 'clotho-user-')));
-  const source = await readmeEnvironment();
+  const source = await guideEnvironment();
   // A user's project ("type": "module"), and a bare folder: its package.json (there so that npm installs here) goes again.
   for (const [dir, type] of [
     ['module', 'module'],
@@ -239,7 +236,9 @@ describe('the package npm pack produces', () => {
   });
 
   it('runs a .ts environment through the installed CLI', async () => {
-    const source = (await readmeEnvironment()).replace('const items = [', 'const items: { question: string; answer: string }[] = [');
+    // With a type argument, so that the installed CLI has TypeScript to strip.
+    const source = (await guideEnvironment()).replace('fromItems([', 'fromItems<{ question: string; answer: string }>([');
+    expect(source).toContain('fromItems<{');
     await writeFile(join(installed, 'my-env.ts'), source);
     const out = join(root, 'installed-ts.jsonl');
     await expectTwoGroups(await installedClotho(scriptedArgs('./my-env.ts', out)), out);

@@ -52,6 +52,17 @@ def test_a_missing_class_or_file(tmp_path: Path) -> None:
         load_env_class(str(tmp_path / "absent.py"))
 
 
+def test_a_file_that_does_not_compile_or_raises_on_import_is_one_line_naming_it(tmp_path: Path) -> None:
+    broken = tmp_path / "broken_env.py"
+    broken.write_text("x = 1\ndef f(:\n    pass\n")
+    with pytest.raises(EnvSpecError, match=r"broken_env\.py: line 2: invalid syntax"):
+        load_env_class(str(broken))
+    raising = tmp_path / "raising_env.py"
+    raising.write_text("x = 1\nraise RuntimeError('no data here')\n")
+    with pytest.raises(EnvSpecError, match=r"raising_env\.py: importing it raised RuntimeError: no data here \(line 2\)"):
+        load_env_class(str(raising))
+
+
 def test_a_missing_module_is_named_with_the_way_to_add_it(flags, tmp_path) -> None:
     """instruction_following needs langdetect: the worker names the module and the commands of a layer venv, which work."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

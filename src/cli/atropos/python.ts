@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { cp, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { ensureVenv } from '../../env/python-venv.js';
 import { clothoHome, repoRoot } from '../../store/paths.js';
 
@@ -33,4 +33,18 @@ export async function ensureAtroposPython(notice: (line: string) => void, env: N
     hint: 'or set CLOTHO_ATROPOS_PYTHON to a Python that has it',
     env,
   });
+}
+
+/**
+ * The environment the Python worker runs in: the package's sources first on PYTHONPATH, output unbuffered, and
+ * transformers' advisory notices off (its "None of PyTorch, TensorFlow >= 2.0, or Flax have been found" on every
+ * import of atroposlib is noise before whatever the worker has to say; an environment that sets the variable keeps it).
+ */
+export function atroposWorkerEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return {
+    TRANSFORMERS_NO_ADVISORY_WARNINGS: '1',
+    ...env,
+    PYTHONPATH: [ATROPOS_SOURCES, env.PYTHONPATH].filter(Boolean).join(delimiter),
+    PYTHONUNBUFFERED: '1',
+  };
 }

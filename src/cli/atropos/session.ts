@@ -16,6 +16,7 @@ import { recordRunConfig, settleRunConfig, type RunConfigRecord } from '../../co
 import { openTemporal, runTaskQueues, type TemporalRuntime } from '../runtime.js';
 import { refuseUnreplayable } from '../versions.js';
 import { ensureAtroposPython } from './python.js';
+import { asCommandLines, atroposEnvironmentFile } from './environment-file.js';
 import { METRICS_FLAGS, serveRunMetrics } from '../run-metrics.js';
 import { createWorkerMetrics } from '../../workers/metrics.js';
 import { AtroposWorkerExit, startAtroposWorker } from './worker-process.js';
@@ -149,8 +150,8 @@ export type BeforeWorkflows = (
  * Opens an Atropos run for `mode`: the Python worker (installing its venv first), which builds the environment as
  * Atropos's CLI would from the flags and serves its activities on the run's env queue; the run's config, recorded from
  * its ready line (an evaluation, like `clotho evaluate`, records none); `beforeWorkflows`; the workflow worker; then
- * runs `body` and closes all of it in reverse order. Atropos's `--help` and its errors about flags are printed as it
- * prints them.
+ * runs `body` and closes all of it in reverse order. Atropos's errors about flags are printed as it prints them
+ * (its `--help` is `atroposHelpCommand`'s).
  */
 export async function withAtroposSession(
   argv: string[],
@@ -161,6 +162,7 @@ export async function withAtroposSession(
   beforeWorkflows?: BeforeWorkflows,
 ): Promise<number> {
   const { spec, clotho, atropos: given } = splitAtroposArgv(argv);
+  await atroposEnvironmentFile(spec);
   const { runId: givenRunId, flags, steps } = clothoFlags(clotho, commandFlags);
   // A worker joins a run, in the run's Atropos mode: named first, as Atropos's own CLI names it (`env.py serve …`).
   const joining = mode === 'worker';
@@ -200,9 +202,7 @@ export async function withAtroposSession(
       });
     } catch (error) {
       if (!(error instanceof AtroposWorkerExit)) throw error;
-      (error.code === 0 ? io.out : io.err)(error.output);
-      // Atropos's help lists its flags; Clotho's own follow.
-      if (error.code === 0 && atropos.some((arg) => arg === '--help' || arg === '-h')) io.out(ATROPOS_CLOTHO_FLAGS_HELP);
+      (error.code === 0 ? io.out : io.err)(asCommandLines(error.output, mode));
       return typeof error.code === 'number' ? error.code : 1;
     }
     // Past its restarts, the command exits saying how to resume the run.

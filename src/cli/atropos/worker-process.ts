@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { delimiter } from 'node:path';
 import { AtroposReadySchema, type AtroposReady } from '../../schema/atropos.js';
-import { ATROPOS_SOURCES } from './python.js';
+import { atroposWorkerEnv } from './python.js';
 
 /** How to start the Python worker of one Atropos environment. */
 export interface AtroposWorkerOptions {
@@ -68,11 +67,7 @@ export async function startAtroposWorker(options: AtroposWorkerOptions): Promise
   const child = spawn(python, [...args, spec, mode, ...atroposArgs], {
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      PYTHONPATH: [ATROPOS_SOURCES, process.env.PYTHONPATH].filter(Boolean).join(delimiter),
-      PYTHONUNBUFFERED: '1',
-    },
+    env: atroposWorkerEnv(),
   });
   const stderr: string[] = [];
   let serving = false;

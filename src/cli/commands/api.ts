@@ -56,7 +56,7 @@ ${listeningHelp(API_FACE)}
   --port <n>           port (default 8000; 0 picks a free one)
   --new-run            start a new training run (a fresh batcher under a new workflow id; the previous run is
                        ended and kept in Temporal) instead of resuming the newest one. A trainer's /register
-                       starts one by itself when its settings differ (see README, "What /register means")
+                       starts one by itself when its settings differ (see the guide "Train a policy", "What /register means")
   --max-body-mb <n>    largest request body in MiB, also after gzip decompression (default 64)
   --trainer <mode>     http: trainers pull GET /batch (Atropos); temporal: every batch becomes a trainStep
                        activity on the trainer task queue, in step order (default http)

@@ -2,11 +2,13 @@ import { ConfigError } from '../../config/config-error.js';
 import type { AnyEnvironment } from '../../env/define.js';
 import { builtInEnvironments, loadEnvironment } from '../registry.js';
 import type { CommandIo } from '../io.js';
+import { ENVIRONMENT_SOURCES, environmentSourcesHelp } from '../environment-sources.js';
 
 export const LIST_USAGE = `Usage: clotho list
 
-Lists the built-in environments, one per line: the name to pass to \`clotho process|serve|evaluate\`, then
-what the environment does. An environment that fails to load is listed with the reason; the others still are.`;
+Lists the built-in environments, one per line: the name to pass to \`clotho process|serve|evaluate|worker\`, then
+what the environment does, and then how to bring any other. An environment that fails to load is listed with the
+reason; the others still are.`;
 
 /** One built-in environment as listed: its description, or why it could not be loaded. */
 export interface EnvironmentEntry {
@@ -45,6 +47,8 @@ export async function listCommand(argv: string[], io: CommandIo): Promise<number
   if (argv.length > 0) throw new ConfigError([`unexpected argument "${argv[0]}"; ${LIST_USAGE.split('\n')[0]}`]);
   const entries = await listEnvironments();
   for (const line of formatEnvironments(entries, '')) io.out(line);
+  const others = ENVIRONMENT_SOURCES.filter(([form]) => form !== '<name>');
+  io.out(`\n${environmentSourcesHelp('Besides these, process, serve, evaluate and worker take:', others)}`);
   return entries.some((e) => e.error !== undefined) ? 1 : 0;
 }
 

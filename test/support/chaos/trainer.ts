@@ -35,7 +35,7 @@ const itemByQuestion = new Map(
 );
 
 // Like a trainer resuming from its checkpoint, a restarted one registers at the step it reached (the batches it acked),
-// which tells the API it is the same training run coming back, not a new one (README: what /register means).
+// which tells the API it is the same training run coming back, not a new one (docs/guide/train.md: what /register means).
 const trainedSteps = (() => {
   try {
     return readFileSync(values.log!, 'utf8')

@@ -73,10 +73,25 @@ def _import_file(path: Path) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except SyntaxError as error:
+        del sys.modules[name]
+        raise EnvSpecError(f"{path}: line {error.lineno}: {error.msg}") from error
+    except ModuleNotFoundError:  # named with the way to install it (``missing_module``)
+        del sys.modules[name]
+        raise
+    except Exception as error:
+        del sys.modules[name]
+        raise EnvSpecError(f"{path}: importing it raised {type(error).__name__}: {error}{_where(error, path)}") from error
     except BaseException:
         del sys.modules[name]
         raise
     return module
+
+
+def _where(error: BaseException, path: Path) -> str:
+    """`` (line n)`` of the file's innermost frame in the error's traceback, or nothing."""
+    lines = [f.lineno for f in traceback.extract_tb(error.__traceback__) if Path(f.filename) == path]
+    return f" (line {lines[-1]})" if lines else ""
 
 
 def _candidates(module: ModuleType) -> list[type[BaseEnv]]:
