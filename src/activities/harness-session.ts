@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Continuation } from '../inference/continuation.js';
+import { chatCompletionEvents, includesUsage } from '../inference/chat-stream.js';
 import { InferenceError } from '../inference/errors.js';
 import { ManagedSession, type AnsweredTurn, type SequenceNode } from '../inference/managed-session.js';
 import type { Completion } from '../inference/types.js';
@@ -268,26 +269,13 @@ export class HarnessSession {
 
 /**
  * A completion as the agent asked for it: JSON, or with `stream: true` (agents built on the AI SDK, opencode, always
- * ask so) the same completion as OpenAI's chunks, whole in one delta once the model has finished: the record is the
- * completion, and a replay streams it the same way.
+ * ask so) the same completion as OpenAI's chunks (`chatCompletionEvents`): the record is the completion, and a replay
+ * streams it the same way.
  */
 function answered(request: ChatRequest, response: CallRecord['response']): SessionAnswer {
   if (!request.stream) return { status: 200, body: response };
-  const { choices, usage, ...head } = response as { choices: { index: number; message: object; finish_reason: string }[]; usage: unknown };
-  const chunk = (rest: object) => `data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', ...rest })}`;
-  const withToolIndex = (message: { tool_calls?: object[] }) =>
-    message.tool_calls ? { ...message, tool_calls: message.tool_calls.map((call, index) => ({ index, ...call })) } : message;
-  const includeUsage = (request.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
-  return {
-    status: 200,
-    body: response,
-    events: [
-      chunk({ choices: choices.map((c) => ({ index: c.index, delta: withToolIndex(c.message), finish_reason: null })) }),
-      chunk({ choices: choices.map((c) => ({ index: c.index, delta: {}, finish_reason: c.finish_reason })) }),
-      ...(includeUsage ? [chunk({ choices: [], usage })] : []),
-      'data: [DONE]',
-    ],
-  };
+  const events = chatCompletionEvents(response as Parameters<typeof chatCompletionEvents>[0], includesUsage(request));
+  return { status: 200, body: response, events };
 }
 
 /** The id prefix of a recorded answer's tool calls, as the live call made them. */

@@ -8,6 +8,7 @@ import type { HarnessEnd, HarnessOutcome } from '../env/harness.js';
 import { HARNESS_AGENT_LIMITS } from '../env/harness.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
 import { toScoreResult } from '../env/rewards.js';
+import { EVENT_STREAM_HEADERS, eventStreamBody } from '../inference/chat-stream.js';
 import type { Continuation } from '../inference/continuation.js';
 import { oldestWeightsVersion } from '../inference/weights-version.js';
 import { runSandboxed, SANDBOX_DIR, type SandboxResult } from '../kits/sandbox/sandbox.js';
@@ -265,8 +266,8 @@ export async function serveSession(session: HarnessSession, socket: string): Pro
       session.chat(body).then(
         (answer) => {
           if (!answer.events) return reply(answer.status, answer.body);
-          response.writeHead(answer.status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-          response.end(answer.events.map((event) => `${event}\n\n`).join(''));
+          response.writeHead(answer.status, EVENT_STREAM_HEADERS);
+          response.end(eventStreamBody(answer.events));
         },
         (error: Error) => reply(500, { error: { message: error.message, type: 'server_error', code: 500 } }),
       );

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import type { z } from 'zod';
+import { chatCompletionEvents, completionEvents, EVENT_STREAM_HEADERS, eventStreamBody, includesUsage } from '../chat-stream.js';
 import { ChatTemplate } from './chat-template.js';
 import { WEIGHTS_VERSION_HEADER } from '../weights-version.js';
 import { WeightsRefusedError, type LocalEngine } from './engine.js';
@@ -20,6 +21,17 @@ import {
 import { EngineRequestError, type Weights } from './weights.js';
 
 const created = () => Math.floor(Date.now() / 1000);
+
+/** A completion as JSON, or as server-sent events when the request asked to stream. */
+function answer<T extends object>(
+  c: Context,
+  request: { stream?: boolean | null; stream_options?: unknown },
+  events: (response: T, includeUsage: boolean) => string[],
+  response: T,
+): Response {
+  if (!request.stream) return c.json(response);
+  return c.body(eventStreamBody(events(response, includesUsage(request))), 200, EVENT_STREAM_HEADERS);
+}
 
 function errorBody(message: string, param: string | null, type = 'invalid_request_error'): OpenAiError {
   return { error: { message, type, param, code: null } };
@@ -51,7 +63,8 @@ const sampling = (r: Pick<GenerateRequest, 'n' | 'temperature' | 'top_p' | 'seed
  * (token ids in, token ids and logprobs out: what Atropos's ManagedServer calls with `server_type: vllm`) and
  * `/health`; and `/v1/weights`, where a trainer swaps new weights in (`POST`) and reads which are served (`GET`).
  * Every generation answers with the version of the weights that produced it (`x-clotho-weights-version`).
- * Streaming is not offered: RL rollouts want whole completions with their token ids.
+ * `stream: true` on the OpenAI routes is answered as server-sent events of the completion generated whole
+ * (`chat-stream.ts`): RL rollouts want whole completions with their token ids, and agents that always stream get them.
  */
 export function createInferenceApp(engine: LocalEngine): Hono {
   const app = new Hono();
@@ -123,7 +136,7 @@ export function createInferenceApp(engine: LocalEngine): Hono {
         c.req.raw.signal,
       ),
     );
-    return c.json({
+    return answer(c, r, chatCompletionEvents, {
       id: `chatcmpl-${randomUUID()}`,
       object: 'chat.completion',
       created: created(),
@@ -162,7 +175,7 @@ export function createInferenceApp(engine: LocalEngine): Hono {
       ]),
     );
     const promptLogprobsBody = promptLogprobs && promptLogprobsVllm(engine, promptLogprobs);
-    return c.json({
+    return answer(c, r, completionEvents, {
       id: `cmpl-${randomUUID()}`,
       object: 'text_completion',
       created: created(),
