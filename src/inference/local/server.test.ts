@@ -183,7 +183,7 @@ describe('local inference server (generate:tiny)', () => {
 
   it("streams a chat completion and a completion, read with the OpenAI SDK's stream reader: the same tokens as whole", async () => {
     const client = new OpenAI({ baseURL: running.baseUrl, apiKey: 'x', maxRetries: 0 });
-    const request = { model: running.modelName, messages, max_tokens: 12, seed: 7 } as const;
+    const request = { model: running.modelName, messages: messages as OpenAI.ChatCompletionMessageParam[], max_tokens: 12, seed: 7 };
     const whole = await client.chat.completions.create(request);
     const stream = await client.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } });
     const chunks: OpenAI.ChatCompletionChunk[] = [];
