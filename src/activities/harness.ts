@@ -10,7 +10,6 @@ import type { LoadedEnvironment } from '../env/loaded.js';
 import { toScoreResult } from '../env/rewards.js';
 import { EVENT_STREAM_HEADERS, eventStreamBody } from '../inference/chat-stream.js';
 import type { Continuation } from '../inference/continuation.js';
-import { oldestWeightsVersion } from '../inference/weights-version.js';
 import { runSandboxed, SANDBOX_DIR, type SandboxResult } from '../kits/sandbox/sandbox.js';
 import type { Sampling, StoreRef } from '../schema/rollout.js';
 import type { Message } from '../schema/scored-data.js';
@@ -25,7 +24,7 @@ import {
   type GroupState,
   type Trajectory,
 } from './group-state.js';
-import { HarnessSession, type CallEvent } from './harness-session.js';
+import { HarnessSession, sessionTrajectory, type CallEvent } from './harness-session.js';
 
 /** The workspace's path inside the sandbox, and the agent's working directory. */
 export const WORKSPACE = `${SANDBOX_DIR}/work`;
@@ -219,20 +218,7 @@ export async function runHarnessRollout(
 
 /** The rollout's trajectory: the sequence the last call grew, and the conversation it answered. */
 function trajectoryOf(session: HarnessSession, outcome: HarnessOutcome, maxCalls: number): Trajectory {
-  const node = session.lastNode;
-  const weightsVersion = oldestWeightsVersion(session.weightsVersions);
-  return {
-    messages: session.messages,
-    tokens: node?.tokens ?? [],
-    masks: node?.masks ?? [],
-    logprobs: node?.logprobs ?? [],
-    completionTokens: session.completionTokens,
-    finishReason: node?.finishReason ?? null,
-    done: true,
-    state: outcome,
-    truncated: outcome.ended !== 'exited' || session.calls >= maxCalls,
-    ...(weightsVersion === undefined ? {} : { weightsVersion }),
-  };
+  return sessionTrajectory(session, { state: outcome, truncated: outcome.ended !== 'exited' || session.calls >= maxCalls });
 }
 
 /** Serves the session's chat API on a Unix socket, readable and writable by the sandbox's user. */

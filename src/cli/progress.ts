@@ -1,6 +1,7 @@
 import type { Connection, WorkflowHandle, WorkflowResultType } from '@temporalio/client';
 import type { envRun } from '../workflows/env-run.js';
 import type { atroposEnvRun } from '../workflows/atropos-env-run.js';
+import type { verifiersEnvRun } from '../workflows/verifiers-env-run.js';
 import type { EnvRunResult, EnvRunStatus, EvalProgress, EvaluationResult } from '../schema/rollout.js';
 import { envRunStatusQuery } from '../workflows/messages.js';
 import type { CommandIo } from './io.js';
@@ -86,7 +87,7 @@ const waitingKinds = (waiting: readonly WaitingWork[]) =>
  * when what waits on a retry or a timeout changes) until it ends, or until `signal` aborts: then its calls to
  * Temporal are cancelled, so the connection can close under it.
  */
-export async function watchProgress<W extends typeof envRun | typeof atroposEnvRun>(
+export async function watchProgress<W extends typeof envRun | typeof atroposEnvRun | typeof verifiersEnvRun>(
   handle: WorkflowHandle<W>,
   io: CommandIo,
   connection: Connection,

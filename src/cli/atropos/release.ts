@@ -20,9 +20,16 @@ export type ReleaseClient = Pick<Client, 'workflowService' | 'activity' | 'optio
  * timeout (10 s) ran out. The next attempt goes to the next worker on the queue after the step's retry interval, as
  * after a timeout. A worker elsewhere keeps its own. An attempt that ended meanwhile is skipped; one that a heartbeat
  * timeout handed to another worker in the moment between the look and the failure is failed there and runs once more
- * (its work redone; the group is still delivered once). Answers how many attempts it failed.
+ * (its work redone; the group is still delivered once). Answers how many attempts it failed. `worker` names the worker
+ * in the failure (a verifiers run's Python worker is released the same way).
  */
-export async function releaseActivitiesOf(client: ReleaseClient, workflowId: string, identity: string, reason: string): Promise<number> {
+export async function releaseActivitiesOf(
+  client: ReleaseClient,
+  workflowId: string,
+  identity: string,
+  reason: string,
+  worker = 'the Atropos worker',
+): Promise<number> {
   const { namespace } = client.options;
   const describe = (id: string) =>
     client.workflowService.describeWorkflowExecution({ namespace, execution: { workflowId: id } }).then(
@@ -38,7 +45,7 @@ export async function releaseActivitiesOf(client: ReleaseClient, workflowId: str
         .filter((a) => a.state === PendingActivityState.PENDING_ACTIVITY_STATE_STARTED && a.lastWorkerIdentity === identity)
         .map((a) => ({ workflowId: workflow!.id, activityId: a.activityId ?? '' })),
     );
-    const failure = ApplicationFailure.retryable(`the Atropos worker ${identity} that ran it ${reason}`, WORKER_EXITED);
+    const failure = ApplicationFailure.retryable(`${worker} ${identity} that ran it ${reason}`, WORKER_EXITED);
     const failed = await Promise.all(
       held.map((activity) =>
         client.activity.fail(activity, failure).then(

@@ -6,6 +6,7 @@ import type { CommandOptions } from '../../config/resolve-run.js';
 import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
 import type { atroposEnvRun } from '../../workflows/atropos-env-run.js';
 import type { envRun } from '../../workflows/env-run.js';
+import type { verifiersEnvRun } from '../../workflows/verifiers-env-run.js';
 import type { CommandIo } from '../io.js';
 import { progressLine, watchProgress } from '../progress.js';
 import { writeGroupsHtml } from '../report-html.js';
@@ -88,7 +89,9 @@ export async function reportProcessed(result: EnvRunResult, total: number, path:
 
 /** A run's env-run workflow: its type, and the input to start it with. */
 export type EnvRunStart =
-  { type: 'envRun'; input: Parameters<typeof envRun>[0] } | { type: 'atroposEnvRun'; input: Parameters<typeof atroposEnvRun>[0] };
+  | { type: 'envRun'; input: Parameters<typeof envRun>[0] }
+  | { type: 'atroposEnvRun'; input: Parameters<typeof atroposEnvRun>[0] }
+  | { type: 'verifiersEnvRun'; input: Parameters<typeof verifiersEnvRun>[0] };
 
 /** Starts the run's env-run (or attaches to it when resuming) and shows progress until it ends. */
 export async function runToEnd(
@@ -101,7 +104,7 @@ export async function runToEnd(
   const workflowId = envRunId(runId, environment);
   let handle;
   try {
-    handle = await temporal.client.workflow.start<typeof envRun | typeof atroposEnvRun>(start.type, {
+    handle = await temporal.client.workflow.start<typeof envRun | typeof atroposEnvRun | typeof verifiersEnvRun>(start.type, {
       workflowId,
       taskQueue: runTaskQueues(runId, environment).workflows,
       args: [start.input as never],
@@ -113,7 +116,7 @@ export async function runToEnd(
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     io.out(`run ${runId} has already finished; showing its result`);
-    handle = temporal.client.workflow.getHandle<typeof envRun | typeof atroposEnvRun>(workflowId);
+    handle = temporal.client.workflow.getHandle<typeof envRun | typeof atroposEnvRun | typeof verifiersEnvRun>(workflowId);
   }
   return watchProgress(handle, io, temporal.connection, signal);
 }

@@ -1,0 +1,67 @@
+import { fileURLToPath } from 'node:url';
+import { ensureVerifiersPython } from '../../src/cli/verifiers/python.js';
+import { loadTokenizer, type Tokenizer } from '../../src/inference/tokenizer.js';
+import type { Responder, ScriptedBody, ScriptedChoice } from './scripted-openai.js';
+
+/** The verifiers-style environments written for clients/python-verifiers's tests (never verifiers' own repository). */
+export const VERIFIERS_ENVS = fileURLToPath(new URL('../../clients/python-verifiers/tests/envs/', import.meta.url));
+
+/**
+ * The Python that runs the verifiers worker (installing the project's venv when missing, as the CLI does), and the
+ * environment the CLI needs to run it offline: no Hub, no telemetry.
+ */
+export async function verifiersPython(): Promise<{ python: string; env: Record<string, string> }> {
+  const python = await ensureVerifiersPython(() => undefined);
+  return { python, env: { CLOTHO_VERIFIERS_PYTHON: python, HF_HUB_OFFLINE: '1', WANDB_MODE: 'disabled' } };
+}
+
+/** One turn of a scripted episode: what the conversation so far holds, as the model sees it. */
+export interface VerifiersTurn {
+  /** The last user message's text. */
+  prompt: string;
+  /** Tool results so far, in order. */
+  toolResults: string[];
+  /** The whole conversation as text (a token-id prompt decoded), for finding anything else. */
+  text: string;
+}
+
+/** What the model answers a turn with: text, or one tool call (a Hermes `<tool_call>` block when prompts are token ids). */
+export type VerifiersAnswer = { text: string } | { tool: string; arguments: Record<string, unknown> };
+
+/**
+ * A scripted policy for verifiers episodes that answers the same whether asked by messages (vf-eval, a messages-only
+ * run: tool calls as OpenAI's `tool_calls`) or by token ids (a session with the policy's tokenizer, Qwen's here: the
+ * prompt decoded, the answer's ids Qwen's, ended by its end-of-turn token, tool calls as Hermes blocks).
+ */
+export async function verifiersPolicy(answer: (turn: VerifiersTurn, call: number) => VerifiersAnswer): Promise<Responder> {
+  const qwen = await loadTokenizer('qwen3');
+  return (body, call) => ({ choices: [choiceOf(qwen, body, answer(turnOf(qwen, body), call))] });
+}
+
+function turnOf(qwen: Tokenizer, body: ScriptedBody): VerifiersTurn {
+  if ('messages' in body) {
+    const text = (content: unknown) => (typeof content === 'string' ? content : JSON.stringify(content ?? ''));
+    const users = body.messages.filter((m) => m.role === 'user');
+    return {
+      prompt: text(users.at(-1)?.content),
+      toolResults: body.messages.filter((m) => m.role === 'tool').map((m) => text(m.content)),
+      text: body.messages.map((m) => text(m.content)).join('\n'),
+    };
+  }
+  const text = typeof body.prompt === 'string' ? body.prompt : qwen.decode(body.prompt);
+  const users = [...text.matchAll(/<\|im_start\|>user\n([\s\S]*?)<\|im_end\|>/g)].map((m) => m[1]!);
+  const results = users.flatMap((u) => [...u.matchAll(/<tool_response>\n?([\s\S]*?)\n?<\/tool_response>/g)].map((m) => m[1]!.trim()));
+  const prompts = users.filter((u) => !u.includes('<tool_response>'));
+  return { prompt: prompts.at(-1) ?? '', toolResults: results, text };
+}
+
+function choiceOf(qwen: Tokenizer, body: ScriptedBody, answer: VerifiersAnswer): ScriptedChoice {
+  if ('messages' in body) {
+    if ('text' in answer) return { text: answer.text };
+    const id = `call_${answer.tool}`;
+    return { text: '', toolCalls: [{ id, type: 'function', function: { name: answer.tool, arguments: JSON.stringify(answer.arguments) } }] };
+  }
+  const text = 'text' in answer ? answer.text : `<tool_call>\n${JSON.stringify({ name: answer.tool, arguments: answer.arguments })}\n</tool_call>`;
+  const tokenIds = [...qwen.encode(text, { addSpecialTokens: false }), qwen.eos!.id];
+  return { text, tokenIds, logprobs: tokenIds.map((_, i) => -((i % 7) + 1) / 8) };
+}
