@@ -33,7 +33,7 @@ free_port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1
 wait_http() { for _ in $(seq 1 600); do curl -sf "$1" >/dev/null && return 0; sleep 0.5; done; echo "bench:trainer: $1 never answered" >&2; exit 1; }
 
 engine_port=$(free_port) api_port=$(free_port)
-setsid node bin/clotho.js inference --model "$model" --port "$engine_port" --slots 8 >"$work/engine.log" 2>&1 & pids+=($!)
+setsid node bin/clotho.js inference --model "$model" --port "$engine_port" --slots 8 --weights-dir "$work" >"$work/engine.log" 2>&1 & pids+=($!)
 wait_http "http://127.0.0.1:$engine_port/health"
 setsid node bin/clotho.js api --port "$api_port" --store "$work/store" >"$work/api.log" 2>&1 & pids+=($!)
 wait_http "http://127.0.0.1:$api_port/status"

@@ -39,13 +39,17 @@ export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   const context = Context.current();
   if (context.info.isLocal) return work();
   context.heartbeat();
-  const every = Math.min(PROGRESS_INTERVAL_MS, (context.info.heartbeatTimeoutMs ?? Infinity) / 3);
-  const timer = setInterval(() => context.heartbeat(), every);
+  const timer = setInterval(() => context.heartbeat(), heartbeatEvery());
   try {
     return await work();
   } finally {
     clearInterval(timer);
   }
+}
+
+/** How often the running activity heartbeats: every {@link PROGRESS_INTERVAL_MS}, or a third of a shorter timeout. */
+export function heartbeatEvery(): number {
+  return Math.min(PROGRESS_INTERVAL_MS, (Context.current().info.heartbeatTimeoutMs ?? Infinity) / 3);
 }
 
 /** Where a group's `setup` result is kept. */

@@ -287,6 +287,26 @@ describe('HarnessSession: budget, failures and bad requests', () => {
     expect(await store.tryGet(callKey(1))).toBeUndefined();
   });
 
+  // Issue 38, finding 1: an attempt Temporal gave up on (its cancellation arrived) leaves the records to the next one.
+  it('records nothing once its attempt is cancelled, even a completion that came back after the cancellation', async () => {
+    const store = await tempStore();
+    const model = scriptedGenerator(qwen);
+    const cancel = new AbortController();
+    const { harness } = session(store, model.continuation, { signal: cancel.signal });
+    expect((await harness.chat(request(0))).status).toBe(200);
+    // The model answers call 1 (it does not read the signal), but the attempt was cancelled while it worked.
+    const generate = model.continuation.client.generateTokens.bind(model.continuation.client);
+    model.continuation.client.generateTokens = async (...args) => {
+      cancel.abort(new Error('attempt timed out'));
+      return generate(...args);
+    };
+    const answer = await harness.chat(request(1));
+    expect(answer.status).toBe(503);
+    expect(JSON.stringify(answer.body)).toContain('attempt timed out');
+    expect(await store.tryGet(callKey(1))).toBeUndefined();
+    expect(harness.calls).toBe(1);
+  });
+
   it('streams a completion to an agent that asks for it, live and replayed, as OpenAI chunks of the recorded answer', async () => {
     const store = await tempStore();
     const model = scriptedGenerator(qwen);

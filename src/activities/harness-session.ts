@@ -103,6 +103,7 @@ export interface SessionAnswer {
   events?: string[];
 }
 
+const errorText = (reason: unknown) => (reason instanceof Error ? reason.message : String(reason));
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const SUMMARY_CHARS = 160;
 
@@ -212,6 +213,9 @@ export class HarnessSession {
       this.options.onInfrastructureFailure(error as Error);
       return openAIError(503, `the model server failed: ${(error as Error).message}`, 'server_error');
     }
+    // An attempt Temporal gave up on leaves the records to the one that replaced it (issue 38, finding 1).
+    const { signal } = this.options;
+    if (signal.aborted) return openAIError(503, `this attempt was cancelled: ${errorText(signal.reason)}`, 'server_error');
     const { completion, answer, promptTokens } = generated;
     const tokenIds = completion.tokenIds ?? [];
     // A messages-only answer has no token ids: its usage is what the server counted.

@@ -6,15 +6,17 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import type { HarnessEnd, HarnessOutcome } from '../env/harness.js';
 import { HARNESS_AGENT_LIMITS } from '../env/harness.js';
+import type { Liveness } from '../env/define.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
 import { toScoreResult } from '../env/rewards.js';
 import { EVENT_STREAM_HEADERS, eventStreamBody } from '../inference/chat-stream.js';
 import type { Continuation } from '../inference/continuation.js';
+import { PROGRESS_INTERVAL_MS } from '../inference/types.js';
 import { runSandboxed, SANDBOX_DIR, type SandboxResult } from '../kits/sandbox/sandbox.js';
 import type { Sampling, StoreRef } from '../schema/rollout.js';
 import type { Message } from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
-import { itemOf, liveness } from './environment-context.js';
+import { heartbeatEvery, itemOf, liveness } from './environment-context.js';
 import {
   groupKey,
   groupWeightsVersion,
@@ -86,7 +88,26 @@ export async function runHarnessRollout(
   deps: HarnessDeps,
   env: LoadedEnvironment,
   input: HarnessRolloutInput,
-  live: { signal: AbortSignal; heartbeat(details?: unknown): void },
+  live: Liveness & { heartbeatEveryMs?: number },
+): Promise<HarnessRolloutRecord> {
+  // From the first line to the last: installing the agent on a fresh worker (a minute for mini-swe-agent) and the
+  // check both outlast the 10 s heartbeat timeout, and an attempt that timed out would go on beside the next one.
+  const progress: HarnessProgress = { calls: 0, replayed: 0 };
+  live.heartbeat(progress);
+  const beating = setInterval(() => live.heartbeat(progress), live.heartbeatEveryMs ?? PROGRESS_INTERVAL_MS);
+  try {
+    return await rollout(deps, env, input, live, progress);
+  } finally {
+    clearInterval(beating);
+  }
+}
+
+async function rollout(
+  deps: HarnessDeps,
+  env: LoadedEnvironment,
+  input: HarnessRolloutInput,
+  live: Liveness,
+  progress: HarnessProgress,
 ): Promise<HarnessRolloutRecord> {
   const spec = env.definition.harness;
   if (!spec) throw ApplicationFailure.nonRetryable(`environment "${input.environment}" has no harness`, 'ConfigError');
@@ -99,7 +120,8 @@ export async function runHarnessRollout(
   }
   const item = env.items.get(input.itemIndex);
   const agent = spec.agent(env.config);
-  await agent.ensure?.();
+  // An attempt cancelled meanwhile stops waiting; the install goes on for the next one (ensure is once per process).
+  if (agent.ensure) await untilAborted(agent.ensure(), live.signal);
 
   const dir = await mkdtemp(join(tmpdir(), 'clotho-harness-'));
   const stop = new AbortController();
@@ -107,7 +129,6 @@ export async function runHarnessRollout(
   live.signal.addEventListener('abort', onAbort, { once: true });
   // Set by the session's callbacks while the agent runs.
   const episode: { ended: HarnessEnd; failure: Error | null; grace?: NodeJS.Timeout } = { ended: 'exited', failure: null };
-  const progress: HarnessProgress = { calls: 0, replayed: 0 };
   const session = new HarnessSession({
     store: deps.store,
     callKey: (call) => harnessKey(input, input.sample, `call-${call}`),
@@ -136,18 +157,22 @@ export async function runHarnessRollout(
   try {
     const workspace = join(dir, 'work');
     await writeFiles(workspace, spec.workspace(item, env.config));
+    // The session's socket records the policy's trajectory: only the sandbox's user reaches it (issue 38, finding 9).
     const socketDir = join(dir, 'session');
-    await mkdir(socketDir);
+    await mkdir(socketDir, { mode: 0o700 });
     const socket = join(socketDir, 'model.sock');
-    server = await serveSession(session, socket);
-    if (process.getuid?.() === 0) await chownTree(workspace);
-    await chmod(dir, 0o755);
+    const owner = sandboxOwner();
+    server = await serveSession(session, socket, owner);
+    if (owner) {
+      await chownTree(workspace);
+      await lchown(socketDir, owner.uid, owner.gid);
+      await lchown(dir, owner.uid, owner.gid);
+    }
 
     const limits = { ...HARNESS_AGENT_LIMITS, ...agent.limits };
     const baseUrl = `http://127.0.0.1:${SESSION_PORT}/v1`;
     const task = spec.task(item, env.config);
     const command = agent.command({ baseUrl, model: 'clotho-policy', task, workspace: WORKSPACE, maxCalls: input.maxTurns });
-    const heartbeat = setInterval(() => live.heartbeat(progress), 2_000);
     let run: SandboxResult | null = null;
     try {
       run = await runSandboxed({
@@ -165,8 +190,6 @@ export async function runHarnessRollout(
       // Stopped for its budget: the episode ends there and is checked. Any other abort or setup error is the attempt's.
       const budgetSpent = episode.ended !== 'exited' && !episode.failure && !live.signal.aborted;
       if (!budgetSpent) throw episode.failure ?? error;
-    } finally {
-      clearInterval(heartbeat);
     }
     if (episode.failure) throw episode.failure;
     if (run?.timedOut) episode.ended = 'time';
@@ -205,6 +228,8 @@ export async function runHarnessRollout(
       },
     };
     const record: HarnessRolloutRecord = { trajectory: trajectoryOf(session, outcome, input.maxTurns), outcome };
+    // A cancelled attempt leaves the result to the one that replaced it, as its session leaves the calls.
+    live.signal.throwIfAborted();
     await deps.store.put(harnessKey(input, input.sample, 'result'), record);
     return record;
   } finally {
@@ -216,13 +241,32 @@ export async function runHarnessRollout(
   }
 }
 
+/** `work`, or a rejection with the signal's reason as soon as it aborts (the work itself goes on). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted();
+  let onAbort!: () => void;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
+}
+
 /** The rollout's trajectory: the sequence the last call grew, and the conversation it answered. */
 function trajectoryOf(session: HarnessSession, outcome: HarnessOutcome, maxCalls: number): Trajectory {
   return sessionTrajectory(session, { state: outcome, truncated: outcome.ended !== 'exited' || session.calls >= maxCalls });
 }
 
-/** Serves the session's chat API on a Unix socket, readable and writable by the sandbox's user. */
-export async function serveSession(session: HarnessSession, socket: string): Promise<Server> {
+/** Who the sandbox runs as when it is not this process's user: nobody, when Clotho runs as root (see runSandboxed). */
+function sandboxOwner(): { uid: number; gid: number } | undefined {
+  return process.getuid?.() === 0 ? { uid: NOBODY, gid: NOBODY } : undefined;
+}
+
+/**
+ * Serves the session's chat API on a Unix socket that only its owner may connect to (mode 0600): `owner`, the
+ * sandbox's user, or this process's. Its folder must be the owner's alone too.
+ */
+export async function serveSession(session: HarnessSession, socket: string, owner?: { uid: number; gid: number }): Promise<Server> {
   const server = createServer((request, response) => {
     const reply = (status: number, body: unknown) => {
       response.writeHead(status, { 'content-type': 'application/json' });
@@ -263,7 +307,8 @@ export async function serveSession(session: HarnessSession, socket: string): Pro
     server.once('error', reject);
     server.listen(socket, resolve);
   });
-  await chmod(socket, 0o666);
+  await chmod(socket, 0o600);
+  if (owner) await lchown(socket, owner.uid, owner.gid);
   return server;
 }
 
@@ -341,7 +386,7 @@ export function createHarnessActivities(deps: HarnessDeps & { environments: Reco
       // A rollout whose record was written finished: an attempt that died before reporting it is not run again.
       const done = await deps.store.tryGet<HarnessRolloutRecord>(harnessKey(input, input.sample, 'result'));
       const { env } = itemOf(deps.environments, input);
-      const { outcome } = done ?? (await runHarnessRollout(deps, env, input, liveness()));
+      const { outcome } = done ?? (await runHarnessRollout(deps, env, input, { ...liveness(), heartbeatEveryMs: heartbeatEvery() }));
       return {
         calls: outcome.calls,
         replayed: outcome.replayed,

@@ -90,7 +90,9 @@ export function toolCallsOf(trajectory: Trajectory, turn: number, sample: number
  * - a call whose result was recorded (under a key per episode, turn and call, before the activity completes) is never
  *   executed again: a retry, a resumed run and a replay return the record;
  * - a call interrupted before its result was recorded (its worker killed mid-call) is executed again with the same
- *   `idempotencyKey`, so a tool that honours the key runs at most once and one that does not runs at least once.
+ *   `idempotencyKey`, so a tool that honours the key runs at most once and one that does not runs at least once;
+ * - of two attempts that ran a call side by side (the first timed out while its tool went on), the first record
+ *   written stays: an attempt that was cancelled, or finds a record when its tool returns, writes none.
  * The activity heartbeats while a call runs, so a call on a dead worker is retried after the step's heartbeat
  * timeout (10 s by default), not its start-to-close timeout.
  */
@@ -127,13 +129,14 @@ export function createToolCallActivities(deps: EnvironmentActivityDeps) {
  * Runs call `input.call` of a trajectory's turn and records its result, or returns the record an earlier attempt
  * left (see {@link createToolCallActivities} for the contract). `before` is the record of the call before it in the
  * same turn, when the caller holds it: each call starts from the state the one before left. `fresh` says no earlier
- * attempt can have run this call (its caller knows), so there is no record to look for.
+ * attempt can have run this call (its caller knows), so there is no record to look for; `beforeWrite` runs before the
+ * record is written and throws when this attempt must not write it (takeTurns' owner check).
  */
 export async function runToolCall(
   { environments, store }: EnvironmentActivityDeps,
   input: ToolCallAddress,
   trajectory: Trajectory,
-  { before, fresh = false }: { before?: ToolRecord; fresh?: boolean } = {},
+  { before, fresh = false, beforeWrite }: { before?: ToolRecord; fresh?: boolean; beforeWrite?: () => Promise<void> } = {},
 ): Promise<ToolRecord> {
   const key = toolRecordKey(input);
   const recorded = fresh ? undefined : await store.tryGet<ToolRecord>(key);
@@ -171,6 +174,12 @@ export async function runToolCall(
   } finally {
     abort.release();
   }
+  // A call's first record is its record: an attempt Temporal gave up on (cancelled, or overtaken by one that recorded
+  // the call meanwhile) leaves it as the history shows it and the model sees it (issue 38, finding 1).
+  signal.throwIfAborted();
+  await beforeWrite?.();
+  const recordedMeanwhile = fresh ? undefined : await store.tryGet<ToolRecord>(key);
+  if (recordedMeanwhile) return recordedMeanwhile;
   const record: ToolRecord = { name: call.name, arguments: call.arguments, ...result, state: context.state ?? null };
   await store.put(key, record);
   return record;
@@ -181,13 +190,19 @@ export async function runTurnCalls(
   deps: EnvironmentActivityDeps,
   input: Omit<ToolCallAddress, 'call'>,
   trajectory: Trajectory,
-  { fresh }: { fresh: boolean },
+  { fresh, beforeWrite }: { fresh: boolean; beforeWrite?: () => Promise<void> },
 ): Promise<ToolRecord[]> {
   const records: ToolRecord[] = [];
   const { calls } = toolCallsOf(trajectory, input.turn, input.sample);
   for (let call = 0; call < calls.length; call++) {
     const before = records.at(-1);
-    records.push(await runToolCall(deps, { ...input, call }, trajectory, { ...(before ? { before } : {}), fresh }));
+    records.push(
+      await runToolCall(deps, { ...input, call }, trajectory, {
+        ...(before ? { before } : {}),
+        fresh,
+        ...(beforeWrite ? { beforeWrite } : {}),
+      }),
+    );
   }
   return records;
 }

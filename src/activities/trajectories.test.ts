@@ -1,4 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, rm, unlink } from 'node:fs/promises';
+import { ApplicationFailure } from '@temporalio/common';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,5 +50,61 @@ describe('assembleGroup', () => {
   it('leaves `images` null for text-only groups', async () => {
     const group = await assemble(1, [trajectory([{ role: 'user', content: 'Colour?' }], 'red')]);
     expect(group.images).toBeNull();
+  });
+});
+
+describe('deliverToJsonl', () => {
+  it('writes float fields as Atropos does (Python floats: 1.0, -1.0), whatever JavaScript made of them', async () => {
+    const { deliverToJsonl } = createTrajectoryActivities({ store });
+    const group = {
+      tokens: [[1, 2]],
+      masks: [[-100, 2]],
+      scores: [1, -1, 0.5, 0.00001, 0],
+      advantages: [[0, 2]],
+      ref_logprobs: null,
+      inference_logprobs: [[1, -0.25]],
+      distill_logprobs: [[[0, -1.5]]],
+      messages: [[{ role: 'assistant', content: 'scores 1' }]],
+    };
+    const ref = await store.put('run/env/item-9/group', group);
+    const path = join(root, 'floats.jsonl');
+    expect(await deliverToJsonl({ path, firstLine: 0, groups: [ref] })).toBe(1);
+    const line = (await readFile(path, 'utf8')).trimEnd();
+    expect(line).toContain('"scores":[1.0,-1.0,0.5,0.00001,0.0]');
+    expect(line).toContain('"advantages":[[0.0,2.0]]');
+    expect(line).toContain('"ref_logprobs":null');
+    expect(line).toContain('"inference_logprobs":[[1.0,-0.25]]');
+    expect(line).toContain('"distill_logprobs":[[[0.0,-1.5]]]');
+    // Integers stay integers; the messages' text is untouched.
+    expect(line).toContain('"tokens":[[1,2]],"masks":[[-100,2]]');
+    expect(JSON.parse(line)).toEqual(group);
+  });
+
+  it('refuses a file that lost groups or gained lines since the run wrote it, as a retryable SinkCorrupted naming the way on', async () => {
+    const { deliverToJsonl } = createTrajectoryActivities({ store });
+    const refs = await Promise.all(
+      [0, 1, 2].map((i) => store.put(`run/env/item-${20 + i}/group`, { tokens: [[i]], masks: [[i]], scores: [i] })),
+    );
+    const path = join(root, 'changed.jsonl');
+    await deliverToJsonl({ path, firstLine: 0, groups: refs.slice(0, 2) });
+    const refused = async (firstLine: number, groups = refs.slice(2)) => {
+      const error = await deliverToJsonl({ path, firstLine, groups }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ApplicationFailure);
+      const failure = error as ApplicationFailure;
+      expect(failure.type).toBe('SinkCorrupted');
+      // Retried, and not soon: a command that sees it stops, and its resume rebuilds the file first.
+      expect(failure.nonRetryable).toBe(false);
+      expect(failure.nextRetryDelay).toBe('60s');
+      expect(failure.message).toContain('--rebuild-output');
+      return failure.message;
+    };
+    // A line appended by hand: the next delivery must not take it for a group of its own.
+    await appendFile(path, '{"by":"hand"}\n');
+    expect(await refused(2)).toContain(`${path} has 3 lines, but the run had delivered 2 groups to it`);
+    await unlink(path);
+    expect(await refused(2)).toContain(`${path} has 0 lines, but the run had delivered 2 groups to it`);
   });
 });

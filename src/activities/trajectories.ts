@@ -3,6 +3,7 @@ import { mkdir, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
 import { groupImages } from '../kits/images/images.js';
+import { jsonlLine } from '../schema/float-json.js';
 import { parseHotFirst } from '../schema/number-rows.js';
 import {
   HotScoredDataGroupSchema,
@@ -52,20 +53,31 @@ export function createTrajectoryActivities({ store }: { store: TrajectoryStore }
 
     /**
      * Appends groups to a JSONL file so that each lands exactly once: the workflow numbers the lines, and a
-     * retry finds the lines an earlier attempt already wrote (a torn last line is cut off first).
+     * retry finds the lines an earlier attempt already wrote (a torn last line is cut off first). A file with fewer
+     * lines than the run delivered, or more than this delivery makes, was changed by someone else: see
+     * {@link SINK_CORRUPTED}.
      */
     async deliverToJsonl(input: DeliverToJsonlInput): Promise<number> {
       await mkdir(dirname(input.path), { recursive: true });
       const lines = await completeLines(input.path);
-      if (lines < input.firstLine) {
-        throw ApplicationFailure.nonRetryable(
-          `${input.path} has ${lines} groups but delivery expected ${input.firstLine}: the file was changed during the run`,
-          'SinkCorrupted',
-        );
+      const line = async (ref: StoreRef) => `${jsonlLine(await store.get(ref))}\n`;
+      // Lines past firstLine are this delivery's, written by an attempt that died: each must be the group it wrote.
+      const written = input.groups.slice(0, Math.max(0, lines - input.firstLine));
+      const mine =
+        lines <= input.firstLine + input.groups.length && (await endsWith(input.path, (await Promise.all(written.map(line))).join('')));
+      if (lines < input.firstLine || !mine) {
+        throw ApplicationFailure.create({
+          type: SINK_CORRUPTED,
+          message:
+            `${input.path} has ${lines} lines, but the run had delivered ${input.firstLine} groups to it: the file was changed or ` +
+            'deleted during the run. Run the run’s command again with --rebuild-output to write its groups again from the ' +
+            'trajectory store; until then this delivery is retried every minute',
+          nextRetryDelay: SINK_RETRY_DELAY,
+        });
       }
       const pending = input.groups.slice(lines - input.firstLine);
       if (pending.length === 0) return 0;
-      const text = (await Promise.all(pending.map(async (ref) => `${JSON.stringify(await store.get(ref))}\n`))).join('');
+      const text = (await Promise.all(pending.map(line))).join('');
       const file = await open(input.path, 'a');
       try {
         await file.write(text);
@@ -80,6 +92,15 @@ export function createTrajectoryActivities({ store }: { store: TrajectoryStore }
 }
 
 export type TrajectoryActivities = ReturnType<typeof createTrajectoryActivities>;
+
+/**
+ * The failure type of a delivery to a JSONL file that was changed or deleted under the run. Retryable, and only
+ * every {@link SINK_RETRY_DELAY}, so that the run waits (within the deliver step's attempts) rather than failing for
+ * good: the command that sees it stops and names the way on, and the command resumed with `--rebuild-output` writes the
+ * file again from the store (src/cli/jsonl-output.ts) before its workers poll.
+ */
+export const SINK_CORRUPTED = 'SinkCorrupted';
+const SINK_RETRY_DELAY = '60s';
 
 /** What a group is assembled from besides its trajectories. */
 export interface AssembleParts {
@@ -166,11 +187,27 @@ export function tokenAdvantages(trajectory: Trajectory, perTurn: number[]): numb
   });
 }
 
+/** Whether the file's last bytes are `text` (always, for no text). */
+async function endsWith(path: string, text: string): Promise<boolean> {
+  const expected = Buffer.from(text);
+  if (expected.length === 0) return true;
+  const file = await open(path, 'r');
+  try {
+    const { size } = await file.stat();
+    if (size < expected.length) return false;
+    const tail = Buffer.alloc(expected.length);
+    await file.read(tail, 0, expected.length, size - expected.length);
+    return tail.equals(expected);
+  } finally {
+    await file.close();
+  }
+}
+
 /** Line counts of files this process wrote, valid while the file size is unchanged. */
 const knownLines = new Map<string, { size: number; lines: number }>();
 
 /** Counts complete lines, truncating a torn last line left by a crash mid-write. */
-async function completeLines(path: string): Promise<number> {
+export async function completeLines(path: string): Promise<number> {
   let file;
   try {
     file = await open(path, 'r+');

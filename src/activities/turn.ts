@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
 import type { Sampling, StoreRef } from '../schema/rollout.js';
 import { TURNS_WINDOW_MS } from '../schema/turns.js';
-import type { EnvironmentActivityDeps } from './environment-context.js';
+import { liveness, type EnvironmentActivityDeps } from './environment-context.js';
 import {
   activeSamples,
   createEnvironmentActivities,
@@ -16,6 +18,7 @@ import {
   loadGroupState,
   saveGroupBase,
   saveGroupDelta,
+  type GroupAddress,
   type GroupState,
 } from './group-state.js';
 import { generateInto, type InferenceActivityDeps } from './inference.js';
@@ -73,6 +76,7 @@ export function createTurnActivities(deps: InferenceActivityDeps & EnvironmentAc
     async takeTurns({ finish, maxTurns, groupSize, turn: first, state: initial, ...input }: TakeTurnsInput): Promise<TakeTurnsResult> {
       const started = performance.now();
       const address = { runId: input.runId, environment: input.environment, itemIndex: input.itemIndex };
+      const owns = await claimTurns(address);
       const calls: TurnCall[] = [];
       let generatedTokens = 0;
       // The newest record written and the state it holds; `state` runs ahead of it in memory between records.
@@ -95,19 +99,31 @@ export function createTurnActivities(deps: InferenceActivityDeps & EnvironmentAc
             generatedTokens += await generateInto(deps, at, state, { oneRequestUnchecked: true });
           } catch (error) {
             // A group that fails before its first record still shows its prompt (clotho view, inspect).
-            if (prepared) await saveGroupBase(store, groupKey(address, 'turn-0', 'prompt'), prepared);
+            if (
+              prepared &&
+              (await owns().then(
+                () => true,
+                () => false,
+              ))
+            ) {
+              await saveGroupBase(store, groupKey(address, 'turn-0', 'prompt'), prepared);
+            }
             throw error;
           }
+          await owns();
           await (ref && written ? saveGroupDelta(store, generatedKey, ref, written, state) : saveGroupBase(store, generatedKey, state));
         }
         ref = { key: generatedKey };
         written = state;
         state = cloneGroupState(written);
         const steps = activeSamples(state).length > 0 && turn + 1 < maxTurns;
-        const next = steps && (await toolsAndStep(at, state, calls, !resumed));
+        const next = steps && (await toolsAndStep(at, state, calls, !resumed, owns));
         if (next && performance.now() - started < TURNS_WINDOW_MS) continue;
         // The next turn's record would have carried this step; without one, it is a record of its own.
-        if (steps) ref = await saveGroupDelta(store, groupKey(address, `turn-${turn + 1}`, 'prompt'), ref, written, state);
+        if (steps) {
+          await owns();
+          ref = await saveGroupDelta(store, groupKey(address, `turn-${turn + 1}`, 'prompt'), ref, written, state);
+        }
         const weightsVersion = groupWeightsVersion(state);
         const result: TakeTurnsResult = {
           state: ref,
@@ -119,26 +135,51 @@ export function createTurnActivities(deps: InferenceActivityDeps & EnvironmentAc
           ...(weightsVersion === undefined ? {} : { weightsVersion }),
         };
         if (next || !finish) return result;
+        await owns();
         return { ...result, finished: await environment.finishGroup({ ...address, turn, state: ref, ...finish }) };
       }
     },
   };
 
   /**
+   * Makes this run the owner of the group's turn records, and returns the check each write makes first (issue 38,
+   * finding 1). Two runs of one group's takeTurns can overlap: a worker cut off from Temporal goes on with its run
+   * while its workflow task times out and another worker's replay runs the activity again (no cancellation reaches
+   * the first), or a run that ignored its cancellation goes on beside its retry. The run that started last is the one
+   * Temporal will keep; an earlier one that finds another owner, or its cancellation, stops before writing: a turn's
+   * record is a delta on the record before it, by key, and a late write there would change the turns built on it.
+   */
+  async function claimTurns(address: GroupAddress): Promise<() => Promise<void>> {
+    const key = groupKey(address, 'turns-owner');
+    const owner = randomUUID();
+    const { signal } = liveness();
+    await store.put(key, { owner });
+    return async () => {
+      signal.throwIfAborted();
+      if ((await store.tryGet<{ owner: string }>(key))?.owner === owner) return;
+      throw ApplicationFailure.retryable(
+        `a later run of this group's turns took them over (this run's workflow task timed out); it stops without writing`,
+        'TurnsTakenOver',
+      );
+    };
+  }
+
+  /**
    * The turn's tool calls (appended to `calls`) and step, on `state` in memory; `fresh` when no earlier attempt can have
-   * run the calls. Whether another turn follows.
+   * run the calls; `beforeWrite` before each call's record. Whether another turn follows.
    */
   async function toolsAndStep(
     input: Parameters<typeof generateInto>[1],
     state: GroupState,
     calls: TurnCall[],
     fresh: boolean,
+    beforeWrite: () => Promise<void>,
   ): Promise<boolean> {
     const records = new Map<number, ToolRecord[]>();
     if (state.executesTools) {
       await Promise.all(
         activeSamples(state).map(async (sample) => {
-          records.set(sample, await runTurnCalls(deps, { ...input, sample }, state.trajectories[sample]!, { fresh }));
+          records.set(sample, await runTurnCalls(deps, { ...input, sample }, state.trajectories[sample]!, { fresh, beforeWrite }));
         }),
       );
       for (const [sample, ofSample] of [...records].sort((a, b) => a[0] - b[0]))

@@ -257,6 +257,37 @@ describe('batches', () => {
     expect(res.status).toBe(409);
     expect(await res.json()).toEqual({ status: 'failure', error: expect.stringMatching(/^lease expired before the ack; .*new lease/) });
   });
+
+  it('renews leases, each answered apart, so that one renewed in time acks after its first end', async () => {
+    await setUpRun();
+    await post('/scored_data_list', [sampleGroup(), sampleGroup(), sampleGroup(), sampleGroup()]);
+    await get('/batch?lease_seconds=5');
+    await get('/batch?lease_seconds=5');
+    service.now += 4;
+    expect(await (await post('/batch/renew', { batch_ids: [], lease_seconds: 5 })).json()).toEqual({ leases: [] });
+    const renewed = await post('/batch/renew', { batch_ids: ['batch-1', 'nope'], lease_seconds: 5 });
+    expect(await renewed.json()).toEqual({
+      leases: [
+        { batch_id: 'batch-1', status: 'renewed', lease_expires_at: service.now + 5 },
+        { batch_id: 'nope', status: 'unknown', lease_expires_at: null },
+      ],
+    });
+    service.now += 4;
+    expect((await post('/batch/ack', { batch_id: 'batch-1' })).status).toBe(200);
+    expect((await post('/batch/ack', { batch_id: 'batch-2' })).status).toBe(409);
+  });
+
+  it('refuses a renewal without a positive lease_seconds or with ids that are not strings, naming the field', async () => {
+    for (const [bad, field] of [
+      [{ batch_ids: ['batch-1'] }, 'lease_seconds'],
+      [{ batch_ids: ['batch-1'], lease_seconds: 0 }, 'lease_seconds'],
+      [{ batch_ids: [1], lease_seconds: 5 }, 'batch_ids'],
+    ] as const) {
+      const res = await post('/batch/renew', bad);
+      expect(res.status).toBe(422);
+      expect(JSON.stringify(await res.json())).toContain(field);
+    }
+  });
 });
 
 describe('the waiting groups: GET /queue', () => {
@@ -309,7 +340,9 @@ describe('the waiting groups: GET /queue', () => {
 
   it('needs the bearer token when the API has one', async () => {
     app = createApi({ service, options: { token: 's3cret' } });
-    expect((await queue()).status).toBe(401);
+    const denied = await queue();
+    expect(denied.status).toBe(401);
+    expect(JSON.parse(denied.text).detail).toContain('Authorization: Bearer');
     const res = await app.request('/queue', { headers: { Authorization: 'Bearer s3cret' } });
     expect([res.status, await res.json()]).toEqual([200, { total: 0, groups: [] }]);
   });

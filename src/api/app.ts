@@ -5,6 +5,7 @@ import { z } from 'zod';
 import {
   BatchAckSchema,
   BatchQuerySchema,
+  BatchRenewSchema,
   EMPTY_EXAMPLE,
   EnvIdSchema,
   EnvRegistrationSchema,
@@ -13,7 +14,7 @@ import {
   TrainerRegistrationSchema,
   type TrainerRegistration,
 } from '../schema/api.js';
-import { bearerAuth } from './auth.js';
+import { API_FACE, bearerAuth } from '../config/listening.js';
 import { keepExactNumbers } from './exact-json.js';
 import { gzipResponses } from './gzip.js';
 import { parseHotFirst } from '../schema/number-rows.js';
@@ -39,7 +40,7 @@ export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 /** Options of {@link createApi}. */
 export interface ApiOptions {
-  /** When set, every request needs `Authorization: Bearer <token>`. */
+  /** When set, every request needs `Authorization: Bearer <token>` (`src/config/listening.ts`). */
   token?: string;
   /** Largest request body, before and after gzip decompression. @default DEFAULT_MAX_BODY_BYTES */
   maxBodyBytes?: number;
@@ -130,7 +131,7 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
   app.use(gzipResponses(1000));
   // Atropos allows every origin with credentials; echoing the origin is what makes that legal.
   app.use(cors({ origin: (origin) => origin || '*', credentials: true }));
-  if (options.token !== undefined) app.use(bearerAuth(options.token));
+  if (options.token !== undefined) app.use(bearerAuth(options.token, API_FACE, (c, detail) => c.json({ detail }, 401)));
   app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
   app.onError((error, c) => {
     // One line per failure: the message and its innermost cause (Temporal wraps the server's reason).
@@ -218,6 +219,13 @@ export function createApi({ service, options = {} }: { service: TrajectoryServic
     if (outcome === 'acked') return c.json({ status: 'success' });
     if (outcome === 'expired') return c.json({ status: 'failure', error: LEASE_GONE }, 409);
     return c.json({ status: 'failure', error: `unknown batch_id ${req.data.batch_id}` }, 404);
+  });
+
+  // Clotho's own: a trainer holding batches until its next checkpoint keeps their leases alive.
+  app.post('/batch/renew', async (c) => {
+    const req = await body(c, BatchRenewSchema);
+    if (req instanceof Response) return req;
+    return c.json({ leases: await service.renewLeases(req.data.batch_ids, req.data.lease_seconds) });
   });
 
   app.get('/batch/:id', async (c) => {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { responseJson } from './render.js';
+import { bearerAuth, openAIUnauthorized, PROXY_FACE } from '../config/listening.js';
 import { ServerConfigSchema, SERVER_TYPES, type ServerConfig } from '../config/schemas.js';
 import { ChatRequestSchema, type ChatRequest } from '../schema/openai-chat.js';
 import { chatCompletionEvents, EVENT_STREAM_HEADERS, eventStreamBody, includesUsage } from '../inference/chat-stream.js';
@@ -25,6 +26,8 @@ export interface ManagedProxyOptions {
   modelName?: string;
   /** @default one `createServerManager` per server */
   createManager?: (server: ServerConfig) => ServerManager;
+  /** Every request but `GET /health` needs `Authorization: Bearer <token>` (`src/config/listening.ts`). @default none */
+  token?: string;
 }
 
 export interface ManagedProxy {
@@ -91,6 +94,7 @@ export function createManagedProxy(options: ManagedProxyOptions): ManagedProxy {
   const { tokenizer } = options;
   const sessions = new Map<string, Session>();
   const app = new Hono();
+  if (options.token !== undefined) app.use(bearerAuth(options.token, PROXY_FACE, openAIUnauthorized));
 
   const healthy = (pool: Pool) => pool.manager.status().some((s) => s.healthy);
   const freeSlots = (pool: Pool) => pool.manager.status().reduce((n, s) => n + s.limits.train - s.inFlight.train, 0);

@@ -12,6 +12,9 @@ const snapshot = MetricsSnapshotSchema.parse({
   queueDepth: 4,
   postsRefused: 3,
   groupsRefused: 5,
+  leasesExpired: 2,
+  leasesRenewed: 9,
+  supersessionErrors: 1,
   envs: [
     { env: 'gsm8k_0', envId: 0, groupsReceived: 30, groupsBuffered: 3, groupsDropped: { stale: 2 }, queueDepth: 3 },
     { env: 'odd "name"\\', envId: 1, groupsReceived: 10, groupsBuffered: 0, groupsDropped: {}, queueDepth: 1 },
@@ -34,6 +37,9 @@ describe('renderPrometheus', () => {
       'clotho_queue_depth 4',
       'clotho_posts_refused_total 3',
       'clotho_groups_refused_total 5',
+      'clotho_leases_expired_total 2',
+      'clotho_leases_renewed_total 9',
+      'clotho_supersession_errors_total 1',
       'clotho_env_groups_received_total{env="gsm8k_0"} 30',
       'clotho_env_groups_received_total{env="odd \\"name\\"\\\\"} 10',
       'clotho_env_groups_buffered_total{env="gsm8k_0"} 3',
@@ -47,7 +53,7 @@ describe('renderPrometheus', () => {
   it('declares each family once with its type, and ends with a newline', () => {
     expect(text).toContain('# TYPE clotho_groups_dropped_total counter\n');
     expect(text).toContain('# TYPE clotho_queue_depth gauge\n');
-    expect(text.match(/^# TYPE /gm)).toHaveLength(14);
+    expect(text.match(/^# TYPE /gm)).toHaveLength(17);
     expect(text.endsWith('\n')).toBe(true);
   });
 });

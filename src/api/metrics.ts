@@ -40,6 +40,13 @@ export function renderPrometheus(m: MetricsSnapshot, irregular: Record<string, n
         [{}, m.postsRefused],
       ]),
       family('clotho_groups_refused_total', 'counter', 'Groups in the posts this API process answered 503.', [[{}, m.groupsRefused]]),
+      family('clotho_leases_expired_total', 'counter', 'Leases that ran out before their ack: their batches are served again.', [
+        [{}, m.leasesExpired],
+      ]),
+      family('clotho_leases_renewed_total', 'counter', 'Leases renewed by their trainers.', [[{}, m.leasesRenewed]]),
+      family('clotho_supersession_errors_total', 'counter', 'Training runs this one superseded that could not be told to end.', [
+        [{}, m.supersessionErrors],
+      ]),
       family(
         'clotho_groups_irregular_total',
         'counter',

@@ -1,24 +1,16 @@
 import { SCORED_DATA_FIELDS } from '../schema/scored-data.js';
+import { FLOAT_FIELDS, floatJson } from '../schema/float-json.js';
 import { exactJson, FREE_FORM_FIELDS, hasExactNumbers } from './exact-json.js';
 
 /**
- * JSON as Atropos writes it. Python's `json.dumps` writes a `float` with a decimal point (`1.0`) and an `int`
- * without (`1`), and a Python trainer receives them as those types; JS writes both as `1`. So fields Atropos types
- * as float are written here with the point, and free-form fields exactly as they were posted.
+ * JSON as Atropos writes it: fields Atropos types as float with the decimal point (`src/schema/float-json.ts`), and
+ * free-form fields exactly as they were posted.
  */
 
-/** `ScoredData` fields typed `List[float]` (or deeper lists of float) in Atropos. */
-export const FLOAT_FIELDS = ['scores', 'advantages', 'ref_logprobs', 'inference_logprobs', 'distill_logprobs'] as const;
+export { floatJson } from '../schema/float-json.js';
 
 const FLOAT = new Set<string>(FLOAT_FIELDS);
 const FREE_FORM = new Set<string>(FREE_FORM_FIELDS);
-// A whole number between JSON delimiters: `JSON.stringify` writes every other number with `.` or `e`.
-const WHOLE = /(?<=^|[[,:])(-?\d+)(?=$|[,\]}])/g;
-
-/** JSON text of a number, or of (nested) arrays of numbers, each written as a Python float (`1.0`, never `1`). */
-export function floatJson(value: unknown): string {
-  return (JSON.stringify(value) ?? 'null').replace(WHOLE, '$1.0');
-}
 
 /** JSON text of any value, free-form numbers exactly as posted. */
 function freeJson(value: unknown): string {

@@ -11,6 +11,7 @@ import type {
   WandbInfo,
 } from '../schema/api.js';
 import type { AckStatus } from '../schema/batcher.js';
+import type { BatchRenewResponse } from '../schema/api.js';
 import type { ScoredDataGroup } from '../schema/scored-data.js';
 
 /** One posted group with Clotho's optional additions taken out of the wire body. */
@@ -149,6 +150,11 @@ export interface TrajectoryService {
   takeBatch(options: { leaseSeconds?: number }): Promise<TakeBatchResult>;
   /** `POST /batch/ack`: `expired` means the lease ran out, or the batch was served again under another, before the ack. */
   ackBatch(batchId: string): Promise<AckStatus>;
+  /**
+   * `POST /batch/renew`: holds each lease `leaseSeconds` more from now, answering per lease in order (its new end in
+   * seconds since the Unix epoch); `expired` as for an ack. An empty list renews nothing.
+   */
+  renewLeases(batchIds: string[], leaseSeconds: number): Promise<BatchRenewResponse['leases']>;
   /** A batch already formed, by id, for trainer workers; null when unknown. */
   getBatchById(batchId: string): Promise<ScoredDataGroup[] | null>;
   /**

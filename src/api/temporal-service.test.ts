@@ -6,7 +6,9 @@ import { sampleGroup } from '../../test/support/fake-trajectory-service.js';
 import { testConnection, uniqueId, uniqueTaskQueue } from '../../test/support/temporal.js';
 import { ScoredDataGroupSchema } from '../schema/scored-data.js';
 import { FileSystemStore, type TrajectoryStore } from '../store/trajectory-store.js';
-import { batcherViewQuery, registerTrainerUpdate, waitingGroupsQuery } from '../workflows/messages.js';
+import { batcherViewQuery, registerTrainerUpdate, renewLeasesUpdate, waitingGroupsQuery } from '../workflows/messages.js';
+import { recordHistory } from '../../test/support/atropos.js';
+import { startedBy } from '../cli/versions.js';
 import { batcher } from '../workflows/batcher.js';
 import { startBatcherWorker, type RunningWorkers } from '../workers/workers.js';
 import { acceptedKeys } from './accepted-keys.js';
@@ -29,21 +31,26 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-/** A registered batcher that remembers `seenCapacity` keys itself, and the service in front of it on `serviceStore`. */
-async function start(seenCapacity: number, serviceStore: TrajectoryStore = store) {
+/**
+ * A registered batcher that remembers `seenCapacity` keys itself, with batches of `batchSize` sequences, and the service
+ * in front of it on `serviceStore`.
+ */
+async function start(seenCapacity: number, serviceStore: TrajectoryStore = store, batchSize = 64) {
   const { client } = await testConnection();
   const batcherId = uniqueId('batcher');
   const handle = await client.workflow.start(batcher, {
     taskQueue,
     workflowId: batcherId,
     args: [{ trainer: { kind: 'http' }, options: { seenCapacity } }],
+    // The Clotho version that started it, as runs record it (a committed history must: test/replay/baseline.ts).
+    ...startedBy(false),
   });
   await handle.executeUpdate(registerTrainerUpdate, {
     args: [
       {
         wandb_group: '',
         wandb_project: '',
-        batch_size: 64,
+        batch_size: batchSize,
         max_token_len: 4096,
         checkpoint_dir: '',
         save_checkpoint_interval: 1,
@@ -117,5 +124,33 @@ describe('the Temporal-backed service: the waiting groups (GET /queue)', () => {
     const refs = await client.workflow.getHandle(batcherId).query(waitingGroupsQuery, { offset: 1, limit: 1 });
     await store.delete(refs.groups[0]!.ref);
     expect(await service.waitingGroups({ offset: 0, limit: 10 })).toMatchObject({ total: 3, groups: [{ id: 'w1' }, { id: 'w3' }] });
+  });
+});
+
+describe('the Temporal-backed service: lease renewals (POST /batch/renew)', () => {
+  it('holds a renewed lease longer, answers one that ran out as expired, and leaves a refused renewal out of the history', async () => {
+    const { service, batcherId } = await start(10, store, 2);
+    await post(service, 'r1', 'r2');
+    const held = await service.takeBatch({ leaseSeconds: 600 });
+    const lapsed = await service.takeBatch({ leaseSeconds: 0.001 });
+    if (held.status !== 'batch' || lapsed.status !== 'batch') throw new Error(`no batches: ${held.status}, ${lapsed.status}`);
+    const [renewed, expired] = await service.renewLeases([held.batchId, lapsed.batchId], 3600);
+    expect(renewed).toMatchObject({ batch_id: held.batchId, status: 'renewed' });
+    expect(renewed!.lease_expires_at).toBeGreaterThan(held.leaseExpiresAt! + 2999);
+    expect(expired).toEqual({ batch_id: lapsed.batchId, status: 'expired', lease_expires_at: null });
+    expect(await service.renewLeases([], 10)).toEqual([]);
+    const handle = (await testConnection()).client.workflow.getHandle(batcherId);
+    const length = (await handle.describe()).historyLength;
+    const refused = (leaseIds: string[], durationMs: number) =>
+      handle.executeUpdate(renewLeasesUpdate, { args: [{ leaseIds, durationMs }] }).then(
+        () => 'accepted',
+        (error: { cause?: { message?: string } }) => error.cause?.message,
+      );
+    expect(await refused([], 1000)).toMatch(/leaseIds must be a non-empty list/);
+    expect(await refused(['x'], -1)).toMatch(/durationMs must be a positive number/);
+    expect((await handle.describe()).historyLength).toBe(length);
+    expect(await service.ackBatch(held.batchId)).toBe('acked');
+    expect(await service.metrics()).toMatchObject({ leasesRenewed: 1, leasesExpired: 1, supersessionErrors: 0 });
+    await recordHistory('batcher-renewed-leases.json', batcherId);
   });
 });

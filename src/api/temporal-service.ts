@@ -13,6 +13,7 @@ import {
   parseLeaseId,
   registerEnvUpdate,
   registerTrainerUpdate,
+  renewLeasesUpdate,
   resetUpdate,
   statusEnvQuery,
   takeBatchUpdate,
@@ -143,6 +144,17 @@ export function createTemporalTrajectoryService({
       const outcome = await handle().executeUpdate(ackBatchUpdate, { args: [leaseId] });
       if (outcome === 'acked' && refs) await onDelivered!(refs.map((g) => g.ref));
       return outcome;
+    },
+    async renewLeases(leaseIds, leaseSeconds) {
+      if (leaseIds.length === 0) return [];
+      const renewed = await handle().executeUpdate(renewLeasesUpdate, {
+        args: [{ leaseIds, durationMs: Math.round(leaseSeconds * 1000) }],
+      });
+      return renewed.map((r) => ({
+        batch_id: r.leaseId,
+        status: r.status,
+        lease_expires_at: r.leaseExpiresAt === null ? null : r.leaseExpiresAt / 1000,
+      }));
     },
     async getBatchById(id) {
       // The batcher finds batches by their own id; a lease id names its batch too.
@@ -287,6 +299,9 @@ function toMetrics({ metrics, envs }: BatcherView, refused: Refusals): MetricsSn
     batchesServed: metrics.counters.batchesServed,
     queueDepth: metrics.queueGroups,
     postsRefused: refused.posts,
+    leasesExpired: metrics.counters.leasesExpired,
+    leasesRenewed: metrics.counters.leasesRenewed ?? 0,
+    supersessionErrors: metrics.counters.supersessionErrors ?? 0,
     groupsRefused: refused.groups,
     envs: envs.map((env) => {
       const counters = metrics.counters.perEnv[String(env.envId)];

@@ -1,8 +1,9 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { batcher, BatcherInput } from '../workflows/batcher.js';
 import { BATCHER_TASK_QUEUE } from '../workers/workers.js';
-import { startedBy } from './versions.js';
-import { batcherEndedSignal, batcherWatchersQuery, WORKFLOW_TASK_TIMEOUT_MS } from '../workflows/messages.js';
+import { canFinish } from '../version.js';
+import { recordedVersion, startedBy } from './versions.js';
+import { WORKFLOW_TASK_TIMEOUT_MS } from '../workflows/messages.js';
 
 /** Workflow id of the default batcher: one per Temporal namespace unless `--batcher-id` names another. */
 export const DEFAULT_BATCHER_ID = 'clotho/batcher/default';
@@ -52,10 +53,11 @@ export async function ensureBatcher(client: Client, workflowId: string, input: B
 }
 
 /**
- * Starts the next training run of the batcher `base` after `previous` and ends `previous` (terminated, with the new
- * run's id as the reason). The env-runs it pushed rooms to are told, and fail naming it, rather than feed a run no
- * trainer reads or wait for room that never comes. When another API process started that run first, its run is the
- * one returned.
+ * Starts the next training run of the batcher `base` after `previous`, which it ends: the new run's batcher tells
+ * `previous` to end as its first act, and `previous` tells the env-runs it pushed rooms to, which fail naming it rather
+ * than feed a run no trainer reads or wait for room that never comes (`src/workflows/batcher-supersede.ts`). That is all
+ * in the workflows, so a kill of this process after the start leaves nothing undone. When another API process started
+ * that run first, its run is the one returned.
  */
 export async function startNextRun(
   client: Client,
@@ -65,11 +67,21 @@ export async function startNextRun(
   searchAttributes: boolean,
 ): Promise<BatcherRun> {
   const next = { run: previous.run + 1, workflowId: runWorkflowId(base, previous.run + 1) };
+  const reason = `superseded by training run ${next.run} (${next.workflowId})`;
+  // A batcher this code cannot replay would fail on the signal: it is terminated first, as it was before runs ended
+  // themselves; its env-runs (of its own version) are not told.
+  const terminated = await endUnreplayable(client, previous.workflowId, reason);
+  if (terminated) {
+    console.error(
+      `clotho api: training run ${previous.run} (${previous.workflowId}) was started by a Clotho older than the replay baseline: ` +
+        'terminated; the env-runs feeding it are not told, stop them by hand',
+    );
+  }
   try {
     await client.workflow.start<typeof batcher>('batcher', {
       workflowId: next.workflowId,
       taskQueue: BATCHER_TASK_QUEUE,
-      args: [input],
+      args: [terminated ? input : { ...input, supersedes: { batcherId: previous.workflowId, reason } }],
       ...startedBy(searchAttributes),
       workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT_MS,
     });
@@ -77,19 +89,22 @@ export async function startNextRun(
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     return currentRun(client, base);
   }
-  const ended = client.workflow.getHandle(previous.workflowId);
-  // The env-runs it pushes rooms to are told it ended (a batcher from before the query, or closed already, names none).
-  const watchers = await ended.query(batcherWatchersQuery).catch(() => [] as string[]);
-  const reason = `superseded by training run ${next.run} (${next.workflowId})`;
-  const notFound = (error: unknown) => {
-    // Already closed (terminated by hand, say, or an env-run that finished): nothing left to tell.
-    if (!(error instanceof WorkflowNotFoundError)) throw error;
-  };
-  await ended.terminate(reason).catch(notFound);
-  await Promise.all(
-    watchers.map((id) =>
-      client.workflow.getHandle(id).signal(batcherEndedSignal, { batcherId: previous.workflowId, reason }).catch(notFound),
-    ),
-  );
+  if (process.env.CLOTHO_TEST_HOLD_AFTER_RUN_START === '1') {
+    // Tests only: a kill -9 here is one between the new run's start and everything after it.
+    console.log(`clotho api: holding after starting training run ${next.run}`);
+    await new Promise(() => {});
+  }
   return next;
+}
+
+/** Terminates `workflowId` when it runs and recorded a version older than the replay baseline; answers whether it did. */
+async function endUnreplayable(client: Client, workflowId: string, reason: string): Promise<boolean> {
+  const handle = client.workflow.getHandle(workflowId);
+  const description = await handle.describe().catch((error: unknown) => {
+    if (error instanceof WorkflowNotFoundError) return undefined;
+    throw error;
+  });
+  if (description?.status.name !== 'RUNNING' || canFinish(recordedVersion(description))) return false;
+  await handle.terminate(reason);
+  return true;
 }

@@ -198,6 +198,23 @@ describe('buildTimeline', () => {
     expect(formatEnd(timeline)).toBe('result: dropped (scores_all_equal) · scores 0, 0 · mean 0 · 1 turn');
   });
 
+  it("reports an Atropos group that delivers nothing with Atropos's reason", () => {
+    const declined = (reason: string) => {
+      const result = { itemIndex: 2, status: 'declined', reason, groups: [], scores: [], dropped: {}, backlog: [], policyVersion: null };
+      return formatEnd(
+        buildTimeline(
+          history([
+            [0, started],
+            [40, { workflowExecutionCompletedEventAttributes: { result: payloads(result) } }],
+          ]),
+          decode,
+        ),
+      );
+    };
+    expect(declined('identical scores')).toBe('result: declined (identical scores)');
+    expect(declined('declined')).toBe('result: declined (collect_trajectories returned no group)');
+  });
+
   it('shows a failed workflow task (a nondeterminism error stalls the group)', () => {
     const failure = { message: '[TMPRL1100] Nondeterminism error: Activity type of scheduled event does not match' };
     const timeline = buildTimeline(

@@ -6,6 +6,9 @@ import type { EnvRunResult, EnvRunStatus, EvalProgress, EvaluationResult } from 
 import { envRunStatusQuery } from '../workflows/messages.js';
 import type { CommandIo } from './io.js';
 import { waitingSummary, waitingWatcher, type WaitingWork } from './waiting-work.js';
+import { SINK_CORRUPTED } from '../activities/trajectories.js';
+import { OutputChanged } from './jsonl-output.js';
+import { SLOW_POLICY, slowSummary, slowWatcher, type SlowCollect, type SlowPolicy } from './slow-collects.js';
 
 /** Environment metrics past this many stay in the workflow's result, off the progress line. */
 const MAX_METRICS_SHOWN = 6;
@@ -84,33 +87,56 @@ const waitingKinds = (waiting: readonly WaitingWork[]) =>
 
 /**
  * Shows an env-run's progress once a second (a status line on a terminal, a line every 10 s otherwise, and at once
- * when what waits on a retry or a timeout changes) until it ends, or until `signal` aborts: then its calls to
- * Temporal are cancelled, so the connection can close under it.
+ * when what waits on a retry or a timeout changes, or a collect runs far past the run's usual time) until it ends, or until `signal` aborts: then its calls to
+ * Temporal are cancelled, so the connection can close under it. Rejects with {@link OutputChanged} when the run's
+ * JSONL was changed or deleted under it (its delivery waits, retried, for the file to be rebuilt).
  */
 export async function watchProgress<W extends typeof envRun | typeof atroposEnvRun | typeof verifiersEnvRun>(
   handle: WorkflowHandle<W>,
   io: CommandIo,
   connection: Connection,
   signal: AbortSignal,
+  slowPolicy: SlowPolicy = SLOW_POLICY,
 ): Promise<WorkflowResultType<W>> {
   const started = Date.now();
   const reportEvaluations = evaluationReporter(io);
   let completedAtStart: number | undefined;
   let lastLine = 0;
-  const lookForWaiting = waitingWatcher(handle.client, handle.workflowId);
+  // Groups in flight are described for work that waits, and for collects far past the run's usual time.
+  const slowCollects = slowWatcher(handle.client, slowPolicy);
+  let inFlight: { ids: string[]; taskQueue: string } | undefined;
+  const lookForWaiting = waitingWatcher(handle.client, handle.workflowId, {
+    described: slowCollects.observe,
+    looked: (envRun, ids) => (inFlight = { ids, taskQueue: envRun.taskQueue }),
+  });
   let polls = 0;
   let waiting: WaitingWork[] = [];
+  let slow: SlowCollect[] = [];
   let shownKinds = '';
   // One query at a time, awaited before returning: the connection must not close under a query's retry.
   let polling: Promise<void> = Promise.resolve();
+  // Aborted (with its reason) when what the poll sees ends the watch; the wait for the result ends with it.
+  const stop = new AbortController();
+  let settledAttempt = 0;
   const poll = async () => {
     const status = await handle.query(envRunStatusQuery).catch(() => undefined);
     if (!status) return;
-    if (polls++ % WAITING_LOOK_EVERY === 0) waiting = status.inFlight > 0 ? await lookForWaiting().catch(() => waiting) : [];
+    const first = polls === 0;
+    if (polls++ % WAITING_LOOK_EVERY === 0) {
+      waiting = await lookForWaiting().catch(() => waiting);
+      slow = inFlight ? await slowCollects.look(inFlight.ids, inFlight.taskQueue).catch(() => slow) : [];
+    }
+    // Someone changed or deleted the run's JSONL: its delivery waits for the file to be rebuilt, which ends this
+    // command. A failure already there at the first look is one this command's start settled (it rebuilt the file).
+    const corrupted = waiting.flatMap((w) => (w.failure?.type === SINK_CORRUPTED ? [w.failure] : []));
+    if (first) settledAttempt = Math.max(0, ...corrupted.map((f) => f.attempt));
+    const changed = corrupted.find((f) => f.attempt > settledAttempt);
+    if (changed) return stop.abort(new OutputChanged(changed.message));
     completedAtStart ??= status.completed;
     reportEvaluations(status.evaluation);
-    const line = progressLine(status, Date.now() - started, completedAtStart, waitingSummary(waiting));
-    const kinds = waitingKinds(waiting);
+    const notes = [waitingSummary(waiting), slowSummary(slow)].filter(Boolean).join(' · ');
+    const line = progressLine(status, Date.now() - started, completedAtStart, notes);
+    const kinds = [waitingKinds(waiting), ...slow.map((s) => s.workflowId).sort()].join('\n');
     if (io.status) io.status(line);
     else if (Date.now() - lastLine >= 10_000 || kinds !== shownKinds) {
       lastLine = Date.now();
@@ -122,7 +148,11 @@ export async function watchProgress<W extends typeof envRun | typeof atroposEnvR
     polling = polling.then(poll);
   }, 1_000);
   try {
-    const result = await connection.withAbortSignal(signal, () => handle.result());
+    const result = await connection
+      .withAbortSignal(AbortSignal.any([signal, stop.signal]), () => handle.result())
+      .catch((error: unknown) => {
+        throw stop.signal.aborted ? stop.signal.reason : error;
+      });
     await polling;
     reportEvaluations((result as EnvRunResult).evaluation);
     return result;

@@ -11,6 +11,8 @@ export interface PythonWorkerOptions<S extends z.ZodType> {
   ready: S;
   /** What its messages call it: `the verifiers worker`. */
   what: string;
+  /** Each line the worker prints (stdout or stderr) once it serves: what its environment prints, and its logs. */
+  onOutput?: (line: string) => void;
 }
 
 export interface PythonWorker<R> {
@@ -53,6 +55,7 @@ export async function startPythonWorker<S extends z.ZodType>(options: PythonWork
   const keep = (lines: string[], line: string) => {
     lines.push(line);
     while (serving && lines.length > LINES_KEPT) lines.shift();
+    if (serving) options.onOutput?.(line);
   };
   const output = () => [...stdout, ...stderr].join('\n');
   createInterface({ input: child.stderr! }).on('line', (line) => keep(stderr, line));

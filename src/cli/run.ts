@@ -99,9 +99,14 @@ export interface RunSession {
 /**
  * Opens a run's inference (starting the embedded engine if no server is given), its Temporal connection
  * (starting a dev server if none runs) and its workers; runs `body`; then closes all of it in reverse order (the
- * MCP servers its tools started too), also when `body` throws or the user presses Ctrl-C.
+ * MCP servers its tools started too), also when `body` throws or the user presses Ctrl-C. `beforeWorkers` runs once
+ * Temporal is open, before any of this process's workers polls.
  */
-export async function withRunSession<T>(plan: RunPlan, body: (session: RunSession) => Promise<T>): Promise<T> {
+export async function withRunSession<T>(
+  plan: RunPlan,
+  body: (session: RunSession) => Promise<T>,
+  beforeWorkers?: (temporal: TemporalRuntime) => Promise<void>,
+): Promise<T> {
   const inference = await openInference(plan, plan.config.rest.flags.model);
   try {
     const temporal = await openTemporal();
@@ -110,6 +115,7 @@ export async function withRunSession<T>(plan: RunPlan, body: (session: RunSessio
     try {
       // A run resumed (or served by more workers) must be one this code can replay: checked before any worker polls.
       if (plan.config.env.run_id !== null) await refuseUnreplayable(temporal.client, `run ${plan.runId}`, envRun);
+      await beforeWorkers?.(temporal);
       const telemetry = await startRunMetrics(plan, temporal, envRun);
       try {
         const interceptors = telemetry.metrics?.interceptors;

@@ -3,6 +3,9 @@ import { isGrpcServiceError, type Client } from '@temporalio/client';
 /** gRPC's NOT_FOUND status code. */
 const NOT_FOUND = 5;
 
+/** Whether a call to Temporal's service failed because what it named is not there (gRPC NOT_FOUND). */
+export const isNotFound = (error: unknown): boolean => isGrpcServiceError(error) && error.code === NOT_FOUND;
+
 /**
  * Takes a workflow's next task off the sticky queue of the worker that ran it last (ResetStickyTaskQueue): after a
  * kill -9 nobody polls that queue, and the task would wait out its schedule-to-start timeout (2 s) before a restarted
@@ -12,7 +15,7 @@ export async function takeOverStickyQueue(client: Client, workflowId: string): P
   try {
     await client.workflowService.resetStickyTaskQueue({ namespace: client.options.namespace, execution: { workflowId } });
   } catch (error) {
-    if (!(isGrpcServiceError(error) && error.code === NOT_FOUND)) throw error;
+    if (!isNotFound(error)) throw error;
   }
 }
 

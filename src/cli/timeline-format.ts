@@ -202,6 +202,8 @@ export function formatEnd(timeline: Timeline): string {
   const r = (end.result ?? {}) as {
     status?: string;
     dropReason?: string;
+    /** Why an atroposRolloutGroup delivers nothing: Atropos's send filter's reason, or `declined`. */
+    reason?: string;
     /** An atroposRolloutGroup's are per group it kept. */
     scores?: number[] | number[][];
     meanScore?: number;
@@ -209,11 +211,18 @@ export function formatEnd(timeline: Timeline): string {
     toolCalls?: number;
   };
   const parts = [
-    `${r.status ?? 'completed'}${r.dropReason ? ` (${r.dropReason})` : ''}`,
-    ...(r.scores ? [`scores ${numbers(r.scores.flat())}`] : []),
+    `${r.status ?? 'completed'}${because(r.dropReason ?? r.reason)}`,
+    ...(r.scores && r.scores.length > 0 ? [`scores ${numbers(r.scores.flat())}`] : []),
     ...(r.meanScore === undefined ? [] : [`mean ${Number(r.meanScore.toFixed(4))}`]),
     ...(r.turns === undefined ? [] : [plural(r.turns, 'turn')]),
     ...(r.toolCalls === undefined ? [] : [plural(r.toolCalls, 'tool call')]),
   ];
   return `result: ${parts.join(' · ')}`;
 }
+
+/** Why a group delivers nothing, in words: Clotho's drop reason, or Atropos's (its `declined` is no group at all). */
+export function dropReasonText(reason: string): string {
+  return reason === 'declined' ? 'collect_trajectories returned no group' : reason;
+}
+
+const because = (reason: string | undefined) => (reason ? ` (${dropReasonText(reason)})` : '');

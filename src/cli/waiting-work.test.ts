@@ -73,6 +73,25 @@ describe('waitingIn', () => {
     ]);
   });
 
+  it("keeps an application failure's type, whole message and attempt (a JSONL delivery that found its file changed)", () => {
+    const message = `${'x'.repeat(100)} --rebuild-output`;
+    const [work] = waitingIn(
+      'run',
+      raw({
+        pendingActivities: [
+          {
+            activityType: { name: 'deliverToJsonl' },
+            state: PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
+            attempt: 3,
+            lastFailure: { message, applicationFailureInfo: { type: 'SinkCorrupted' } },
+          },
+        ],
+      }),
+      dead,
+    );
+    expect(work).toMatchObject({ what: 'delivery to the JSONL file', failure: { type: 'SinkCorrupted', message, attempt: 2 } });
+  });
+
   it('finds nothing waiting in a group whose steps run on live workers', () => {
     expect(
       waitingIn(

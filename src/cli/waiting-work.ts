@@ -23,6 +23,8 @@ export interface WaitingWork {
   why: string;
   /** When the next attempt may start (ms since the epoch), when known. */
   at: number | null;
+  /** The last attempt's failure, when an activity raised it: its type (`SinkCorrupted`), whole message and attempt. */
+  failure?: { type: string; message: string; attempt: number };
 }
 
 const STEP_NAMES: Record<string, string> = {
@@ -33,6 +35,7 @@ const STEP_NAMES: Record<string, string> = {
   teardownGroup: 'group teardown',
   teacherLogprobs: 'teacher call',
   judgeGroup: 'judge call',
+  deliverToJsonl: 'delivery to the JSONL file',
 };
 const stepName = (type: string) => STEP_NAMES[type] ?? type;
 
@@ -79,7 +82,9 @@ export function waitingIn(
     const attempt = activity.attempt ?? 1;
     if (activity.state === PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED && attempt > 1) {
       const next = ms(activity.nextAttemptScheduleTime);
-      waiting.push({ workflowId, waits: 'retry', what, why: why(activity.lastFailure), at: next > 0 ? next : null });
+      const type = activity.lastFailure?.applicationFailureInfo?.type;
+      const failure = type ? { failure: { type, message: failureMessage(activity.lastFailure), attempt: attempt - 1 } } : {};
+      waiting.push({ workflowId, waits: 'retry', what, why: why(activity.lastFailure), at: next > 0 ? next : null, ...failure });
     } else if (activity.state === PendingActivityState.PENDING_ACTIVITY_STATE_STARTED && stopped(activity.lastWorkerIdentity)) {
       // Its heartbeat timeout (the server's copy of the options, where the server reports them) hands it on.
       const timeout = ms(activity.activityOptions?.heartbeatTimeout);
@@ -160,18 +165,29 @@ export function waitingSummary(waiting: readonly WaitingWork[], now = Date.now()
 export const WAITING_BATCH = 32;
 
 /**
- * Looks at a run's groups in flight (the env-run's pending children) for work that waits: each call describes the
- * env-run and up to {@link WAITING_BATCH} of its children, the next ones in turn on the next call, and answers what
- * it last saw of every group still in flight.
+ * Looks at a run's env-run and its groups in flight (its pending children) for work that waits: each call describes
+ * the env-run (its own activities: the cursor, the delivery) and up to {@link WAITING_BATCH} of its children, the
+ * next ones in turn on the next call, and answers what it saw of the env-run and last saw of every group in flight.
  */
-export function waitingWatcher(client: WorkflowClient, envRunWorkflowId: string) {
+export function waitingWatcher(
+  client: WorkflowClient,
+  envRunWorkflowId: string,
+  hooks: {
+    /** Each group in flight, as described. */
+    described?(workflowId: string, description: WorkflowExecutionDescription): void;
+    /** The env-run, and the ids of its groups in flight, at each look. */
+    looked?(envRun: WorkflowExecutionDescription, inFlight: string[]): void;
+  } = {},
+) {
   let offset = 0;
   const seen = new Map<string, WaitingWork[]>();
   return async (): Promise<WaitingWork[]> => {
     const parent = await client.getHandle(envRunWorkflowId).describe();
+    const own = waitingIn(envRunWorkflowId, parent.raw);
     const children = (parent.raw.pendingChildren ?? []).map((c) => c.workflowId ?? '').filter(Boolean);
+    hooks.looked?.(parent, children);
     for (const id of seen.keys()) if (!children.includes(id)) seen.delete(id);
-    if (children.length === 0) return [];
+    if (children.length === 0) return own;
     offset %= children.length;
     const batch = [...children, ...children].slice(offset, offset + Math.min(WAITING_BATCH, children.length));
     offset += batch.length;
@@ -181,11 +197,14 @@ export function waitingWatcher(client: WorkflowClient, envRunWorkflowId: string)
           .getHandle(id)
           .describe()
           .then(
-            (d) => seen.set(id, waitingIn(id, d.raw)),
+            (d) => {
+              seen.set(id, waitingIn(id, d.raw));
+              hooks.described?.(id, d);
+            },
             () => undefined,
           ),
       ),
     );
-    return [...seen.values()].flat();
+    return [...own, ...[...seen.values()].flat()];
   };
 }

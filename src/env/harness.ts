@@ -40,7 +40,11 @@ export interface HarnessAgent {
   files?: Record<string, string>;
   /** The agent's sandbox limits; the harness's own defaults fill the rest ({@link HARNESS_AGENT_LIMITS}). */
   limits?: SandboxLimits;
-  /** Checks that the agent is installed, or installs it; throws a message naming what to run. Called once per process. */
+  /**
+   * Checks that the agent is installed, or installs it; throws a message naming what to run. Every rollout calls it
+   * (heartbeating meanwhile) before the agent starts: an install must happen once per process, the rollouts that come
+   * while it runs waiting for the same one, as {@link miniSweAgent}'s does.
+   */
   ensure?(): Promise<void>;
 }
 

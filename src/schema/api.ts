@@ -109,6 +109,27 @@ export const BatchResponseSchema = z.union([
   }),
 ]);
 
+/**
+ * `POST /batch/renew` (addition): hold these leases `lease_seconds` more from now. A trainer that acks only at a
+ * checkpoint renews every lease it holds, so none runs out first. An empty list renews nothing and tells a trainer that
+ * the API renews leases (Atropos's has no such route: 404).
+ */
+export const BatchRenewSchema = z.object({
+  batch_ids: z.array(z.string().min(1)).max(10_000),
+  lease_seconds: z.number().positive().finite(),
+});
+/** `POST /batch/renew`'s answer: per lease, in order, `renewed` until `lease_expires_at`, or `expired` or `unknown`. */
+export const BatchRenewResponseSchema = z.object({
+  leases: z.array(
+    z.object({
+      batch_id: z.string(),
+      status: z.enum(['renewed', 'expired', 'unknown']),
+      lease_expires_at: z.number().nullable(),
+    }),
+  ),
+});
+export type BatchRenewResponse = z.infer<typeof BatchRenewResponseSchema>;
+
 /** `POST /batch/ack` (addition): the trainer has durably consumed a leased batch; `batch_id` is the lease's. */
 export const BatchAckSchema = z.object({ batch_id: z.string().min(1) });
 /**
@@ -248,6 +269,12 @@ export const MetricsSnapshotSchema = z.object({
   postsRefused: int,
   /** Groups in those posts. */
   groupsRefused: int,
+  /** Leases that ran out before their ack: each such batch is served again, and a trainer may train it twice. */
+  leasesExpired: int,
+  /** Leases renewed by their trainers (`POST /batch/renew`). */
+  leasesRenewed: int,
+  /** Training runs this one superseded that could not be told to end (`clotho api` logs each, naming it). */
+  supersessionErrors: int,
   envs: z.array(EnvMetricsSchema),
 });
 export type MetricsSnapshot = z.infer<typeof MetricsSnapshotSchema>;

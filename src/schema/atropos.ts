@@ -107,7 +107,13 @@ export interface AtroposActivities {
   }): Promise<AtroposCheckpoint & Pick<AtroposNextItem, 'restoredFrom' | 'fastForwarded'>>;
   /** What the environment's `wandb_log` logs (it still logs to wandb when use_wandb is on): numbers only. */
   atroposMetrics(input: { step?: number }): Promise<{ metrics: Record<string, number> }>;
-  atroposCollect(input: { itemIndex: number; item: unknown; store: AtroposStoreTarget & { key: string } }): Promise<AtroposCollected>;
+  /** `maxTokenLen`: the trainer's, which Atropos's send filter drops a group at or past under `serve`. */
+  atroposCollect(input: {
+    itemIndex: number;
+    item: unknown;
+    store: AtroposStoreTarget & { key: string };
+    maxTokenLen?: number;
+  }): Promise<AtroposCollected>;
   atroposEvaluate(input: { step?: number }): Promise<AtroposEvaluated>;
 }
 
@@ -135,6 +141,8 @@ export interface AtroposGroupInput {
   policyVersion: number | null;
   /** Whether the server has Clotho's search attributes. */
   searchAttributes: boolean;
+  /** The trainer's max_token_len, handed to the collect (its env-run's). */
+  maxTokenLen?: number;
 }
 
 /** A finished Atropos group: references to what it delivers, or the reason it delivers nothing. */
@@ -217,4 +225,9 @@ export interface AtroposEnvRunInput {
   hooks?: AtroposRunHooks;
   /** The batcher's last pushed room, carried across continue-as-new. */
   room?: BatcherRoom;
+  /**
+   * The trainer's max_token_len under `serve`, read from the batcher once registered as Atropos reads `/info`: every
+   * collect hands it to the environment, whose send filter drops a group at or past it. Absent under `process`.
+   */
+  maxTokenLen?: number;
 }

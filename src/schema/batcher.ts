@@ -108,6 +108,25 @@ export type TakeResult = z.infer<typeof TakeResultSchema>;
 export const AckStatusSchema = z.enum(['acked', 'expired', 'unknown']);
 export type AckStatus = z.infer<typeof AckStatusSchema>;
 
+/**
+ * The `renewLeases` update's argument (`POST /batch/renew`): hold each of these leases for `durationMs` more from now.
+ * A trainer renews the leases of every batch it trained but has not acked yet, so that acking only at a checkpoint
+ * never lets a lease run out.
+ */
+export const RenewLeasesRequestSchema = z.object({ leaseIds: z.array(z.string().min(1)).min(1), durationMs: z.number().positive() });
+export type RenewLeasesRequest = z.infer<typeof RenewLeasesRequestSchema>;
+
+/**
+ * What became of one lease of a `renewLeases` update: held until `leaseExpiresAt` (`renewed`), run out or superseded by
+ * a later serving of its batch before the renewal (`expired`: the batch is, or will be, served again), or not known.
+ */
+export const LeaseRenewalSchema = z.object({
+  leaseId: z.string(),
+  status: z.enum(['renewed', 'expired', 'unknown']),
+  leaseExpiresAt: z.number().nullable(),
+});
+export type LeaseRenewal = z.infer<typeof LeaseRenewalSchema>;
+
 /** The `waitingGroups` query's argument. */
 export const WaitingGroupsRequestSchema = z.object({ offset: int, limit: int });
 export type WaitingGroupsRequest = z.infer<typeof WaitingGroupsRequestSchema>;
@@ -149,6 +168,13 @@ export const BatcherCountersSchema = z.object({
    */
   batchesTaken: int.optional(),
   leasesExpired: int,
+  /** Leases renewed (`renewLeases`); absent in batchers from before renewals. */
+  leasesRenewed: int.optional(),
+  /**
+   * Batchers this one was started to supersede that it could not tell to end (closed already, or never there): their
+   * env-runs were not told. Absent until one happens.
+   */
+  supersessionErrors: int.optional(),
   perEnv: z.record(z.string(), EnvCountersSchema),
 });
 export type BatcherCounters = z.infer<typeof BatcherCountersSchema>;

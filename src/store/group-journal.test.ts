@@ -1,10 +1,10 @@
-import { appendFile, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { deletedFrame, groupOfRecord, journalFrame, readJournal } from './group-journal.js';
+import { deletedFrame, groupOfRecord, JournalDamagedError, journalFrame, readJournal } from './group-journal.js';
 import { repoRoot } from './paths.js';
 import { FileSystemStore, JsonBytes } from './trajectory-store.js';
 
@@ -58,6 +58,40 @@ describe('a rollout group’s journal', () => {
     expect(read).toBe(bytes.length - 19);
   });
 
+  it('still reads journals written before frames had checksums', () => {
+    const old = Buffer.from('\ng/e/item-0/a\t7\t{"v":1}\n\ng/e/item-0/b\t-\t\n\ng/e/item-0/a\t7\t{"v":2}\n');
+    const { entries, read } = readJournal(old);
+    expect(Object.fromEntries([...entries].map(([k, v]) => [k, v === null ? null : JSON.parse(v.toString())]))).toEqual({
+      'g/e/item-0/a': { v: 2 },
+      'g/e/item-0/b': null,
+    });
+    expect(read).toBe(old.length);
+  });
+
+  it('reports a frame whose bytes do not match its checksum, and a line that is no frame, by their offsets', () => {
+    const first = journalFrame('g/e/item-0/a', '{"v":1}');
+    const flipped = journalFrame('g/e/item-0/b', '{"v":2}');
+    // One byte of the value changed in place (same length): only a checksum can tell.
+    flipped[flipped.length - 3] = '3'.charCodeAt(0);
+    const garbage = Buffer.from('\n3,4]}\n');
+    const bytes = Buffer.concat([first, flipped, garbage, journalFrame('g/e/item-0/c', '1')]);
+    const { entries, damaged } = readJournal(bytes);
+    expect([...entries.keys()]).toEqual(['g/e/item-0/a', 'g/e/item-0/c']);
+    expect(damaged).toEqual([
+      { offset: first.length + 1, reason: expect.stringMatching(/checksum/) },
+      { offset: first.length + flipped.length + 1, reason: expect.stringMatching(/not a frame/) },
+    ]);
+  });
+
+  it('reports a frame longer than its length says (writers interleaved), and skips one cut short quietly', () => {
+    const whole = journalFrame('g/e/item-0/a', '{"v":1}');
+    const cut = journalFrame('g/e/item-0/b', '{"v":"long"}').subarray(0, 24);
+    const longer = Buffer.from(whole.toString().replace('{"v":1}', '{"v":10}'));
+    const { entries, damaged } = readJournal(Buffer.concat([cut, whole, longer]));
+    expect([...entries.keys()]).toEqual(['g/e/item-0/a']);
+    expect(damaged).toEqual([{ offset: cut.length + whole.length + 1, reason: expect.stringMatching(/8 bytes where its header says 7/) }]);
+  });
+
   it('keeps bytes kept as posted, pretty-printed ones too, as the same JSON', () => {
     const pretty = JSON.stringify({ tokens: [[1, 2]], note: 'a\nb' }, null, 2);
     const [value] = readJournal(journalFrame('g/e/item-0/group', Buffer.from(pretty))).entries.values();
@@ -85,6 +119,22 @@ describe('a rollout group’s journal', () => {
     expect(await store.tryGet('run/env/item-0/turn-1/generated')).toBeUndefined();
     expect(await store.get('run/env/item-0/turn-1/sample-0/call-0')).toEqual({ c: 1 });
     expect(await keys(store, 'run')).toEqual(['run/env/item-0/turn-0/generated', 'run/env/item-0/turn-1/sample-0/call-0']);
+  });
+
+  it('refuses to read a group whose journal has a damaged frame, naming the journal and the offset', async () => {
+    const { dir, store } = await freshStore();
+    await store.put('run/env/item-0/turn-0/generated', { t: 0 });
+    const journal = join(dir, 'run/env/item-0.journal');
+    const frame = journalFrame('run/env/item-0/turn-1/generated', '{"t":1}');
+    frame[frame.length - 3] = '7'.charCodeAt(0);
+    const offset = (await readFile(journal)).length + 1;
+    await appendFile(journal, frame);
+    const reading = store.tryGet('run/env/item-0/turn-0/generated');
+    await expect(reading).rejects.toThrow(JournalDamagedError);
+    await expect(reading).rejects.toThrow(`${journal}: damaged frame at byte ${offset}`);
+    // Once seen, every later read of the group says so too.
+    await expect(new FileSystemStore(dir).tryGet('run/env/item-0/turn-0/generated')).rejects.toThrow(`byte ${offset}`);
+    await expect(store.tryGet('run/env/item-0/turn-1/generated')).rejects.toThrow('local disk only; s3:// across hosts');
   });
 
   it('keeps every record of writers in several processes at once', async () => {

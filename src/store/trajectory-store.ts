@@ -2,7 +2,15 @@ import { appendFileSync } from 'node:fs';
 import { appendFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { StoreRef } from '../schema/rollout.js';
-import { deletedFrame, groupOfRecord, JOURNAL_SUFFIX, journalFrame, readJournal } from './group-journal.js';
+import {
+  deletedFrame,
+  groupOfRecord,
+  JOURNAL_SUFFIX,
+  JournalDamagedError,
+  journalFrame,
+  readJournal,
+  type JournalDamage,
+} from './group-journal.js';
 import { storeKey } from '../schema/store-keys.js';
 
 /**
@@ -137,7 +145,8 @@ export class FileSystemStore implements TrajectoryStore {
   /**
    * The newest value of each key in a group's journal, or undefined when it has none. Journals read lately are kept,
    * so a read of a journal that grew reads what was appended since rather than the whole file again: loading an
-   * episode's state walks its records back one by one, and would otherwise read the journal once per turn.
+   * episode's state walks its records back one by one, and would otherwise read the journal once per turn. A journal
+   * with a damaged frame throws {@link JournalDamagedError}, at this read and every later one.
    */
   private async readJournalOf(group: string): Promise<Map<string, Buffer | null> | undefined> {
     const path = this.journalOf(group);
@@ -155,12 +164,15 @@ export class FileSystemStore implements TrajectoryStore {
       // Another journal at the same path (the group deleted and written again) is read from its start.
       const same = kept && kept.ino === ino && kept.birthtimeMs === birthtimeMs && kept.read <= size;
       const index: JournalIndex = same ? kept : { ino, birthtimeMs, read: 0, entries: new Map() };
-      if (size > index.read) {
+      if (size > index.read && !index.damage) {
         const tail = Buffer.allocUnsafe(size - index.read);
         const { bytesRead } = await handle.read(tail, 0, tail.length, index.read);
-        index.read += readJournal(tail.subarray(0, bytesRead), index.entries).read;
+        const { read, damaged } = readJournal(tail.subarray(0, bytesRead), index.entries);
+        if (damaged[0]) index.damage = { ...damaged[0], offset: index.read + damaged[0].offset };
+        index.read += read;
       }
       this.journals.keep(path, index);
+      if (index.damage) throw new JournalDamagedError(path, index.damage);
       return index.entries;
     } finally {
       await handle.close();
@@ -243,6 +255,8 @@ interface JournalIndex {
   birthtimeMs: number;
   read: number;
   entries: Map<string, Buffer | null>;
+  /** The first damaged frame seen: the journal is read no further. */
+  damage?: JournalDamage;
 }
 
 /** Journals read lately, the least recently used dropped past 64 MB of them. */

@@ -71,6 +71,7 @@ export async function atroposEnvRun(input: AtroposEnvRunInput): Promise<AtroposP
             collect: steps.collect,
             policyVersion,
             searchAttributes,
+            ...(input.maxTokenLen === undefined ? {} : { maxTokenLen: input.maxTokenLen }),
           },
         ],
       });

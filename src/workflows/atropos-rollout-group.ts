@@ -26,7 +26,8 @@ export async function atroposRolloutGroup(input: AtroposGroupInput): Promise<Atr
   };
   let collected;
   try {
-    collected = await atroposCollect({ itemIndex: input.itemIndex, item: input.item, store });
+    const { itemIndex, item, maxTokenLen } = input;
+    collected = await atroposCollect({ itemIndex, item, store, ...(maxTokenLen === undefined ? {} : { maxTokenLen }) });
   } catch (error) {
     setStatus(input, 'failed');
     throw error;

@@ -11,6 +11,7 @@ import {
   ingestGroup,
   ingestGroups,
   registerTrainer,
+  renewLeases,
   resetData,
   takeBatch,
   waitingGroups,
@@ -299,6 +300,34 @@ describe('leases', () => {
     expect([a, b, c].map((lease) => ackBatch(state, lease.leaseId!, 22))).toEqual(['unknown', 'unknown', 'unknown']);
     expect(takeBatch(state, { now: 100, durationMs: 10 })).toEqual({ status: 'empty' });
     expect(state.counters).toMatchObject({ batchesServed: 3, batchesRedelivered: 2, leasesExpired: 2, batchesAcked: 1, batchesTaken: 1 });
+  });
+
+  it('holds a renewed lease past its first end, so the batch is acked once and never served again', () => {
+    const state = batcher(2);
+    ingestGroup(state, group(2));
+    const batch = served(state, { now: 0, durationMs: 10 })!;
+    expect(renewLeases(state, [batch.leaseId!], 8, 10)).toEqual([{ leaseId: batch.leaseId, status: 'renewed', leaseExpiresAt: 18 }]);
+    // A renewal never shortens a lease.
+    expect(renewLeases(state, [batch.leaseId!], 9, 1)).toEqual([{ leaseId: batch.leaseId, status: 'renewed', leaseExpiresAt: 18 }]);
+    expect(takeBatch(state, { now: 15, durationMs: 10 })).toEqual({ status: 'empty' });
+    expect(ackBatch(state, batch.leaseId!, 17)).toBe('acked');
+    expect(state.counters).toMatchObject({ leasesRenewed: 2, leasesExpired: 0, batchesServed: 1, batchesAcked: 1 });
+  });
+
+  it('answers each lease of a renewal apart: one that ran out is expired (its batch served again), another unknown', () => {
+    const state = batcher(2);
+    for (let i = 0; i < 2; i++) ingestGroup(state, group(2));
+    const short = served(state, { now: 0, durationMs: 5 })!;
+    const long = served(state, { now: 0, durationMs: 50 })!;
+    const before = structuredClone(state);
+    expect(renewLeases(state, [short.leaseId!, long.leaseId!, 'nope'], 6, 50)).toEqual([
+      { leaseId: short.leaseId, status: 'expired', leaseExpiresAt: null },
+      { leaseId: long.leaseId, status: 'renewed', leaseExpiresAt: 56 },
+      { leaseId: 'nope', status: 'unknown', leaseExpiresAt: null },
+    ]);
+    expect(expireLeases(before, 6)).toEqual([short.batchId]);
+    expect(state.formed).toEqual(before.formed);
+    expect(served(state, { now: 7, durationMs: 5 })).toMatchObject({ batchId: short.batchId, leaseId: `${short.batchId}.lease-2` });
   });
 
   it('knows no lease that was never served: a later delivery, a formed batch, an id of another shape', () => {

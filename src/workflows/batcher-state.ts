@@ -7,6 +7,7 @@ import type {
   BatcherMetrics,
   EnvCounters,
   GroupRef,
+  LeaseRenewal,
   RecordDrops,
   RegisterTrainerResult,
   TakeResult,
@@ -313,15 +314,34 @@ export function takeBatch(
  */
 export function ackBatch(state: BatcherState, leaseId: string, now?: number): AckStatus {
   if (now !== undefined) expireLeases(state, now);
+  const found = liveLease(state, leaseId);
+  if (typeof found === 'string') return found;
+  state.leases.splice(state.leases.indexOf(found), 1);
+  state.counters.batchesAcked++;
+  countTaken(state);
+  return 'acked';
+}
+
+/**
+ * Holds each live lease of `leaseIds` until `now + durationMs` at least (a renewal never shortens a lease). Leases run
+ * out first, so a renewal after its lease's end is `expired`, as an ack would be: the batch is served again.
+ */
+export function renewLeases(state: BatcherState, leaseIds: readonly string[], now: number, durationMs: number): LeaseRenewal[] {
+  expireLeases(state, now);
+  return leaseIds.map((leaseId) => {
+    const found = liveLease(state, leaseId);
+    if (typeof found === 'string') return { leaseId, status: found, leaseExpiresAt: null };
+    found.leaseExpiresAt = Math.max(found.leaseExpiresAt, now + durationMs);
+    state.counters.leasesRenewed = (state.counters.leasesRenewed ?? 0) + 1;
+    return { leaseId, status: 'renewed', leaseExpiresAt: found.leaseExpiresAt };
+  });
+}
+
+/** The live lease a lease id names, or why there is none: it ran out or the batch was served again, or it is unknown. */
+function liveLease(state: BatcherState, leaseId: string): Lease | 'expired' | 'unknown' {
   const { batchId, delivery } = parseLeaseId(leaseId);
-  const at = state.leases.findIndex((l) => l.batchId === batchId);
-  const leased = state.leases[at];
-  if (leased && leased.deliveries === delivery) {
-    state.leases.splice(at, 1);
-    state.counters.batchesAcked++;
-    countTaken(state);
-    return 'acked';
-  }
+  const leased = state.leases.find((l) => l.batchId === batchId);
+  if (leased && leased.deliveries === delivery) return leased;
   const batch = leased ?? state.formed.find((b) => b.batchId === batchId);
   return batch && delivery <= batch.deliveries ? 'expired' : 'unknown';
 }

@@ -6,6 +6,7 @@ import type { BatcherView, GroupRef, TrainerMode } from '../schema/batcher.js';
 import type { StoreRef } from '../schema/rollout.js';
 import { computeEnvStatus, disconnectEnv, envAt, registerEnv } from './batcher-envs.js';
 import { pushRooms, watchRoom, type RoomWatch } from './batcher-room.js';
+import { endSuperseded, supersede, type BatcherResult } from './batcher-supersede.js';
 import {
   ackBatch,
   batcherMetrics,
@@ -15,6 +16,7 @@ import {
   ingestGroups,
   recordDrops,
   registerTrainer,
+  renewLeases,
   resetData,
   takeBatch,
   waitingGroupsPage,
@@ -25,18 +27,20 @@ import {
   ackBatchUpdate,
   batchQuery,
   batcherViewQuery,
-  batcherWatchersQuery,
   disconnectEnvUpdate,
   ingestGroupsSignal,
   ingestGroupsUpdate,
   recordDropsSignal,
   registerEnvUpdate,
   registerTrainerUpdate,
+  renewLeasesUpdate,
   resetUpdate,
   statusEnvQuery,
+  supersedeBatcherSignal,
   takeBatchUpdate,
   waitingGroupsQuery,
   watchRoomSignal,
+  type BatcherSuperseded,
 } from './messages.js';
 
 export interface BatcherInput {
@@ -48,6 +52,11 @@ export interface BatcherInput {
   /** Env-runs watching their room, and the last version pushed, carried through continue-as-new. */
   watches?: RoomWatch[];
   roomVersion?: number;
+  /**
+   * The batcher of the training run this one supersedes, and why: told to end as this run's first act
+   * (`batcher-supersede.ts`). Only a new run's first input has it; runs started before it never do.
+   */
+  supersedes?: { batcherId: string; reason: string };
 }
 
 /** Inline state above this size goes through the store on continue-as-new (payloads error at 2 MiB). */
@@ -64,7 +73,7 @@ const DEFAULT_TRAINER_HEARTBEAT_MS = 20_000;
  * a thin shell around the pure state module. Envs' groups arrive as signals (from env-runs) or updates
  * (from the HTTP API, which must answer Atropos's status); readings are queries.
  */
-export async function batcher(input: BatcherInput): Promise<void> {
+export async function batcher(input: BatcherInput): Promise<BatcherResult> {
   const { saveBatcherState, loadBatcherState } = proxyActivities<BatcherActivities>({
     startToCloseTimeout: '1 minute',
     retry: { maximumInterval: '10 seconds' },
@@ -104,22 +113,36 @@ export async function batcher(input: BatcherInput): Promise<void> {
     },
   );
   setHandler(ackBatchUpdate, (leaseId) => changed(ackBatch(state, leaseId, Date.now())));
+  setHandler(renewLeasesUpdate, ({ leaseIds, durationMs }) => changed(renewLeases(state, leaseIds, Date.now(), durationMs)), {
+    validator: ({ leaseIds, durationMs }) => {
+      if (!Array.isArray(leaseIds) || leaseIds.length === 0 || leaseIds.some((id) => typeof id !== 'string' || id === ''))
+        throw new Error('renewLeases: leaseIds must be a non-empty list of lease ids');
+      if (typeof durationMs !== 'number' || !(durationMs > 0) || !Number.isFinite(durationMs))
+        throw new Error(`renewLeases: durationMs must be a positive number of milliseconds, got ${String(durationMs)}`);
+    },
+  });
+  let superseded: BatcherSuperseded | null = null;
+  setHandler(supersedeBatcherSignal, (request) => changed(void (superseded ??= request)));
   setHandler(resetUpdate, () => changed(resetData(state).length));
   setHandler(statusEnvQuery, (envId) => computeEnvStatus(state, envId)?.status ?? null);
   setHandler(batchQuery, (batchId) => [...state.formed, ...state.leases].find((b) => b.batchId === batchId)?.groups ?? null);
   setHandler(batcherViewQuery, () => view(state, input.trainer.kind));
-  setHandler(batcherWatchersQuery, () => watches.map((watch) => watch.workflowId));
   setHandler(waitingGroupsQuery, ({ offset, limit }) => waitingGroupsPage(state, offset, limit));
 
-  const continueSuggested = () => workflowInfo().continueAsNewSuggested || changes >= CHANGES_PER_RUN;
-  // Two branches issue commands side by side (trainer steps, room pushes): both are regular activities and
+  const ended = () => superseded !== null;
+  const stop = () => workflowInfo().continueAsNewSuggested || changes >= CHANGES_PER_RUN || ended();
+  // Branches issue commands side by side (trainer steps, room pushes, the supersession): all are regular activities and
   // signals, whose order on replay follows the history. Never add a local activity beside them.
-  const pushing = pushRooms(state, watches, continueSuggested, roomVersion);
-  if (input.trainer.kind === 'temporal') {
-    await feedTrainer(state, input.trainer, () => changes, continueSuggested);
-  } else {
-    await condition(continueSuggested);
-  }
+  const countError = (told: boolean) => {
+    if (!told) state.counters.supersessionErrors = (state.counters.supersessionErrors ?? 0) + 1;
+  };
+  const superseding = input.supersedes && supersede(input.supersedes.batcherId, input.supersedes.reason).then(countError);
+  const pushing = pushRooms(state, watches, stop, roomVersion);
+  const working = input.trainer.kind === 'temporal' ? feedTrainer(state, input.trainer, () => changes, stop) : condition(stop);
+  // Superseded, the run ends at once, a trainStep in flight with it (as when it was terminated).
+  await Promise.race([working, condition(ended)]);
+  await superseding;
+  if (superseded) return endSuperseded(watches, superseded);
   await pushing;
 
   await condition(allHandlersFinished);
@@ -127,7 +150,9 @@ export async function batcher(input: BatcherInput): Promise<void> {
   const next: BatcherInput = { trainer: input.trainer, watches, roomVersion: roomVersion.value };
   if (size > INLINE_STATE_LIMIT) next.stateRef = await saveBatcherState(state, workflowInfo().runId);
   else next.state = state;
-  await continueAsNew<typeof batcher>(next);
+  // A supersession that came while this run was closing ends it here rather than be carried nowhere.
+  if (superseded) return endSuperseded(watches, superseded);
+  return continueAsNew<typeof batcher>(next);
 }
 
 /**

@@ -5,8 +5,10 @@ import type {
   BatcherIngestResult,
   BatcherView,
   GroupRef,
+  LeaseRenewal,
   RecordDrops,
   RegisterTrainerResult,
+  RenewLeasesRequest,
   TakeBatchRequest,
   TakeResult,
   WaitingGroupsPage,
@@ -46,8 +48,6 @@ export const recordDropsSignal = defineSignal<[RecordDrops]>('recordDrops');
 export const watchRoomSignal = defineSignal<[WatchRoom]>('watchRoom');
 /** The batcher pushes an env's room to the env-runs watching it (sent to the env-run). */
 export const roomChangedSignal = defineSignal<[BatcherRoom]>('roomChanged');
-/** The env-runs watching a batcher's rooms, by workflow id: whoever ends the batcher tells them (`batcherEndedSignal`). */
-export const batcherWatchersQuery = defineQuery<string[]>('batcherWatchers');
 /** Why the batcher an env-run feeds was ended (a new training run superseded it). */
 export interface BatcherEnded {
   batcherId: string;
@@ -55,12 +55,25 @@ export interface BatcherEnded {
 }
 /** Sent to an env-run whose batcher was ended: it fails, naming the batcher and why, rather than wait for room. */
 export const batcherEndedSignal = defineSignal<[BatcherEnded]>('batcherEnded');
+/** Why a batcher is asked to end: the batcher of the training run that supersedes it, and in words. */
+export interface BatcherSuperseded {
+  by: string;
+  reason: string;
+}
+/**
+ * Sent by a new training run's batcher, as its first act, to the batcher it supersedes: that one tells its watchers
+ * (`batcherEndedSignal`) and ends. Carried by the workflows themselves, so no crash of the process that started the new
+ * run can leave the old one running.
+ */
+export const supersedeBatcherSignal = defineSignal<[BatcherSuperseded]>('supersedeBatcher');
 export const registerTrainerUpdate = defineUpdate<RegisterTrainerResult, [TrainerRegistration]>('registerTrainer');
 export const registerEnvUpdate = defineUpdate<RegisterEnvResponse, [EnvRegistration]>('registerEnv');
 export const disconnectEnvUpdate = defineUpdate<DisconnectEnvResponse, [number]>('disconnectEnv');
 export const takeBatchUpdate = defineUpdate<TakeResult, [TakeBatchRequest]>('takeBatch');
 /** Acks a leased batch by the lease id it was served with ({@link leaseIdOf}); only the live lease can. */
 export const ackBatchUpdate = defineUpdate<AckStatus, [string]>('ackBatch');
+/** Holds leases longer, each by the lease id it was served with; only live leases can be renewed. */
+export const renewLeasesUpdate = defineUpdate<LeaseRenewal[], [RenewLeasesRequest]>('renewLeases');
 /** `/reset_data`: answers how many groups were dropped. */
 export const resetUpdate = defineUpdate<number, []>('reset');
 export const batcherViewQuery = defineQuery<BatcherView>('batcherView');

@@ -71,11 +71,15 @@ async function expectServing(body: Body, run: number) {
   );
 }
 
-/** The run's batcher workflow was ended by the next run, and is still there to open. */
+/** The run's batcher workflow was ended by the next run (its first act), and is still there to open. */
 async function expectKept(run: number) {
   const { client } = await testConnection();
   const id = run === 1 ? shared.api.batcherId : `${shared.api.batcherId}/run-${run}`;
-  expect((await client.workflow.getHandle(id).describe()).status.name).toBe('TERMINATED');
+  const next = `${shared.api.batcherId}/run-${run + 1}`;
+  expect(await client.workflow.getHandle(id).result()).toMatchObject({
+    supersededBy: next,
+    reason: `superseded by training run ${run + 1} (${next})`,
+  });
 }
 
 describe('a second training run against the same clotho api gets its own configuration', () => {

@@ -99,11 +99,13 @@ describe('clotho evaluate --atropos', () => {
     await recordHistory('atropos-evaluation-failed.json', run.workflowId!);
   });
 
-  it("prints Atropos's evaluate help, and its error for a flag the class lacks", async () => {
+  it("prints Atropos's evaluate help then Clotho's flags, and Atropos's error for a flag the class lacks", async () => {
     const help = await runClotho(['evaluate', '--atropos', join(ATROPOS_ENVS, 'arithmetic_env.py'), '--help'], env);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('--env.data_dir_to_save_evals');
     expect(help.stdout).toContain('--env.dataset_size');
+    // Then Clotho's own flags, which Atropos never sees.
+    expect(help.stdout).toMatch(/Clotho's flags \(taken out before Atropos's CLI reads the rest\):[\s\S]*--worker-restarts <n>/);
     const bad = await atroposEvaluate('arithmetic_env.py', 'http://127.0.0.1:9/v1', ['--env.no_such_field', '1']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('unrecognized arguments: --env.no_such_field');

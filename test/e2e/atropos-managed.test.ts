@@ -9,7 +9,7 @@ import { proxyServers } from '../../src/cli/commands/proxy.js';
 import { createServerManager } from '../../src/inference/server-manager.js';
 import { loadTokenizer } from '../../src/inference/tokenizer.js';
 import type { ScoredDataGroup } from '../../src/schema/scored-data.js';
-import { ATROPOS_ENVS, atroposPython } from '../support/atropos.js';
+import { ATROPOS_ENVS, atroposPython, clothoStderr } from '../support/atropos.js';
 import { runClotho, spawnClotho, waitFor, type CliRun } from '../support/cli.js';
 import { expectWellFormedSequence, readGroups } from '../support/groups.js';
 import { temporalEnv, useScratch } from '../support/runs.js';
@@ -71,7 +71,7 @@ async function expectExactTwoTurnGroup(baseUrl: string, name: string, extraEnv: 
   args.push('--openai.base_url', baseUrl, '--openai.model_name', 'generate:tiny', '--openai.tokenizer_name', QWEN_TOKENIZER);
   args.push('--env.total_steps', '1', '--env.data_path_to_save_groups', out, '--store', scratch.path(`${name}-store`));
   const { code, stderr } = await runClotho([...args, '--env.run_id', uniqueId(name)], { ...env, ...extraEnv });
-  expect(stderr).toBe('');
+  expect(clothoStderr(stderr)).toBe('');
   expect(code).toBe(0);
   const [group] = await readGroups(out);
   expect(group!.tokens).toHaveLength(2);

@@ -4,7 +4,15 @@ import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { envRunStatusQuery, waitingGroupsQuery } from '../../src/workflows/messages.js';
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
-import { arithmeticResponder, ATROPOS_ENVS, atroposPython, recordHistory } from '../support/atropos.js';
+import {
+  arithmeticResponder,
+  ATROPOS_ENVS,
+  atroposPython,
+  atroposWorkerPids,
+  endsWithin,
+  processGroupPids,
+  recordHistory,
+} from '../support/atropos.js';
 import { spawnClotho, waitFor } from '../support/cli.js';
 import { startVllmServer } from '../support/native-servers.js';
 import { prometheusSamples } from '../support/prometheus.js';
@@ -106,7 +114,7 @@ describe('clotho serve --atropos', () => {
     }
   }, 300_000);
 
-  it("checkpoints at the trainer's checkpoint_interval, restores after a kill -9 of the Python worker, evaluates and logs", async () => {
+  it("checkpoints at the trainer's checkpoint_interval, restarts a Python worker killed -9, which restores, evaluates and logs", async () => {
     const address = inject('temporalAddress');
     const own = await startApiProcess({ temporalAddress: address });
     const http = apiClient(own.url);
@@ -135,7 +143,6 @@ describe('clotho serve --atropos', () => {
     const status = async () => (await handle.query(envRunStatusQuery)) as unknown as AtroposProgress;
     const port = await freePort();
     const first = spawnClotho(serveArgs(port), env);
-    let second: ReturnType<typeof spawnClotho> | undefined;
     try {
       // Its schedule is printed right after it registers, and may reach the pipe in a chunk of its own.
       await waitFor(() => first.stdout().includes('trainer steps ('), 120_000, 'clotho serve --atropos to register and print its schedule');
@@ -152,18 +159,16 @@ describe('clotho serve --atropos', () => {
       expect(scraped.get(`clotho_env_logged_metric{${env_},metric="train/percent_correct"}`)).toBe(0.25);
       expect(scraped.get(`clotho_eval_metric{${env_},metric="percent_correct"}`)).toBe(1);
 
-      // kill -9 the Python worker's process group: the command stops, the run does not.
+      // kill -9 the Python worker's process group (and nothing else): the command starts another, and the run goes on.
       const before = await status();
-      const python = execFileSync('ps', ['-o', 'pid=', '--ppid', String(first.child.pid)], { encoding: 'utf8' })
-        .trim()
-        .split(/\s+/);
-      for (const pid of python) process.kill(-Number(pid), 'SIGKILL');
-      expect(await first.exited).not.toBe(0);
+      const python = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(first.child.pid)], { encoding: 'utf8' })
+        .split('\n')
+        .find((line) => line.includes('clotho_atropos worker'))!;
+      process.kill(-Number(python.trim().split(/\s+/)[0]), 'SIGKILL');
       expect(before.checkpoint!.cursor).toBeGreaterThan(0);
 
-      second = spawnClotho(serveArgs(await freePort()), env);
       let done = false;
-      const exited = second.exited.finally(() => (done = true));
+      const exited = first.exited.finally(() => (done = true));
       await waitFor(
         async () => {
           if (!done) await takeBatch();
@@ -173,6 +178,7 @@ describe('clotho serve --atropos', () => {
         'serve to reach the last step',
       );
       expect(await exited).toBe(0);
+      expect(first.stderr()).toMatch(/the Atropos worker exited \(SIGKILL\): restart 1 of at most 5 within 10 minutes/);
       const result = await handle.result();
       // The new worker restored the checkpoint, then skipped only the items taken after it.
       expect(result.restored!.from).not.toBeNull();
@@ -184,21 +190,21 @@ describe('clotho serve --atropos', () => {
       expect(new Set(questions).size).toBe(questions.length);
       expect(result.evaluation!.results[0]!.step).toBe(2);
       expect(result.evaluation!.failed).toBe(0);
-      expect(second.stdout()).toMatch(/delivered \d+ groups; failed 0; evaluations \d+ \(skipped 0, failed 0\)/);
+      expect(first.stdout()).toMatch(/delivered \d+ groups; failed 0; evaluations \d+ \(skipped 0, failed 0\)/);
       await recordHistory('atropos-env-run-batched-restored.json', workflowId);
     } finally {
       await connection.close();
-      for (const run of [first, second]) if (run && run.child.exitCode === null) run.child.kill('SIGKILL');
+      if (first.child.exitCode === null) first.child.kill('SIGKILL');
       await own.stop();
     }
   }, 400_000);
 
-  /** `clotho serve --atropos <file>` for a trainer of `steps` batches of two groups of two, on its own API. */
-  async function serveTo(file: string, baseUrl: string, steps: number) {
+  /** `clotho serve --atropos <file>` for a trainer of `steps` batches of two groups of two (and `trainer`'s settings), on its own API. */
+  async function serveTo(file: string, baseUrl: string, steps: number, trainer: Partial<typeof TRAINER> = {}) {
     const address = inject('temporalAddress');
     const own = await startApiProcess({ temporalAddress: address });
     const http = apiClient(own.url);
-    await http.post('/register', { ...TRAINER, batch_size: 4, num_steps: steps });
+    await http.post('/register', { ...TRAINER, batch_size: 4, num_steps: steps, ...trainer });
     expect((await http.get('/batch')).json).toEqual({ batch: null });
     const runId = uniqueId('atropos-serve-envs');
     const stem = atroposEnvironmentName(file);
@@ -221,6 +227,47 @@ describe('clotho serve --atropos', () => {
     await waitFor(() => serve.stdout().includes('registered as'), 120_000, `clotho serve --atropos ${file} to register`);
     return { http, serve, status, close, handle };
   }
+
+  it("hands the trainer's max_token_len to the environment, whose send filter drops longer groups as Atropos's does", async () => {
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: arithmeticResponder() }));
+    // Every arithmetic rollout is longer than 8 tokens.
+    const served = await serveTo('arithmetic_env.py', model.baseUrl, 1, { max_token_len: 8 });
+    try {
+      const tooLong = async () => {
+        const progress = await served.status().catch((error: unknown) => {
+          if (error instanceof WorkflowNotFoundError) return undefined;
+          throw error;
+        });
+        return progress?.dropped['longer than max_token_len 8'] ?? 0;
+      };
+      await waitFor(async () => (await tooLong()) >= 2, 120_000, "groups dropped by the environment's send filter at max_token_len 8");
+      expect((await served.status()).delivered).toBe(0);
+    } finally {
+      await served.close();
+    }
+  }, 300_000);
+
+  it('serves an environment that scores in a process pool it forks (its children do not hang on the worker’s stdin)', async () => {
+    const forked = await serveTo('forked_pool_env.py', 'http://127.0.0.1:9/v1', 1);
+    const workers = atroposWorkerPids(forked.serve.child.pid!);
+    try {
+      let batch: { scores: number[] }[] | null = null;
+      await waitFor(
+        async () => (batch = (await forked.http.get('/batch')).json.batch as typeof batch) !== null,
+        120_000,
+        'a batch of groups scored in a forked pool',
+      );
+      expect(batch!.map((g) => g.scores)).toEqual([
+        [1, -1],
+        [1, -1],
+      ]);
+      expect(await endsWithin(forked.serve, 60_000, 'clotho serve --atropos at the last step')).toBe(0);
+    } finally {
+      await forked.close();
+      // A pool whose children hung outlives its worker: end it with the test.
+      for (const pid of workers) if (processGroupPids(pid).length > 0) process.kill(-pid, 'SIGKILL');
+    }
+  }, 300_000);
 
   it('serves the multi-step, failing-once and declining test environments as Atropos would, counting what it drops', async () => {
     type Group = {

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runHarnessRollout, type HarnessRolloutRecord } from '../../src/activities/harness.js';
 import { ServerConfigSchema } from '../../src/config/schemas.js';
@@ -147,6 +149,28 @@ open("${RESULTS}", "w").write(line)
 print(line, flush=True)
 `;
 
+/** An agent that tells the model where the session's socket is (as the relay's command line names it), then exits. */
+const SOCKET_AGENT = String.raw`
+import json, os, urllib.request
+path = next(arg for pid in filter(str.isdigit, os.listdir("/proc"))
+            for arg in open(f"/proc/{pid}/cmdline", "rb").read().decode().split("\0") if arg.endswith("/model.sock"))
+body = json.dumps({"model": os.environ["OPENAI_MODEL"], "messages": [{"role": "user", "content": "socket:" + path}]})
+request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body.encode(),
+                                 headers={"content-type": "application/json"})
+urllib.request.urlopen(request, timeout=60).read()
+`;
+
+/** A connection to a Unix socket as another user (uid and gid 1000): its outcome, `connected` or the errno's name. */
+const CONNECT_AS_OTHER = String.raw`
+import errno, socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+    print("connected")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, type(e).__name__))
+`;
+
 /** What the agent reports of one escape: the exception's class and errno, or what it got when it was not stopped. */
 interface Attempt {
   done?: string;
@@ -194,12 +218,17 @@ describe.skipIf(BWRAP_MISSING)(SUITE, () => {
   let hostPort: number;
   let hostConnections = 0;
   let scratch: string;
+  /** Runs before the model answers a prompt (while the rollout waits for it), given the prompt's text. */
+  let beforeAnswer: (prompt: string) => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
     qwen = await loadTokenizer('qwen3');
     const ids = [...qwen.encode(REPLY, { addSpecialTokens: false }), qwen.eos!.id];
     scripted = await startScriptedOpenAI({
-      responder: () => ({ choices: [{ text: REPLY, tokenIds: ids, logprobs: ids.map((_, j) => -((j % 7) + 1) / 8) }] }),
+      responder: async (body) => {
+        await beforeAnswer(qwen.decode(body.prompt as number[]));
+        return { choices: [{ text: REPLY, tokenIds: ids, logprobs: ids.map((_, j) => -((j % 7) + 1) / 8) }] };
+      },
     });
     manager = createServerManager({
       servers: [ServerConfigSchema.parse({ base_url: scripted.baseUrl, server_type: 'openai', model_name: 'scripted' })],
@@ -354,6 +383,53 @@ describe.skipIf(BWRAP_MISSING)(SUITE, () => {
     expect(readFileSync(join(hostDir, 'overwritten'), 'utf8')).toBe('host file\n');
     expect(statSync(join(hostDir, 'chowned')).uid).toBe(process.getuid!());
     expect(statSync(join(hostDir, 'overwritten')).uid).toBe(process.getuid!());
+  });
+
+  // Issue 38, finding 9: the socket is the policy's trajectory: only the sandbox's user may reach it.
+  it("keeps the session's socket to the sandbox's user: folders 0700, socket 0600, another user refused", async () => {
+    const seen: { socket: string; modes: string[]; owners: number[]; other: string }[] = [];
+    beforeAnswer = async (prompt) => {
+      const socket = /socket:(\S+model\.sock)/.exec(prompt)?.[1];
+      if (!socket) return;
+      const paths = [dirname(dirname(socket)), dirname(socket), socket];
+      const stats = await Promise.all(paths.map((path) => stat(path)));
+      // Root can become another user; anyone else is another user to the sandbox's (see the owners below).
+      const other =
+        process.getuid!() === 0
+          ? (
+              await promisify(execFile)('setpriv', [
+                '--reuid=1000',
+                '--regid=1000',
+                '--clear-groups',
+                '/usr/bin/python3',
+                '-c',
+                CONNECT_AS_OTHER,
+                socket,
+              ])
+            ).stdout.trim()
+          : 'not root';
+      seen.push({ socket, modes: stats.map((s) => (s.mode & 0o777).toString(8)), owners: stats.map((s) => s.uid), other });
+    };
+    try {
+      const { outcome } = await rollout(
+        { name: 'socket', command: () => ['python3', '/sandbox/.agent/tell.py'], files: { '.agent/tell.py': SOCKET_AGENT } },
+        { command: ['true'] },
+        'socket',
+      );
+      expect(outcome, outcome.output).toMatchObject({ ended: 'exited', exitCode: 0, calls: 1 });
+    } finally {
+      beforeAnswer = async () => undefined;
+    }
+    // As root the sandbox runs as nobody, which must own what it reaches; otherwise as this process's user.
+    const sandboxUser = process.getuid!() === 0 ? 65534 : process.getuid!();
+    expect(seen).toEqual([
+      {
+        socket: expect.stringMatching(/\/session\/model\.sock$/),
+        modes: ['700', '700', '600'],
+        owners: [sandboxUser, sandboxUser, sandboxUser],
+        other: process.getuid!() === 0 ? 'EACCES' : 'not root',
+      },
+    ]);
   });
 
   it('stops an agent that spins past its wall time or its CPU time, and still checks its workspace', async () => {

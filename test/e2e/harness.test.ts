@@ -1,4 +1,5 @@
-import { mkdtemp } from 'node:fs/promises';
+import { existsSync, readdirSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -15,6 +16,7 @@ import { loadTokenizer, type Tokenizer } from '../../src/inference/tokenizer.js'
 import { miniSweAgent } from '../../src/kits/sandbox/agents.js';
 import { FileSystemStore } from '../../src/store/trajectory-store.js';
 import { rolloutGroupId } from '../../src/workflows/messages.js';
+import type { StepOptionsTable } from '../../src/schema/rollout.js';
 import { rolloutGroup } from '../../src/workflows/rollout-group.js';
 import { apiClient, startApiProcess, TRAINER, type ApiProcess } from '../support/api-process.js';
 import { recordHistory } from '../support/atropos.js';
@@ -24,6 +26,7 @@ import { fastSteps } from '../support/harness.js';
 import { runEvaluate, runProcess, useScratch } from '../support/runs.js';
 import { startScriptedOpenAI } from '../support/scripted-openai.js';
 import { BUGFIX_TASKS, sweResponder } from '../support/scripted-swe-model.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 import { testConnection, uniqueId } from '../support/temporal.js';
 
 /**
@@ -220,34 +223,10 @@ describe(`kill -9 of the worker while mini-swe-agent waits for model call ${KILL
     const steps = fastSteps();
     // A rollout on a dead worker is retried once its heartbeats stop for this long.
     steps.harness = { ...steps.harness, heartbeatTimeoutMs: 3000 };
-    const queues = runTaskQueues(runId, 'bugfix');
     // The id a run gives its group, which `clotho inspect` takes.
     const workflowId = rolloutGroupId(runId, 'bugfix', ITEM);
     const first = startWorker();
-    const handle = await client.workflow.start(rolloutGroup, {
-      taskQueue: queues.workflows,
-      workflowId,
-      workflowTaskTimeout: '4s',
-      ...startedBy(true),
-      args: [
-        {
-          runId,
-          environment: 'bugfix',
-          itemIndex: ITEM,
-          groupSize: 1,
-          maxTurns: 20,
-          maxTokenLength: 16_384,
-          sampling: { temperature: 1, topP: 1 },
-          ensureScoresAreNotSame: false,
-          teacherTopK: null,
-          taskQueues: { llm: queues.llm, env: queues.env },
-          steps,
-          searchAttributes: true,
-          oneActivityPerTurn: true,
-          harness: true,
-        },
-      ],
-    });
+    const handle = await startGroup(runId, steps, { workflowTaskTimeout: '4s' });
     await atKill;
     first.child.kill('SIGKILL');
     expect(await first.exited).toBe('SIGKILL');
@@ -306,6 +285,177 @@ describe(`kill -9 of the worker while mini-swe-agent waits for model call ${KILL
     await recordHistory('rollout-group-harness-crash.json', workflowId);
   });
 });
+
+/**
+ * Issue 38, finding 7: on a fresh worker mini-swe-agent is installed from PyPI (about a minute) by the rollout that
+ * first needs it. The rollout's attempt must stay alive meanwhile (one attempt, one install, one agent), not time out
+ * every 10 s and start again beside itself.
+ */
+describe('a fresh worker installing mini-swe-agent inside the rollout (default 10 s heartbeat timeout)', () => {
+  it('keeps the first attempt alive through the install: one attempt, one install, one agent, the rollout scored', async () => {
+    // The sandbox's user (nobody, under root) reads the venv there, as it reads a checkout's .clotho.
+    const home = scratch.path('fresh-home');
+    await chmod(scratch.dir, 0o755);
+    await mkdir(home, { mode: 0o755 });
+    const scripted = sweResponder(tokenizer, () => true);
+    // Each start of the agent asks its first call once: the count of agents that ran.
+    let agentStarts = 0;
+    const model = scratch.closeAfter(
+      await startScriptedOpenAI({
+        responder: (body, index) => {
+          if (tokenizer.decode(body.prompt as number[]).split('<|im_start|>assistant').length === 2) agentStarts++;
+          return scripted.responder(body, index);
+        },
+      }),
+    );
+    const runId = uniqueId('harness-install');
+    // A Clotho home of its own: no mini-swe-agent venv there, so the worker installs one for real.
+    const worker = spawnClotho(
+      ['worker', 'bugfix', '--env.run_id', runId, ...modelFlags(model.baseUrl), '--store', scratch.path('install-store')],
+      {
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+        CLOTHO_HOME: home,
+        CLOTHO_MINI_SWE_AGENT_VENV: '',
+      },
+      { processGroup: true },
+    );
+    children.push(worker);
+    const { client } = await testConnection();
+    const workflowId = rolloutGroupId(runId, 'bugfix', ITEM);
+    // The harness step as a run has it: a 10 s heartbeat timeout and 5 attempts.
+    const handle = await startGroup(runId, fastSteps());
+    const ended = await handle.result().then(
+      (result) => ({ result }),
+      (error: Error) => ({ error: (error.cause as Error | undefined)?.message ?? error.message }),
+    );
+    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const attempts = events.flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt] : []));
+    const installs = worker
+      .stderr()
+      .split('\n')
+      .filter((line) => line.includes('installing mini-swe-agent')).length;
+    // With its installs: attempts that timed out may still be installing, which a graceful stop would wait for.
+    process.kill(-worker.child.pid!, 'SIGKILL');
+    await worker.exited;
+    console.log(`fresh install: attempts ${attempts.join(',')}, installs ${installs}, agents started ${agentStarts}`);
+    expect({ ended, attempts, installs, agentStarts }).toEqual({
+      ended: { result: expect.objectContaining({ status: 'scored', scores: [1] }) },
+      attempts: [1],
+      installs: 1,
+      agentStarts: 1,
+    });
+    expect(existsSync(join(home, 'mini-swe-agent-venv', 'bin', 'mini'))).toBe(true);
+  }, 600_000);
+});
+
+/**
+ * Issue 38, finding 1: a rollout attempt whose worker can no longer reach Temporal (a network partition) is not told by
+ * the server that it timed out, while its agent, its model and the store go on. The SDK's core cancels it itself
+ * once no heartbeat has reached the server for the heartbeat timeout and 5 s more (sdk-core's local activity timers,
+ * `local_timeout_buffer_for_activities`), and the rollout kills its agent's process group on that cancellation: it
+ * writes nothing beside the attempt that finished the rollout elsewhere.
+ */
+describe('a rollout whose worker loses Temporal mid-episode while its agent and the store go on', () => {
+  it('keeps the records of the attempt that finished the rollout; the stale attempt writes nothing more and stops', async () => {
+    await chmod(scratch.dir, 0o755);
+    const store = scratch.path('partition-store');
+    const runId = uniqueId('harness-partition');
+    const stepOf = (body: Record<string, unknown>) => tokenizer.decode(body.prompt as number[]).split('<|im_start|>assistant').length - 2;
+    // The cut-off worker's model: its edit is held until the test lets it go, then answered with a wrong edit.
+    const wrong = sweResponder(tokenizer, () => false);
+    let atEdit!: () => void;
+    const reachedEdit = new Promise<void>((resolve) => (atEdit = resolve));
+    let letGo!: () => void;
+    const released = new Promise<void>((resolve) => (letGo = resolve));
+    const staleAsked: number[] = [];
+    const staleModel = scratch.closeAfter(
+      await startScriptedOpenAI({
+        responder: async (body, index) => {
+          staleAsked.push(stepOf(body));
+          if (stepOf(body) === 1) {
+            atEdit();
+            await released;
+          }
+          return wrong.responder(body, index);
+        },
+      }),
+    );
+    const liveModel = scratch.closeAfter(await startScriptedOpenAI({ responder: sweResponder(tokenizer, () => true).responder }));
+    const proxy = await startTcpProxy(inject('temporalAddress'));
+    // Its rollouts' folders in a folder of its own, to see when its attempt has ended.
+    const staleTmp = scratch.path('stale-tmp');
+    await mkdir(staleTmp, { mode: 0o755 });
+    const worker = (model: string, temporal: string, env: Record<string, string> = {}) => {
+      const run = spawnClotho(
+        ['worker', 'bugfix', '--env.run_id', runId, ...modelFlags(model), '--store', store],
+        { TEMPORAL_ADDRESS: temporal, TEMPORAL_NAMESPACE: inject('temporalNamespace'), ...env },
+        { processGroup: true },
+      );
+      children.push(run);
+      return run;
+    };
+    const cutOff = worker(staleModel.baseUrl, proxy.address, { TMPDIR: staleTmp });
+    const steps = fastSteps();
+    steps.harness = { ...steps.harness, heartbeatTimeoutMs: 3000 };
+    const handle = await startGroup(runId, steps);
+    await reachedEdit;
+    proxy.cut();
+    const other = worker(liveModel.baseUrl, inject('temporalAddress'));
+    const result = await handle.result();
+    const address = { runId, environment: 'bugfix', itemIndex: ITEM };
+    const records = async () => {
+      const fs = new FileSystemStore(store);
+      const result = await fs.get<HarnessRolloutRecord>(harnessKey(address, 0, 'result'));
+      const calls = await Promise.all(Array.from({ length: CALLS }, (_, k) => fs.tryGet<CallRecord>(harnessKey(address, 0, `call-${k}`))));
+      return { passed: result.outcome.check.passed, calls: result.outcome.calls, texts: calls.map((c) => c?.completion.text) };
+    };
+    const finished = await records();
+    letGo();
+    await waitFor(() => readdirSync(staleTmp).every((name) => !name.startsWith('clotho-harness-')), 120_000, 'the cut-off attempt to end');
+    const after = await records();
+    process.kill(-cutOff.child.pid!, 'SIGKILL');
+    other.child.kill('SIGINT');
+    await Promise.all([cutOff.exited, other.exited]);
+
+    expect(result).toMatchObject({ status: 'scored', scores: [1] });
+    expect(finished).toMatchObject({ passed: true, calls: CALLS });
+    // The cut-off attempt's edit was answered after the rollout had finished: nothing it did after is in the store,
+    // and it asked nothing more.
+    expect(after).toEqual(finished);
+    expect(staleAsked).toEqual([0, 1]);
+  }, 300_000);
+});
+
+/** Starts item ITEM's group of one rollout in run `runId`, with `steps`, as an env-run would. */
+async function startGroup(runId: string, steps: StepOptionsTable, options: { workflowTaskTimeout?: string } = {}) {
+  const { client } = await testConnection();
+  const queues = runTaskQueues(runId, 'bugfix');
+  return client.workflow.start(rolloutGroup, {
+    taskQueue: queues.workflows,
+    workflowId: rolloutGroupId(runId, 'bugfix', ITEM),
+    ...options,
+    ...startedBy(true),
+    args: [
+      {
+        runId,
+        environment: 'bugfix',
+        itemIndex: ITEM,
+        groupSize: 1,
+        maxTurns: 20,
+        maxTokenLength: 16_384,
+        sampling: { temperature: 1, topP: 1 },
+        ensureScoresAreNotSame: false,
+        teacherTopK: null,
+        taskQueues: { llm: queues.llm, env: queues.env },
+        steps,
+        searchAttributes: true,
+        oneActivityPerTurn: true,
+        harness: true,
+      },
+    ],
+  });
+}
 
 /** The rollout without Temporal or a kill, through the same code, against the same scripted model. */
 async function uninterruptedRun(baseUrl: string, storeDir: string) {

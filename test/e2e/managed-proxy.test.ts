@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startManagedProxy, type RunningManagedProxy } from '../../src/cli/commands/proxy.js';
+import { createManagedProxy } from '../../src/api/managed-proxy.js';
+import { proxyServers, startManagedProxy, type RunningManagedProxy } from '../../src/cli/commands/proxy.js';
 import { loadTokenizer, type Tokenizer } from '../../src/inference/tokenizer.js';
 import { MASKED, MASKED_LOGPROB } from '../../src/schema/scored-data.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
@@ -216,5 +217,33 @@ describe('the ManagedServer OpenAI proxy', () => {
       404,
     );
     expect((await json('/health')).body).toMatchObject({ status: 'ok', model: 'scripted-model', servers: 1, healthy_servers: 1 });
+  });
+});
+
+describe("the proxy's listening policy, in-process (issue 38, finding 8)", () => {
+  it('with a token, answers 401 naming the header to every route but GET /health', async () => {
+    const { servers } = proxyServers({ model_name: 'scripted-model', servers: [{ base_url: scripted.baseUrl, server_type: 'openai' }] });
+    const guarded = createManagedProxy({ servers, tokenizer: qwen, token: 'pt' });
+    try {
+      for (const [path, method] of [
+        ['/sessions/create', 'POST'],
+        ['/sessions', 'GET'],
+        ['/setup', 'POST'],
+        ['/some-session/v1/chat/completions', 'POST'],
+      ]) {
+        const denied = await guarded.app.request(path!, { method: method!, body: method === 'POST' ? '{}' : null });
+        expect([path, denied.status]).toEqual([path, 401]);
+        expect(((await denied.json()) as any).error.message).toContain('Authorization: Bearer');
+      }
+      const created = await guarded.app.request('/sessions/create', {
+        method: 'POST',
+        body: '{}',
+        headers: { Authorization: 'Bearer pt' },
+      });
+      expect(created.status).toBe(200);
+      expect((await guarded.app.request('/health')).status).toBe(200);
+    } finally {
+      guarded.close();
+    }
   });
 });

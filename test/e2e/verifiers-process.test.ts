@@ -67,7 +67,9 @@ describe('clotho process --verifiers', () => {
     const { code, stdout, stderr } = await runClotho([...args, '--env.run_id', runId], env);
     expect(code, stderr).toBe(0);
     expect(stdout).toContain('2 groups of 2 episodes of arith_env (verifiers)');
-    expect(stdout).toMatch(/groups 2\/2 · 0 in flight · mean score 0\.500 · reward\/correct 0\.500 · metric\/brevity \d\.\d{3} · failed 0 · dropped 0/);
+    expect(stdout).toMatch(
+      /groups 2\/2 · 0 in flight · mean score 0\.500 · reward\/correct 0\.500 · metric\/brevity \d\.\d{3} · failed 0 · dropped 0/,
+    );
     const groups = await readGroups(out);
     expect(groups).toHaveLength(2);
     const completions = model.requests.filter((r) => r.path === '/v1/completions');
@@ -92,7 +94,9 @@ describe('clotho process --verifiers', () => {
   it('runs a multi-turn environment whose task serves a tool, the tool offered and its result in the messages', async () => {
     const policy = await verifiersPolicy((turn) => {
       const name = /code of (\w+)/.exec(turn.prompt)?.[1] ?? '';
-      return turn.toolResults.length === 0 ? { tool: 'codes_lookup', arguments: { name } } : { text: `The code is ${turn.toolResults[0]}.` };
+      return turn.toolResults.length === 0
+        ? { tool: 'codes_lookup', arguments: { name } }
+        : { text: `The code is ${turn.toolResults[0]}.` };
     });
     const model = scratch.closeAfter(await startScriptedOpenAI({ responder: policy }));
     const out = scratch.path('lookup.jsonl');

@@ -309,7 +309,7 @@ describe('clotho view', () => {
     expect(await view.exited).toBe(0);
   });
 
-  it("shows a real run's dropped and failed groups from Temporal's visibility, with the cause of the failure", async () => {
+  it("shows a real run's dropped and failed groups from Temporal's visibility, with why each ended so", async () => {
     // Item 0: both samples right, so the group is dropped (equal scores); item 1: the model refuses (a 400, not
     // retried), so the group fails; the others score 1 and -1.
     const questions = gsm8kItems().map((item) => item.question);
@@ -356,6 +356,7 @@ describe('clotho view', () => {
       await page.goto(url);
       await listed(page, '');
       expect(await page.getAttribute('[data-group="gsm8k/item-0"]', 'data-status')).toBe('dropped');
+      expect(await page.textContent('[data-group="gsm8k/item-0"] .note')).toBe('scores_all_equal');
       expect(await page.getAttribute('[data-group="gsm8k/item-1"]', 'data-status')).toBe('failed');
       expect(await page.textContent('[data-group="gsm8k/item-1"] .note')).toContain('scripted refusal of item 1');
       expect(await page.getAttribute('[data-group="gsm8k/item-2"]', 'data-status')).toBe('scored');

@@ -225,6 +225,12 @@ describe('replay of recorded histories', () => {
     'env-run-batcher-ended.json',
     // A --trainer temporal batcher releasing a trained batch (src/store/retention.test.ts records it).
     'batcher-trained-release.json',
+    // A new training run's batcher telling the one it supersedes to end, as its first act, and that one telling its
+    // env-run and ending (test/workflows/env-run-batcher.test.ts records both).
+    'batcher-superseding.json',
+    'batcher-superseded.json',
+    // Leases renewed, one too late (src/api/temporal-service.test.ts records it).
+    'batcher-renewed-leases.json',
     // An Atropos env-run before patched('atropos-run-hooks'): its cursor, declined groups, items put back and served again, deliveries to JSONL; and a
     // scored Atropos group and one failed after a retry (test/e2e/atropos-process.test.ts records them).
     'atropos-env-run-backlog.json',

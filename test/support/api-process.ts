@@ -14,8 +14,8 @@ export interface ApiProcess {
   /** The trajectory store (a directory or an s3:// URL); processes feeding this API must share it. */
   store: string;
   run: CliRun;
-  /** Starts the process again with the same port, batcher and store (after a kill). */
-  restart(): Promise<void>;
+  /** Starts the process again with the same port, batcher and store (after a kill); `env` replaces the first start's. */
+  restart(env?: Record<string, string>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -32,9 +32,8 @@ export async function startApiProcess(options: {
   const batcherId = uniqueId('batcher');
   const store = options.store ?? (await mkdtemp(join(tmpdir(), 'clotho-api-store-')));
   const args = [options.command ?? 'api', '--port', String(port), '--batcher-id', batcherId, '--store', store, ...(options.args ?? [])];
-  const env = { ...options.env, TEMPORAL_ADDRESS: options.temporalAddress };
-  const launch = async () => {
-    const run = spawnClotho(args, env);
+  const launch = async (extra = options.env) => {
+    const run = spawnClotho(args, { ...extra, TEMPORAL_ADDRESS: options.temporalAddress });
     await waitFor(() => run.stdout().includes('listening on') || run.child.exitCode !== null, 90_000, 'clotho api to listen');
     if (run.child.exitCode !== null) throw new Error(`clotho api exited: ${run.stderr()}`);
     return run;
@@ -44,8 +43,8 @@ export async function startApiProcess(options: {
     batcherId,
     store,
     run: await launch(),
-    async restart() {
-      api.run = await launch();
+    async restart(env) {
+      api.run = await launch(env);
     },
     async stop() {
       if (api.run.child.exitCode === null && api.run.child.signalCode === null) {

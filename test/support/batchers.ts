@@ -3,6 +3,7 @@ import { registerEnvUpdate, registerTrainerUpdate, takeBatchUpdate } from '../..
 import { batcher, type BatcherInput } from '../../src/workflows/batcher.js';
 import type { Harness } from './harness.js';
 import { uniqueId } from './temporal.js';
+import { startedBy } from '../../src/cli/versions.js';
 
 /** A batcher on the harness's workflow queue with a registered trainer (batches of one 4-sample group) and env 0. */
 export async function startHarnessBatcher(h: Harness, options: BatcherInput['options'] = {}) {
@@ -10,6 +11,8 @@ export async function startHarnessBatcher(h: Harness, options: BatcherInput['opt
     taskQueue: h.queues.workflows,
     workflowId: uniqueId('batcher'),
     args: [{ trainer: { kind: 'http' }, options }],
+    // The Clotho version that started it, as runs record it (a committed history must: test/replay/baseline.ts).
+    ...startedBy(false),
   });
   await handle.executeUpdate(registerTrainerUpdate, {
     args: [

@@ -44,7 +44,7 @@ export class FakeTrajectoryService implements TrajectoryService {
   private keys = new Set<string>();
   private batches = new Map<string, ScoredDataGroup[]>();
   private leases = new Map<string, number>();
-  private counters = { received: 0, buffered: 0, formed: 0, served: 0, stale: 0, postsRefused: 0, groupsRefused: 0 };
+  private counters = { received: 0, buffered: 0, formed: 0, served: 0, stale: 0, postsRefused: 0, groupsRefused: 0, renewed: 0 };
   /** What the batcher would know of each group taken in: its id, policy version and arrival. */
   private facts = new WeakMap<ScoredDataGroup, Omit<WaitingGroup, 'group'>>();
 
@@ -106,6 +106,17 @@ export class FakeTrajectoryService implements TrajectoryService {
     if (expires === undefined) return 'unknown';
     this.leases.delete(batchId);
     return this.now > expires ? 'expired' : 'acked';
+  }
+
+  async renewLeases(batchIds: string[], leaseSeconds: number) {
+    return batchIds.map((batchId) => {
+      const expires = this.leases.get(batchId);
+      if (expires === undefined) return { batch_id: batchId, status: 'unknown' as const, lease_expires_at: null };
+      if (this.now > expires) return { batch_id: batchId, status: 'expired' as const, lease_expires_at: null };
+      this.leases.set(batchId, Math.max(expires, this.now + leaseSeconds));
+      this.counters.renewed += 1;
+      return { batch_id: batchId, status: 'renewed' as const, lease_expires_at: this.leases.get(batchId)! };
+    });
   }
 
   async getBatchById(batchId: string) {
@@ -191,6 +202,9 @@ export class FakeTrajectoryService implements TrajectoryService {
       queueDepth: this.queue.length,
       postsRefused: c.postsRefused,
       groupsRefused: c.groupsRefused,
+      leasesExpired: 0,
+      leasesRenewed: c.renewed,
+      supersessionErrors: 0,
       envs: this.envs.map((e, envId) => ({
         env: e.name,
         envId,

@@ -70,6 +70,8 @@ export async function startHarness<S extends TrajectoryStore = FileSystemStore>(
   responder?: Responder;
   /** Inference other than the scripted model (the embedded engine, say). */
   inference?: InferenceClient;
+  /** Token-in generation, for environments that need exact tokens (harnesses). */
+  continuation?: WorkerSetup['continuation'];
   teacher?: TeacherClient;
   judge?: ModelClient;
   wrapActivities?: WorkerSetup['wrapActivities'];
@@ -92,6 +94,7 @@ export async function startHarness<S extends TrajectoryStore = FileSystemStore>(
     taskQueues: queues,
     environments: { [options.environment.name]: loaded },
     inference: () => client,
+    continuation: options.continuation,
     teacher: () => options.teacher,
     judge: () => options.judge,
     store,

@@ -38,17 +38,22 @@ export async function verifiersPolicy(answer: (turn: VerifiersTurn, call: number
   return (body, call) => ({ choices: [choiceOf(qwen, body, answer(turnOf(qwen, body), call))] });
 }
 
+/** A chat request's conversation; undefined for a completions request (a token-id prompt). */
+const messagesOf = (body: ScriptedBody) => (body as { messages?: { role: string; content?: unknown }[] }).messages;
+
 function turnOf(qwen: Tokenizer, body: ScriptedBody): VerifiersTurn {
-  if ('messages' in body) {
+  const messages = messagesOf(body);
+  if (messages) {
     const text = (content: unknown) => (typeof content === 'string' ? content : JSON.stringify(content ?? ''));
-    const users = body.messages.filter((m) => m.role === 'user');
+    const users = messages.filter((m) => m.role === 'user');
     return {
       prompt: text(users.at(-1)?.content),
-      toolResults: body.messages.filter((m) => m.role === 'tool').map((m) => text(m.content)),
-      text: body.messages.map((m) => text(m.content)).join('\n'),
+      toolResults: messages.filter((m) => m.role === 'tool').map((m) => text(m.content)),
+      text: messages.map((m) => text(m.content)).join('\n'),
     };
   }
-  const text = typeof body.prompt === 'string' ? body.prompt : qwen.decode(body.prompt);
+  const { prompt } = body as { prompt: string | number[] };
+  const text = typeof prompt === 'string' ? prompt : qwen.decode(prompt);
   const users = [...text.matchAll(/<\|im_start\|>user\n([\s\S]*?)<\|im_end\|>/g)].map((m) => m[1]!);
   const results = users.flatMap((u) => [...u.matchAll(/<tool_response>\n?([\s\S]*?)\n?<\/tool_response>/g)].map((m) => m[1]!.trim()));
   const prompts = users.filter((u) => !u.includes('<tool_response>'));
@@ -56,12 +61,16 @@ function turnOf(qwen: Tokenizer, body: ScriptedBody): VerifiersTurn {
 }
 
 function choiceOf(qwen: Tokenizer, body: ScriptedBody, answer: VerifiersAnswer): ScriptedChoice {
-  if ('messages' in body) {
+  if (messagesOf(body)) {
     if ('text' in answer) return { text: answer.text };
     const id = `call_${answer.tool}`;
-    return { text: '', toolCalls: [{ id, type: 'function', function: { name: answer.tool, arguments: JSON.stringify(answer.arguments) } }] };
+    return {
+      text: '',
+      toolCalls: [{ id, type: 'function', function: { name: answer.tool, arguments: JSON.stringify(answer.arguments) } }],
+    };
   }
-  const text = 'text' in answer ? answer.text : `<tool_call>\n${JSON.stringify({ name: answer.tool, arguments: answer.arguments })}\n</tool_call>`;
+  const text =
+    'text' in answer ? answer.text : `<tool_call>\n${JSON.stringify({ name: answer.tool, arguments: answer.arguments })}\n</tool_call>`;
   const tokenIds = [...qwen.encode(text, { addSpecialTokens: false }), qwen.eos!.id];
   return { text, tokenIds, logprobs: tokenIds.map((_, i) => -((i % 7) + 1) / 8) };
 }

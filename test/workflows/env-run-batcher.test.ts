@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import gsm8k from '../../environments/gsm8k/index.js';
 import { batcherViewQuery, ingestGroupsUpdate, takeBatchUpdate } from '../../src/workflows/messages.js';
 import { envRun } from '../../src/workflows/env-run.js';
+import { batcher } from '../../src/workflows/batcher.js';
 import { startNextRun } from '../../src/cli/batcher.js';
 import { startedBy } from '../../src/cli/versions.js';
 import { GSM8K_TEST, gsm8kResponder } from '../support/gsm8k-model.js';
@@ -11,6 +12,7 @@ import { waitFor } from '../support/cli.js';
 import { recordHistory } from '../support/atropos.js';
 import { batcherEnvRunInput, startHarnessBatcher } from '../support/batchers.js';
 import { settled, uniqueId } from '../support/temporal.js';
+import { startBatcherWorker } from '../../src/workers/workers.js';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -72,8 +74,9 @@ describe('envRun feeding a batcher on a real dev server', () => {
 
   it('fails, naming its batcher, when a new training run ends the batcher it waits on for room', async () => {
     const { batcherHandle, run } = await waitingForRoom();
-    const { client } = harness!.temporal;
-    // What clotho api does on a /register that starts a new run (no worker serves the new batcher here).
+    const { client, address, namespace } = harness!.temporal;
+    // What clotho api does on a /register that starts a new run; the new batcher runs on the batchers' queue.
+    const worker = await startBatcherWorker({ address, namespace, store: harness!.store });
     const previous = { run: 1, workflowId: batcherHandle.workflowId };
     const next = await startNextRun(client, batcherHandle.workflowId, previous, { trainer: { kind: 'http' } }, false);
     try {
@@ -86,11 +89,37 @@ describe('envRun feeding a batcher on a real dev server', () => {
         `the batcher this run feeds, ${batcherHandle.workflowId}, was ended (superseded by training run 2 (${next.workflowId})): ` +
           'start the environment again for the new training run',
       );
-      expect((await batcherHandle.describe()).status.name).toBe('TERMINATED');
+      // The old batcher ended itself, having told its env-run; the new one told it to as its first act.
+      expect(await batcherHandle.result()).toEqual({
+        supersededBy: next.workflowId,
+        reason: `superseded by training run 2 (${next.workflowId})`,
+        watchersTold: 1,
+        watchersClosed: 0,
+      });
+      const newBatcher = client.workflow.getHandle(next.workflowId);
+      expect((await newBatcher.query(batcherViewQuery)).metrics.counters.supersessionErrors).toBeUndefined();
       await recordHistory('env-run-batcher-ended.json', run.workflowId);
+      await recordHistory('batcher-superseded.json', batcherHandle.workflowId);
+      await recordHistory('batcher-superseding.json', next.workflowId);
     } finally {
       await client.workflow.getHandle(next.workflowId).terminate();
+      await worker.shutdown();
     }
+  });
+
+  it('counts a batcher it was started to supersede that is not there to tell', async () => {
+    harness = await startHarness({ environment: gsm8k, envConfig: { data_path: GSM8K_TEST, group_size: 4 } });
+    const handle = await harness.temporal.client.workflow.start(batcher, {
+      taskQueue: harness.queues.workflows,
+      workflowId: uniqueId('batcher'),
+      args: [{ trainer: { kind: 'http' }, supersedes: { batcherId: uniqueId('gone'), reason: 'superseded by a test' } }],
+    });
+    await waitFor(
+      async () => (await handle.query(batcherViewQuery)).metrics.counters.supersessionErrors === 1,
+      30_000,
+      'the failed supersession to be counted',
+    );
+    await handle.terminate();
   });
 
   it('stamps a group with the step at which it started, so one that outlived a step bump is stale', async () => {

@@ -56,6 +56,7 @@ describe('work waiting on a retry, as the progress line shows it (real dev serve
           what: 'tool call',
           why: 'tool flaky failed: connection reset by tool server',
           at: expect.any(Number),
+          failure: { type: expect.any(String), message: expect.stringContaining('connection reset by tool server'), attempt: 1 },
         },
       ]);
       expect(waiting[0]!.at! - Date.now()).toBeGreaterThan(30_000);

@@ -18,6 +18,11 @@ sys.path.insert(0, str(HERE))
 
 from openai_server import FakeOpenAI  # noqa: E402
 
+from clotho_atropos.codec import set_item_key  # noqa: E402
+
+#: The item key the tests' workers sign pickled items with, as a run's workers read it from its key file.
+ITEM_KEY = b"a key of the tests' run"
+
 
 @pytest.fixture(scope="session")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
@@ -75,3 +80,20 @@ def temporal_address() -> Iterator[str]:
 def _in_a_scratch_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Atropos's process mode makes data/ in the working directory: keep it out of the checkout."""
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def _an_item_key() -> Iterator[None]:
+    """This process signs and checks pickled items with ``ITEM_KEY``, as a worker of a run does."""
+    set_item_key(ITEM_KEY)
+    yield
+    set_item_key(None)
+
+
+@pytest.fixture
+def item_key_file(tmp_path: Path) -> str:
+    """``ITEM_KEY`` in a file of mode 0600, as the first command of a run writes it."""
+    path = tmp_path / "atropos-item-key"
+    path.write_bytes(ITEM_KEY)
+    path.chmod(0o600)
+    return str(path)

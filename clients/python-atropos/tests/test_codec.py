@@ -1,10 +1,12 @@
+import base64
 import json
+import pickle
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
-from clotho_atropos.codec import NotJsonError, decode_item, encode_item, group_to_json
+from clotho_atropos.codec import ItemRefusedError, NotEncodableError, NotJsonError, decode_item, encode_item, group_to_json, set_item_key
 
 
 @dataclass
@@ -52,3 +54,34 @@ def test_what_json_cannot_carry_is_named() -> None:
         group_to_json({"scores": [1.0, float("nan")]})
     with pytest.raises(NotJsonError, match=r"group.images\[0\] is a Row"):
         group_to_json({"images": [Row("q", 1)]})
+
+
+class Alarm:
+    """Unpickling it raises: a test fails if it is ever unpickled."""
+
+    def __reduce__(self):
+        return (exec, ("raise SystemExit('unpickled')",))
+
+
+def test_pickled_items_are_signed_and_only_signed_ones_are_read() -> None:
+    encoded = encode_item(Row("q", 4))
+    assert set(encoded["$pickle"]) == {"data", "hmac"} and decode_item(encoded) == Row("q", 4)
+    forged = base64.b64encode(pickle.dumps(Alarm())).decode("ascii")
+    with pytest.raises(ItemRefusedError, match="has no signature"):
+        decode_item({"$pickle": forged})
+    with pytest.raises(ItemRefusedError, match="does not match the run's key"):
+        decode_item({"$pickle": {"data": forged, "hmac": encoded["$pickle"]["hmac"]}})
+    # Another run's key signs another signature.
+    set_item_key(b"another run's key")
+    with pytest.raises(ItemRefusedError, match="does not match the run's key"):
+        decode_item(encoded)
+
+
+def test_without_a_key_no_pickle_is_written_or_read() -> None:
+    encoded = encode_item(Row("q", 4))
+    set_item_key(None)
+    with pytest.raises(ItemRefusedError, match="no item key"):
+        decode_item(encoded)
+    with pytest.raises(NotEncodableError, match=r"item\[0\] is a Row, which only pickle can carry, and this worker has no item key"):
+        encode_item([Row("q", 4)])
+    assert roundtrip(("plain", {"json": [1]})) == ("plain", {"json": [1]})  # the rest needs none

@@ -8,7 +8,7 @@ const STARTED = PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
 const SCHEDULED = PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED;
 
 /** A client whose workflows have these pending activities and children; records the attempts it is asked to fail. */
-function fakeClient(workflows: Record<string, { activities?: object[]; children?: string[] }>, gone: string[] = []) {
+function fakeClient(workflows: Record<string, { activities?: object[]; children?: string[] } | { error: string }>, gone: string[] = []) {
   const failed: { workflowId: string; activityId: string; failure: ApplicationFailure }[] = [];
   const client = {
     options: { namespace: 'default' },
@@ -16,7 +16,8 @@ function fakeClient(workflows: Record<string, { activities?: object[]; children?
     workflowService: {
       describeWorkflowExecution: async ({ execution }: { execution: { workflowId: string } }) => {
         const workflow = workflows[execution.workflowId];
-        if (!workflow) throw new Error('not found');
+        if (!workflow) throw Object.assign(new Error('workflow not found'), { code: 5, details: 'workflow not found', metadata: {} });
+        if ('error' in workflow) throw Object.assign(new Error(workflow.error), { code: 14, details: workflow.error, metadata: {} });
         return {
           pendingActivities: workflow.activities ?? [],
           pendingChildren: (workflow.children ?? []).map((workflowId) => ({ workflowId })),
@@ -42,7 +43,7 @@ describe('releasing the activities of an Atropos worker that exited', () => {
       'item-1': { activities: [{ activityId: 'collect', state: STARTED, lastWorkerIdentity: '8@there' }] },
       'item-2': { activities: [{ activityId: 'collect', state: SCHEDULED, lastWorkerIdentity: '7@here' }] },
     });
-    expect(await releaseActivitiesOf(client, 'run', '7@here', 'exited (SIGKILL)')).toBe(2);
+    expect(await releaseActivitiesOf(client, 'run', '7@here', 'exited (SIGKILL)')).toEqual({ released: 2, errors: [] });
     expect(failed.map((f) => `${f.workflowId}/${f.activityId}`)).toEqual(['run/next', 'item-0/collect']);
     expect(failed[0]!.failure).toMatchObject({
       type: WORKER_EXITED,
@@ -59,8 +60,26 @@ describe('releasing the activities of an Atropos worker that exited', () => {
       },
       ['collect'],
     );
-    expect(await releaseActivitiesOf(client, 'run', '7@here', 'exited (1)')).toBe(0);
-    expect(await releaseActivitiesOf(client, 'no-such-run', '7@here', 'exited (1)')).toBe(0);
+    expect(await releaseActivitiesOf(client, 'run', '7@here', 'exited (1)')).toEqual({ released: 0, errors: [] });
+    expect(await releaseActivitiesOf(client, 'no-such-run', '7@here', 'exited (1)')).toEqual({ released: 0, errors: [] });
     expect(failed).toEqual([]);
+  });
+
+  it('answers, one line each, the workflows it could not describe and the attempts it could not fail, and releases the rest', async () => {
+    const { client, failed } = fakeClient({
+      run: { activities: [{ activityId: 'next', state: STARTED, lastWorkerIdentity: '7@here' }], children: ['item-0', 'item-1'] },
+      'item-0': { error: 'connection refused' },
+      'item-1': { activities: [{ activityId: 'collect', state: STARTED, lastWorkerIdentity: '7@here' }] },
+    });
+    client.activity.fail = async (id, failure) => {
+      const activity = id as { workflowId: string; activityId: string };
+      if (activity.activityId === 'next') throw new Error('deadline exceeded');
+      failed.push({ ...activity, failure: failure as ApplicationFailure });
+    };
+    expect(await releaseActivitiesOf(client, 'run', '7@here', 'exited (1)')).toEqual({
+      released: 1,
+      errors: ['describing item-0: connection refused', 'releasing next of run: deadline exceeded'],
+    });
+    expect(failed.map((f) => `${f.workflowId}/${f.activityId}`)).toEqual(['item-1/collect']);
   });
 });

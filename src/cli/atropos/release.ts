@@ -1,5 +1,6 @@
 import { ActivityNotFoundError, ApplicationFailure, type Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
+import { isNotFound } from '../sticky.js';
 
 // A CommonJS package: its namespaces come through the default export.
 const { PendingActivityState } = proto.temporal.api.enums.v1;
@@ -13,15 +14,23 @@ const RELEASE_TIMEOUT_MS = 5_000;
 /** The client calls the release makes (tests pass a fake). */
 export type ReleaseClient = Pick<Client, 'workflowService' | 'activity' | 'options' | 'withDeadline'>;
 
+/** What {@link releaseActivitiesOf} did: the attempts it failed, and what it could not do, one line each. */
+export interface Released {
+  released: number;
+  errors: string[];
+}
+
 /**
  * Fails, as retryable, every activity attempt that the Python worker named `identity` had started under `workflowId`
  * (an env-run or an evaluation) and its pending children (the groups). The command calls it when the worker it
  * started has exited: nothing will finish those attempts, and each would otherwise hold its group until its heartbeat
  * timeout (10 s) ran out. The next attempt goes to the next worker on the queue after the step's retry interval, as
- * after a timeout. A worker elsewhere keeps its own. An attempt that ended meanwhile is skipped; one that a heartbeat
- * timeout handed to another worker in the moment between the look and the failure is failed there and runs once more
- * (its work redone; the group is still delivered once). Answers how many attempts it failed. `worker` names the worker
- * in the failure (a verifiers run's Python worker is released the same way).
+ * after a timeout. A worker elsewhere keeps its own. An attempt that ended meanwhile is skipped, as is a workflow that
+ * is not there; one that a heartbeat timeout handed to another worker in the moment between the look and the failure
+ * is failed there and runs once more (its work redone; the group is still delivered once). Any other failure, of a
+ * workflow's description or an attempt's release, is an error it answers (those attempts wait for their heartbeat
+ * timeout), with how many attempts it failed. `worker` names the worker in the failure (a verifiers run's Python
+ * worker is released the same way).
  */
 export async function releaseActivitiesOf(
   client: ReleaseClient,
@@ -29,12 +38,16 @@ export async function releaseActivitiesOf(
   identity: string,
   reason: string,
   worker = 'the Atropos worker',
-): Promise<number> {
+): Promise<Released> {
   const { namespace } = client.options;
+  const errors: string[] = [];
   const describe = (id: string) =>
     client.workflowService.describeWorkflowExecution({ namespace, execution: { workflowId: id } }).then(
       (description) => ({ id, description }),
-      () => undefined,
+      (error: unknown) => {
+        if (!isNotFound(error)) errors.push(`describing ${id}: ${(error as Error).message}`);
+        return undefined;
+      },
     );
   return client.withDeadline(Date.now() + RELEASE_TIMEOUT_MS, async () => {
     const root = await describe(workflowId);
@@ -51,12 +64,13 @@ export async function releaseActivitiesOf(
         client.activity.fail(activity, failure).then(
           () => true,
           (error: unknown) => {
-            if (error instanceof ActivityNotFoundError) return false;
-            throw error;
+            if (!(error instanceof ActivityNotFoundError))
+              errors.push(`releasing ${activity.activityId} of ${activity.workflowId}: ${(error as Error).message}`);
+            return false;
           },
         ),
       ),
     );
-    return failed.filter(Boolean).length;
+    return { released: failed.filter(Boolean).length, errors };
   });
 }

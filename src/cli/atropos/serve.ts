@@ -7,6 +7,7 @@ import { lastStep, registerWithBatcher, SERVE_FLAGS } from '../commands/serve.js
 import type { CommandIo } from '../io.js';
 import { raceWatching } from '../run.js';
 import { numberOf, withAtroposSession } from './session.js';
+import { batcherViewQuery } from '../../workflows/messages.js';
 
 /** An evaluation may take long; a worker that died is noticed by its heartbeat (the collect step's), not by this. */
 const EVALUATION_TIMEOUT_MS = 24 * 3600_000;
@@ -45,6 +46,8 @@ export function atroposServeCommand(argv: string[], io: CommandIo): Promise<numb
     };
     const registered = await registerWithBatcher(temporal, batcherId, registration, io, interrupted);
     io.out(`run ${runId}: registered as ${registered.wandb_name} (env_id ${registered.env_id}) at step ${registered.starting_step}`);
+    // As Atropos's environment reads /info once registered: the trainer's max_token_len, -1 when it set none.
+    const { info } = await temporal.client.workflow.getHandle(batcherId).query(batcherViewQuery);
     const evaluation = atroposEvalSchedule(config, settings.steps.collect);
     if (evaluation) io.out(`evaluating every ${evaluation.everySteps} trainer steps (${evaluation.handling})`);
     const input: AtroposEnvRunInput = {
@@ -53,6 +56,7 @@ export function atroposServeCommand(argv: string[], io: CommandIo): Promise<numb
       totalGroups: Number.MAX_SAFE_INTEGER,
       // A streaming environment's None is none for now: the run asks again, as Atropos's serve loop does.
       itemWait: SERVE_ITEM_WAIT,
+      ...(info.max_token_len > 0 ? { maxTokenLen: info.max_token_len } : {}),
       sink: {
         kind: 'batcher',
         workflowId: batcherId,

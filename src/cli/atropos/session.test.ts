@@ -28,6 +28,15 @@ describe('an --atropos command line', () => {
     });
   });
 
+  it('takes --rebuild-output alone or with true or false after it, leaving the next flag to Atropos', () => {
+    expect(splitAtroposArgv(['--atropos', 'e.py', '--rebuild-output', '--env.group_size', '8'])).toEqual({
+      spec: 'e.py',
+      clotho: ['--rebuild-output'],
+      atropos: ['--env.group_size', '8'],
+    });
+    expect(splitAtroposArgv(['--atropos', 'e.py', '--rebuild-output', 'false']).clotho).toEqual(['--rebuild-output', 'false']);
+  });
+
   it('needs the environment file', () => {
     expect(() => splitAtroposArgv(['--atropos'])).toThrow(ConfigError);
   });

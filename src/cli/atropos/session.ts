@@ -18,8 +18,11 @@ import { refuseUnreplayable } from '../versions.js';
 import { ensureAtroposPython } from './python.js';
 import { METRICS_FLAGS, serveRunMetrics } from '../run-metrics.js';
 import { createWorkerMetrics } from '../../workers/metrics.js';
-import { AtroposWorkerExit, startAtroposWorker, type AtroposWorker } from './worker-process.js';
+import { AtroposWorkerExit, startAtroposWorker } from './worker-process.js';
+import { AtroposWorkerGaveUp, restartPolicy, superviseAtroposWorker, WORKER_RESTARTS_FLAGS, type SupervisedWorker } from './supervisor.js';
+import { resumeCommand } from '../resume-command.js';
 import { releaseActivitiesOf } from './release.js';
+import { atroposItemKeyPath, ensureAtroposItemKey } from './item-key.js';
 import { takeOverStickyQueues } from '../sticky.js';
 import { evaluationId } from '../../workflows/messages.js';
 
@@ -30,8 +33,14 @@ export interface AtroposArgv {
   atropos: string[];
 }
 
-/** Flags Clotho reads itself and Atropos never sees: where the run's data lives, its step policies, which run, the batcher, /metrics. */
-const isClothoFlag = (name: string) => ['store', 'env.run_id', 'batcher-id', 'metrics-port'].includes(name) || name.startsWith('steps.');
+/**
+ * Flags Clotho reads itself and Atropos never sees: where the run's data lives, its step policies, which run, the
+ * batcher, /metrics, the worker's restarts, rebuilding a resumed run's JSONL.
+ */
+const isClothoFlag = (name: string) =>
+  ['store', 'env.run_id', 'batcher-id', 'metrics-port', 'worker-restarts', ...BOOLEAN_FLAGS].includes(name) || name.startsWith('steps.');
+/** Clotho's flags that stand alone (`--rebuild-output`), or take `true` or `false` after them. */
+const BOOLEAN_FLAGS = ['rebuild-output'];
 
 /** Splits a command line of `--atropos` into the environment, Clotho's flags and Atropos's (passed on unchanged). */
 export function splitAtroposArgv(argv: string[]): AtroposArgv {
@@ -41,7 +50,12 @@ export function splitAtroposArgv(argv: string[]): AtroposArgv {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const name = arg.startsWith('--') ? arg.slice(2).split('=')[0]! : undefined;
-    const valued = name !== undefined && !arg.includes('=') && i + 1 < argv.length;
+    const next = argv[i + 1];
+    const valued =
+      name !== undefined &&
+      !arg.includes('=') &&
+      next !== undefined &&
+      (!BOOLEAN_FLAGS.includes(name) || next === 'true' || next === 'false');
     if (name === 'atropos') spec = arg.includes('=') ? arg.slice('--atropos='.length) : argv[++i];
     else if (name !== undefined && isClothoFlag(name)) clotho.push(arg, ...(valued ? [argv[++i]!] : []));
     else atropos.push(arg);
@@ -49,6 +63,19 @@ export function splitAtroposArgv(argv: string[]): AtroposArgv {
   if (!spec) throw new ConfigError(['--atropos: expected path/to/env.py[:ClassName]']);
   return { spec, clotho, atropos };
 }
+
+/** The end of `--atropos … --help`, after Atropos's own. */
+export const ATROPOS_CLOTHO_FLAGS_HELP = `
+Clotho's flags (taken out before Atropos's CLI reads the rest):
+  --store <dir>                the trajectory store, a directory (default $CLOTHO_HOME/store)
+  --env.run_id <id>            the run to resume (or, for clotho worker, to join)
+  --batcher-id <id>            serve: the batcher of the clotho api to feed
+  --metrics-port <n>           Prometheus metrics of this process at http://<host>:<n>/metrics
+  --steps.<step>.<field> <v>   step policies (a group's collect runs under --steps.generate)
+  --worker-restarts <n>        restarts of a Python worker that died, within 10 minutes, 1 s, 2 s, 4 s … (at most
+                               30 s) apart; past them the command exits printing the command that resumes the run
+                               (default 5; 0: exit when it dies)
+  --rebuild-output             process: resuming a run, write its JSONL again from the trajectory store first`;
 
 /** A number field of Atropos's config, or `fallback` where the class has none. */
 export const numberOf = (config: Record<string, unknown>, field: string, fallback: number): number =>
@@ -69,7 +96,7 @@ function clothoFlags(argv: string[], commandFlags: z.ZodRawShape) {
   const resolved = resolveConfig({
     argv,
     environment: standIn,
-    commandFlags: { store: RUN_FLAGS.store, ...METRICS_FLAGS, ...commandFlags },
+    commandFlags: { store: RUN_FLAGS.store, ...METRICS_FLAGS, ...WORKER_RESTARTS_FLAGS, ...commandFlags },
   });
   return { runId: resolved.env.run_id, flags: resolved.rest.flags as Record<string, unknown>, steps: resolved.steps };
 }
@@ -99,7 +126,7 @@ export interface AtroposSession {
   /** The `--steps.*` policies, resolved. */
   steps: StepOptionsTable;
   temporal: TemporalRuntime;
-  worker: AtroposWorker;
+  worker: SupervisedWorker;
   workflows: RunningWorkers;
   /** The run's config, recorded from the worker's ready line. */
   record: RunConfigRecord;
@@ -111,11 +138,19 @@ export interface AtroposSession {
   stopped: Promise<never>[];
 }
 
+/** What a session knows before its workflow worker polls (a resumed run's JSONL is settled then). */
+export type BeforeWorkflows = (
+  session: Pick<AtroposSession, 'runId' | 'environment' | 'resumed' | 'flags' | 'temporal' | 'worker'> & {
+    store: FileSystemStore;
+  },
+) => Promise<void>;
+
 /**
  * Opens an Atropos run for `mode`: the Python worker (installing its venv first), which builds the environment as
  * Atropos's CLI would from the flags and serves its activities on the run's env queue; the run's config, recorded from
- * its ready line (an evaluation, like `clotho evaluate`, records none); the workflow worker; then runs `body` and
- * closes all of it in reverse order. Atropos's `--help` and its errors about flags are printed as it prints them.
+ * its ready line (an evaluation, like `clotho evaluate`, records none); `beforeWorkflows`; the workflow worker; then
+ * runs `body` and closes all of it in reverse order. Atropos's `--help` and its errors about flags are printed as it
+ * prints them.
  */
 export async function withAtroposSession(
   argv: string[],
@@ -123,6 +158,7 @@ export async function withAtroposSession(
   commandFlags: z.ZodRawShape,
   io: CommandIo,
   body: (session: AtroposSession) => Promise<number>,
+  beforeWorkflows?: BeforeWorkflows,
 ): Promise<number> {
   const { spec, clotho, atropos: given } = splitAtroposArgv(argv);
   const { runId: givenRunId, flags, steps } = clothoFlags(clotho, commandFlags);
@@ -149,18 +185,32 @@ export async function withAtroposSession(
     if (givenRunId !== null) await refuseUnreplayable(temporal.client, `run ${runId}`, envRunId(runId, environment));
     const queues = runTaskQueues(runId, environment);
     const endpoint = temporal.endpoint;
-    let worker;
+    const itemKeyFile = await ensureAtroposItemKey(atroposItemKeyPath(store.root, runId, environment), runId, joining);
+    const root = evaluating ? evaluationId(runId, environment, 0) : envRunId(runId, environment);
+    let worker: SupervisedWorker;
     try {
-      worker = await startAtroposWorker({ python, spec, mode: atroposMode, atroposArgs: atropos, taskQueue: queues.env, ...endpoint });
+      // What the environment prints (its print(), its logging) shows beside Clotho's own lines, marked as its.
+      const onOutput = (line: string) => io.err(`[env] ${line}`);
+      const options = { python, spec, mode: atroposMode, atroposArgs: atropos, taskQueue: queues.env, itemKeyFile, ...endpoint, onOutput };
+      worker = await superviseAtroposWorker(() => startAtroposWorker(options), {
+        policy: restartPolicy(flags['worker-restarts'] as number),
+        // Once a worker is gone (killed, crashed, or stopped with work left), what it had started is handed on at once.
+        onExit: (exited, code) => releaseHeld(temporal, root, exited.ready.identity, code, mode, io),
+        notice: (line) => io.err(`clotho ${mode}: ${line}`),
+      });
     } catch (error) {
       if (!(error instanceof AtroposWorkerExit)) throw error;
       (error.code === 0 ? io.out : io.err)(error.output);
+      // Atropos's help lists its flags; Clotho's own follow.
+      if (error.code === 0 && atropos.some((arg) => arg === '--help' || arg === '-h')) io.out(ATROPOS_CLOTHO_FLAGS_HELP);
       return typeof error.code === 'number' ? error.code : 1;
     }
-    // Once the worker is gone (killed, crashed, or stopped with work left), what it had started is handed on at once.
-    const root = evaluating ? evaluationId(runId, environment, 0) : envRunId(runId, environment);
-    const { identity } = worker.ready;
-    const released = worker.exited.then((code) => releaseHeld(temporal, root, identity, code, mode, io));
+    // Past its restarts, the command exits saying how to resume the run.
+    const gaveUp = worker.gaveUp.catch((error: Error) => {
+      const resume = evaluating ? '' : `\nresume the run with: ${resumeCommand(mode, argv, runId)}`;
+      throw new AtroposWorkerGaveUp(`${error.message}${resume}`);
+    });
+    gaveUp.catch(() => undefined);
     try {
       const { config } = worker.ready;
       // The worker's config, as Atropos built it, is the run's: a resumed run whose flags build another is refused.
@@ -174,6 +224,7 @@ export async function withAtroposSession(
         throw new ConfigError([`run ${runId} (${environment}) has no recorded config: start it with clotho process or serve --atropos`]);
       }
       if (settled.settled.how === 'new' && !evaluating) await recordRunConfig(store, runId, settled.settled.record);
+      await beforeWorkflows?.({ runId, environment, resumed: givenRunId !== null, flags, temporal, worker, store });
       const workflows = await startAtroposWorkflowWorker({ ...endpoint, store, taskQueue: queues.workflows });
       try {
         // A resumed run's env-run and groups may wait on the sticky queue of a command that died: this one takes them now.
@@ -193,11 +244,7 @@ export async function withAtroposSession(
         };
         const stopped = [
           workflows.done.then(() => Promise.reject(new Error('the workflow worker stopped before the run finished'))),
-          worker.exited.then((code) =>
-            Promise.reject(
-              new Error(`the Atropos worker exited (${code}) before the run finished; its last lines:\n${worker.lastLines()}`),
-            ),
-          ),
+          gaveUp,
           stop.promise,
         ];
         // They reject when the workers stop at the end of the run too, when nothing races them any more.
@@ -228,7 +275,6 @@ export async function withAtroposSession(
       }
     } finally {
       await worker.stop();
-      await released;
     }
   } finally {
     stop.dispose();
@@ -239,9 +285,11 @@ export async function withAtroposSession(
 /** {@link releaseActivitiesOf} for a worker that exited with `code`, saying what it released; a failure only delays them. */
 async function releaseHeld(temporal: TemporalRuntime, root: string, identity: string, code: number | string, mode: string, io: CommandIo) {
   try {
-    const released = await releaseActivitiesOf(temporal.client, root, identity, `exited (${code})`);
+    const { released, errors } = await releaseActivitiesOf(temporal.client, root, identity, `exited (${code})`);
     if (released > 0)
       io.err(`clotho ${mode}: the Atropos worker exited (${code}): ${released} of its activities handed on for another attempt`);
+    for (const error of errors)
+      io.err(`clotho ${mode}: releasing the Atropos worker's activities: ${error} (they wait for their heartbeat timeout)`);
   } catch (error) {
     io.err(`clotho ${mode}: the Atropos worker's activities wait for their heartbeat timeout (${(error as Error).message})`);
   }

@@ -14,6 +14,10 @@ export interface AtroposWorkerOptions {
   taskQueue: string;
   address: string;
   namespace: string;
+  /** The run's key for signing pickled items (`ensureAtroposItemKey`). */
+  itemKeyFile: string;
+  /** Each line the worker prints (stdout or stderr) once it serves: what its environment prints, and its logs. */
+  onOutput?: (line: string) => void;
 }
 
 export type AtroposWorker = PythonWorker<AtroposReady>;
@@ -25,12 +29,14 @@ export type AtroposWorker = PythonWorker<AtroposReady>;
  * queue. Rejects with the end of its stderr (Atropos's own errors: a bad flag, an ambiguous class) if it exits first.
  */
 export function startAtroposWorker(options: AtroposWorkerOptions): Promise<AtroposWorker> {
-  const { python, spec, mode, atroposArgs, taskQueue, address, namespace } = options;
+  const { python, spec, mode, atroposArgs, taskQueue, address, namespace, itemKeyFile } = options;
   const args = [
     '-m',
     'clotho_atropos',
     'worker',
     '--exit-with-stdin',
+    '--item-key-file',
+    itemKeyFile,
     '--task-queue',
     taskQueue,
     '--address',
@@ -48,6 +54,7 @@ export function startAtroposWorker(options: AtroposWorkerOptions): Promise<Atrop
     },
     ready: AtroposReadySchema,
     what: 'the Atropos worker',
+    ...(options.onOutput ? { onOutput: options.onOutput } : {}),
   });
 }
 

@@ -6,6 +6,7 @@ import type { RegisterOutcome, TrajectoryService } from '../../api/service.js';
 import type { TrainerRegistration } from '../../schema/api.js';
 import { DEFAULT_MAX_QUEUE_GROUPS } from '../../api/queue-bound.js';
 import { parseRetention, type RetentionPolicy } from '../../store/retention.js';
+import { API_FACE, decideListening, LISTENING_OPTIONS, listeningHelp, ListeningFlagsShape } from '../../config/listening.js';
 import { untilInterrupted } from '../interrupt.js';
 
 /** The flags that shape the service behind the API. */
@@ -39,7 +40,7 @@ export interface ApiCommandDeps {
   createService(flags: ServiceFlags): Promise<{ service: TrajectoryService; close?: () => Promise<void>; run?: () => ServedRun }>;
   /** Where the command writes. @default process stdout / stderr */
   io?: { out(line: string): void; err(line: string): void };
-  /** Environment variables, read for `CLOTHO_API_TOKEN`. @default process.env */
+  /** Environment variables, read for `CLOTHO_API_TOKEN` and `CLOTHO_TRUSTED_NETWORK`. @default process.env */
   env?: Record<string, string | undefined>;
   /** Resolves when the server should stop. @default the first SIGINT or SIGTERM */
   untilStopped?: (server: RunningApiServer) => Promise<void>;
@@ -51,13 +52,8 @@ Serves the Atropos-compatible trajectory API (the endpoints of Atropos's run-api
 the batcher workflow. Atropos environments and trainers point their rollout_server_url here.
 
 Options:
-  --host <addr>        address to listen on (default 127.0.0.1); any other than loopback needs --token or
-                       --trusted-network
+${listeningHelp(API_FACE)}
   --port <n>           port (default 8000; 0 picks a free one)
-  --token <secret>     require "Authorization: Bearer <secret>" (default $CLOTHO_API_TOKEN)
-  --trusted-network    serve a non-loopback --host without a token (or CLOTHO_TRUSTED_NETWORK=1), for unmodified
-                       Atropos trainers and environments, which send none, on a network only they can reach;
-                       warns on start
   --new-run            start a new training run (a fresh batcher under a new workflow id; the previous run is
                        ended and kept in Temporal) instead of resuming the newest one. A trainer's /register
                        starts one by itself when its settings differ (see README, "What /register means")
@@ -82,9 +78,8 @@ Options:
   -h, --help           show this help`;
 
 const OPTIONS = {
-  host: { type: 'string' },
+  ...LISTENING_OPTIONS,
   port: { type: 'string' },
-  token: { type: 'string' },
   'max-body-mb': { type: 'string' },
   trainer: { type: 'string' },
   'trainer-task-queue': { type: 'string' },
@@ -95,15 +90,13 @@ const OPTIONS = {
   'idempotency-window': { type: 'string' },
   store: { type: 'string' },
   retention: { type: 'string' },
-  'trusted-network': { type: 'boolean' },
   'new-run': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 const FlagsSchema = z.strictObject({
-  host: z.string().min(1).default('127.0.0.1'),
+  ...ListeningFlagsShape,
   port: z.coerce.number().int().min(0).max(65535).default(8000),
-  token: z.string().min(1).optional(),
   'max-body-mb': z.coerce.number().positive().finite().default(64),
   trainer: z.enum(['http', 'temporal']).default('http'),
   'trainer-task-queue': z.string().min(1).default('clotho-trainer'),
@@ -124,7 +117,6 @@ const FlagsSchema = z.strictObject({
         return z.NEVER;
       }
     }),
-  'trusted-network': z.boolean().default(false),
   'new-run': z.boolean().default(false),
   help: z.boolean().optional(),
 });
@@ -135,12 +127,6 @@ const REGISTERED: Record<RegisterOutcome['outcome'], string> = {
   resumed: '/register: the same trainer came back, resumed',
   new_run: '/register: new settings, started a new run',
 };
-
-/** Loopback addresses, reachable only from this machine, so serving them without a token is safe. */
-export function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
 
 /** `clotho api`: serves until stopped; returns the exit code. */
 export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<number> {
@@ -162,21 +148,17 @@ export async function apiCommand(args: string[], deps: ApiCommandDeps): Promise<
     return 0;
   }
   const { host, port } = flags.data;
-  const env = deps.env ?? process.env;
-  const token = flags.data.token ?? (env.CLOTHO_API_TOKEN || undefined);
-  const trusted = flags.data['trusted-network'] || env.CLOTHO_TRUSTED_NETWORK === '1';
-  if (!isLoopback(host) && token === undefined) {
-    if (!trusted) {
-      io.err(
-        `clotho api: --host ${host} is reachable from other machines; set --token (or CLOTHO_API_TOKEN) to require a bearer token, ` +
-          'or --trusted-network (CLOTHO_TRUSTED_NETWORK=1) to serve token-less Atropos trainers on a network only they can reach',
-      );
-      return 2;
-    }
-    io.err(
-      `clotho api: warning: --trusted-network: anyone who can reach ${host}:${port} can register a trainer, post groups and take batches, without a token`,
-    );
+  const listening = decideListening(
+    API_FACE,
+    { host, port, token: flags.data.token, trustedNetwork: flags.data['trusted-network'] },
+    deps.env ?? process.env,
+  );
+  if (!listening.ok) {
+    io.err(listening.error);
+    return 2;
   }
+  if (listening.warning) io.err(listening.warning);
+  const { token } = listening;
   const retention = flags.data.retention;
   const { service, close, run } = await deps.createService({
     trainer: flags.data.trainer,

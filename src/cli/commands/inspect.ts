@@ -14,6 +14,8 @@ import { duration, formatEnd, formatSteps, harnessLines } from '../timeline-form
 import { HarnessProgressSchema } from '../../activities/harness.js';
 import { readHarnessSample } from '../view/harness.js';
 import { sampleLines } from '../group-summary.js';
+import { runTokenizer } from '../decoded-tokens.js';
+import { collectHeartbeatLines } from '../slow-collects.js';
 import { ROLLOUT_GROUP_TYPES } from '../view/temporal.js';
 import { stalledWorkflowTask, waitingIn, waitingText } from '../waiting-work.js';
 
@@ -24,7 +26,8 @@ Prints a rollout group's timeline from its workflow history: every step in order
 callTool with its tool, arguments and outcome, stepTurn, parse, judge, score, teacher, assemble; local activities
 from their markers), when each started and how long it took, retries with the error of the failed attempt, what a
 running group waits on (a retry, or the timeout of a step on a stopped worker), and the scores; then each sample's
-episode from the trajectory store. Under each runHarness (a harness environment's rollout) its model calls from the
+episode from the trajectory store. Under a running atroposCollect, its last heartbeat: how long it has run, and, from
+workers that send them, the Python worker's stack and the environment's last lines of output. Under each runHarness (a harness environment's rollout) its model calls from the
 store, each replayed (answered from the record after a crash) or live, with its tokens, model time and the request's
 last message, and the rollout's outcome: the agent's exit, the check, and where a retry diverged from the record; a
 running one shows its last heartbeat.
@@ -57,7 +60,11 @@ export async function inspectCommand(argv: string[], io: CommandIo): Promise<num
     const timeline = buildTimeline(history, (payload) => converter.fromPayload(payload), description.raw.pendingActivities ?? []);
     for (const line of header(workflowId, description.runId, timeline)) io.out(line);
     io.out('');
-    for (const line of formatSteps(timeline, await harnessDetails(store, timeline))) io.out(line);
+    const beneath = await harnessDetails(store, timeline);
+    // A running Atropos collect: how long it has run, where its Python worker is, what the environment printed last.
+    for (const step of timeline.steps)
+      if (step.activity === 'atroposCollect' && step.status === 'running') beneath.set(step, collectHeartbeatLines(step.heartbeat));
+    for (const line of formatSteps(timeline, beneath)) io.out(line);
     if (timeline.end.status === 'running') {
       // The history says more of a stalled workflow task (its worker) than the description does.
       const stalled = stalledWorkflowTask(workflowId, history);
@@ -66,7 +73,9 @@ export async function inspectCommand(argv: string[], io: CommandIo): Promise<num
     }
     io.out('');
     io.out(formatEnd(timeline));
-    for (const key of groupKeys(timeline.end.result)) for (const line of await sampleLines(store, key)) io.out(line);
+    const group = (timeline.input ?? {}) as Partial<GroupAddress>;
+    const tokenizerOf = group.runId && group.environment ? runTokenizer(store, group.runId, group.environment) : undefined;
+    for (const key of groupKeys(timeline.end.result)) for (const line of await sampleLines(store, key, tokenizerOf)) io.out(line);
     return timeline.end.status === 'completed' || timeline.end.status === 'running' ? 0 : 1;
   } finally {
     await temporal.close();

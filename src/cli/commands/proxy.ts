@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { startApiServer } from '../../api/server.js';
+import { decideListening, LISTENING_OPTIONS, listeningHelp, PROXY_FACE } from '../../config/listening.js';
 import { ServerConfigSchema, SERVER_TYPES, type ServerConfig } from '../../config/schemas.js';
 import { createManagedProxy } from '../../api/managed-proxy.js';
 import { loadTokenizer } from '../../inference/tokenizer.js';
@@ -58,11 +59,18 @@ export interface RunningManagedProxy {
 
 /**
  * Loads the model's tokenizer (a Hub repo id, a directory, or an alias such as `qwen3`) and serves the proxy on
- * `host:port` (Atropos's default port 9100; 0 picks a free one) until `close()`.
+ * `host:port` (Atropos's default port 9100; 0 picks a free one) until `close()`; with `token`, every request but
+ * `GET /health` needs it as a bearer token.
  */
-export async function startManagedProxy(options: { config: ProxyConfig; host?: string; port?: number }): Promise<RunningManagedProxy> {
+export async function startManagedProxy(options: {
+  config: ProxyConfig;
+  host?: string;
+  port?: number;
+  token?: string;
+}): Promise<RunningManagedProxy> {
   const { servers, modelName, tokenizerName } = proxyServers(options.config);
-  const proxy = createManagedProxy({ servers, modelName, tokenizer: await loadTokenizer(tokenizerName) });
+  const tokenizer = await loadTokenizer(tokenizerName);
+  const proxy = createManagedProxy({ servers, modelName, tokenizer, ...(options.token === undefined ? {} : { token: options.token }) });
   try {
     const server = await startApiServer({ app: proxy.app, host: options.host ?? '127.0.0.1', port: options.port ?? 9100 });
     return {
@@ -79,24 +87,39 @@ export async function startManagedProxy(options: { config: ProxyConfig; host?: s
 }
 
 /** Usage of {@link proxyCommand}. */
-export const PROXY_USAGE = `Usage: clotho proxy --config servers.json [--port 9100] [--host 127.0.0.1]
+export const PROXY_USAGE = `Usage: clotho proxy --config servers.json [--port 9100] [--host 127.0.0.1] [--token <secret>] [--trusted-network]
 
 Atropos's ManagedServer OpenAI proxy: POST /sessions/create gives a session whose OpenAI base URL is
 {proxy}/{uuid}/v1; GET /{uuid}/nodes returns each sequence's token ids, masks and logprobs. servers.json is
-Atropos's format: {"model_name", "tokenizer_name"?, "servers": [{"base_url", "server_type": "vllm", "api_key"}]}.`;
+Atropos's format: {"model_name", "tokenizer_name"?, "servers": [{"base_url", "server_type": "vllm", "api_key"}]}.
+
+  --port <n>           port (default 9100; 0 picks a free one)
+${listeningHelp(PROXY_FACE)}
+                       (atroposlib's ProxyManagedServer sends none)`;
 
 /** `clotho proxy`: serves the proxy until SIGINT or SIGTERM. Returns the exit code (2: bad flags or config). */
-export async function proxyCommand(args: string[], io: { out(line: string): void; err(line: string): void }): Promise<number> {
-  let flags: { config: string; port: number; host: string };
+export async function proxyCommand(
+  args: string[],
+  io: { out(line: string): void; err(line: string): void },
+  env: Record<string, string | undefined> = process.env,
+): Promise<number> {
+  let flags: { config: string; port: number; host: string; token?: string; trustedNetwork: boolean };
   let config: ProxyConfig;
   try {
     const { values } = parseArgs({
       args,
-      options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' } },
+      options: { ...LISTENING_OPTIONS, config: { type: 'string' }, port: { type: 'string' } },
       strict: true,
     });
     if (!values.config) throw new Error('--config is required');
-    flags = { config: values.config, port: Number(values.port ?? 9100), host: values.host ?? '127.0.0.1' };
+    if (values.token === '') throw new Error('--token: expected a secret, got an empty string');
+    flags = {
+      config: values.config,
+      port: Number(values.port ?? 9100),
+      host: values.host ?? '127.0.0.1',
+      ...(values.token === undefined ? {} : { token: values.token }),
+      trustedNetwork: values['trusted-network'] ?? false,
+    };
     if (!Number.isInteger(flags.port) || flags.port < 0 || flags.port > 65535)
       throw new Error(`--port: expected a port number, got ${values.port}`);
     const parsed = ProxyConfigSchema.safeParse(JSON.parse(await readFile(flags.config, 'utf8')));
@@ -107,8 +130,18 @@ export async function proxyCommand(args: string[], io: { out(line: string): void
     io.err(PROXY_USAGE);
     return 2;
   }
-  const running = await startManagedProxy({ config, host: flags.host, port: flags.port });
-  io.out(`clotho proxy listening on ${running.url} for ${config.model_name} (${config.servers.length} server(s)); Ctrl-C to stop`);
+  const listening = decideListening(PROXY_FACE, flags, env);
+  if (!listening.ok) {
+    io.err(listening.error);
+    return 2;
+  }
+  if (listening.warning) io.err(listening.warning);
+  const { token } = listening;
+  const running = await startManagedProxy({ config, host: flags.host, port: flags.port, ...(token === undefined ? {} : { token }) });
+  const guarded = token === undefined ? '' : '; bearer token required';
+  io.out(
+    `clotho proxy listening on ${running.url} for ${config.model_name} (${config.servers.length} server(s)${guarded}); Ctrl-C to stop`,
+  );
   await untilInterrupted();
   await running.close();
   return 0;

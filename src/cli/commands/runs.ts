@@ -9,11 +9,11 @@ import { recordedVersion } from '../versions.js';
 
 export const RUNS_USAGE = `Usage: clotho runs [--json]
 
-Lists the open (running) Clotho runs of the Temporal namespace: env-runs (one per run and environment) and
-batchers (one per training run of \`clotho api\`), each with the Clotho version that started it and whether this
-Clotho can finish it. A run started by a version older than the replay baseline cannot be resumed by this one:
-finish it with the version named (npm install clotho@<version>), or abandon it (temporal workflow terminate), before
-upgrading (ARCHITECTURE.md, "Replay and patches").
+Lists the open (running) Clotho runs of the Temporal namespace: env-runs (one per run and environment, an Atropos
+environment's too) and batchers (one per training run of \`clotho api\`), each with the Clotho version that started
+it and whether this Clotho can finish it. A run started by a version older than the replay baseline cannot be
+resumed by this one: finish it with the version named (npm install clotho@<version>), or abandon it (temporal
+workflow terminate), before upgrading (ARCHITECTURE.md, "Replay and patches").
 
 Options:
   --json   one JSON object per run instead of the table
@@ -35,8 +35,8 @@ export interface OpenRun {
   finishWith: string | null;
 }
 
-/** Env-runs and batchers still running (workflow type and status are Temporal's own search attributes). */
-const OPEN_RUNS = `ExecutionStatus = 'Running' AND (WorkflowType = 'envRun' OR WorkflowType = 'batcher')`;
+/** Env-runs (Clotho's and Atropos's) and batchers still running (workflow type and status are Temporal's own search attributes). */
+const OPEN_RUNS = `ExecutionStatus = 'Running' AND WorkflowType IN ('envRun', 'atroposEnvRun', 'batcher')`;
 
 /** The open runs of the namespace, oldest first; the version from the `ClothoVersion` attribute, else the memo. */
 export async function openRuns(client: Client): Promise<OpenRun[]> {

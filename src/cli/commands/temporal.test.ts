@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, isServerListening, pidFilePath } from '../../../temporal-dev/index.js';
+import { waitFor } from '../../../test/support/cli.js';
 import { temporalCommand } from './temporal.js';
 
 let dir: string;
@@ -36,6 +37,8 @@ describe('clotho temporal', () => {
     [['start', '--port', 'abc'], /--port: /],
     [['start', '--port', '70000'], /--port: /],
     [['status', '--port', '7300'], /--port applies to start only/],
+    [['status', '--ui-port', '8300'], /--ui-port applies to start only/],
+    [['start', '--ui-port', 'x'], /--ui-port: /],
     [['restart'], /unexpected "restart"/],
     [[], /missing command/],
   ])('rejects %j with exit code 2', async (args, message) => {
@@ -73,15 +76,18 @@ describe('clotho temporal', () => {
     expect(stop.stdout.join('\n')).toMatch(/was not running/);
   });
 
-  it('starts a detached server, finds it again, reports it, and stops it', async () => {
+  it('starts a detached server with its UI on the port asked, finds it again, reports it, and stops it', async () => {
     const port = await freePort();
+    const uiPort = await freePort();
     const dbFile = join(dir, 'db', 'state.sqlite');
     const start = collector();
-    expect(await temporalCommand(['start', '--state-dir', dir, '--port', String(port), '--db-filename', dbFile], start)).toBe(0);
+    const args = ['start', '--state-dir', dir, '--port', String(port), '--ui-port', String(uiPort), '--db-filename', dbFile];
+    expect(await temporalCommand(args, start)).toBe(0);
     const printed = start.stdout.join('\n');
     expect(printed).toMatch(/started \(pid \d+\)/);
     expect(printed).toContain(`address: 127.0.0.1:${port}`);
-    expect(printed).toContain(`UI:      http://127.0.0.1:${port + 1000}`);
+    expect(printed).toContain(`UI:      http://127.0.0.1:${uiPort}`);
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${uiPort}/`).catch(() => undefined))?.ok === true, 30_000, 'the UI');
     expect(await isServerListening(`127.0.0.1:${port}`)).toBe(true);
 
     const again = collector();

@@ -14,13 +14,15 @@ Commands:
   status   print whether it runs, its address, UI and pid; exit code 1 when not running
 
 Options:
-  --port <n>             frontend gRPC port, UI on port + 1000 (start only; default 7233)
+  --port <n>             frontend gRPC port (start only; default 7233)
+  --ui-port <n>          web UI port (start only; default --port + 1000)
   --db-filename <path>   SQLite file (start only; default <state-dir>/temporal.sqlite)
   --state-dir <dir>      pid file, log, SQLite and CLI install (default $CLOTHO_HOME or <repo>/.clotho)
   -h, --help             show this help`;
 
 const FlagsSchema = z.strictObject({
   port: z.coerce.number().int().min(1).max(65535).optional(),
+  'ui-port': z.coerce.number().int().min(1).max(65535).optional(),
   'db-filename': z.string().min(1).optional(),
   'state-dir': z.string().min(1).optional(),
   help: z.boolean().optional(),
@@ -28,6 +30,7 @@ const FlagsSchema = z.strictObject({
 
 const OPTIONS = {
   port: { type: 'string' },
+  'ui-port': { type: 'string' },
   'db-filename': { type: 'string' },
   'state-dir': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -53,7 +56,7 @@ export async function temporalCommand(args: string[], io: CommandIo = processIo)
     for (const issue of flags.error.issues) io.err(`clotho temporal: --${issue.path.join('.')}: ${issue.message}`);
     return 2;
   }
-  const { help, port, 'db-filename': dbFilename, 'state-dir': stateDir } = flags.data;
+  const { help, port, 'ui-port': uiPort, 'db-filename': dbFilename, 'state-dir': stateDir } = flags.data;
   const [subcommand, ...extra] = parsed.positionals;
   if (help) {
     io.out(HELP);
@@ -69,11 +72,17 @@ export async function temporalCommand(args: string[], io: CommandIo = processIo)
     io.err('Run `clotho temporal --help` for usage.');
     return 2;
   }
-  if (subcommand !== 'start' && (port !== undefined || dbFilename !== undefined)) {
-    io.err(`clotho temporal ${subcommand}: ${port !== undefined ? '--port' : '--db-filename'} applies to start only`);
+  const startOnly = Object.entries({ port, 'ui-port': uiPort, 'db-filename': dbFilename }).find(([, value]) => value !== undefined);
+  if (subcommand !== 'start' && startOnly) {
+    io.err(`clotho temporal ${subcommand}: --${startOnly[0]} applies to start only`);
     return 2;
   }
-  const options = { ...(port ? { port } : {}), ...(dbFilename ? { dbFilename } : {}), ...(stateDir ? { stateDir } : {}) };
+  const options = {
+    ...(port ? { port } : {}),
+    ...(uiPort ? { uiPort } : {}),
+    ...(dbFilename ? { dbFilename } : {}),
+    ...(stateDir ? { stateDir } : {}),
+  };
   try {
     return await run(command.data, options, io);
   } catch (error) {
@@ -84,7 +93,7 @@ export async function temporalCommand(args: string[], io: CommandIo = processIo)
 
 async function run(
   subcommand: Subcommand,
-  options: { port?: number; dbFilename?: string; stateDir?: string },
+  options: { port?: number; uiPort?: number; dbFilename?: string; stateDir?: string },
   io: CommandIo,
 ): Promise<number> {
   if (subcommand === 'start') {

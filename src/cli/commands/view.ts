@@ -16,7 +16,7 @@ import { listStoredRuns } from '../view/store-layout.js';
 import { storeSource } from '../view/store-source.js';
 import { connectRunWorkflows, viewTemporal, type RunWorkflows } from '../view/temporal.js';
 import { decodersFor } from '../view/tokens.js';
-import { isLoopback } from './api.js';
+import { isLoopback } from '../../config/listening.js';
 import { untilInterrupted } from '../interrupt.js';
 
 export const VIEW_USAGE = `Usage: clotho view [<groups.jsonl> ...] [--run <id> ...] [--api <url> ...] [options]

@@ -282,9 +282,10 @@ function generationParams(ready: VerifiersReady): Record<string, unknown> {
 /** {@link releaseActivitiesOf} for a worker that exited with `code`, saying what it released; a failure only delays them. */
 async function releaseHeld(temporal: TemporalRuntime, root: string, identity: string, code: number | string, mode: string, io: CommandIo) {
   try {
-    const released = await releaseActivitiesOf(temporal.client, root, identity, `exited (${code})`, 'the verifiers worker');
+    const { released, errors } = await releaseActivitiesOf(temporal.client, root, identity, `exited (${code})`, 'the verifiers worker');
     if (released > 0)
       io.err(`clotho ${mode}: the verifiers worker exited (${code}): ${released} of its activities handed on for another attempt`);
+    for (const error of errors) io.err(`clotho ${mode}: ${error} (those activities wait for their heartbeat timeout)`);
   } catch (error) {
     io.err(`clotho ${mode}: the verifiers worker's activities wait for their heartbeat timeout (${(error as Error).message})`);
   }

@@ -2,6 +2,7 @@ import type { GroupState } from '../../activities/group-state.js';
 import { isMessagesOnly, MessageSchema, ToolDefinitionSchema, type Message } from '../../schema/scored-data.js';
 import { z } from 'zod';
 import type { RawGroup } from './model.js';
+import { decodeSequence, lacksReply, type RunTokenizer } from '../decoded-tokens.js';
 
 /**
  * A scored group as Atropos writes it, read loosely: a file from Atropos itself, or from an older Clotho, may lack
@@ -116,4 +117,29 @@ export function fromState(state: GroupState, scores: number | null, parsed: unkn
 /** A group Temporal knows of but the store holds nothing for (it failed before its first record). */
 export function emptyGroup(): RawGroup {
   return { scores: [], messages: [], tokens: [], masks: [], logprobs: [], overrides: [], groupOverrides: null, tools: null, parsed: null };
+}
+
+/**
+ * A group whose rollouts' messages do not say what the model generated (an Atropos group of tokens only, as
+ * gsm8k_server.py's under serve, or with the one user message Atropos makes of them under process), with messages
+ * made of its tokens decoded by the run's tokenizer: the rendered prompt as the user's, the rest as the assistant's.
+ * Unchanged, with no `decodedWith`, when every rollout has its reply or the tokenizer did not load (`problem`).
+ */
+export async function withDecodedReplies(
+  group: RawGroup,
+  tokenizerOf: () => Promise<RunTokenizer>,
+): Promise<{ group: RawGroup; decodedWith?: string; problem?: string }> {
+  const lacking = group.messages.map((messages, i) => !group.messagesOnly && (group.tokens[i]?.length ?? 0) > 0 && lacksReply(messages));
+  if (!lacking.some(Boolean)) return { group };
+  const run = await tokenizerOf();
+  if ('problem' in run) return { group, problem: run.problem };
+  const messages = group.messages.map((kept, i) => {
+    if (!lacking[i]) return kept;
+    const { prompt, reply } = decodeSequence(run.tokenizer, group.tokens[i]!, group.masks[i] ?? []);
+    return [
+      { role: 'user', content: prompt },
+      { role: 'assistant', content: reply },
+    ];
+  });
+  return { group: { ...group, messages }, decodedWith: run.tokenizer.name };
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { groupKey, saveGroupBase, saveGroupDelta, type GroupState } from '../../activities/group-state.js';
 import { FileSystemStore, storeKey } from '../../store/trajectory-store.js';
+import { jsonlLine } from '../../schema/float-json.js';
 import { findGroupsInStore, listStoredItems, listStoredRuns, readAssembled, readNewestState } from './store-layout.js';
 
 let root: string;
@@ -77,13 +78,15 @@ describe('reading a run from the trajectory store', () => {
     expect(await readNewestState(store, { ...address, itemIndex: 99 })).toBeUndefined();
   });
 
-  it('finds the JSONL lines that are a stored group, byte for byte, and no others', async () => {
+  it('finds the JSONL lines that are a stored group, as clotho process writes it, and no others', async () => {
     const group = { scores: [1, -1], tokens: [[1], [2]] };
     const address = { runId: 'run-c', environment: 'env', itemIndex: 7 };
     await store.put(groupKey(address, 'group'), group);
-    const same = JSON.stringify(group);
-    const sameSize = JSON.stringify({ scores: [1, -2], tokens: [[1], [2]] });
+    const same = jsonlLine(group);
+    const sameSize = jsonlLine({ scores: [1, -2], tokens: [[1], [2]] });
     const found = await findGroupsInStore(store, [sameSize, same]);
     expect([...found.entries()]).toEqual([[1, address]]);
+    // A JSONL written before scores were floats: the same group.
+    expect([...(await findGroupsInStore(store, [JSON.stringify(group)])).entries()]).toEqual([[0, address]]);
   });
 });

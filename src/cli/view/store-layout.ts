@@ -92,14 +92,17 @@ export async function readNewestState(store: TrajectoryStore, address: GroupAddr
 }
 
 /**
- * Finds JSONL lines in the store: `clotho process` writes each delivered group's `group` entry to the JSONL byte for
- * byte, so a line of the same size and text is that group. Only sizes (from the listing) are compared until one
- * matches.
+ * Finds JSONL lines in the store: `clotho process` writes each delivered group's `group` entry to the JSONL (its float
+ * fields as floats since issue 43, as integers before), so a line that reads back as the same JSON is that group.
+ * Only sizes are compared until one matches: the listing's, against the line's as JSON.stringify writes it (as the
+ * store holds a group Clotho assembled).
  */
 export async function findGroupsInStore(store: TrajectoryStore, lines: string[]): Promise<Map<number, GroupAddress>> {
+  const texts = lines.map(asStored);
   const bySize = new Map<number, number[]>();
-  lines.forEach((line, i) => {
-    const size = Buffer.byteLength(line);
+  texts.forEach((text, i) => {
+    if (text === undefined) return;
+    const size = Buffer.byteLength(text);
     bySize.set(size, [...(bySize.get(size) ?? []), i]);
   });
   const found = new Map<number, GroupAddress>();
@@ -109,9 +112,18 @@ export async function findGroupsInStore(store: TrajectoryStore, lines: string[])
     const candidates = bySize.get(size)?.filter((i) => !found.has(i));
     if (!candidates?.length) continue;
     const text = JSON.stringify(await store.tryGet(key));
-    const at = candidates.find((i) => lines[i] === text);
+    const at = candidates.find((i) => texts[i] === text);
     if (at !== undefined) found.set(at, { runId: match[1]!, environment: match[2]!, itemIndex: Number(match[3]) });
     if (found.size === lines.length) break;
   }
   return found;
+}
+
+/** A line's group as JSON.stringify writes it; undefined when the line is not JSON. */
+function asStored(line: string): string | undefined {
+  try {
+    return JSON.stringify(JSON.parse(line));
+  } catch {
+    return undefined;
+  }
 }

@@ -1,6 +1,7 @@
 import { storeLabel } from '../../store/open-store.js';
 import type { TrajectoryStore } from '../../store/trajectory-store.js';
-import { emptyGroup, fromScored, fromState, joinGroups } from './groups.js';
+import { emptyGroup, fromScored, fromState, joinGroups, withDecodedReplies } from './groups.js';
+import { runTokenizer, type RunTokenizer } from '../decoded-tokens.js';
 import { summariseGroup, type GroupAddress, type GroupStatus, type GroupSummary, type RawGroup } from './model.js';
 import type { LoadedRun, RunSource } from './source.js';
 import { readHarnessState, withHarness } from './harness.js';
@@ -14,6 +15,11 @@ import type { RunWorkflows, WorkflowFacts } from './temporal.js';
  */
 export function storeSource(store: TrajectoryStore, runId: string, options: { id: string; workflows?: RunWorkflows }): RunSource {
   let facts = new Map<string, WorkflowFacts>();
+  const tokenizers = new Map<string, () => Promise<RunTokenizer>>();
+  const tokenizerOf = (environment: string) => {
+    if (!tokenizers.has(environment)) tokenizers.set(environment, runTokenizer(store, runId, environment));
+    return tokenizers.get(environment)!;
+  };
 
   /** A group from the store and what Temporal says of it; undefined when neither knows it. */
   const read = async (address: GroupAddress): Promise<{ group: RawGroup; status: GroupStatus; note: string | null } | undefined> => {
@@ -21,8 +27,12 @@ export function storeSource(store: TrajectoryStore, runId: string, options: { id
     const parsed = await readParsed(store, address);
     const assembled = await readAssembled(store, address);
     if (assembled.length > 0) {
-      const note = assembled.length > 1 ? `${assembled.length} groups from one collect_trajectories, shown as one` : null;
-      return { group: joinGroups(assembled.map((g) => fromScored(g, parsed))), status: 'scored', note };
+      const joined = assembled.length > 1 ? `${assembled.length} groups from one collect_trajectories, shown as one` : null;
+      const shown = await withDecodedReplies(joinGroups(assembled.map((g) => fromScored(g, parsed))), tokenizerOf(address.environment));
+      const decoded = shown.decodedWith ? `no replies in its messages: decoded from its tokens with ${shown.decodedWith}` : null;
+      const undecoded = shown.problem ? `no replies in its messages, and its tokens not decoded: ${shown.problem}` : null;
+      const note = [joined, decoded, undecoded].filter(Boolean).join('; ') || null;
+      return { group: shown.group, status: 'scored', note };
     }
     // A harness group's rollouts write no turn records: its state is gathered from them, or read from each.
     const state = (await readNewestState(store, address)) ?? (await readHarnessState(store, address));

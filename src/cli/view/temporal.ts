@@ -3,6 +3,7 @@ import { configuredTemporal, isServerListening, type TemporalConnectionOptions }
 import { causeOf } from '../../workflows/messages.js';
 import { ENVIRONMENT, ITEM_INDEX, MEAN_SCORE, STATUS } from '../../workflows/search-attributes.js';
 import type { GroupStatus } from './model.js';
+import { dropReasonText } from '../timeline-format.js';
 
 /** What Temporal's visibility says of one rollout-group workflow. */
 export interface WorkflowFacts {
@@ -22,8 +23,8 @@ export interface RunWorkflows {
   close(): Promise<void>;
 }
 
-/** Failures whose cause is fetched (one history read each); the rest show only their status. */
-const FAILURES_EXPLAINED = 200;
+/** Failed and dropped groups whose cause or reason is fetched (one history read each); the rest show only their status. */
+const ENDS_EXPLAINED = 200;
 
 /** Where the viewer looks for a run's workflows, and how it connects there. */
 export interface ViewTemporal {
@@ -62,7 +63,7 @@ export async function connectRunWorkflows(env: NodeJS.ProcessEnv = process.env):
   return {
     async list(runId) {
       const found = new Map<string, WorkflowFacts>();
-      const failed: [string, string][] = [];
+      const explained: [string, string][] = [];
       const query = `ClothoRunId = "${runId.replace(/["\\]/g, '')}" AND ${ROLLOUT_GROUP_TYPES}`;
       for await (const info of client.workflow.list({ query })) {
         const attributes = info.typedSearchAttributes;
@@ -77,18 +78,21 @@ export async function connectRunWorkflows(env: NodeJS.ProcessEnv = process.env):
         const id = `${environment}/item-${itemIndex}`;
         const note = status === 'failed' && closed !== 'FAILED' ? `workflow ${closed.toLowerCase().replace('_', ' ')}` : null;
         found.set(id, { environment, itemIndex, status, meanScore: attributes.get(MEAN_SCORE) ?? null, note });
-        if (closed === 'FAILED' && failed.length < FAILURES_EXPLAINED) failed.push([id, info.workflowId]);
+        if ((closed === 'FAILED' || status === 'dropped') && explained.length < ENDS_EXPLAINED) explained.push([id, info.workflowId]);
       }
+      // A failure's cause, and why a dropped group delivered nothing (its result's reason: Clotho's or Atropos's).
       await Promise.all(
-        failed.map(async ([id, workflowId]) => {
-          const cause = await client.workflow
+        explained.map(async ([id, workflowId]) => {
+          found.get(id)!.note = await client.workflow
             .getHandle(workflowId)
             .result()
             .then(
-              () => null,
+              (result: { dropReason?: string; reason?: string } | undefined) => {
+                const reason = result?.dropReason ?? result?.reason;
+                return reason ? dropReasonText(reason) : null;
+              },
               (error: unknown) => causeOf(error),
             );
-          found.get(id)!.note = cause;
         }),
       );
       return found;

@@ -111,7 +111,7 @@ export const GenerateRequestSchema = z.object({
 });
 export type GenerateRequest = z.infer<typeof GenerateRequestSchema>;
 
-/** `POST /v1/weights` body: the GGUF to serve from now on (a path on the server's machine) and its version. */
+/** `POST /v1/weights` body: the GGUF to serve from now on (a file in the server's `--weights-dir`) and its version. */
 export const WeightsRequestSchema = z.strictObject({
   path: z.string().min(1),
   version: z.number().int().nonnegative(),

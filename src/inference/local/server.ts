@@ -5,6 +5,7 @@ import { serve } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import type { z } from 'zod';
 import { chatCompletionEvents, completionEvents, EVENT_STREAM_HEADERS, eventStreamBody, includesUsage } from '../chat-stream.js';
+import { bearerAuth, INFERENCE_FACE, openAIUnauthorized } from '../../config/listening.js';
 import { ChatTemplate } from './chat-template.js';
 import { WEIGHTS_VERSION_HEADER } from '../weights-version.js';
 import { WeightsRefusedError, type LocalEngine } from './engine.js';
@@ -19,6 +20,7 @@ import {
   WeightsRequestSchema,
 } from './server-schemas.js';
 import { EngineRequestError, type Weights } from './weights.js';
+import { fileInWeightsDir, NO_WEIGHTS_DIR, NOT_IN_WEIGHTS_DIR } from './weights-dir.js';
 
 const created = () => Math.floor(Date.now() / 1000);
 
@@ -57,17 +59,27 @@ const sampling = (r: Pick<GenerateRequest, 'n' | 'temperature' | 'top_p' | 'seed
   stop: r.stop,
 });
 
+/** Who may use the server, and where new weights come from (`clotho inference --token --weights-dir`). */
+export interface InferenceAppOptions {
+  /** Every request but `GET /health` needs `Authorization: Bearer <token>` (`src/config/listening.ts`). */
+  token?: string;
+  /** The folder `POST /v1/weights` takes files from; without it every swap is refused. */
+  weightsDir?: string;
+}
+
 /**
  * The OpenAI-compatible HTTP API of a {@link LocalEngine}: `/v1/models`, `/v1/completions`,
  * `/v1/chat/completions` (with vLLM's `return_token_ids` and `prompt_logprobs` extensions), vLLM's native `/generate`
  * (token ids in, token ids and logprobs out: what Atropos's ManagedServer calls with `server_type: vllm`) and
- * `/health`; and `/v1/weights`, where a trainer swaps new weights in (`POST`) and reads which are served (`GET`).
+ * `/health`; and `/v1/weights`, where a trainer swaps new weights in (`POST`, a file in `weightsDir`) and reads which
+ * are served (`GET`).
  * Every generation answers with the version of the weights that produced it (`x-clotho-weights-version`).
  * `stream: true` on the OpenAI routes is answered as server-sent events of the completion generated whole
  * (`chat-stream.ts`): RL rollouts want whole completions with their token ids, and agents that always stream get them.
  */
-export function createInferenceApp(engine: LocalEngine): Hono {
+export function createInferenceApp(engine: LocalEngine, options: InferenceAppOptions = {}): Hono {
   const app = new Hono();
+  if (options.token !== undefined) app.use(bearerAuth(options.token, INFERENCE_FACE, openAIUnauthorized));
   const template = engine.chatTemplate === undefined ? undefined : new ChatTemplate(engine.chatTemplate);
   const maxTokensLeft = (promptLength: number) => Math.max(1, engine.contextSize - promptLength);
 
@@ -107,7 +119,10 @@ export function createInferenceApp(engine: LocalEngine): Hono {
   app.post('/v1/weights', async (c) => {
     const r = await parseBody(c, WeightsRequestSchema);
     if (r instanceof Response) return r;
-    const swap = await engine.swapWeights(r);
+    if (options.weightsDir === undefined) return c.json(errorBody(NO_WEIGHTS_DIR, 'path', 'permission_error'), 403);
+    const path = await fileInWeightsDir(options.weightsDir, r.path);
+    if (path === undefined) return c.json(errorBody(NOT_IN_WEIGHTS_DIR, 'path', 'permission_error'), 403);
+    const swap = await engine.swapWeights({ path, version: r.version });
     return c.json({ version: swap.version, path: swap.path, load_ms: swap.loadMs });
   });
 
@@ -237,8 +252,8 @@ export interface RunningServer {
 }
 
 /** Serves {@link createInferenceApp} on `host:port` (port 0 picks a free one). */
-export function serveInference(engine: LocalEngine, port: number, host: string): Promise<RunningServer> {
-  const app = createInferenceApp(engine);
+export function serveInference(engine: LocalEngine, port: number, host: string, options: InferenceAppOptions = {}): Promise<RunningServer> {
+  const app = createInferenceApp(engine, options);
   return new Promise((resolve, reject) => {
     const server = serve({ fetch: app.fetch, port, hostname: host }, (info: AddressInfo) => {
       const shownHost = info.family === 'IPv6' ? `[${info.address}]` : info.address;

@@ -21,6 +21,10 @@ export const LocalEngineOptionsSchema = z.strictObject({
   threads: z.number().int().positive().optional(),
   /** Version of the weights loaded at start. @default 0 */
   weightsVersion: z.number().int().nonnegative().default(0),
+  /** Every request but `GET /health` needs `Authorization: Bearer <token>`. @default none */
+  token: z.string().min(1).optional(),
+  /** The folder `POST /v1/weights` takes new weights from. @default none: swaps are refused */
+  weightsDir: z.string().min(1).optional(),
 });
 export type LocalEngineOptions = z.input<typeof LocalEngineOptionsSchema>;
 
@@ -63,7 +67,10 @@ export async function startLocalEngine(options: LocalEngineOptions): Promise<Run
     weightsVersion: o.weightsVersion,
   });
   try {
-    const server = await serveInference(engine, o.port, o.host);
+    const server = await serveInference(engine, o.port, o.host, {
+      ...(o.token === undefined ? {} : { token: o.token }),
+      ...(o.weightsDir === undefined ? {} : { weightsDir: o.weightsDir }),
+    });
     return {
       baseUrl: `${server.url}/v1`,
       modelName,

@@ -13,7 +13,7 @@ import { qwenTokenizerMetadata } from './qwen-tokenizer.js';
 import { startLocalEngine, type RunningLocalEngine } from './start.js';
 
 // The real engine on generate:tiny, started at weights version 1 (`clotho inference --weights-version 1`), swapped
-// over HTTP to the same shapes with other seeded weights, and back.
+// over HTTP to the same shapes with other seeded weights, and back; every file is in its weights folder.
 let running: RunningLocalEngine;
 let root: string;
 let dir: string;
@@ -21,12 +21,13 @@ let first: string;
 let second: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'clotho-weights-'));
-  [running, second] = await Promise.all([
-    startLocalEngine({ model: 'generate:tiny', slots: 4, contextSize: 1024, threads: 1, weightsVersion: 1 }),
+  first = join(dir, 'first.gguf');
+  [, second] = await Promise.all([
+    ensureGeneratedModel(MODEL_SPECS.tiny).then((tiny) => copyFile(tiny, first)),
     ensureGeneratedModel({ ...MODEL_SPECS.tiny, seed: 2 }, dir),
   ]);
+  running = await startLocalEngine({ model: first, slots: 4, contextSize: 1024, threads: 1, weightsVersion: 1, weightsDir: dir });
   root = running.baseUrl.replace(/\/v1$/, '');
-  first = running.engine.weights.path;
 }, 60_000);
 afterAll(async () => {
   await running?.close();
@@ -100,7 +101,8 @@ describe('swapping weights on a running engine (POST /v1/weights)', () => {
     await refused({ version: 2 }, 400, 'path');
     await refused({ path: second, version: 2, force: true }, 400, null, /force/);
     await refused('{"path":', 400, null, /not valid JSON/);
-    await refused({ path: join(dir, 'missing.gguf'), version: 2 }, 404, 'path', /no file at .*missing\.gguf/);
+    // Nothing there: the answer every path outside the weights folder gets (src/inference/local/server.test.ts).
+    await refused({ path: join(dir, 'missing.gguf'), version: 2 }, 403, 'path', /--weights-dir/);
     await writeFile(join(dir, 'notes.gguf'), 'not weights');
     await refused({ path: join(dir, 'notes.gguf'), version: 2 }, 400, 'path', /is not a GGUF file/);
     // A file still being written: its header reads, its tensors are cut off.
@@ -156,7 +158,7 @@ describe('swapping weights on a running engine (POST /v1/weights)', () => {
   }, 60_000);
 
   it('answers a repeated swap 200 without loading, and refuses the served version from another file', async () => {
-    for (const path of [second, relative(process.cwd(), second)]) {
+    for (const path of [second, relative(dir, second)]) {
       const again = await swap(path, 2);
       expect([again.status, again.body]).toEqual([200, { version: 2, path: second, load_ms: 0 }]);
     }

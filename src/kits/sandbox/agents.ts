@@ -31,8 +31,9 @@ export interface MiniSweAgentOptions {
  * session through litellm's OpenAI provider, in yolo mode and leaving at once when it submits.
  */
 export function miniSweAgent(options: MiniSweAgentOptions = {}): HarnessAgent {
-  const venv = options.venv ?? process.env.CLOTHO_MINI_SWE_AGENT_VENV ?? join(clothoHome(), 'mini-swe-agent-venv');
-  let installed: Promise<string> | undefined;
+  // An empty variable is an unset one (a shell's `VAR= cmd`).
+  const given = options.venv ?? (process.env.CLOTHO_MINI_SWE_AGENT_VENV || undefined);
+  const venv = given ?? join(clothoHome(), 'mini-swe-agent-venv');
   return {
     name: 'mini-swe-agent',
     command: (session: AgentSession) => [
@@ -80,23 +81,36 @@ export function miniSweAgent(options: MiniSweAgentOptions = {}): HarnessAgent {
     },
     ...(options.limits ? { limits: options.limits } : {}),
     async ensure() {
-      if (options.venv ?? process.env.CLOTHO_MINI_SWE_AGENT_VENV) return;
-      installed ??= ensureVenv({
-        venv,
-        stamp: MINI_SWE_AGENT_PIN,
-        what: MINI_SWE_AGENT_PIN,
-        pipArgs: async () => [MINI_SWE_AGENT_PIN],
-        // The sandbox shows /usr: a venv of the system's Python runs there, one of a Python under /root would not.
-        python: SANDBOX_PYTHON,
-        notice: (line) => process.stderr.write(`clotho: ${line}\n`),
-        hint: 'or set CLOTHO_MINI_SWE_AGENT_VENV to a venv that has mini-swe-agent',
-      }).catch((error: unknown) => {
-        installed = undefined; // the step's next attempt tries again
-        throw error;
-      });
-      await installed;
+      if (given) return;
+      await installOnce(venv);
     },
   };
+}
+
+/**
+ * Installs mini-swe-agent into `venv` once per process: every rollout makes an agent of its own, and those of a
+ * group (or a retried attempt) that start while the first installs wait for the same install rather than race it.
+ */
+const installs = new Map<string, Promise<string>>();
+function installOnce(venv: string): Promise<string> {
+  let installing = installs.get(venv);
+  if (!installing) {
+    installing = ensureVenv({
+      venv,
+      stamp: MINI_SWE_AGENT_PIN,
+      what: MINI_SWE_AGENT_PIN,
+      pipArgs: async () => [MINI_SWE_AGENT_PIN],
+      // The sandbox shows /usr: a venv of the system's Python runs there, one of a Python under /root would not.
+      python: SANDBOX_PYTHON,
+      notice: (line) => process.stderr.write(`clotho: ${line}\n`),
+      hint: 'or set CLOTHO_MINI_SWE_AGENT_VENV to a venv that has mini-swe-agent',
+    }).catch((error: unknown) => {
+      installs.delete(venv); // the step's next attempt tries again
+      throw error;
+    });
+    installs.set(venv, installing);
+  }
+  return installing;
 }
 
 /**

@@ -139,7 +139,10 @@ export async function startEnv(
   ];
   // Atropos's flags are the run's config, the same on every command of the run; max_batches_offpolicy is one of them.
   const offpolicy = ['--env.max_batches_offpolicy', String(setup.maxBatchesOffpolicy)];
-  const run = atropos ? [...common, ...offpolicy, '--env.total_steps', String(setup.numSteps), ...atropos.flags] : common;
+  // The chaos run kills the Python worker to kill its command's environment process: without restarts the command
+  // exits with it, and the harness restarts the command, as it restarts every process it kills.
+  const restarts = ['--worker-restarts', '0'];
+  const run = atropos ? [...common, ...offpolicy, '--env.total_steps', String(setup.numSteps), ...restarts, ...atropos.flags] : common;
   const environment = atropos ? ['--atropos', atropos.spec] : ['gsm8k', '--env.data_path', GSM8K_TEST];
   if (mode === 'worker') {
     // `clotho worker --atropos env.py serve …` joins the run in its Atropos mode.

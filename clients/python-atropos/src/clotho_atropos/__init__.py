@@ -9,7 +9,7 @@ from .building import BuildError, BuiltEnv, build_env
 from .codec import decode_item, encode_item, group_to_json
 from .cursor import Checkpoint, ItemCursor
 from .loading import EnvSpecError, load_env_class
-from .worker import connect_temporal, run_worker
+from .worker import WorkerStop, connect_temporal, run_worker
 
 __all__ = [
     "ACTIVITY_NAMES",
@@ -19,6 +19,7 @@ __all__ = [
     "Checkpoint",
     "EnvSpecError",
     "ItemCursor",
+    "WorkerStop",
     "build_env",
     "connect_temporal",
     "decode_item",

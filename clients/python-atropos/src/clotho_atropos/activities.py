@@ -14,8 +14,14 @@ Names and payloads (JSON objects, camelCase as Clotho's TypeScript workflows sen
   or ``ref`` holds it; with ``cursor``, the iterator is first brought to the run's cursor, from ``checkpoint`` when given)
 - ``atroposMetrics({step})`` → ``{metrics}``: what ``wandb_log`` logs (and still logs to wandb when it is on)
 
+Every activity runs on the environment's event loop and heartbeats from the worker's (``_heartbeating``) every
+``heartbeat_interval`` with ``{seconds, stack?, lastOutput?}``: the seconds so far, where the environment's task is
+(``file:line in function``, innermost last; down to the code that holds the loop when it is blocked) and the last
+lines the process printed (``watch.py``); ``atroposNextItem`` adds ``fastForwarded``, the items skipped so far.
+
 ``Collected``: ``{status: "scored", groups: [ScoredDataGroup...], list, dropped: [{index, reason}], backlog: [item...], seconds}``
-or ``{status: "declined", reason, dropped, backlog, seconds}``. Items travel encoded by ``codec.encode_item``.
+or ``{status: "declined", reason, dropped, backlog, seconds}``. Items travel encoded by ``codec.encode_item``; a
+pickled item the run's workers did not sign fails the activity for good (``AtroposItemRefused``), never unpickled.
 With ``store: {root, run, key?}`` in the input (a file-system trajectory store; ``run`` is ``<run>/<env>``, ``key`` the
 group's ``<run>/<env>/item-<i>``), large items and every put-back item travel as ``{"$stored": key}`` and checkpoints as
 ``ref: {key}`` (``payloads.py``), and each kept group is written to ``<key>/attempt-<n>/group-<i>``, n the activity's
@@ -32,21 +38,49 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import time
-from typing import Any, Awaitable, Iterator, TypeVar
+from typing import Any, Callable, Coroutine, Iterator, Optional, TypeVar
 
 import wandb
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .building import BuiltEnv
-from .codec import NotEncodableError, NotJsonError, decode_item, encode_item, group_to_json
+from .codec import ItemRefusedError, NotEncodableError, NotJsonError, decode_item, encode_item, group_to_json
 from .cursor import Checkpoint, CursorBehindError, ItemCursor
 from . import store
 from .groups import filter_groups
+from .loading import missing_module
 from .payloads import Carrier, Target, uncarried, within_budget
+from .watch import EnvLoop, OutputTail, where
 
 T = TypeVar("T")
+
+#: A loop that has not turned for this long is blocked: the heartbeat then shows the code that holds it.
+BLOCKED_AFTER_S = 0.5
+
+#: What an activity's body adds to its heartbeat's details (``fastForwarded``): a dict per activity, read by the beat.
+_progress: contextvars.ContextVar[dict] = contextvars.ContextVar("clotho_atropos_progress")
+
+
+def _on_env_loop(body: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., Coroutine[Any, Any, T]]:
+    """Makes the coroutine method ``body`` an activity that runs on the environment's loop, heartbeating from this one."""
+
+    @functools.wraps(body)
+    async def activity_fn(self: "AtroposActivities", *args: Any) -> T:
+        try:
+            return await self._heartbeating(body(self, *args))
+        except ItemRefusedError as error:
+            # The same item would be refused again: the workflow fails now, naming why.
+            raise ApplicationError(str(error), type="AtroposItemRefused", non_retryable=True) from None
+        except ModuleNotFoundError as error:
+            # Imported lazily by the environment: no retry adds it. The message says where (a run shows the innermost cause).
+            raise ApplicationError(missing_module(error), type="AtroposModuleMissing", non_retryable=True) from None
+
+    return activity_fn
+
 
 ACTIVITY_NAMES = ("atroposDescribe", "atroposNextItem", "atroposCollect", "atroposPostprocess", "atroposEvaluate", "atroposCheckpoint", "atroposMetrics")
 
@@ -54,18 +88,32 @@ ACTIVITY_NAMES = ("atroposDescribe", "atroposNextItem", "atroposCollect", "atrop
 class AtroposActivities:
     """Holds the built environment; its bound ``@activity.defn`` methods are what a worker registers."""
 
-    def __init__(self, built: BuiltEnv, heartbeat_interval: float = 2.0) -> None:
+    def __init__(
+        self,
+        built: BuiltEnv,
+        heartbeat_interval: float = 2.0,
+        env_loop: Optional[EnvLoop] = None,
+        output: Optional[OutputTail] = None,
+    ) -> None:
         self.built = built
         self.env = built.env
         self.cursor = ItemCursor(built.env)
         self.heartbeat_interval = heartbeat_interval
+        #: Where the environment's code runs; None: the loop that calls the activity (tests).
+        self.env_loop = env_loop
+        self.output = output
 
     @property
     def activities(self) -> list:
         return [self.describe, self.next_item, self.collect, self.postprocess, self.evaluate, self.checkpoint, self.metrics]
 
     @activity.defn(name="atroposDescribe")
+    @_on_env_loop
     async def describe(self, _raw: Any = None) -> dict:
+        return self.description()
+
+    def description(self) -> dict:
+        """The environment as Atropos built it (``atroposDescribe``'s answer)."""
         env = self.env
         return {
             "className": type(env).__name__,
@@ -77,6 +125,7 @@ class AtroposActivities:
         }
 
     @activity.defn(name="atroposNextItem")
+    @_on_env_loop
     async def next_item(self, raw: Any) -> dict:
         request = _object(raw, "atroposNextItem")
         index = _int(request, "cursor")
@@ -84,7 +133,7 @@ class AtroposActivities:
         checkpoint = Checkpoint.parse(request.get("checkpoint"), target.read if target else None)
         count = _int(request, "count") if "count" in request else None
         try:
-            taken = await self.cursor.item_at(index, checkpoint, progress=lambda n: activity.heartbeat({"fastForwarded": n}))
+            taken = await self.cursor.item_at(index, checkpoint, progress=_report_fast_forward)
             items = [] if taken.exhausted else [taken.item]
             exhausted = taken.exhausted
             # The items after it, in the same call: one round trip for the slots the workflow has free.
@@ -109,12 +158,13 @@ class AtroposActivities:
         return within_budget(answer if count is None else {**answer, "items": carried}, f"atroposNextItem's answer at cursor {index}")
 
     @activity.defn(name="atroposCollect")
+    @_on_env_loop
     async def collect(self, raw: Any) -> dict:
         request = _object(raw, "atroposCollect")
         target = Target.parse(request.get("store"))
         item = decode_item(uncarried(request.get("item"), target))
         started = time.time()
-        result = await self._heartbeating(self.env.collect_trajectories(item))
+        result = await self.env.collect_trajectories(item)
         if not (isinstance(result, tuple) and len(result) == 2):
             raise ApplicationError(f"collect_trajectories returned {type(result).__name__}, expected (groups, backlog)", type="AtroposBadReturn", non_retryable=True)
         groups, backlog = result
@@ -131,12 +181,13 @@ class AtroposActivities:
             raw_groups = _groups_json(groups if was_list else [groups])
             collected = {"status": "collected", "groups": raw_groups, "list": was_list, "backlog": backlog_json, "seconds": time.time() - started}
             return within_budget(collected, "atroposCollect's answer")
-        groups = await self._heartbeating(self.env.postprocess_histories(groups))
+        groups = await self.env.postprocess_histories(groups)
         collected = await self._scored(groups, item, request, started)
         collected["backlog"] = backlog_json
         return within_budget(collected, "atroposCollect's answer")
 
     @activity.defn(name="atroposPostprocess")
+    @_on_env_loop
     async def postprocess(self, raw: Any) -> dict:
         request = _object(raw, "atroposPostprocess")
         item = decode_item(uncarried(request.get("item"), Target.parse(request.get("store"))))
@@ -145,10 +196,11 @@ class AtroposActivities:
         if not isinstance(groups, list) or not groups:
             raise ApplicationError("atroposPostprocess expects groups: a non-empty list", type="AtroposBadInput", non_retryable=True)
         # The shape collect_trajectories returned: a list of groups, or one group.
-        groups = await self._heartbeating(self.env.postprocess_histories(groups if request.get("list", False) else groups[0]))
+        groups = await self.env.postprocess_histories(groups if request.get("list", False) else groups[0])
         return within_budget(await self._scored(groups, item, request, started), "atroposPostprocess's answer")
 
     @activity.defn(name="atroposEvaluate")
+    @_on_env_loop
     async def evaluate(self, raw: Any = None) -> dict:
         request = _object(raw or {}, "atroposEvaluate")
         if "step" in request:
@@ -157,7 +209,7 @@ class AtroposActivities:
         before = len(buffered) if isinstance(buffered, list) else 0
         started = time.time()
         with _evaluate_log_kept(self.env) as logged:
-            result = await self._heartbeating(self.env.evaluate())
+            result = await self.env.evaluate()
         # Atropos's environments buffer (name, value) pairs in eval_metrics for their next wandb_log.
         after = getattr(self.env, "eval_metrics", None)
         new = after[before:] if isinstance(after, list) else []
@@ -171,6 +223,7 @@ class AtroposActivities:
         return within_budget(evaluated, "atroposEvaluate's answer")
 
     @activity.defn(name="atroposCheckpoint")
+    @_on_env_loop
     async def checkpoint(self, raw: Any = None) -> dict:
         request = _object(raw or {}, "atroposCheckpoint")
         at = _int(request, "cursor") if "cursor" in request else None
@@ -185,6 +238,7 @@ class AtroposActivities:
         return within_budget(answer, f"atroposCheckpoint's answer at step {request.get('step', 0)}")
 
     @activity.defn(name="atroposMetrics")
+    @_on_env_loop
     async def metrics(self, raw: Any = None) -> dict:
         request = _object(raw or {}, "atroposMetrics")
         if "step" in request:
@@ -239,19 +293,54 @@ class AtroposActivities:
         self.env.task_successful.append(1 if succeeded else 0)
         (self.env.succeeded_task_duration if succeeded else self.env.failed_task_duration).append(duration)
 
-    async def _heartbeating(self, work: Awaitable[T]) -> T:
-        """Awaits ``work``, heartbeating meanwhile: a dead worker is noticed within the heartbeat timeout, and a cancel arrives."""
-        task = asyncio.ensure_future(work)
+    async def _heartbeating(self, work: Coroutine[Any, Any, T]) -> T:
+        """Runs ``work`` on the environment's loop and awaits it on this one (the worker's), heartbeating meanwhile.
+
+        The heartbeat comes from the worker's thread, so an environment that holds its loop (scoring inline for
+        longer than the heartbeat timeout) keeps its attempt; a dead worker stops heartbeating and is noticed within the
+        timeout, and a cancel arrives with the answer to a heartbeat (it reaches the environment's task when its loop
+        next turns). ``work`` sees the activity's context (``activity.info()``) but must not heartbeat itself.
+        """
+        progress: dict = {}
+        context = contextvars.copy_context()
+        context.run(_progress.set, progress)
+        held: dict = {}
+
+        async def in_context() -> T:
+            for var, value in context.items():
+                var.set(value)
+            held["task"] = asyncio.current_task()
+            return await work
+
+        loop = self.env_loop.loop if self.env_loop is not None else asyncio.get_running_loop()
+        done = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(in_context(), loop))
         started = time.monotonic()
         try:
             while True:
-                done, _ = await asyncio.wait({task}, timeout=self.heartbeat_interval)
-                if done:
-                    return task.result()
-                activity.heartbeat({"seconds": round(time.monotonic() - started, 1)})
+                finished, _ = await asyncio.wait({done}, timeout=self.heartbeat_interval)
+                if finished:
+                    return done.result()
+                activity.heartbeat(self._details(started, work, held.get("task"), progress))
         except BaseException:
-            task.cancel()
+            done.cancel()
             raise
+
+    def _details(self, started: float, work: Coroutine, task: Optional[asyncio.Task], progress: dict) -> dict:
+        """``{seconds, stack, lastOutput}`` and what the body reported: where the environment is, a few KB at most."""
+        blocked = self.env_loop is not None and self.env_loop.blocked_for() >= BLOCKED_AFTER_S
+        details: dict = {"seconds": round(time.monotonic() - started, 1), **dict(progress)}
+        stack = where(work, task, self.env_loop, blocked)
+        if stack:
+            details["stack"] = stack
+        output = self.output.lines() if self.output is not None else []
+        if output:
+            details["lastOutput"] = output
+        return details
+
+
+def _report_fast_forward(skipped: int) -> None:
+    """The items a fast-forward has skipped so far, for the next heartbeat."""
+    _progress.get()["fastForwarded"] = skipped
 
 
 @contextlib.contextmanager

@@ -5,9 +5,15 @@ possibly in another process, so it must come back as the same Python value. Atro
 return dicts, tuples of frozensets of message items, numpy values... ``encode_item`` writes plain JSON
 for JSON values and tags the rest (``{"$tuple": [...]}``, ``{"$frozenset": ...}``, ``{"$set": ...}``,
 ``{"$bytes": base64}``, ``{"$dict": [[k, v], ...]}`` for non-string keys, ``{"$ndarray": ...}``), and
-``{"$pickle": base64}`` for anything else (a dataclass, a pydantic model): the run's own code reads it back.
-What standard pickle refuses (reasoning_gym's items carry dataset objects holding lambdas) is pickled by value with
-cloudpickle, which plain ``pickle.loads`` reads; a value neither can write (a lock) is a ``NotEncodableError``.
+``{"$pickle": {"data": base64, "hmac": hex}}`` for anything else (a dataclass, a pydantic model): the run's own code
+reads it back. What standard pickle refuses (reasoning_gym's items carry dataset objects holding lambdas) is pickled
+by value with cloudpickle, which plain ``pickle.loads`` reads; a value neither can write (a lock) is a
+``NotEncodableError``.
+
+Unpickling runs code, and an item comes from the workflow's history, which anyone who can start a workflow on the
+server can write. So a pickle carries an HMAC-SHA256 of its bytes under the run's key (``set_item_key``: a secret
+kept outside Temporal, in a file of the run's store folder that every worker of the run reads), and ``decode_item``
+unpickles only one whose signature matches: an unsigned or badly signed pickle is an ``ItemRefusedError``.
 
 A scored group is what Atropos would ``json.dumps`` to its API, so ``group_to_json`` is lossy the same
 way (tuples become lists) and stricter: numpy values become numbers, and a value JSON cannot carry
@@ -17,10 +23,12 @@ way (tuples become lists) and stricter: numpy values become numbers, and a value
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import math
 import pickle
 from enum import Enum
-from typing import Any
+from typing import Any, Optional
 
 import cloudpickle
 
@@ -37,7 +45,30 @@ class NotJsonError(TypeError):
 
 
 class NotEncodableError(TypeError):
-    """An item holds a value neither pickle nor cloudpickle can write (a lock, an open file)."""
+    """An item holds a value neither pickle nor cloudpickle can write (a lock, an open file), or no key signs it."""
+
+
+class ItemRefusedError(ValueError):
+    """A pickled item this run's workers did not sign: unpickling it could run anyone's code."""
+
+
+#: The run's key for signing pickled items (``set_item_key``); None: no pickle is written or read.
+_item_key: Optional[bytes] = None
+
+
+def set_item_key(key: Optional[bytes]) -> None:
+    """Sets this process's key for signing and checking pickled items (the worker reads it from the run's key file)."""
+    global _item_key
+    _item_key = key
+
+
+def read_item_key(path: str) -> bytes:
+    """The key in the file at ``path`` (its text, stripped), which the first command of the run made."""
+    with open(path, "rb") as f:
+        key = f.read().strip()
+    if not key:
+        raise ValueError(f"{path}: the item key file is empty")
+    return key
 
 
 def encode_item(value: Any, where: str = "item") -> Any:
@@ -89,11 +120,36 @@ def decode_item(value: Any) -> Any:
             assert np is not None
             return np.frombuffer(base64.b64decode(inner["data"]), dtype=np.dtype(inner["dtype"])).reshape(inner["shape"]).copy()
         if tag == "$pickle":
-            return pickle.loads(base64.b64decode(inner))
+            return pickle.loads(_verified(inner))
     return {k: decode_item(v) for k, v in value.items()}
 
 
-def _pickled(value: Any, where: str) -> str:
+def _verified(signed: Any) -> bytes:
+    """The pickle's bytes, once its HMAC under the run's key matches; never unpickled otherwise."""
+    if not (isinstance(signed, dict) and isinstance(signed.get("data"), str) and isinstance(signed.get("hmac"), str)):
+        raise ItemRefusedError("a pickled item ($pickle) has no signature: refused, since unpickling it could run any code; "
+                               "this run's workers sign the items they pickle")
+    if _item_key is None:
+        raise ItemRefusedError("a pickled item ($pickle) cannot be checked: this worker has no item key (--item-key-file)")
+    try:
+        data = base64.b64decode(signed["data"], validate=True)
+    except ValueError as error:
+        raise ItemRefusedError(f"a pickled item ($pickle) whose data is not base64: {error}") from None
+    if not hmac.compare_digest(_signature(data), signed["hmac"]):
+        raise ItemRefusedError("a pickled item ($pickle) whose signature does not match the run's key: refused, since "
+                               "unpickling it could run any code (a worker of another run, or an item made by hand)")
+    return data
+
+
+def _signature(data: bytes) -> str:
+    assert _item_key is not None
+    return hmac.new(_item_key, data, hashlib.sha256).hexdigest()
+
+
+def _pickled(value: Any, where: str) -> dict:
+    if _item_key is None:
+        raise NotEncodableError(f"{where} is a {type(value).__name__}, which only pickle can carry, and this worker has no item key "
+                                "to sign it with (--item-key-file)")
     try:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, AttributeError, TypeError):
@@ -102,7 +158,7 @@ def _pickled(value: Any, where: str) -> str:
             data = cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, AttributeError, TypeError) as error:
             raise NotEncodableError(f"{where} is a {type(value).__name__}, which neither pickle nor cloudpickle can write: {error}") from error
-    return base64.b64encode(data).decode("ascii")
+    return {"data": base64.b64encode(data).decode("ascii"), "hmac": _signature(data)}
 
 
 def group_to_json(group: Any, where: str = "group") -> Any:

@@ -4,7 +4,8 @@ The workflow records item ``i`` once and asks for ``i + 1`` next; this process m
 a worker on another host), so its ``get_next_item`` may stand anywhere behind. ``ItemCursor.item_at(i)``
 first restores the run's last checkpoint when the class keeps one (``save_checkpoint``/``load_checkpoint``,
 Atropos's own methods and file layout) and it is ahead of this process, then calls ``get_next_item`` and
-discards the results until the iterator stands at ``i`` (fast-forward), then takes item ``i``. The last
+discards the results until the iterator stands at ``i`` (fast-forward; ``progress`` hears the count after each item,
+for the activity's heartbeat, which beats by time), then takes item ``i``. The last
 items taken are kept, so an activity retried after its result was lost gets the same item again.
 """
 
@@ -79,13 +80,10 @@ class Checkpoint:
 class ItemCursor:
     """Serialises this process's calls of ``get_next_item`` and counts them."""
 
-    def __init__(self, env: BaseEnv, keep: int = 1024, progress_every: float = 1.0) -> None:
+    def __init__(self, env: BaseEnv, keep: int = 1024) -> None:
         self.env = env
         self.taken = 0
         self._keep = keep
-        # Seconds between progress reports while fast-forwarding (the activity's heartbeats): by time, not by items, so a
-        # slow get_next_item (a stream, a remote dataset) still heartbeats well within the 10 s heartbeat timeout.
-        self._progress_every = progress_every
         self._recent: "OrderedDict[int, Any]" = OrderedDict()
         self._lock = asyncio.Lock()
 
@@ -122,16 +120,14 @@ class ItemCursor:
         if checkpoint is not None and checkpoint.saved and self.taken < checkpoint.cursor <= index:
             self._load(checkpoint)
             result.restored_from = checkpoint.cursor
-        started = reported = time.perf_counter()
+        started = time.perf_counter()
         while self.taken < index:
             if await self.env.get_next_item() is None:
                 result.exhausted = True
                 break
             self.taken += 1
             result.fast_forwarded += 1
-            if time.perf_counter() - reported >= self._progress_every:
-                reported = time.perf_counter()
-                progress(result.fast_forwarded)
+            progress(result.fast_forwarded)
         result.fast_forward_seconds = time.perf_counter() - started
         return result
 

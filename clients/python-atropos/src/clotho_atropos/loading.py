@@ -5,7 +5,11 @@ from __future__ import annotations
 import ast
 import importlib.util
 import inspect
+import os
+import shlex
 import sys
+import sysconfig
+import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Optional
@@ -103,3 +107,30 @@ def _classes_called_by_main(path: Path) -> set[str]:
                     if isinstance(call.func.value, ast.Name):
                         names.add(call.func.value.id)
     return names
+
+
+def missing_module(error: ModuleNotFoundError) -> str:
+    """What to tell someone whose environment imports a module the worker's Python lacks: its name, and how to add
+    it to that Python in a layer over it (a venv that sees every package of this one through a ``.pth`` file, so
+    Clotho reinstalling its own venv leaves it be), named by ``CLOTHO_ATROPOS_PYTHON``."""
+    name = (error.name or str(error)).split(".")[0]
+    python = sys.executable
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<")]
+    at = f" at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+    said = f"the environment imports the Python module {name!r}{at}, which the worker's Python ({python}) does not have"
+    if sys.prefix == sys.base_prefix:  # not a venv: the user's own Python
+        return f"{said}; install it there ({shlex.quote(python)} -m pip install {name}; its pip package may be named otherwise)"
+    layer = os.path.join(os.path.dirname(sys.prefix), "atropos-layer")
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    lines = [
+        f"LAYER={shlex.quote(layer)}",
+        f'{shlex.quote(python)} -m venv --without-pip "$LAYER"',
+        f'echo {shlex.quote(sysconfig.get_paths()["purelib"])} > "$LAYER/lib/{version}/site-packages/clotho-atropos-base.pth"',
+        f'"$LAYER/bin/python" -m pip install {name}',
+        'export CLOTHO_ATROPOS_PYTHON="$LAYER/bin/python"',
+    ]
+    return (
+        f"{said}. Add it in a venv layered on that one (it sees all of its packages, and stays when Clotho reinstalls "
+        f"its own; the pip package may be named otherwise), then run Clotho with CLOTHO_ATROPOS_PYTHON naming it:\n"
+        + "\n".join(f"  {line}" for line in lines)
+    )

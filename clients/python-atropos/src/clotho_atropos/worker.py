@@ -1,11 +1,13 @@
-"""A Temporal worker serving one Atropos environment's activities on a run's task queue."""
+"""A Temporal worker serving one Atropos environment's activities on a run's task queue, on a thread of its own."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import json
 import signal
+import sys
 import threading
 from datetime import timedelta
 from typing import Any, Optional
@@ -16,6 +18,7 @@ from temporalio.worker import Worker
 
 from .activities import AtroposActivities
 from .building import BuiltEnv
+from .watch import EnvLoop, OutputTail
 
 
 async def connect_temporal(address: Optional[str] = None, namespace: Optional[str] = None) -> Client:
@@ -34,30 +37,95 @@ async def run_worker(
     built: BuiltEnv,
     *,
     task_queue: str,
-    client: Optional[Client] = None,
     address: Optional[str] = None,
     namespace: Optional[str] = None,
     max_concurrent: Optional[int] = None,
     heartbeat_interval: float = 2.0,
-    stop: Optional[asyncio.Event] = None,
+    stop: Optional["WorkerStop"] = None,
     announce: bool = True,
+    output: Optional[OutputTail] = None,
 ) -> None:
     """Runs ``setup()`` once, then serves the activities until ``stop`` is set (or SIGINT/SIGTERM).
 
-    ``max_concurrent`` defaults to the environment's ``max_num_workers`` (Atropos's limit on groups in
-    flight per process) plus two, so the cursor and evaluation are never queued behind a full set of groups.
-    With ``announce``, one JSON line ``{"event": "ready", "taskQueue", "identity", "slots", ...atroposDescribe}``
-    goes to stdout once polling starts: ``identity`` is what Temporal records as the worker of its activities, so
-    the command that started it can hand on the ones it held if it dies.
+    The loop that calls it stays the environment's: every activity runs the environment's code there (the main
+    thread's, where Atropos runs it: signal-based timeouts such as math_verify's need it), while the Temporal worker
+    polls and heartbeats on a thread and loop of its own, so code that holds the environment's loop for longer than
+    the heartbeat timeout keeps its attempt. ``max_concurrent`` defaults to the environment's ``max_num_workers``
+    (Atropos's limit on groups in flight per process) plus two, so the cursor and evaluation are never queued behind a
+    full set of groups. With ``announce``, one JSON line ``{"event": "ready", "taskQueue", "identity", "slots",
+    ...atroposDescribe}`` goes to stdout once polling starts: ``identity`` is what Temporal records as the worker of
+    its activities, so the command that started it can hand on the ones it held if it dies. ``output``, when given,
+    is the process's output kept for the heartbeats (the ready line bypasses it).
     """
-    stop = stop or asyncio.Event()
+    stop = stop or WorkerStop()
     await built.env.setup()
-    activities = AtroposActivities(built, heartbeat_interval=heartbeat_interval)
-    owned = client is None
-    try:
-        if client is None:
-            client = await connect_temporal(address, namespace)
-        slots = max_concurrent or max(1, int(built.env.max_num_workers)) + 2
+    activities = AtroposActivities(built, heartbeat_interval=heartbeat_interval, env_loop=EnvLoop.current(), output=output)
+    slots = max_concurrent or max(1, int(built.env.max_num_workers)) + 2
+    serving = _TemporalThread(activities, task_queue, address, namespace, slots, stop)
+    with _signals_stop(stop):
+        serving.start()
+        try:
+            identity = await asyncio.wrap_future(serving.polling)
+            if announce:
+                # With the description, so the command can record the run's config without a second start.
+                line = {"event": "ready", "taskQueue": task_queue, "identity": identity, "slots": slots, **activities.description()}
+                stdout = output.original("stdout") if output is not None else sys.stdout
+                print(json.dumps(line), file=stdout, flush=True)
+            await asyncio.wrap_future(serving.finished)
+        finally:
+            # Cancelled, or the announcement failed: the thread must not outlive this call.
+            if not serving.finished.done():
+                stop.set()
+                await asyncio.shield(asyncio.wrap_future(serving.finished))
+
+
+class WorkerStop:
+    """Asks a running worker to stop; safe from any thread and from a signal handler (``set``)."""
+
+    def __init__(self) -> None:
+        self._target: Optional[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = None
+        self._requested = False
+
+    def set(self) -> None:
+        self._requested = True
+        target = self._target
+        if target is not None:
+            loop, event = target
+            loop.call_soon_threadsafe(event.set)
+
+    def _bind(self, event: asyncio.Event) -> None:
+        """Binds the event the worker's loop waits on; a stop asked for before is passed on now."""
+        self._target = (asyncio.get_running_loop(), event)
+        if self._requested:
+            event.set()
+
+
+class _TemporalThread(threading.Thread):
+    """The Temporal worker on a loop of its own: ``polling`` resolves to its identity once it polls, ``finished`` when it stops."""
+
+    def __init__(self, activities: AtroposActivities, task_queue: str, address: Optional[str], namespace: Optional[str], slots: int, stop: WorkerStop) -> None:
+        super().__init__(name="clotho-atropos-temporal")
+        self.polling: "concurrent.futures.Future[str]" = concurrent.futures.Future()
+        self.finished: "concurrent.futures.Future[None]" = concurrent.futures.Future()
+        self._args = (activities, task_queue, address, namespace, slots, stop)
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._serve(*self._args))
+        except BaseException as error:  # noqa: BLE001 - handed to the environment's loop, which raises it
+            if not self.polling.done():
+                self.polling.set_exception(error)
+            self.finished.set_exception(error)
+        else:
+            self.finished.set_result(None)
+        finally:
+            # Native objects in cycles: released now, not during interpreter shutdown (see clotho_client.trainer).
+            gc.collect()
+
+    async def _serve(self, activities: AtroposActivities, task_queue: str, address: Optional[str], namespace: Optional[str], slots: int, stop: WorkerStop) -> None:
+        stopping = asyncio.Event()
+        stop._bind(stopping)
+        client = await connect_temporal(address, namespace)
         worker = Worker(
             client,
             task_queue=task_queue,
@@ -65,53 +133,33 @@ async def run_worker(
             max_concurrent_activities=slots,
             graceful_shutdown_timeout=timedelta(seconds=10),
         )
-        with _signals_set(stop):
-            running = asyncio.ensure_future(worker.run())
-            if announce:
-                # With the description, so the command can record the run's config without a second start.
-                line = {
-                    "event": "ready",
-                    "taskQueue": task_queue,
-                    # The worker's identity is its client's (none is set on the worker).
-                    "identity": client.identity,
-                    "slots": slots,
-                    **(await activities.describe()),
-                }
-                print(json.dumps(line), flush=True)
-            stopping = asyncio.ensure_future(stop.wait())
-            try:
-                await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                stopping.cancel()
-                if not running.done():
-                    await worker.shutdown()
-                await running
-    finally:
-        if owned:
-            # Native objects in cycles: released now, not during interpreter shutdown (see clotho_client.trainer).
-            client = None
-            gc.collect()
+        running = asyncio.ensure_future(worker.run())
+        # The worker's identity is its client's (none is set on the worker).
+        self.polling.set_result(client.identity)
+        waiting = asyncio.ensure_future(stopping.wait())
+        try:
+            await asyncio.wait({running, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+            if not running.done():
+                await worker.shutdown()
+            await running
 
 
-class _signals_set:
-    """While active, SIGINT and SIGTERM set ``event`` (main thread only)."""
+class _signals_stop:
+    """While active, SIGINT and SIGTERM stop the worker (main thread only): Python runs the handler between bytecodes,
+    so it stops a worker whose environment holds its loop, which ``loop.add_signal_handler`` would wait for."""
 
-    def __init__(self, event: asyncio.Event) -> None:
-        self._event = event
-        self._installed: list[signal.Signals] = []
+    def __init__(self, stop: WorkerStop) -> None:
+        self._stop = stop
+        self._previous: dict[signal.Signals, Any] = {}
 
     def __enter__(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
-        loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, self._event.set)
-                self._installed.append(sig)
-            except (NotImplementedError, RuntimeError):
-                pass
+            self._previous[sig] = signal.signal(sig, lambda _sig, _frame: self._stop.set())
 
     def __exit__(self, *_exc: object) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in self._installed:
-            loop.remove_signal_handler(sig)
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)

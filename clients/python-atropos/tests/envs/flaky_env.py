@@ -1,5 +1,6 @@
 """An environment whose `collect_trajectories` raises on its first attempt at each item, and `evaluate` on its first
-attempt (transient failures); with FLAKY_ENV_ALWAYS_FAIL set, on every attempt."""
+attempt (transient failures); with FLAKY_ENV_ALWAYS_FAIL set, on every attempt. With FLAKY_ENV_SETUP_FAILS set, its
+`setup` raises (a data set that will not load)."""
 
 import os
 from typing import List, Tuple
@@ -17,6 +18,8 @@ class FlakyEnv(BaseEnv):
         return config, [APIServerConfig(model_name="tiny", base_url="http://localhost:9001/v1", api_key="x")]
 
     async def setup(self):
+        if os.environ.get("FLAKY_ENV_SETUP_FAILS"):
+            raise FileNotFoundError("the data set is not there")
         self.iter = 0
         self.attempts = {}
         self.eval_attempts = 0

@@ -11,7 +11,7 @@ import httpx
 
 from . import pull
 from .errors import ApiError, LeaseExpiredError, NotRegisteredError, UnknownBatchError
-from .types import Batch, Info, ScoredDataGroup, Status
+from .types import Batch, Info, LeaseRenewal, ScoredDataGroup, Status
 from .wire import auth_headers, encode_json
 
 _NO_BODY = object()
@@ -223,6 +223,26 @@ class TrajectoryClient:
                 raise LeaseExpiredError(str(error), 409, error.body) from None
             if error.status_code == 404:
                 raise UnknownBatchError(str(error), 404, error.body) from None
+            raise
+
+    def renew(self, batch_ids: Sequence[str], lease_seconds: float) -> list[LeaseRenewal]:
+        """``POST /batch/renew``: holds each lease ``lease_seconds`` more from now; one answer per lease, in order.
+
+        A trainer that acks only at checkpoints renews the leases of the batches it trained since the last one, so none
+        runs out before its ack (:class:`~clotho_client.leases.LeaseKeeper` does it from a thread).
+        """
+        data = self._object("POST", "/batch/renew", {"batch_ids": list(batch_ids), "lease_seconds": lease_seconds})
+        return [LeaseRenewal(batch_id=r["batch_id"], status=r["status"], lease_expires_at=r.get("lease_expires_at")) for r in data["leases"]]
+
+    def renews_leases(self, lease_seconds: float = 60.0) -> Optional[int]:
+        """Whether the API renews leases: None when it does, else the status it answered ``POST /batch/renew`` with
+        (404 or 405: Atropos's ``run-api``, or a ``clotho api`` from before renewals). Renews nothing."""
+        try:
+            self.renew([], lease_seconds)
+            return None
+        except ApiError as error:
+            if error.status_code in (404, 405):
+                return error.status_code
             raise
 
     def batch_by_id(self, batch_id: str) -> Batch:

@@ -22,6 +22,11 @@ class UnknownBatchError(ApiError):
     """No formed or leased batch has this id (404): never existed, already acked, or reset."""
 
 
+class LeaseLostError(Exception):
+    """A lease the trainer holds ran out, or the API refused its ack: its batch is served again. Raised to stop the
+    trainer before it trains that batch a second time (or, past a checkpoint, to say it will be)."""
+
+
 class LeaseExpiredError(ApiError):
     """``POST /batch/ack`` came after the lease ran out (409): the batch went back to be served again, perhaps
     already to another trainer, and the ack changed nothing."""

@@ -20,6 +20,16 @@ class Message(TypedDict, total=False):
     reward: Optional[float]
 
 
+@dataclass(frozen=True)
+class LeaseRenewal:
+    """What ``POST /batch/renew`` did with one lease: ``renewed`` until ``lease_expires_at`` (seconds since the Unix
+    epoch), ``expired`` (it ran out first, so its batch is served again) or ``unknown``."""
+
+    batch_id: str
+    status: str
+    lease_expires_at: Optional[float]
+
+
 class ScoredDataGroup(TypedDict):
     """A scored group of rollouts of one item: Atropos's ``ScoredData``, 14 keys.
 

@@ -23,7 +23,8 @@ def encode_json(body: Any) -> tuple[bytes, dict[str, str]]:
     return raw, headers
 
 
-def auth_headers(token: Optional[str]) -> dict[str, str]:
-    """The bearer header for ``token``, or for ``$CLOTHO_API_TOKEN`` (as ``clotho api`` reads it) when None."""
-    token = token if token is not None else os.environ.get("CLOTHO_API_TOKEN") or None
+def auth_headers(token: Optional[str], variable: str = "CLOTHO_API_TOKEN") -> dict[str, str]:
+    """The bearer header for ``token``, or for ``$variable`` when None: ``clotho api`` reads ``CLOTHO_API_TOKEN``,
+    ``clotho inference`` ``CLOTHO_INFERENCE_TOKEN``."""
+    token = token if token is not None else os.environ.get(variable) or None
     return {"Authorization": f"Bearer {token}"} if token else {}

@@ -43,10 +43,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_engine(model: Path, port: Optional[int] = None) -> tuple[Process, str]:
-    """`clotho inference` on the model; returns it and its base URL (without /v1)."""
+def start_engine(model: Path, weights_dir: Path, port: Optional[int] = None) -> tuple[Process, str]:
+    """`clotho inference` on the model, taking new weights from ``weights_dir`` (which holds every trainer's save path);
+    returns it and its base URL (without /v1)."""
     port = port or free_port()
-    engine = Process(["node", "bin/clotho.js", "inference", "--model", str(model), "--port", str(port), "--slots", "8"])
+    engine = Process(
+        ["node", "bin/clotho.js", "inference", "--model", str(model), "--port", str(port), "--slots", "8", "--weights-dir", str(weights_dir)]
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: httpx.get(f"{url}/health", timeout=2).status_code == 200, timeout=120, what="clotho inference", interval=0.3)
@@ -70,7 +73,8 @@ class Stack:
     processes: list[Process] = field(default_factory=list)
 
     def start_engine_and_api(self, *api_flags: str) -> None:
-        engine, self.engine_url = start_engine(self.model)
+        # The trainers' save paths are beside the store, in the test's folder: the engine takes weights from there.
+        engine, self.engine_url = start_engine(self.model, self.store.parent)
         self.processes.append(engine)
         api, self.api_url = start_api(self.temporal_address, self.store, "--batcher-id", self.batcher_id, *api_flags)
         self.processes.append(api)

@@ -12,9 +12,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     config = parse_config(argv)
+    from ..errors import LeaseLostError
+    from .checkpoint import CheckpointError
     from .grpo_trainer import GrpoTrainer
 
-    GrpoTrainer(config).run()
+    try:
+        GrpoTrainer(config).run()
+    except (LeaseLostError, CheckpointError) as error:
+        logging.getLogger("clotho_client.training").error("%s", error)
+        return 3
     return 0
 
 

@@ -12,6 +12,10 @@ from typing import Any, Optional
 import torch
 
 
+class CheckpointError(RuntimeError):
+    """``checkpoints/latest`` names a checkpoint that is not whole: resuming from step 0 instead would start a new run."""
+
+
 @dataclass
 class TrainerState:
     """What the trainer must remember across a crash, besides the weights and the optimizer."""
@@ -26,6 +30,9 @@ class TrainerState:
     synced_version: Optional[int] = None
     #: Per step: the batch's lease or batcher step and the fingerprints of its groups.
     history: list[dict[str, Any]] = field(default_factory=list)
+    #: Leases of batches trained and checkpointed whose ack the API refused (the lease had run out): each batch is
+    #: served again, and trained twice by whoever takes it. Exactly-once lost, counted here for good.
+    leases_lost: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Checkpoints:
@@ -36,11 +43,18 @@ class Checkpoints:
         self.keep = keep
 
     def latest(self) -> Optional[Path]:
+        """The checkpoint ``latest`` names; None without a pointer (a fresh start). A pointer naming a folder without its
+        state is an error: starting over from step 0 would silently count as a new training run."""
         pointer = self.root / "latest"
         if not pointer.is_file():
             return None
         folder = self.root / pointer.read_text().strip()
-        return folder if (folder / "state.json").is_file() else None
+        if not (folder / "state.json").is_file():
+            raise CheckpointError(
+                f"{pointer} names {folder}, which has no state.json: the checkpoint is not whole (deleted or damaged). "
+                "Point latest at a whole checkpoint (a step-N folder with state.json), or start a new run with another --save-path"
+            )
+        return folder
 
     def save(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, state: TrainerState) -> Path:
         name = f"step-{state.step}"

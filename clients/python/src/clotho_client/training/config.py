@@ -49,6 +49,7 @@ class TrainerConfig:
     namespace: Optional[str] = None
     task_queue: str = "clotho-trainer"
     token: Optional[str] = None
+    inference_token: Optional[str] = None
 
     @property
     def sequences_per_step(self) -> int:
@@ -107,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint-interval", type=_positive_int, default=1, help="steps between checkpoints; batches are acked only once checkpointed")
     p.add_argument("--keep-checkpoints", type=_positive_int, default=2)
-    p.add_argument("--lease-seconds", type=_positive_float, default=TrainerConfig.lease_seconds, help="lease of each batch: longer than checkpoint-interval steps plus a restart")
+    p.add_argument("--lease-seconds", type=_positive_float, default=TrainerConfig.lease_seconds, help="lease of each batch, renewed every third of it until the batch is acked at a checkpoint: longer than a restart")
     p.add_argument("--weight-sync", choices=WEIGHT_SYNC_MODES, default="none", help="how the engine gets the new weights")
     p.add_argument("--inference-url", help="the engine's base URL (clotho inference or vLLM), for --weight-sync")
     p.add_argument("--gguf-template", help="GGUF whose layout the clotho weight sync writes into (default: --model when it is a .gguf)")
@@ -126,6 +127,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace")
     p.add_argument("--task-queue", default=TrainerConfig.task_queue)
     p.add_argument("--token", help="bearer token of the API (default $CLOTHO_API_TOKEN)")
+    p.add_argument("--inference-token", help="--weight-sync clotho: bearer token of clotho inference (default $CLOTHO_INFERENCE_TOKEN)")
     return p
 
 

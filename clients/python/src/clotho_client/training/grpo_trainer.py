@@ -5,12 +5,16 @@ Exactly once, across a kill -9 at any moment:
 - a batch is acked (HTTP) or its trainStep completed (Temporal) only after a checkpoint holds the step it fed;
 - the lease of a batch being trained is journalled first (``inflight.json``), so a restarted trainer takes that
   batch back by its lease id instead of waiting for the lease to run out;
+- every lease held until its ack is renewed from a thread of its own (``LeaseKeeper``), so acking only at a
+  checkpoint never lets one run out however long the steps; a lease the API would not renew stops the trainer before
+  it trains that batch again, and an API that renews no leases is refused with ``--checkpoint-interval`` above 1;
 - the engine gets only checkpointed weights, so a restart never has to take a version back;
 - after a restart the trainer acks what its checkpoint trained but had not acked, and syncs its version again
   (the engine treats a repeated version as a no-op).
 
 A batch is trained twice only when its lease ran out while the trainer was down after the checkpoint and
-before the ack: choose ``--lease-seconds`` longer than a restart plus ``--checkpoint-interval`` steps.
+before the ack: choose ``--lease-seconds`` longer than a restart. Then the ack is refused (409): the trainer records the
+lost lease in its state (``leases_lost``, also a metric) and exits with an error, once.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ import httpx
 import torch
 
 from ..api import TrajectoryClient
-from ..errors import LeaseExpiredError, UnknownBatchError
+from ..errors import LeaseExpiredError, LeaseLostError, UnknownBatchError
+from ..leases import LeaseKeeper, unrenewed_refusal
 from ..pull import ack_with_retries, poll_batches
+from ..wire import auth_headers
 from .checkpoint import Checkpoints, TrainerState, update_state
 from .config import TrainerConfig
 from .data import micro_batches
@@ -52,7 +58,7 @@ def served_model(config: TrainerConfig) -> str:
     """The GGUF file `clotho inference` serves (``GET /v1/weights``): the policy to train when ``--model`` is not given."""
     url = f"{(config.inference_url or '').rstrip('/').removesuffix('/v1')}/v1/weights"
     try:
-        response = httpx.get(url, timeout=30.0)
+        response = httpx.get(url, headers=auth_headers(config.inference_token, "CLOTHO_INFERENCE_TOKEN"), timeout=30.0)
         response.raise_for_status()
     except httpx.HTTPError as error:
         raise SystemExit(f"--model not given and the engine's weights could not be read from {url}: {error}") from error
@@ -191,30 +197,48 @@ class GrpoTrainer:
 
     def run_http(self, stop: Optional[threading.Event] = None) -> None:
         stop = stop or threading.Event()
-        with TrajectoryClient(self.config.atropos_url, token=self.config.token) as api:
+        config = self.config
+        with TrajectoryClient(config.atropos_url, token=config.token) as api, LeaseKeeper(
+            config.atropos_url, config.lease_seconds, token=config.token
+        ) as keeper:
             api.wait_for_server()
             self._register(api)
             self._ack_pending(api)
             self.sync_weights()
-            batches = poll_batches(api, lease_seconds=self.config.lease_seconds, poll_interval=0.1, max_poll_interval=0.5, stop=stop)
+            not_renewed = api.renews_leases(config.lease_seconds)
+            batches = poll_batches(api, lease_seconds=config.lease_seconds, poll_interval=0.1, max_poll_interval=0.5, stop=stop)
             resumed = self._inflight_batch(api)
-            while self.state.step < self.config.training_steps and not stop.is_set():
+            while self.state.step < config.training_steps and not stop.is_set():
                 waited = time.perf_counter()
                 batch = resumed or next(batches, None)
                 resumed = None
                 if batch is None:
                     break
                 wait = time.perf_counter() - waited
+                if batch.batch_id is not None:  # leased: held until acked
+                    self._refuse_unrenewed(not_renewed)
+                    keeper.hold(batch.batch_id)
                 self._write_journal(batch.batch_id)
                 metrics = self.train_on(batch.groups)
+                # A lease that could not be renewed: its batch is served again; stop before anything more is trained.
+                keeper.check()
                 metrics["wait_seconds"] = wait
+                metrics["leases_renewed"] = float(keeper.renewed)
                 self.log_step(metrics)
                 self.pending_acks.append(batch.batch_id)
                 timings: dict[str, float] = {}
                 if self.commit(batch.groups, {"lease": batch.batch_id}, timings):
+                    # Released first: a renewal answered after its ack would say the lease is unknown.
+                    keeper.release(*self.pending_acks)
                     self._ack_pending(api)
                     self.sync_weights(timings)
                 self.log_timings(timings)
+
+    def _refuse_unrenewed(self, status: Optional[int]) -> None:
+        """Refuses, before training a leased batch, leases the API cannot renew with checkpoints several steps apart."""
+        refusal = unrenewed_refusal(status, self.config.checkpoint_interval, self.config.lease_seconds)
+        if refusal:
+            raise SystemExit(f"python -m clotho_client.training: {refusal}")
 
     def _register(self, api: TrajectoryClient, trainer: Optional[str] = None) -> None:
         api.register(
@@ -230,14 +254,27 @@ class GrpoTrainer:
         )
 
     def _ack_pending(self, api: TrajectoryClient) -> None:
+        """Acks the leases of the batches the last checkpoint trained. One the API refuses ran out first: its batch is
+        served again and will be trained twice, so it is recorded in the checkpoint's state, logged as a metric, and the
+        trainer stops with an error (once: a restart does not ack it again)."""
         if not self.pending_acks:
             return
-        for lease in self.pending_acks:
-            ack_with_retries(api, lease)
+        refused = [lease for lease in self.pending_acks if not ack_with_retries(api, lease)]
+        for lease in refused:
+            step = next((h["step"] for h in reversed(self.state.history) if h.get("lease") == lease), None)
+            self.state.leases_lost.append({"lease": lease, "step": step, "at": time.time()})
         self.pending_acks = []
         self.state.unacked_leases = []
         if self.latest is not None:
             update_state(self.latest, self.state)
+        if refused:
+            self.metrics.log(self.state.step, {"leases_lost": float(len(self.state.leases_lost))})
+            raise LeaseLostError(
+                f"the API refused the ack of {', '.join(refused)} (their leases ran out before it): those batches are served "
+                f"again, and a trainer that takes them trains them a second time; {len(self.state.leases_lost)} lease(s) lost "
+                f"in this run so far (leases_lost in {self.latest}/state.json). Keep the trainer's restarts shorter than "
+                f"--lease-seconds ({self.config.lease_seconds:g})"
+            )
 
     def _write_journal(self, lease: Optional[str]) -> None:
         tmp = self.journal.with_name(".inflight.json.tmp")

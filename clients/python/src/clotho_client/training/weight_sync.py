@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import httpx
 import torch
 
+from ..wire import auth_headers
 from .checkpoint import Checkpoints
 from .config import TrainerConfig
 from .model_io import GgufExporter, gguf_source
@@ -54,22 +55,23 @@ class ClothoSync:
             os.replace(tmp, layout)
         self.exporter = GgufExporter(str(layout), model)
         self.url = f"{config.inference_url.rstrip('/').removesuffix('/v1')}/v1/weights"  # type: ignore[union-attr]
+        self.headers = auth_headers(config.inference_token, "CLOTHO_INFERENCE_TOKEN")
 
     def sync(self, model: torch.nn.Module, version: int) -> None:
         path = (self.folder / f"step-{version}.gguf").resolve()
         if not path.exists():
             self.exporter.write(model, str(path))
-        _post_with_retries(self.url, {"path": str(path), "version": version})
+        _post_with_retries(self.url, {"path": str(path), "version": version}, self.headers)
         # The engine holds the file it serves open; older ones are no longer needed.
         for old in self.folder.glob("step-*.gguf"):
             if int(old.stem.split("-")[1]) < version - 1:
                 old.unlink(missing_ok=True)
 
 
-def _post_with_retries(url: str, body: dict[str, object], attempts: int = 8) -> dict[str, object]:
+def _post_with_retries(url: str, body: dict[str, object], headers: dict[str, str], attempts: int = 8) -> dict[str, object]:
     for attempt in range(1, attempts + 1):
         try:
-            response = httpx.post(url, json=body, timeout=300.0)
+            response = httpx.post(url, json=body, headers=headers, timeout=300.0)
         except httpx.TransportError as error:
             if attempt == attempts:
                 raise
