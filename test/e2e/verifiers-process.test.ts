@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type Tokenizer } from '../../src/inference/tokenizer.js';
+import { recordHistory } from '../support/atropos.js';
 import { runClotho } from '../support/cli.js';
 import { expectWellFormedGroup, readGroups } from '../support/groups.js';
 import { temporalEnv, useScratch } from '../support/runs.js';
@@ -89,7 +90,9 @@ describe('clotho process --verifiers', () => {
     const inspect = await runClotho(['inspect', `clotho/${runId}/arith_env/item-0`], env);
     expect(inspect.stdout).toContain('verifiersEpisode');
     expect(inspect.stdout).toContain('scored');
-  });
+    await recordHistory('verifiers-env-run.json', `clotho/${runId}/arith_env`);
+    await recordHistory('verifiers-rollout-group-scored.json', `clotho/${runId}/arith_env/item-0`);
+  }, 300_000);
 
   it('runs a multi-turn environment whose task serves a tool, the tool offered and its result in the messages', async () => {
     const policy = await verifiersPolicy((turn) => {
@@ -113,7 +116,7 @@ describe('clotho process --verifiers', () => {
     // Two turns of one sequence: two runs of generated ids.
     const spans = expectWellFormedGroup(group!);
     expect(spans.map((s) => s.length)).toEqual([2, 2]);
-  });
+  }, 300_000);
 
   it("runs verifiers' bash harness in the subprocess runtime, its reward reading the file the agent wrote there", async () => {
     const policy = await verifiersPolicy((turn) => {
@@ -128,7 +131,7 @@ describe('clotho process --verifiers', () => {
     const [group] = await readGroups(out);
     expect(group!.scores).toEqual([1, 1]);
     expect((group as { tools?: { function: { name: string } }[] }).tools?.map((t) => t.function.name)).toEqual(['bash', 'edit']);
-  });
+  }, 300_000);
 
   it("refuses a flag verifiers refuses, with verifiers' own message, exit 2", async () => {
     const model = scratch.closeAfter(await startScriptedOpenAI());
@@ -137,5 +140,5 @@ describe('clotho process --verifiers', () => {
     expect(code).toBe(2);
     expect(stderr).toContain('--env.taskset.bogus');
     expect(stderr).toContain('Extra inputs are not permitted');
-  });
+  }, 300_000);
 });
