@@ -136,7 +136,8 @@ function usage(): string {
     ...rows,
     '',
     "Run `clotho <command> --help` for its flags; `clotho process <environment> --help` lists the environment's;",
-    '`clotho list` names the built-in environments.',
+    '`clotho list` names the built-in environments. process, serve, worker and evaluate run an Atropos environment',
+    '(`--atropos env.py`) or a verifiers one (`--verifiers <env>`) unchanged, with its own flags.',
   ].join('\n');
 }
 

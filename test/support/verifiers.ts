@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ensureVerifiersPython } from '../../src/cli/verifiers/python.js';
 import { loadTokenizer, type Tokenizer } from '../../src/inference/tokenizer.js';
@@ -73,4 +75,33 @@ function choiceOf(qwen: Tokenizer, body: ScriptedBody, answer: VerifiersAnswer):
     'text' in answer ? answer.text : `<tool_call>\n${JSON.stringify({ name: answer.tool, arguments: answer.arguments })}\n</tool_call>`;
   const tokenIds = [...qwen.encode(text, { addSpecialTokens: false }), qwen.eos!.id];
   return { text, tokenIds, logprobs: tokenIds.map((_, i) => -((i % 7) + 1) / 8) };
+}
+
+/** Every live descendant of `pid` with its command line (a verifiers worker's namespace: bwrap, Python, its programs). */
+export function descendants(pid: number): { pid: number; args: string }[] {
+  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,stat=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .flatMap((line) => {
+      const match = /^\s*(\d+)\s+(\d+)\s+(\S+)\s+(.*)$/.exec(line);
+      // Zombies have exited: only their parent's wait is left.
+      return match && !match[3]!.startsWith('Z') ? [{ pid: Number(match[1]), ppid: Number(match[2]), args: match[4]! }] : [];
+    });
+  const found: { pid: number; args: string }[] = [];
+  const walk = (parent: number) => {
+    for (const row of rows.filter((r) => r.ppid === parent)) {
+      found.push({ pid: row.pid, args: row.args });
+      walk(row.pid);
+    }
+  };
+  walk(pid);
+  return found;
+}
+
+/** Whether process `pid` runs (a zombie has exited). */
+export function isAlive(pid: number): boolean {
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
 }

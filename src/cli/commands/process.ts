@@ -27,7 +27,9 @@ export const PROCESS_USAGE = `Usage: clotho process <environment> [--env.<field>
 Runs total_steps rollout groups of an environment and writes them, Atropos-shaped, to
 --env.data_path_to_save_groups (default data/<environment>.jsonl) with an HTML page beside it.
 The same command with --env.run_id <run> resumes a run, writing on to the file it started; if that file was changed
-or deleted, --rebuild-output writes it again from the trajectory store first.`;
+or deleted, --rebuild-output writes it again from the trajectory store first.
+With --atropos env.py[:Class] it runs an Atropos environment, with --verifiers <env> a verifiers (verifiers.v1)
+environment, unchanged and with its own flags (vf-eval's for verifiers: -m, --client.base-url, -n, -r, --env.*).`;
 
 /** The flag that writes a resumed run's JSONL again from the store when it was changed or deleted. */
 export const REBUILD_OUTPUT_FLAGS = {
