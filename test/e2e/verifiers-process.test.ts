@@ -6,7 +6,7 @@ import { recordHistory } from '../support/atropos.js';
 import { runClotho, spawnClotho, waitFor, type CliRun } from '../support/cli.js';
 import { expectWellFormedGroup, readGroups } from '../support/groups.js';
 import { temporalEnv, useScratch } from '../support/runs.js';
-import { startScriptedOpenAI, type ScriptedOpenAI } from '../support/scripted-openai.js';
+import { startScriptedOpenAI, type Responder, type ScriptedOpenAI } from '../support/scripted-openai.js';
 import { uniqueId } from '../support/temporal.js';
 import { descendants, isAlive, VERIFIERS_ENVS, verifiersPolicy, verifiersPython } from '../support/verifiers.js';
 
@@ -133,52 +133,79 @@ describe('clotho process --verifiers', () => {
     expect((group as { tools?: { function: { name: string } }[] }).tools?.map((t) => t.function.name)).toEqual(['bash', 'edit']);
   }, 300_000);
 
-  it('finishes an episode whose Python worker was killed -9 mid-episode on the resumed run, sending no answered call again', async () => {
-    let command: CliRun | undefined;
-    let namespace: { pid: number; args: string }[] = [];
-    const policy = await verifiersPolicy((turn) => {
-      const name = /code of (\w+)/.exec(turn.prompt)?.[1] ?? '';
-      if (turn.toolResults.length === 0) return { tool: 'codes_lookup', arguments: { name } };
-      // The episode's second call: the first worker is killed -9 with this call in flight (its agent program and
-      // the task's tool server running), and a resumed run's episode asks it again.
-      if (command) {
-        namespace = descendants(command.child.pid!);
-        const python = namespace.find(({ args }) => args.includes('clotho_verifiers worker') && !args.includes('bwrap'));
-        if (!python) throw new Error(`no verifiers worker under the command:\n${namespace.map((p) => p.args).join('\n')}`);
-        process.kill(python.pid, 'SIGKILL');
-        command = undefined;
+  it.each(['Python worker', 'command'] as const)(
+    'finishes an episode whose %s was killed -9 mid-episode on the resumed run, sending no answered call again',
+    async (victim) => {
+      let command: CliRun | undefined;
+      let namespace: { pid: number; args: string }[] = [];
+      const policy = await verifiersPolicy((turn) => {
+        const name = /code of (\w+)/.exec(turn.prompt)?.[1] ?? '';
+        if (turn.toolResults.length === 0) return { tool: 'codes_lookup', arguments: { name } };
+        // The episode's second call: the worker or its command is killed -9 with this call in flight (the task's
+        // tool server running), and a resumed run's episode asks it again.
+        if (command) {
+          namespace = descendants(command.child.pid!);
+          const python = namespace.find(({ args }) => args.includes('clotho_verifiers worker') && !args.includes('bwrap'));
+          if (!python) throw new Error(`no verifiers worker under the command:\n${namespace.map((p) => p.args).join('\n')}`);
+          process.kill(victim === 'command' ? command.child.pid! : python.pid, 'SIGKILL');
+          command = undefined;
+        }
+        return { text: `The code is ${turn.toolResults[0]}.` };
+      });
+      const model = scratch.closeAfter(await startScriptedOpenAI({ responder: policy }));
+      const out = scratch.path(`killed-${victim.replace(/ /g, '-')}.jsonl`);
+      const runId = uniqueId('verifiers-kill');
+      const args = [
+        ...verifiersProcess('lookup_env', model, out, '--env.agent.harness.id', 'null', '-n', '1', '-r', '1'),
+        '--env.run_id',
+        runId,
+      ];
+      command = spawnClotho(args, env);
+      const first = command;
+      const code = await first.exited;
+      if (victim === 'command') expect(code).toBe('SIGKILL');
+      else {
+        expect(code).toBe(1);
+        expect(first.stderr()).toContain('the verifiers worker exited (');
       }
-      return { text: `The code is ${turn.toolResults[0]}.` };
-    });
-    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: policy }));
-    const out = scratch.path('killed.jsonl');
-    const runId = uniqueId('verifiers-kill');
-    const args = [
-      ...verifiersProcess('lookup_env', model, out, '--env.agent.harness.id', 'null', '-n', '1', '-r', '1'),
-      '--env.run_id',
-      runId,
-    ];
-    command = spawnClotho(args, env);
-    const first = command;
-    expect(await first.exited).not.toBe(0);
-    expect(first.stderr()).toContain('the verifiers worker exited (');
-    // The worker's PID namespace (bwrap, its init, the worker and what verifiers started) died with it: nothing outlived it.
-    expect(namespace.length).toBeGreaterThan(2);
-    const alive = () => namespace.filter(({ pid }) => isAlive(pid));
-    await waitFor(() => alive().length === 0, 30_000, `the worker's processes to exit: ${JSON.stringify(alive())}`);
-    const completions = () => model.requests.filter((r) => r.path === '/v1/completions');
-    expect(completions()).toHaveLength(2);
+      // The worker's PID namespace (bwrap, its init, the worker and what verifiers started) died with it, or with
+      // the command (bwrap's --die-with-parent): nothing outlived it.
+      expect(namespace.length).toBeGreaterThan(2);
+      const alive = () => namespace.filter(({ pid }) => isAlive(pid));
+      await waitFor(() => alive().length === 0, 30_000, `the worker's processes to exit: ${JSON.stringify(alive())}`);
+      const completions = () => model.requests.filter((r) => r.path === '/v1/completions');
+      expect(completions()).toHaveLength(2);
 
-    const resumed = await runClotho(args, env);
-    expect(resumed.code, resumed.stderr).toBe(0);
-    expect(resumed.stdout).toContain('groups 1/1 · 0 in flight · mean score 1.000');
-    const [group] = await readGroups(out);
-    expect(group!.scores).toEqual([1]);
-    // The first call (answered before the kill) came from the record; the one in flight at most once more.
-    const asked = completions().map((r) => qwen.decode((r.body as { prompt: number[] }).prompt));
-    expect(asked.filter((prompt) => !prompt.includes('<tool_response>'))).toHaveLength(1);
-    expect(asked.filter((prompt) => prompt.includes('<tool_response>')).length).toBeLessThanOrEqual(2);
-  }, 600_000);
+      const resumed = await runClotho(args, env);
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(resumed.stdout).toContain('groups 1/1 · 0 in flight · mean score 1.000');
+      const [group] = await readGroups(out);
+      expect(group!.scores).toEqual([1]);
+      // The first call (answered before the kill) came from the record; the one in flight at most once more.
+      const asked = completions().map((r) => qwen.decode((r.body as { prompt: number[] }).prompt));
+      expect(asked.filter((prompt) => !prompt.includes('<tool_response>'))).toHaveLength(1);
+      expect(asked.filter((prompt) => prompt.includes('<tool_response>')).length).toBeLessThanOrEqual(2);
+    },
+    600_000,
+  );
+
+  it('retries an episode whose model server failed, as infrastructure, and never scores the failure', async () => {
+    const policy = await verifiersPolicy(() => ({ text: '3' }));
+    // Three failures: every attempt the session's server manager makes within the episode's first call.
+    let failures = 3;
+    const responder: Responder = (body, call) => (failures-- > 0 ? { status: 500 } : policy(body, call));
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder }));
+    const out = scratch.path('outage.jsonl');
+    const runId = uniqueId('verifiers-outage');
+    const args = verifiersProcess('arith_env.py', model, out, '--env.agent.harness.id', 'null', '-n', '1', '-r', '1');
+    const { code, stdout, stderr } = await runClotho([...args, '--env.run_id', runId], env);
+    expect(code, stderr).toBe(0);
+    expect(stdout).toContain('groups 1/1 · 0 in flight · mean score 1.000');
+    expect((await readGroups(out))[0]!.scores).toEqual([1]);
+    const inspect = await runClotho(['inspect', `clotho/${runId}/arith_env/item-0`], env);
+    // The session answered the episode 503 and the attempt failed as such (VerifiersInfrastructure), not as a reward.
+    expect(inspect.stdout).toContain('retry: attempt 1 failed: the model server failed: Internal Server Error');
+  }, 300_000);
 
   it('fails the group of an episode that keeps raising with its Python traceback, after a retry that asked the model nothing again', async () => {
     const policy = await verifiersPolicy(() => ({ text: '7' }));
