@@ -189,6 +189,37 @@ describe('clotho process --verifiers', () => {
     600_000,
   );
 
+  it('clotho worker --verifiers --env.run_id finishes the run of a command killed -9 mid-episode', async () => {
+    let command: CliRun | undefined;
+    const policy = await verifiersPolicy((turn) => {
+      const name = /code of (\w+)/.exec(turn.prompt)?.[1] ?? '';
+      if (turn.toolResults.length === 0) return { tool: 'codes_lookup', arguments: { name } };
+      command?.child.kill('SIGKILL');
+      command = undefined;
+      return { text: `The code is ${turn.toolResults[0]}.` };
+    });
+    const model = scratch.closeAfter(await startScriptedOpenAI({ responder: policy }));
+    const out = scratch.path('worker.jsonl');
+    const runId = uniqueId('verifiers-worker');
+    const [, ...flags] = verifiersProcess('lookup_env', model, out, '--env.agent.harness.id', 'null', '-n', '1', '-r', '1');
+    command = spawnClotho(['process', ...flags, '--env.run_id', runId], env);
+    expect(await command.exited).toBe('SIGKILL');
+    // The run's env-run waits in Temporal; a worker command on its queues finishes it, delivering to its JSONL.
+    const worker = spawnClotho(['worker', ...flags, '--env.run_id', runId], env);
+    try {
+      await waitFor(
+        async () => (await readFile(out, 'utf8').catch(() => '')).trim().split('\n').filter(Boolean).length === 1,
+        240_000,
+        'the group',
+      );
+      expect((await readGroups(out))[0]!.scores).toEqual([1]);
+      expect(worker.stdout()).toContain(`workers of run ${runId} polling`);
+    } finally {
+      worker.child.kill('SIGINT');
+    }
+    expect(await worker.exited).toBe(0);
+  }, 600_000);
+
   it('retries an episode whose model server failed, as infrastructure, and never scores the failure', async () => {
     const policy = await verifiersPolicy(() => ({ text: '3' }));
     // Three failures: every attempt the session's server manager makes within the episode's first call.
