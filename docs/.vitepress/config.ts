@@ -20,6 +20,7 @@ function generated(folder: string, title: (page: string) => string = (page) => p
 const guides: DefaultTheme.SidebarItem[] = [
   { text: 'Quick start', link: '/guide/quick-start' },
   { text: 'Bring an Atropos environment', link: '/guide/atropos' },
+  { text: 'Bring a verifiers environment', link: '/guide/verifiers' },
   { text: 'Write an environment', link: '/guide/write-an-environment' },
   { text: 'Tools, multi-turn and MCP', link: '/guide/tools' },
   { text: 'Agent programs as harnesses', link: '/guide/harness' },

@@ -146,7 +146,7 @@ describe('HarnessSession: recording', () => {
     expect(model.requests).toHaveLength(3);
     expect(harness).toMatchObject({ calls: 3, replayed: 0, diverged: [], weightsVersions: [1, 2, 3] });
     // One sequence grown turn by turn: the last call's prompt continues the tokens of the calls before it.
-    expect(harness.state.nodes).toHaveLength(1);
+    expect(harness.state!.nodes).toHaveLength(1);
     expect(harness.lastNode!.turns.map((t) => t.content)).toEqual(['answer 0', 'answer 1', 'answer 2']);
   });
 });

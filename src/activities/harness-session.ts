@@ -1,14 +1,17 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Continuation } from '../inference/continuation.js';
+import { chatCompletionEvents, includesUsage } from '../inference/chat-stream.js';
 import { InferenceError } from '../inference/errors.js';
-import { ManagedSession, type AnsweredTurn, type SequenceNode } from '../inference/managed-session.js';
-import type { Completion } from '../inference/types.js';
+import { ManagedSession, type AnsweredTurn, type SequenceNode, type SessionRequest } from '../inference/managed-session.js';
+import type { Completion, InferenceClient } from '../inference/types.js';
 import { canonicalJson } from '../schema/canonical-json.js';
 import { ChatRequestSchema, type ChatRequest } from '../schema/openai-chat.js';
 import type { Message } from '../schema/scored-data.js';
 import type { TrajectoryStore } from '../store/trajectory-store.js';
 import type { HarnessEnd } from '../env/harness.js';
+import { oldestWeightsVersion } from '../inference/weights-version.js';
+import type { Trajectory } from './group-state.js';
 
 /**
  * One harness rollout's model session (issue 27): the OpenAI chat API an agent program talks to, every call recorded
@@ -65,11 +68,20 @@ export interface HarnessSessionOptions {
   store: TrajectoryStore;
   /** The store key of call k. */
   callKey(call: number): string;
-  continuation: Continuation;
+  /**
+   * Token-in generation: every prompt rendered here with the policy's chat template, exact tokens kept. Absent: the
+   * session asks `messagesOnly` for messages alone (OpenAI's API and hosted ones), and keeps no tokens.
+   */
+  continuation?: Continuation;
+  /** The chat server of a messages-only session (no `continuation`). */
+  messagesOnly?: InferenceClient;
   /** The model name answers carry. */
   model: string;
-  /** The run's sampling: an agent's own temperature is not the policy's to train on. */
-  sampling: { temperature: number; topP: number };
+  /**
+   * The run's sampling: an agent's own temperature is not the policy's to train on. Absent: the request's own (a
+   * verifiers environment imposes the run's sampling on every request before it reaches the session).
+   */
+  sampling?: { temperature: number; topP: number };
   /** Model calls the episode may make; the one after is refused and the episode ends (`calls`). */
   maxCalls: number;
   /** Tokens the model may generate over the episode; the call after the budget is spent is refused (`tokens`). */
@@ -110,8 +122,16 @@ function divergence(record: CallRecord, messages: string[], params: string, prev
   return 'request differs';
 }
 
+/** What one live call generated: the completion, the message answered with, and the prompt's tokens. */
+interface Generated {
+  completion: Completion;
+  answer: AnsweredTurn;
+  promptTokens: number;
+}
+
 export class HarnessSession {
-  readonly state: ManagedSession;
+  /** The sequences' token bookkeeping; null in a messages-only session. */
+  readonly state: ManagedSession | null;
   /** Calls answered, replayed or live. */
   calls = 0;
   replayed = 0;
@@ -129,7 +149,8 @@ export class HarnessSession {
   private ended = false;
 
   constructor(private readonly options: HarnessSessionOptions) {
-    this.state = new ManagedSession(options.continuation.tokenizer, false);
+    if (!options.continuation && !options.messagesOnly) throw new Error('a session needs a continuation or a messages-only client');
+    this.state = options.continuation ? new ManagedSession(options.continuation.tokenizer, false) : null;
   }
 
   /** Answers one chat-completion request body; requests run one at a time, in the order they came. */
@@ -165,8 +186,14 @@ export class HarnessSession {
 
     const recorded = this.replaying ? await this.recordOf(call) : undefined;
     if (recorded && recorded.request === digest && recorded.prev === this.prev) {
-      const prompt = this.state.prompt(sessionRequest);
-      const answer = this.state.record(prompt, [asCompletion(recorded.completion)], sessionRequest.parseTools, idPrefix(recorded))[0]!;
+      const answer = this.state
+        ? this.state.record(
+            this.state.prompt(sessionRequest),
+            [asCompletion(recorded.completion)],
+            sessionRequest.parseTools,
+            idPrefix(recorded),
+          )[0]!
+        : answerOf(recorded.response);
       this.replayed++;
       this.finishCall(recorded, request, answer, true);
       return answered(request, recorded.response);
@@ -174,23 +201,11 @@ export class HarnessSession {
     if (recorded) this.diverged.push({ call, reason: divergence(recorded, messageDigests, params, this.prev) });
     this.replaying = false;
 
-    const prompt = this.state.prompt(sessionRequest);
-    const stop = typeof request.stop === 'string' ? [request.stop] : request.stop;
+    const id = `chatcmpl-${digest.slice(0, 24)}`;
     const started = Date.now();
-    let completion: Completion;
+    let generated: Generated;
     try {
-      [completion] = (await this.options.continuation.client.generateTokens(
-        {
-          promptTokenIds: prompt.ids,
-          n: 1,
-          maxTokens: Math.min(request.max_tokens ?? request.max_completion_tokens ?? maxTokens, maxTokens - this.completionTokens),
-          temperature: this.options.sampling.temperature,
-          topP: this.options.sampling.topP,
-          ...(stop?.length ? { stop } : {}),
-          ...(typeof request.seed === 'number' ? { seed: request.seed } : {}),
-        },
-        { signal: this.options.signal, onProgress: () => this.options.onProgress() },
-      )) as [Completion];
+      generated = await this.generate(request, sessionRequest, `call-${id.slice(9)}`);
     } catch (error) {
       if (error instanceof InferenceError && error.kind === 'request') {
         return openAIError(400, `the model refused the request: ${error.message}`);
@@ -201,9 +216,10 @@ export class HarnessSession {
     // An attempt Temporal gave up on leaves the records to the one that replaced it (issue 38, finding 1).
     const { signal } = this.options;
     if (signal.aborted) return openAIError(503, `this attempt was cancelled: ${errorText(signal.reason)}`, 'server_error');
-    const id = `chatcmpl-${digest.slice(0, 24)}`;
-    const answer = this.state.record(prompt, [completion], sessionRequest.parseTools, `call-${id.slice(9)}`)[0]!;
-    const generated = completion.tokenIds!;
+    const { completion, answer, promptTokens } = generated;
+    const tokenIds = completion.tokenIds ?? [];
+    // A messages-only answer has no token ids: its usage is what the server counted.
+    const completionTokens = this.state ? tokenIds.length : (completion.completionTokens ?? 0);
     const record: CallRecord = {
       call,
       request: digest,
@@ -211,11 +227,11 @@ export class HarnessSession {
       params,
       prev: this.prev,
       summary: summaryOf(request.messages.at(-1)!),
-      promptTokens: prompt.ids.length,
+      promptTokens,
       completion: {
         text: completion.text,
-        tokenIds: generated,
-        logprobs: completion.logprobs!,
+        tokenIds,
+        logprobs: completion.logprobs ?? [],
         finishReason: completion.finishReason,
         ...(completion.weightsVersion === undefined ? {} : { weightsVersion: completion.weightsVersion }),
       },
@@ -231,11 +247,7 @@ export class HarnessSession {
             finish_reason: answer.tool_calls ? 'tool_calls' : (completion.finishReason ?? 'stop'),
           },
         ],
-        usage: {
-          prompt_tokens: prompt.ids.length,
-          completion_tokens: generated.length,
-          total_tokens: prompt.ids.length + generated.length,
-        },
+        usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
       },
       modelMs: Date.now() - started,
     };
@@ -245,6 +257,39 @@ export class HarnessSession {
     return answered(request, record.response);
   }
 
+  /** One live generation: token ids of the prompt rendered here, or, messages only, the conversation as it is. */
+  private async generate(request: ChatRequest, sessionRequest: SessionRequest, idPrefix: string): Promise<Generated> {
+    const { maxTokens, signal } = this.options;
+    const stop = typeof request.stop === 'string' ? [request.stop] : request.stop;
+    const sampling = {
+      n: 1,
+      maxTokens: Math.min(request.max_tokens ?? request.max_completion_tokens ?? maxTokens, maxTokens - this.completionTokens),
+      temperature: this.options.sampling?.temperature ?? request.temperature ?? 1,
+      topP: this.options.sampling?.topP ?? request.top_p ?? 1,
+      ...(stop?.length ? { stop } : {}),
+      ...(typeof request.seed === 'number' ? { seed: request.seed } : {}),
+    };
+    const call = { signal, onProgress: () => this.options.onProgress() };
+    if (this.state) {
+      const prompt = this.state.prompt(sessionRequest);
+      const [completion] = (await this.options.continuation!.client.generateTokens({ promptTokenIds: prompt.ids, ...sampling }, call)) as [
+        Completion,
+      ];
+      const answer = this.state.record(prompt, [completion], sessionRequest.parseTools, idPrefix)[0]!;
+      return { completion, answer, promptTokens: prompt.ids.length };
+    }
+    const [completion] = (await this.options.messagesOnly!.generate(
+      { messages: request.messages, ...(sessionRequest.tools ? { tools: sessionRequest.tools } : {}), ...sampling, messagesOnly: true },
+      call,
+    )) as [Completion];
+    const message = completion.message as { content?: unknown; tool_calls?: AnsweredTurn['tool_calls'] };
+    const answer = {
+      content: typeof message.content === 'string' ? message.content : completion.text,
+      ...(message.tool_calls?.length ? { tool_calls: message.tool_calls } : {}),
+    };
+    return { completion, answer, promptTokens: 0 };
+  }
+
   private async recordOf(call: number): Promise<CallRecord | undefined> {
     const raw = await this.options.store.tryGet(this.options.callKey(call));
     return raw === undefined ? undefined : CallRecordSchema.parse(raw);
@@ -252,14 +297,16 @@ export class HarnessSession {
 
   private finishCall(record: CallRecord, request: ChatRequest, answer: AnsweredTurn, replayed: boolean): void {
     this.calls++;
-    this.completionTokens += record.completion.tokenIds.length;
+    // Messages only, what the server counted (no token ids are kept).
+    const usage = record.response.usage as { completion_tokens?: number } | undefined;
+    this.completionTokens += this.state ? record.completion.tokenIds.length : (usage?.completion_tokens ?? 0);
     if (record.completion.weightsVersion !== undefined) this.weightsVersions.push(record.completion.weightsVersion);
     this.prev = sha256(`${record.request}:${canonicalJson(record.response.choices)}`);
     this.messages = [
       ...request.messages,
       { role: 'assistant', content: answer.content, ...(answer.tool_calls ? { tool_calls: answer.tool_calls } : {}) },
     ];
-    this.lastNode = this.state.nodes.find((node) => node.turns.at(-1) === answer) ?? null;
+    this.lastNode = this.state?.nodes.find((node) => node.turns.at(-1) === answer) ?? null;
     this.options.onProgress({
       call: record.call,
       replayed,
@@ -272,26 +319,20 @@ export class HarnessSession {
 
 /**
  * A completion as the agent asked for it: JSON, or with `stream: true` (agents built on the AI SDK, opencode, always
- * ask so) the same completion as OpenAI's chunks, whole in one delta once the model has finished: the record is the
- * completion, and a replay streams it the same way.
+ * ask so) the same completion as OpenAI's chunks (`chatCompletionEvents`): the record is the completion, and a replay
+ * streams it the same way.
  */
 function answered(request: ChatRequest, response: CallRecord['response']): SessionAnswer {
   if (!request.stream) return { status: 200, body: response };
-  const { choices, usage, ...head } = response as { choices: { index: number; message: object; finish_reason: string }[]; usage: unknown };
-  const chunk = (rest: object) => `data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', ...rest })}`;
-  const withToolIndex = (message: { tool_calls?: object[] }) =>
-    message.tool_calls ? { ...message, tool_calls: message.tool_calls.map((call, index) => ({ index, ...call })) } : message;
-  const includeUsage = (request.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
-  return {
-    status: 200,
-    body: response,
-    events: [
-      chunk({ choices: choices.map((c) => ({ index: c.index, delta: withToolIndex(c.message), finish_reason: null })) }),
-      chunk({ choices: choices.map((c) => ({ index: c.index, delta: {}, finish_reason: c.finish_reason })) }),
-      ...(includeUsage ? [chunk({ choices: [], usage })] : []),
-      'data: [DONE]',
-    ],
-  };
+  const events = chatCompletionEvents(response as Parameters<typeof chatCompletionEvents>[0], includesUsage(request));
+  return { status: 200, body: response, events };
+}
+
+/** The message a recorded response answered with (a messages-only session replays it as it was). */
+function answerOf(response: CallRecord['response']): AnsweredTurn {
+  const [choice] = (response as { choices: { message: { content?: unknown; tool_calls?: AnsweredTurn['tool_calls'] } }[] }).choices;
+  const content = typeof choice?.message.content === 'string' ? choice.message.content : '';
+  return { content, ...(choice?.message.tool_calls?.length ? { tool_calls: choice.message.tool_calls } : {}) };
 }
 
 /** The id prefix of a recorded answer's tool calls, as the live call made them. */
@@ -312,4 +353,22 @@ function summaryOf(message: Message): string {
   const text = typeof message.content === 'string' ? message.content : JSON.stringify(message.content ?? '');
   const flat = text.replace(/\s+/g, ' ').trim();
   return `${message.role}: ${flat.length > SUMMARY_CHARS ? `${flat.slice(0, SUMMARY_CHARS)}…` : flat}`;
+}
+
+/** The trajectory a session's calls made: the last call's conversation with its answer, the sequence that call grew. */
+export function sessionTrajectory(session: HarnessSession, end: { truncated: boolean; state?: unknown }): Trajectory {
+  const node = session.lastNode;
+  const weightsVersion = oldestWeightsVersion(session.weightsVersions);
+  return {
+    messages: session.messages,
+    tokens: node?.tokens ?? [],
+    masks: node?.masks ?? [],
+    logprobs: node?.logprobs ?? [],
+    completionTokens: session.completionTokens,
+    finishReason: node?.finishReason ?? null,
+    done: true,
+    ...(end.state === undefined ? {} : { state: end.state }),
+    truncated: end.truncated,
+    ...(weightsVersion === undefined ? {} : { weightsVersion }),
+  };
 }

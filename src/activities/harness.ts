@@ -9,9 +9,9 @@ import { HARNESS_AGENT_LIMITS } from '../env/harness.js';
 import type { Liveness } from '../env/define.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
 import { toScoreResult } from '../env/rewards.js';
+import { EVENT_STREAM_HEADERS, eventStreamBody } from '../inference/chat-stream.js';
 import type { Continuation } from '../inference/continuation.js';
 import { PROGRESS_INTERVAL_MS } from '../inference/types.js';
-import { oldestWeightsVersion } from '../inference/weights-version.js';
 import { runSandboxed, SANDBOX_DIR, type SandboxResult } from '../kits/sandbox/sandbox.js';
 import type { Sampling, StoreRef } from '../schema/rollout.js';
 import type { Message } from '../schema/scored-data.js';
@@ -26,7 +26,7 @@ import {
   type GroupState,
   type Trajectory,
 } from './group-state.js';
-import { HarnessSession, type CallEvent } from './harness-session.js';
+import { HarnessSession, sessionTrajectory, type CallEvent } from './harness-session.js';
 
 /** The workspace's path inside the sandbox, and the agent's working directory. */
 export const WORKSPACE = `${SANDBOX_DIR}/work`;
@@ -254,20 +254,7 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 /** The rollout's trajectory: the sequence the last call grew, and the conversation it answered. */
 function trajectoryOf(session: HarnessSession, outcome: HarnessOutcome, maxCalls: number): Trajectory {
-  const node = session.lastNode;
-  const weightsVersion = oldestWeightsVersion(session.weightsVersions);
-  return {
-    messages: session.messages,
-    tokens: node?.tokens ?? [],
-    masks: node?.masks ?? [],
-    logprobs: node?.logprobs ?? [],
-    completionTokens: session.completionTokens,
-    finishReason: node?.finishReason ?? null,
-    done: true,
-    state: outcome,
-    truncated: outcome.ended !== 'exited' || session.calls >= maxCalls,
-    ...(weightsVersion === undefined ? {} : { weightsVersion }),
-  };
+  return sessionTrajectory(session, { state: outcome, truncated: outcome.ended !== 'exited' || session.calls >= maxCalls });
 }
 
 /** Who the sandbox runs as when it is not this process's user: nobody, when Clotho runs as root (see runSandboxed). */
@@ -309,8 +296,8 @@ export async function serveSession(session: HarnessSession, socket: string, owne
       session.chat(body).then(
         (answer) => {
           if (!answer.events) return reply(answer.status, answer.body);
-          response.writeHead(answer.status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-          response.end(answer.events.map((event) => `${event}\n\n`).join(''));
+          response.writeHead(answer.status, EVENT_STREAM_HEADERS);
+          response.end(eventStreamBody(answer.events));
         },
         (error: Error) => reply(500, { error: { message: error.message, type: 'server_error', code: 500 } }),
       );

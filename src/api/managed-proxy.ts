@@ -5,6 +5,7 @@ import { responseJson } from './render.js';
 import { bearerAuth, openAIUnauthorized, PROXY_FACE } from '../config/listening.js';
 import { ServerConfigSchema, SERVER_TYPES, type ServerConfig } from '../config/schemas.js';
 import { ChatRequestSchema, type ChatRequest } from '../schema/openai-chat.js';
+import { chatCompletionEvents, EVENT_STREAM_HEADERS, eventStreamBody, includesUsage } from '../inference/chat-stream.js';
 import { InferenceError } from '../inference/errors.js';
 import { ManagedSession, nodeJson, type SessionRequest } from '../inference/managed-session.js';
 import { createServerManager, type ServerManager } from '../inference/server-manager.js';
@@ -245,7 +246,6 @@ export function createManagedProxy(options: ManagedProxyOptions): ManagedProxy {
     if (session instanceof Response) return session;
     const body = await chatBody(c);
     if (body instanceof Response) return body;
-    if (body.stream) return openAIError(c, 400, 'stream is not supported: the proxy answers whole completions');
     const request = sessionRequest(session, body);
     return serialized(session, async () => {
       const prompt = session.state.prompt(request);
@@ -275,7 +275,8 @@ export function createManagedProxy(options: ManagedProxyOptions): ManagedProxy {
       }
       const id = `chatcmpl-${randomUUID().replaceAll('-', '').slice(0, 12)}`;
       const answers = session.state.record(prompt, completions, request.parseTools, `call-${id.slice(8)}`);
-      return c.json({
+      const generated = completions.reduce((n, completion) => n + (completion.tokenIds?.length ?? 0), 0);
+      const response = {
         id,
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
@@ -285,7 +286,11 @@ export function createManagedProxy(options: ManagedProxyOptions): ManagedProxy {
           message: { role: 'assistant', content: answer.content, ...(answer.tool_calls ? { tool_calls: answer.tool_calls } : {}) },
           finish_reason: answer.tool_calls ? 'tool_calls' : (completions[index]!.finishReason ?? 'stop'),
         })),
-      });
+        usage: { prompt_tokens: prompt.ids.length, completion_tokens: generated, total_tokens: prompt.ids.length + generated },
+      };
+      // An agent that streams (verifiers' chat program, opencode) gets the whole completion as OpenAI's chunks.
+      if (!body.stream) return c.json(response);
+      return c.body(eventStreamBody(chatCompletionEvents(response, includesUsage(body))), 200, EVENT_STREAM_HEADERS);
     });
   });
 

@@ -8,6 +8,7 @@ export const ENVIRONMENT_SOURCES: readonly (readonly [form: string, what: string
   ['./my-env.ts', 'a TypeScript environment of yours: a file whose default export is defineEnvironment({...})'],
   ['<npm package>', 'an installed npm package whose default export is one'],
   ['--atropos env.py[:Class]', "an Atropos environment (a BaseEnv subclass in Python), with Atropos's own flags"],
+  ['--verifiers <env>', "a verifiers environment (an installed module id or a folder), with verifiers' own flags"],
 ];
 
 /** {@link ENVIRONMENT_SOURCES} (or some of them) as aligned lines under a heading. */

@@ -13,6 +13,10 @@ import { atroposHelpCommand } from './atropos/help.js';
 import { atroposProcessCommand } from './atropos/process.js';
 import { atroposServeCommand } from './atropos/serve.js';
 import { atroposWorkerCommand } from './atropos/worker.js';
+import { verifiersEvaluateCommand } from './verifiers/evaluate.js';
+import { verifiersProcessCommand } from './verifiers/process.js';
+import { verifiersServeCommand } from './verifiers/serve.js';
+import { verifiersWorkerCommand } from './verifiers/worker.js';
 import { PROCESS_PLAN, processCommand, PROCESS_USAGE } from './commands/process.js';
 import { SERVE_FLAGS, serveCommand, SERVE_USAGE } from './commands/serve.js';
 import { sftGenCommand, SFT_GEN_USAGE } from './commands/sft-gen.js';
@@ -25,6 +29,21 @@ import { environmentSourcesHelp } from './environment-sources.js';
 import { InterruptedError } from './interrupt.js';
 import { causeOf } from '../workflows/messages.js';
 
+/**
+ * An Atropos environment's run (`--atropos env.py`) or a verifiers environment's (`--verifiers <env>`) has a command
+ * of its own: the worker is Python's, its flags the framework's. Undefined for Clotho's own environments.
+ */
+function other(
+  args: string[],
+  io: CommandIo,
+  commands: Record<'atropos' | 'verifiers', (args: string[], io: CommandIo) => Promise<number>>,
+): Promise<number> | undefined {
+  const framework = (['atropos', 'verifiers'] as const).find((name) =>
+    args.some((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`)),
+  );
+  return framework ? commands[framework](args, io) : undefined;
+}
+
 interface Command {
   summary: string;
   run(args: string[], io: CommandIo): Promise<number>;
@@ -36,24 +55,24 @@ interface Command {
 const COMMANDS: Record<string, Command> = {
   process: {
     summary: 'run an environment durably and write scored groups to JSONL + HTML',
-    // An Atropos environment's run (`--atropos env.py`) has a command of its own: the worker is Python's.
-    run: (args, io) => (args.includes('--atropos') ? atroposProcessCommand(args, io) : processCommand(args, io)),
+    run: (args, io) => other(args, io, { atropos: atroposProcessCommand, verifiers: verifiersProcessCommand }) ?? processCommand(args, io),
     help: (args) =>
       environmentHelp(PROCESS_USAGE, args, PROCESS_PLAN, (name) => ({ '--env.data_path_to_save_groups': `data/${name}.jsonl` })),
   },
   serve: {
     summary: "feed a running `clotho api`'s trainer, as an Atropos environment in serve mode",
-    run: (args, io) => (args.includes('--atropos') ? atroposServeCommand(args, io) : serveCommand(args, io)),
+    run: (args, io) => other(args, io, { atropos: atroposServeCommand, verifiers: verifiersServeCommand }) ?? serveCommand(args, io),
     help: (args) => environmentHelp(SERVE_USAGE, args, { commandFlags: SERVE_FLAGS }),
   },
   evaluate: {
     summary: "evaluate the policy on an environment's items and report its metrics",
-    run: (args, io) => (args.includes('--atropos') ? atroposEvaluateCommand(args, io) : evaluateCommand(args, io)),
+    run: (args, io) =>
+      other(args, io, { atropos: atroposEvaluateCommand, verifiers: verifiersEvaluateCommand }) ?? evaluateCommand(args, io),
     help: (args) => environmentHelp(EVALUATE_USAGE, args, { commandFlags: EVALUATE_FLAGS }),
   },
   worker: {
     summary: "run a run's workers (scale out, or resume after a crash) against TEMPORAL_ADDRESS",
-    run: (args, io) => (args.includes('--atropos') ? atroposWorkerCommand(args, io) : workerCommand(args, io)),
+    run: (args, io) => other(args, io, { atropos: atroposWorkerCommand, verifiers: verifiersWorkerCommand }) ?? workerCommand(args, io),
     help: (args) => environmentHelp(WORKER_USAGE, args, { commandFlags: METRICS_FLAGS }),
   },
   api: {
@@ -143,9 +162,10 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
   try {
     // Help loads the named environment, so an unknown or broken one is reported like any other error.
     const wantsHelp = args.includes('--help') || args.includes('-h');
-    // An Atropos environment's flags are its class's: Atropos's own help lists them.
+    // An Atropos environment's flags are its class's (Atropos's own help lists them), a verifiers environment's
+    // verifiers' (its worker's --help lists them).
     if (wantsHelp && args.includes('--atropos') && ATROPOS_COMMANDS.includes(name)) return await atroposHelpCommand(name, args, io);
-    if (command.help && wantsHelp && !args.includes('--atropos')) {
+    if (command.help && wantsHelp && !args.includes('--atropos') && !args.includes('--verifiers')) {
       io.out(await command.help(args.filter((a) => a !== '--help' && a !== '-h')));
       return 0;
     }

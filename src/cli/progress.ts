@@ -2,6 +2,7 @@ import { whileTemporalOutOfReach } from './temporal-reach.js';
 import type { Connection, WorkflowHandle, WorkflowResultType } from '@temporalio/client';
 import type { envRun } from '../workflows/env-run.js';
 import type { atroposEnvRun } from '../workflows/atropos-env-run.js';
+import type { verifiersEnvRun } from '../workflows/verifiers-env-run.js';
 import type { EnvRunResult, EnvRunStatus, EvalProgress, EvaluationResult } from '../schema/rollout.js';
 import { envRunStatusQuery } from '../workflows/messages.js';
 import type { CommandIo } from './io.js';
@@ -92,7 +93,7 @@ const waitingKinds = (waiting: readonly WaitingWork[]) =>
  * Temporal are cancelled, so the connection can close under it. Rejects with {@link OutputChanged} when the run's
  * JSONL was changed or deleted under it (its delivery waits, retried, for the file to be rebuilt).
  */
-export async function watchProgress<W extends typeof envRun | typeof atroposEnvRun>(
+export async function watchProgress<W extends typeof envRun | typeof atroposEnvRun | typeof verifiersEnvRun>(
   handle: WorkflowHandle<W>,
   io: CommandIo,
   connection: Connection,

@@ -19,6 +19,7 @@ import { createTurnActivities } from '../activities/turn.js';
 import { createTeacherActivities, type TeacherClient } from '../activities/teacher.js';
 import { createToolCallActivities } from '../activities/tool-calls.js';
 import { createTrajectoryActivities } from '../activities/trajectories.js';
+import { createVerifiersActivities } from '../activities/verifiers.js';
 import type { ModelClient } from '../env/define.js';
 import type { LoadedEnvironment } from '../env/loaded.js';
 import type { InferenceClient } from '../inference/types.js';
@@ -215,6 +216,15 @@ async function startOneQueueWorker(setup: OneQueueSetup, taskQueue: string, acti
  */
 export function startAtroposWorkflowWorker(setup: OneQueueSetup & { taskQueue: string }): Promise<RunningWorkers> {
   return startOneQueueWorker(setup, setup.taskQueue, createTrajectoryActivities({ store: setup.store }));
+}
+
+/**
+ * Starts the workflow worker of a verifiers run: the workflow bundle, the trajectory activities its deliveries use and
+ * `gatherVerifiers` (its groups' local activity). The episodes are the Python worker's (clients/python-verifiers).
+ */
+export function startVerifiersWorkflowWorker(setup: OneQueueSetup & { taskQueue: string }): Promise<RunningWorkers> {
+  const activities = { ...createTrajectoryActivities({ store: setup.store }), ...createVerifiersActivities({ store: setup.store }) };
+  return startOneQueueWorker(setup, setup.taskQueue, activities);
 }
 
 /** Task queue of the batcher workflow and its state activities (the API process runs its worker). */

@@ -18,7 +18,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 describe('workflow files', () => {
   // index.ts states the rule: a local activity's result can arrive at another point on replay than when it
   // first ran, so only workflows that never have two branches issuing commands may use one.
-  it('use local activities only in straight-line workflows (rollout-group), never beside other branches', async () => {
+  it('use local activities only in straight-line workflows (rollout-group, verifiers-rollout-group), never beside other branches', async () => {
     const files = (await readdir(folder)).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
     expect(files).toContain('rollout-group.ts');
     const users: string[] = [];
@@ -26,7 +26,7 @@ describe('workflow files', () => {
       if (/\b(stepActivities|proxyLocalActivities)\s*[<(]/.test(await readFile(new URL(file, folder), 'utf8'))) users.push(file);
     }
     // activity-options defines the helper.
-    expect(users.sort()).toEqual(['activity-options.ts', 'rollout-group.ts']);
+    expect(users.sort()).toEqual(['activity-options.ts', 'rollout-group.ts', 'verifiers-rollout-group.ts']);
   });
 });
 

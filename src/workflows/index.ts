@@ -20,3 +20,5 @@ export { evaluation } from './evaluation.js';
 export { atroposEnvRun } from './atropos-env-run.js';
 export { atroposRolloutGroup } from './atropos-rollout-group.js';
 export { atroposEvaluation } from './atropos-evaluation.js';
+export { verifiersEnvRun } from './verifiers-env-run.js';
+export { verifiersRolloutGroup } from './verifiers-rollout-group.js';

@@ -175,6 +175,34 @@ describe('the ManagedServer OpenAI proxy', () => {
     expect(nodes[1]!.masked_tokens.filter((m) => m !== MASKED)).toEqual(answered.at(-1)!.choices[0]!.ids);
   });
 
+  it("streams a session's completion to an agent that asks for it, read with the OpenAI SDK's stream reader, and records it", async () => {
+    const session = await createSession();
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }];
+    const stream = await agent(session.uuid).chat.completions.create({
+      model: 'scripted-model',
+      messages,
+      tools,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    const calls = chunks.flatMap((c) => c.choices.flatMap((choice) => choice.delta.tool_calls ?? []));
+    expect(calls.map((call) => [call.index, call.function?.name, JSON.parse(call.function?.arguments ?? '')])).toEqual([
+      [0, 'get_weather', { city: 'Paris' }],
+    ]);
+    expect(chunks.flatMap((c) => c.choices.map((choice) => choice.finish_reason)).filter(Boolean)).toEqual(['tool_calls']);
+    const { prompt, choices } = answered.at(-1)!;
+    expect(chunks.at(-1)!.usage).toEqual({
+      prompt_tokens: prompt.length,
+      completion_tokens: choices[0]!.ids.length,
+      total_tokens: prompt.length + choices[0]!.ids.length,
+    });
+    // Streamed or not, the session records the sequence the server generated.
+    const { nodes } = (await nodesOf(session.uuid)).body;
+    expect(nodes.map((n) => n.masked_tokens.filter((m) => m !== MASKED))).toEqual([choices[0]!.ids]);
+  });
+
   it('answers in OpenAI error format, and forgets a deleted session', async () => {
     const session = await createSession();
     const empty = await json(`/${session.uuid}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ messages: [] }) });

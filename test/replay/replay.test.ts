@@ -261,6 +261,10 @@ describe('replay of recorded histories', () => {
     'atropos-env-run-loop-stored-items.json',
     'atropos-rollout-group-stored-item.json',
     'atropos-env-run-loop-waiting.json',
+    // A verifiers run (issue 39): verifiersEnvRun's cursor over the taskset, its groups delivered to JSONL, and a
+    // scored verifiersRolloutGroup, one verifiersEpisode per sample, then gatherVerifiers (test/e2e/verifiers-process.test.ts).
+    'verifiers-env-run.json',
+    'verifiers-rollout-group-scored.json',
   ])('replays %s against the current workflow code', async (name) => {
     const history = JSON.parse(await readFile(new URL(name, HISTORIES), 'utf8')) as { events: unknown[] };
     expect(history.events.length).toBeGreaterThan(5);

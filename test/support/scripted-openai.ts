@@ -1,10 +1,12 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
+import { chatCompletionEvents, EVENT_STREAM_HEADERS, eventStreamBody, includesUsage } from '../../src/inference/chat-stream.js';
 
 /**
  * A scripted stand-in for an LLM server: real HTTP, OpenAI chat and text completions in vLLM's
- * extended format (`prompt_token_ids`, `token_ids`, `logprobs.content`), answers chosen by a
+ * extended format (`prompt_token_ids`, `token_ids`, `logprobs.content`; a chat answer streamed as OpenAI's chunks when
+ * asked), answers chosen by a
  * responder function. Its tokenizer is a toy chat template over Unicode code points, built so that
  * a longer conversation's prompt ids start with a shorter one's prompt ids plus its completion ids,
  * as real chat templates do for multi-turn rollouts.
@@ -199,6 +201,16 @@ export async function startScriptedOpenAI(options: ScriptedOpenAIOptions = {}): 
     }
     const withIds = options.tokenIds !== false && parsed.result.data.return_token_ids === true;
     const body = options.logprobs === false ? { ...parsed.result.data, logprobs: null } : parsed.result.data;
+    if (parsed.chat && body.stream === true) {
+      // Agents that always stream (verifiers' chat program) get the completion as OpenAI's chunks.
+      const events = chatCompletionEvents(
+        chatResponse(model, body as z.infer<typeof ChatBodySchema>, outcome.choices, withIds),
+        includesUsage(body),
+      );
+      res.writeHead(200, EVENT_STREAM_HEADERS);
+      res.end(eventStreamBody(events));
+      return;
+    }
     send(
       res,
       200,

@@ -29,9 +29,16 @@ export interface Released {
  * is not there; one that a heartbeat timeout handed to another worker in the moment between the look and the failure
  * is failed there and runs once more (its work redone; the group is still delivered once). Any other failure, of a
  * workflow's description or an attempt's release, is an error it answers (those attempts wait for their heartbeat
- * timeout), with how many attempts it failed.
+ * timeout), with how many attempts it failed. `worker` names the worker in the failure (a verifiers run's Python
+ * worker is released the same way).
  */
-export async function releaseActivitiesOf(client: ReleaseClient, workflowId: string, identity: string, reason: string): Promise<Released> {
+export async function releaseActivitiesOf(
+  client: ReleaseClient,
+  workflowId: string,
+  identity: string,
+  reason: string,
+  worker = 'the Atropos worker',
+): Promise<Released> {
   const { namespace } = client.options;
   const errors: string[] = [];
   const describe = (id: string) =>
@@ -51,7 +58,7 @@ export async function releaseActivitiesOf(client: ReleaseClient, workflowId: str
         .filter((a) => a.state === PendingActivityState.PENDING_ACTIVITY_STATE_STARTED && a.lastWorkerIdentity === identity)
         .map((a) => ({ workflowId: workflow!.id, activityId: a.activityId ?? '' })),
     );
-    const failure = ApplicationFailure.retryable(`the Atropos worker ${identity} that ran it ${reason}`, WORKER_EXITED);
+    const failure = ApplicationFailure.retryable(`${worker} ${identity} that ran it ${reason}`, WORKER_EXITED);
     const failed = await Promise.all(
       held.map((activity) =>
         client.activity.fail(activity, failure).then(

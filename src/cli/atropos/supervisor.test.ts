@@ -18,7 +18,7 @@ function workers(configs: Record<string, unknown>[] = []) {
       identity: `${n}@host`,
       config: configs[n] ?? { group_size: 2, data_path_to_save_groups: `g_${n}.jsonl` },
     } as AtroposReady;
-    const worker = { ready, exited, lastLines: () => `worker ${n}'s lines`, stop: async () => exit('SIGTERM') };
+    const worker = { ready, pid: n, exited, lastLines: () => `worker ${n}'s lines`, stop: async () => exit('SIGTERM') };
     started.push({ worker, exit });
     return worker;
   };
@@ -80,7 +80,9 @@ describe('superviseAtroposWorker', () => {
     const fake = workers([{ group_size: 2 }, { group_size: 2 }, { group_size: 3 }]);
     let starts = 0;
     const start = () =>
-      ++starts === 2 ? Promise.reject(new AtroposWorkerExit(1, 'ModuleNotFoundError: no module named x')) : fake.start();
+      ++starts === 2
+        ? Promise.reject(new AtroposWorkerExit('the Atropos worker', 1, 'ModuleNotFoundError: no module named x'))
+        : fake.start();
     const supervised = await superviseAtroposWorker(start, fake.options);
     (await fake.startedWorker(0)).exit('SIGKILL');
     await fake.startedWorker(1);

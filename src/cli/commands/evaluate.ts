@@ -22,7 +22,8 @@ export const EVALUATE_USAGE = `Usage: clotho evaluate <environment> [--items 100
 Evaluates the policy on an environment's items (the environment's own evaluate, or one greedy completion per
 item, parsed and scored), prints the metrics, and with --env.data_dir_to_save_evals writes metrics.json,
 samples.jsonl and evaluate_config.yaml there, as Atropos does. With --atropos env.py[:Class] it runs an Atropos
-environment's own evaluate, with Atropos's evaluate flags (--help after the file prints them).`;
+environment's own evaluate, with Atropos's evaluate flags (--help after the file prints them); with
+--verifiers <env> a verifiers environment's episodes, with vf-eval's flags, and vf-eval's metrics of them.`;
 
 export const EVALUATE_FLAGS = {
   items: z.coerce.number().int().positive().default(100).describe('items to evaluate (the first n)'),

@@ -7,6 +7,7 @@ import type { CommandOptions } from '../../config/resolve-run.js';
 import type { EnvRunInput, EnvRunResult } from '../../schema/rollout.js';
 import type { atroposEnvRun } from '../../workflows/atropos-env-run.js';
 import type { envRun } from '../../workflows/env-run.js';
+import type { verifiersEnvRun } from '../../workflows/verifiers-env-run.js';
 import type { CommandIo } from '../io.js';
 import { outageNote } from '../outage.js';
 import { progressLine, watchProgress } from '../progress.js';
@@ -28,7 +29,9 @@ export const PROCESS_USAGE = `Usage: clotho process <environment> [--env.<field>
 Runs total_steps rollout groups of an environment and writes them, Atropos-shaped, to
 --env.data_path_to_save_groups (default data/<environment>.jsonl) with an HTML page beside it.
 The same command with --env.run_id <run> resumes a run, writing on to the file it started; if that file was changed
-or deleted, --rebuild-output writes it again from the trajectory store first.`;
+or deleted, --rebuild-output writes it again from the trajectory store first.
+With --atropos env.py[:Class] it runs an Atropos environment, with --verifiers <env> a verifiers (verifiers.v1)
+environment, unchanged and with its own flags (vf-eval's for verifiers: -m, --client.base-url, -n, -r, --env.*).`;
 
 /** The flag that writes a resumed run's JSONL again from the store when it was changed or deleted. */
 export const REBUILD_OUTPUT_FLAGS = {
@@ -140,7 +143,9 @@ export async function reportProcessed(result: EnvRunResult, total: number, path:
 
 /** A run's env-run workflow: its type, and the input to start it with. */
 export type EnvRunStart =
-  { type: 'envRun'; input: Parameters<typeof envRun>[0] } | { type: 'atroposEnvRun'; input: Parameters<typeof atroposEnvRun>[0] };
+  | { type: 'envRun'; input: Parameters<typeof envRun>[0] }
+  | { type: 'atroposEnvRun'; input: Parameters<typeof atroposEnvRun>[0] }
+  | { type: 'verifiersEnvRun'; input: Parameters<typeof verifiersEnvRun>[0] };
 
 /** Starts the run's env-run (or attaches to it when resuming) and shows progress until it ends. */
 export async function runToEnd(
@@ -154,7 +159,7 @@ export async function runToEnd(
   const workflowId = envRunId(runId, environment);
   let handle;
   try {
-    handle = await temporal.client.workflow.start<typeof envRun | typeof atroposEnvRun>(start.type, {
+    handle = await temporal.client.workflow.start<typeof envRun | typeof atroposEnvRun | typeof verifiersEnvRun>(start.type, {
       workflowId,
       taskQueue: runTaskQueues(runId, environment).workflows,
       args: [start.input as never],
@@ -166,7 +171,7 @@ export async function runToEnd(
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     io.out(`run ${runId} has already finished; showing its result`);
-    handle = temporal.client.workflow.getHandle<typeof envRun | typeof atroposEnvRun>(workflowId);
+    handle = temporal.client.workflow.getHandle<typeof envRun | typeof atroposEnvRun | typeof verifiersEnvRun>(workflowId);
   }
   return watchProgress(handle, io, temporal.connection, signal, SLOW_POLICY, outage);
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 /*
  * Request bodies of the OpenAI-compatible routes. Objects are not strict: OpenAI clients send
  * fields this server does not use (user, frequency_penalty, ...), and vLLM likewise ignores them.
- * Fields whose meaning the server cannot honour (stream: true) are rejected instead.
+ * Fields whose meaning the server cannot honour (echo: true, stream: true on vLLM's /generate) are rejected instead.
  */
 
 const TextPartSchema = z.object({ type: z.literal('text'), text: z.string() });
@@ -48,13 +48,15 @@ const SamplingFields = {
     .union([z.string().min(1), z.array(z.string().min(1)).max(16)])
     .optional()
     .transform((s) => (s === undefined ? [] : typeof s === 'string' ? [s] : s)),
-  stream: z.literal(false, { message: 'streaming is not supported' }).optional(),
 };
 
 const OpenAiSamplingFields = {
   ...SamplingFields,
   /** vLLM extension: the prompt's token ids at the top level and each choice's `token_ids`. */
   return_token_ids: z.boolean().default(false),
+  /** The completion as server-sent events, generated whole first (`chat-stream.ts`). */
+  stream: z.boolean().nullish(),
+  stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
 };
 
 /** `/v1/chat/completions` body. */
@@ -99,6 +101,7 @@ export type CompletionRequest = z.infer<typeof CompletionRequestSchema>;
  */
 export const GenerateRequestSchema = z.object({
   ...SamplingFields,
+  stream: z.literal(false, { message: 'streaming is not supported on /generate' }).optional(),
   prompt: z.union([z.string().min(1), z.strictObject({ prompt_token_ids: z.array(z.number().int().nonnegative()).min(1) })]),
   /** vLLM's `SamplingParams` default. */
   max_tokens: z.number().int().positive().default(16),

@@ -185,6 +185,27 @@ describe('local inference server (generate:tiny)', () => {
     expect(completion!.logprobs!.every((lp) => Number.isFinite(lp) && lp <= 0)).toBe(true);
   });
 
+  it("streams a chat completion and a completion, read with the OpenAI SDK's stream reader: the same tokens as whole", async () => {
+    const client = new OpenAI({ baseURL: running.baseUrl, apiKey: 'x', maxRetries: 0 });
+    const request = { model: running.modelName, messages: messages as OpenAI.ChatCompletionMessageParam[], max_tokens: 12, seed: 7 };
+    const whole = await client.chat.completions.create(request);
+    const stream = await client.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } });
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    const text = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+    expect(text).toBe(whole.choices[0]!.message.content);
+    expect(chunks.flatMap((c) => c.choices.map((choice) => choice.finish_reason)).filter(Boolean)).toEqual([
+      whole.choices[0]!.finish_reason,
+    ]);
+    expect(chunks.at(-1)!.usage).toEqual(whole.usage);
+
+    const legacy = { model: running.modelName, prompt: 'Count: 1, 2,', max_tokens: 6, seed: 7 } as const;
+    const completion = await client.completions.create(legacy);
+    const pieces: OpenAI.Completion[] = [];
+    for await (const piece of await client.completions.create({ ...legacy, stream: true })) pieces.push(piece);
+    expect(pieces.map((p) => p.choices[0]?.text ?? '').join('')).toBe(completion.choices[0]!.text);
+  });
+
   it('rejects a bad request with 400 naming the field', async () => {
     const r = await chat({ temperature: 'hot' });
     expect(r.status).toBe(400);

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import type { z } from 'zod';
+import { chatCompletionEvents, completionEvents, EVENT_STREAM_HEADERS, eventStreamBody, includesUsage } from '../chat-stream.js';
 import { bearerAuth, INFERENCE_FACE, openAIUnauthorized } from '../../config/listening.js';
 import { ChatTemplate } from './chat-template.js';
 import { WEIGHTS_VERSION_HEADER } from '../weights-version.js';
@@ -22,6 +23,17 @@ import { EngineRequestError, type Weights } from './weights.js';
 import { fileInWeightsDir, NO_WEIGHTS_DIR, NOT_IN_WEIGHTS_DIR } from './weights-dir.js';
 
 const created = () => Math.floor(Date.now() / 1000);
+
+/** A completion as JSON, or as server-sent events when the request asked to stream. */
+function answer<T extends object>(
+  c: Context,
+  request: { stream?: boolean | null; stream_options?: unknown },
+  events: (response: T, includeUsage: boolean) => string[],
+  response: T,
+): Response {
+  if (!request.stream) return c.json(response);
+  return c.body(eventStreamBody(events(response, includesUsage(request))), 200, EVENT_STREAM_HEADERS);
+}
 
 function errorBody(message: string, param: string | null, type = 'invalid_request_error'): OpenAiError {
   return { error: { message, type, param, code: null } };
@@ -62,7 +74,8 @@ export interface InferenceAppOptions {
  * `/health`; and `/v1/weights`, where a trainer swaps new weights in (`POST`, a file in `weightsDir`) and reads which
  * are served (`GET`).
  * Every generation answers with the version of the weights that produced it (`x-clotho-weights-version`).
- * Streaming is not offered: RL rollouts want whole completions with their token ids.
+ * `stream: true` on the OpenAI routes is answered as server-sent events of the completion generated whole
+ * (`chat-stream.ts`): RL rollouts want whole completions with their token ids, and agents that always stream get them.
  */
 export function createInferenceApp(engine: LocalEngine, options: InferenceAppOptions = {}): Hono {
   const app = new Hono();
@@ -138,7 +151,7 @@ export function createInferenceApp(engine: LocalEngine, options: InferenceAppOpt
         c.req.raw.signal,
       ),
     );
-    return c.json({
+    return answer(c, r, chatCompletionEvents, {
       id: `chatcmpl-${randomUUID()}`,
       object: 'chat.completion',
       created: created(),
@@ -177,7 +190,7 @@ export function createInferenceApp(engine: LocalEngine, options: InferenceAppOpt
       ]),
     );
     const promptLogprobsBody = promptLogprobs && promptLogprobsVllm(engine, promptLogprobs);
-    return c.json({
+    return answer(c, r, completionEvents, {
       id: `cmpl-${randomUUID()}`,
       object: 'text_completion',
       created: created(),

@@ -116,7 +116,8 @@ function rootEntries(): RootEntry[] {
   return systemDirs;
 }
 
-function findExecutable(name: string, searchPath: string): string | null {
+/** The first executable `name` in a PATH-like list of folders, or null. */
+export function findExecutable(name: string, searchPath: string): string | null {
   for (const dir of searchPath.split(delimiter)) {
     if (!dir) continue;
     try {

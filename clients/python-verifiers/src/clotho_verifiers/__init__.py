@@ -1,0 +1,1 @@
+"""Runs unchanged verifiers environments as Temporal activities for Clotho."""
