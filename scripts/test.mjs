@@ -30,6 +30,17 @@ const preparation = Promise.all([
         `const { ensureAtroposPython } = await import('./src/cli/atropos/python.ts');
         await ensureAtroposPython((line) => console.log('ensure-atropos-python: ' + line));`,
       ]),
+  // The verifiers worker's venv (verifiers 0.4.0 and uv, about 4 minutes the first time), for the same reason.
+  passThrough.length > 0
+    ? null
+    : step(process.execPath, [
+        '--conditions=clotho-source',
+        '--import',
+        'tsx',
+        '-e',
+        `const { ensureVerifiersPython } = await import('./src/cli/verifiers/python.ts');
+        await ensureVerifiersPython((line) => console.log('ensure-verifiers-python: ' + line));`,
+      ]),
   // bubblewrap for the code-execution sandbox, then Debian's Chromium for the viewer's browser test (playwright's own
   // download does not work offline): one after the other, as both may run apt-get, which holds dpkg's lock.
   step(process.execPath, ['scripts/ensure-sandbox.mjs']).then(() => step(process.execPath, ['scripts/ensure-chromium.mjs'])),
@@ -48,11 +59,12 @@ const vitest = spawnSync(
     stdio: 'inherit',
   },
 );
-// Each Python package in its own venv, with its own report: the trainer client, and the Atropos worker (atroposlib).
+// Each Python package in its own venv, with its own report: the trainer client, the Atropos worker (atroposlib) and
+// the verifiers worker (verifiers).
 const pytests =
   passThrough.length > 0
     ? []
-    : ['python-tests.sh', 'python-atropos-tests.sh'].map((script, i) => ({
+    : ['python-tests.sh', 'python-atropos-tests.sh', 'python-verifiers-tests.sh'].map((script, i) => ({
         report: `${results}/pytest-${i}.xml`,
         run: spawnSync('bash', [`scripts/${script}`, `--junitxml=${results}/pytest-${i}.xml`], { stdio: 'inherit' }),
       }));

@@ -20,8 +20,8 @@ describe('clotho', () => {
     for (const command of ['process', 'serve', 'evaluate', 'worker', 'api', 'list', 'inference', 'temporal'])
       expect(out).toMatch(new RegExp(`^  ${command} `, 'm'));
     // The other frameworks' environments, run unchanged, are named where a user looks first.
-    expect(out).toContain('`--atropos env.py`');
-    expect(out).toContain('`--verifiers <env>`');
+    expect(out).toContain('--atropos env.py[:Class]');
+    expect(out).toContain('--verifiers <env>');
     expect((await run('process', '--help')).out).toContain('with --verifiers <env> a verifiers (verifiers.v1)');
   });
 
