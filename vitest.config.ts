@@ -11,7 +11,13 @@ export default defineConfig({
   resolve: { conditions },
   ssr: { resolve: { conditions } },
   test: {
-    include: ['src/**/*.test.ts', 'environments/**/*.test.ts', 'test/**/*.test.ts', 'temporal-dev/**/*.test.ts', 'docs/snippets/**/*.test.ts'],
+    include: [
+      'src/**/*.test.ts',
+      'environments/**/*.test.ts',
+      'test/**/*.test.ts',
+      'temporal-dev/**/*.test.ts',
+      'docs/snippets/**/*.test.ts',
+    ],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 120_000,
     hookTimeout: 180_000,

@@ -18,29 +18,24 @@ const step = (command, args) => new Promise((resolve) => spawn(command, args, { 
 // build that would otherwise wait for tsc), and before vitest starts. None of it is fatal here: a test that needs a
 // missing piece fails (or skips) saying why.
 const preparation = Promise.all([
-  // The Atropos worker's venv (atroposlib, about 90 s the first time), not inside the first Atropos test file (where
-  // two files at once would install it twice while the other tests wait). A subset of the tests installs it if it needs it.
-  passThrough.length > 0
-    ? null
-    : step(process.execPath, [
-        '--conditions=clotho-source',
-        '--import',
-        'tsx',
-        '-e',
-        `const { ensureAtroposPython } = await import('./src/cli/atropos/python.ts');
-        await ensureAtroposPython((line) => console.log('ensure-atropos-python: ' + line));`,
-      ]),
-  // The verifiers worker's venv (verifiers 0.4.0 and uv, about 4 minutes the first time), for the same reason.
-  passThrough.length > 0
-    ? null
-    : step(process.execPath, [
-        '--conditions=clotho-source',
-        '--import',
-        'tsx',
-        '-e',
-        `const { ensureVerifiersPython } = await import('./src/cli/verifiers/python.ts');
-        await ensureVerifiersPython((line) => console.log('ensure-verifiers-python: ' + line));`,
-      ]),
+  // The Python workers' venvs (Atropos's, about 90 s the first time; verifiers', about 4 minutes), not inside the first
+  // test file that needs one (where two files at once would install it twice while the other tests wait). A subset of
+  // the tests installs what it needs itself.
+  ...(passThrough.length > 0
+    ? []
+    : [
+        ['atropos', 'ensureAtroposPython'],
+        ['verifiers', 'ensureVerifiersPython'],
+      ].map(([kind, ensure]) =>
+        step(process.execPath, [
+          '--conditions=clotho-source',
+          '--import',
+          'tsx',
+          '-e',
+          `const { ${ensure} } = await import('./src/cli/${kind}/python.ts');
+          await ${ensure}((line) => console.log('ensure-${kind}-python: ' + line));`,
+        ]),
+      )),
   // bubblewrap for the code-execution sandbox, then Debian's Chromium for the viewer's browser test (playwright's own
   // download does not work offline): one after the other, as both may run apt-get, which holds dpkg's lock.
   step(process.execPath, ['scripts/ensure-sandbox.mjs']).then(() => step(process.execPath, ['scripts/ensure-chromium.mjs'])),
