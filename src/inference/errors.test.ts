@@ -107,7 +107,16 @@ describe('toApplicationFailure', () => {
 
 describe('failureClass', () => {
   it('tells infrastructure from the model and from the environment by the failure type', () => {
-    for (const type of ['ConnectionError', 'Timeout', 'RateLimited', 'ServerError', 'MalformedResponse', 'ToolFailure', 'TimeoutFailure']) {
+    for (const type of [
+      'ConnectionError',
+      'Timeout',
+      'RateLimited',
+      'ServerError',
+      'MalformedResponse',
+      'ToolFailure',
+      'TimeoutFailure',
+      'VerifiersInfrastructure',
+    ]) {
       expect([type, failureClass(type)]).toEqual([type, 'infrastructure']);
     }
     // The server refused the request (a prompt over its context length), or the answer re-tokenized otherwise.

@@ -53,6 +53,8 @@ const FAILURE_CLASSES: Record<string, FailureClass> = {
   TimeoutFailure: 'infrastructure',
   // The store or the JSONL changed under the run.
   SinkCorrupted: 'infrastructure',
+  // The verifiers worker's: an episode that failed for its model server or runtime, never a raise of the environment's.
+  VerifiersInfrastructure: 'infrastructure',
   TokenizationDrift: 'model',
 };
 

@@ -235,7 +235,7 @@ describe('clotho process --verifiers', () => {
     expect((await readGroups(out))[0]!.scores).toEqual([1]);
     const inspect = await runClotho(['inspect', `clotho/${runId}/arith_env/item-0`], env);
     // The session answered the episode 503 and the attempt failed as such (VerifiersInfrastructure), not as a reward.
-    expect(inspect.stdout).toContain('retry: attempt 1 failed: the model server failed: Internal Server Error');
+    expect(inspect.stdout).toContain('retry: attempt 1 failed (infrastructure): the model server failed: Internal Server Error');
   }, 300_000);
 
   it('fails the group of an episode that keeps raising with its Python traceback, after a retry that asked the model nothing again', async () => {
