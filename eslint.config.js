@@ -6,7 +6,19 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/', 'dist/', '.clotho/', '**/data/', 'test/replay/histories/', 'clients/'] },
+  {
+    ignores: [
+      '**/node_modules/',
+      'dist/',
+      '.clotho/',
+      '**/data/',
+      'test/replay/histories/',
+      'clients/',
+      'docs/.generated/',
+      'docs/.vitepress/dist/',
+      'docs/.vitepress/cache/',
+    ],
+  },
   js.configs.recommended,
   tseslint.configs.recommended,
   {
